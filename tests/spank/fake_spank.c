@@ -199,7 +199,13 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
 {
 	if (!sp)
 		return ESPANK_BAD_ARG;
-	if (fake.ctx != S_CTX_REMOTE)
+	/* Slurm answers job items in srun's local_user_init (launcher job)
+	 * and a few in prolog/epilog; the rest only in slurmstepd. */
+	int local_ok = item == S_JOB_ID || item == S_JOB_STEPID || item == S_JOB_NNODES ||
+		       item == S_JOB_TOTAL_TASK_COUNT || item == S_JOB_UID || item == S_JOB_GID;
+	int script_ok = item == S_JOB_ID || item == S_JOB_UID || item == S_JOB_GID;
+	if (fake.ctx == S_CTX_ALLOCATOR || fake.ctx == S_CTX_SLURMD ||
+	    (fake.ctx == S_CTX_LOCAL && !local_ok) || (fake.ctx == S_CTX_JOB_SCRIPT && !script_ok))
 		return ESPANK_NOT_REMOTE;
 	va_list ap;
 	va_start(ap, item);
