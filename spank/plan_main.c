@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "llmt/exitcodes.h"
@@ -160,8 +161,14 @@ int main(int argc, char **argv)
 			die("out of memory");
 		llmt_policy_defaults(pol);
 	}
-	if (!topo_path && pol->topology.source == LLMT_TOPO_FILE)
-		topo_path = pol->topology.path;
+	char tbuf[LLMT_PATH_MAX];
+	if (!topo_path && pol->topology.source != LLMT_TOPO_NONE &&
+	    llmt_policy_topology_path(pol, getenv("SLURM_CONF"), tbuf, sizeof(tbuf)) == 0) {
+		if (pol->topology.source == LLMT_TOPO_FILE || access(tbuf, F_OK) == 0)
+			topo_path = tbuf;
+		else
+			fprintf(stderr, "llm-train-plan: note: %s not found: no topology (give --topology)\n", tbuf);
+	}
 	if (topo_path) {
 		if (llmt_topology_load(topo_path, &topo, err, sizeof(err)))
 			die("%s", err);
