@@ -227,8 +227,15 @@ static void scontrol_update(char *a, char *b, char *c, int tmo)
 		slurm_error(LLMT_MSG "scontrol update %s: %s", a, err);
 }
 
-static int job_script(spank_t sp, const char *phase)
+static int job_script(spank_t sp, int ac, char **av, const char *phase)
 {
+	/* Slurm 22.05 does not call slurm_spank_init before job_prolog and
+	 * job_epilog: the plugstack arguments are read here. */
+	char err[LLMT_ERRLEN];
+	if (llmt_conf_parse(ac, av, &llmt_conf, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s: %s", phase, err);
+		return 0;
+	}
 	if (!is_training(sp))
 		return 0;
 	const char *node = getenv("SLURMD_NODENAME");
@@ -236,7 +243,6 @@ static int job_script(spank_t sp, const char *phase)
 		slurm_error(LLMT_MSG "%s: SLURMD_NODENAME missing or unusual: checks skipped", phase);
 		return 0;
 	}
-	char err[LLMT_ERRLEN];
 	struct llmt_policy *p = llmt_policy_open(llmt_conf.policy, err, sizeof(err));
 	if (!p) {
 		/* Jobs are refused at submit and task start; a policy typo must
@@ -280,14 +286,10 @@ static int job_script(spank_t sp, const char *phase)
 
 int llmt_job_prolog(spank_t sp, int ac, char **av)
 {
-	(void)ac;
-	(void)av;
-	return job_script(sp, "prolog");
+	return job_script(sp, ac, av, "prolog");
 }
 
 int llmt_job_epilog(spank_t sp, int ac, char **av)
 {
-	(void)ac;
-	(void)av;
-	return job_script(sp, "epilog");
+	return job_script(sp, ac, av, "epilog");
 }

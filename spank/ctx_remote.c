@@ -190,7 +190,7 @@ static int training_step(spank_t sp)
 	struct llmt_layout lay = { rs.opts.tp, rs.opts.pp, rs.opts.dp };
 	if (llmt_plan_build(nodelist, tpn, 0, rs.topo, rs.policy, lay, NULL, &rs.plan, err,
 			    sizeof(err)) != 0) {
-		fail("rank map: %s", err);
+		fail("%s", err);
 		goto out;
 	}
 	if (rs.plan->ntasks != ntasks || rs.plan->nnodes != nnodes) {
@@ -244,8 +244,7 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	if (!rs.training)
 		return 0;
 	if (rs.failed) {
-		slurm_error(LLMT_MSG "%s", rs.err);
-		fprintf(stderr, LLMT_MSG "task refused: %s\n", rs.err);
+		slurm_error(LLMT_MSG "task refused: %s", rs.err);
 		return -1;
 	}
 	if (rs.batch)
@@ -267,10 +266,9 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	}
 	const struct llmt_rm_task *k = &pl->map->task[gid];
 	if (k->node != nodeid || (int)k->local_rank != lid) {
-		slurm_error(LLMT_MSG "task %u is not where a block distribution puts it "
+		slurm_error(LLMT_MSG "task refused: task %u is not where a block distribution puts it "
 			    "(node %u, local %d; expected %u, %u): use -m block", gid, nodeid, lid,
 			    k->node, k->local_rank);
-		fprintf(stderr, LLMT_MSG "task refused: task distribution is not block; use -m block\n");
 		return -1;
 	}
 	struct llmt_env_input in;
@@ -288,8 +286,7 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	in.policy = rs.policy;
 	char err[LLMT_ERRLEN];
 	if (llmt_envgen(&in, &rs.env, err, sizeof(err)) != 0) {
-		slurm_error(LLMT_MSG "environment of task %u: %s", gid, err);
-		fprintf(stderr, LLMT_MSG "task refused: %s\n", err);
+		slurm_error(LLMT_MSG "task refused: environment of task %u: %s", gid, err);
 		return -1;
 	}
 	/* A variable of ours that this step does not set must not leak in

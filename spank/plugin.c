@@ -20,8 +20,8 @@ static int opt_cb(int val, const char *optarg, int remote);
 
 /* has_arg 2: optional argument (--llm-train alone enables with defaults). */
 static struct spank_option llmt_options[LLMT_NOPTS] = {
-	{ "llm-train", "SPEC", "Make this a training job; SPEC is tp=N,pp=N,dp=N|auto,"
-	  "ckpt-dir=DIR,ckpt-interval=N|Ns|Nm|Nh|auto,restarts=N,nccl=NAME,explain", 2,
+	{ "llm-train", "SPEC", "Make this a training job. SPEC: comma-separated tp=N pp=N "
+	  "dp=N|auto ckpt-dir=DIR ckpt-interval=I restarts=N nccl=NAME explain", 2,
 	  LLMT_OPT_TRAIN, opt_cb },
 	{ "llm-tp", "N", "Tensor-parallel size (within one NVLink domain)", 1, LLMT_OPT_TP, opt_cb },
 	{ "llm-pp", "N", "Pipeline-parallel size", 1, LLMT_OPT_PP, opt_cb },
@@ -66,6 +66,11 @@ static void raw_store(int id, const char *arg)
 static int opt_cb(int val, const char *optarg, int remote)
 {
 	(void)remote;
+	/* sbatch hands an option given without a value to the job's steps as
+	 * the text "(null)" (SLURM_SPANK__SLURM_SPANK_OPTION_*), and srun
+	 * passes that back: it means no value. */
+	if (optarg && strcmp(optarg, "(null)") == 0)
+		optarg = NULL;
 	raw_store(val, optarg);
 	return 0;
 }
@@ -154,7 +159,7 @@ void llmt_raw_from_job_env(spank_t sp)
 		llmt_opt_env_name(i, name, sizeof(name));
 		spank_err_t rc = spank_getenv(sp, name, val, sizeof(val));
 		if (rc == ESPANK_SUCCESS)
-			raw_store(i, val[0] ? val : NULL);
+			raw_store(i, (val[0] && strcmp(val, "(null)") != 0) ? val : NULL);
 		else if (rc == ESPANK_NOSPACE) {
 			llmt_raw.given[i] = 1;
 			llmt_raw.too_long[i] = 1;
@@ -182,7 +187,7 @@ void llmt_raw_from_getopt(spank_t sp)
 		if (!v)
 			v = getenv(name);
 		if (v)
-			raw_store(i, v[0] ? v : NULL);
+			raw_store(i, (v[0] && strcmp(v, "(null)") != 0) ? v : NULL);
 	}
 }
 
@@ -201,11 +206,9 @@ int llmt_opts_from_raw(struct llmt_opts *o, char *err, size_t errlen)
 			snprintf(err, errlen, "--%s needs a value", llmt_opt_name(i));
 			return -1;
 		}
-		char e[LLMT_ERRLEN];
-		if (llmt_opts_set(o, llmt_opt_name(i), v, e, sizeof(e)) != 0) {
-			snprintf(err, errlen, "--%s: %s", llmt_opt_name(i), e);
+		/* the core's message names the option and the bad value */
+		if (llmt_opts_set(o, llmt_opt_name(i), v, err, errlen) != 0)
 			return -1;
-		}
 	}
 	if (llmt_raw_any())
 		o->enabled = 1;
