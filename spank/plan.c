@@ -66,6 +66,33 @@ bad:
 	return -1;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Each host once in the step (Slurm guarantees it; a hand-made list may not). */
+static int check_unique(const struct llmt_plan *p, char *err, size_t errlen)
+{
+	const char **s = malloc(p->nnodes * sizeof(*s));
+	int rc = 0;
+	if (!s) {
+		SET_ERR("out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < p->nnodes; i++)
+		s[i] = p->names[i];
+	qsort(s, p->nnodes, sizeof(*s), cmp_str);
+	for (unsigned i = 1; i < p->nnodes; i++)
+		if (!strcmp(s[i - 1], s[i])) {
+			SET_ERR("node list names %s twice", s[i]);
+			rc = -1;
+			break;
+		}
+	free(s);
+	return rc;
+}
+
 void llmt_plan_free(struct llmt_plan *p)
 {
 	if (!p)
@@ -114,11 +141,6 @@ int llmt_plan_build(const char *nodelist, const unsigned *tasks_per_node,
 		struct llmt_rm_node *rn = &p->nodes[i];
 		const struct llmt_topo_node *tn = topo ? llmt_topology_find(topo, p->names[i]) : NULL;
 		const struct llmt_node_type *ty = llmt_policy_node_type(policy, p->names[i]);
-		for (unsigned j = 0; j < i && i < 4096; j++)   /* cheap duplicate guard on small steps */
-			if (!strcmp(p->names[j], p->names[i])) {
-				SET_ERR("node list names %s twice", p->names[i]);
-				goto fail;
-			}
 		rn->name = p->names[i];
 		rn->ntasks = tasks_per_node ? tasks_per_node[i] : uniform;
 		rn->leaf = tn ? tn->leaf : -1;
@@ -130,6 +152,8 @@ int llmt_plan_build(const char *nodelist, const unsigned *tasks_per_node,
 		p->types[i] = ty;
 		p->ntasks += rn->ntasks;
 	}
+	if (check_unique(p, err, errlen))
+		goto fail;
 	if (llmt_rankmap_build(p->nodes, p->nnodes, layout, &p->model, &p->map, err, errlen))
 		goto fail;
 	llmt_cost_eval(&p->model, p->map, p->nodes, &p->cost);

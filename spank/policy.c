@@ -175,6 +175,9 @@ static int each_pair(struct walk *w, yaml_node_t *map, const char *what, pair_fn
 	yaml_node_pair_t *a, *b;
 	if (want(w, map, YAML_MAPPING_NODE, what))
 		return -1;
+	/* Bounded work: the duplicate check below is quadratic. */
+	if (map->data.mapping.pairs.top - map->data.mapping.pairs.start > 256)
+		return fail(w, map, "%s: more than 256 keys", what);
 	for (a = map->data.mapping.pairs.start; a < map->data.mapping.pairs.top; a++) {
 		yaml_node_t *k = node(w, a->key), *v = node(w, a->value);
 		const char *ks = scalar(k);

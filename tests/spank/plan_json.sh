@@ -60,4 +60,5 @@ check_bad "/nonexistent.conf" --nodes 'n[1-8]' --layout tp=1 --topology /nonexis
 check_bad "--tasks-per-node" --nodes 'n[1-8]' --layout tp=1 --tasks-per-node 2x
 check_bad "--nodes" --layout tp=1
 check_bad "--frobnicate" --frobnicate
+check_bad "n1 twice" --nodes 'n1,n2,n1' --layout tp=1
 echo "plan_json: ok"

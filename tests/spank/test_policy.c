@@ -120,6 +120,13 @@ static void test_errors(void **s)
 	expect_error("health: {ckpt_free_space: {min_gib: 5}}\n", "ckpt_roots");
 	expect_error("health: {xid_scan: {timeout: 601}}\n", "601");
 	expect_error("- a\n- b\n", "must be a mapping");
+	{
+		static char big[16384];
+		size_t off = (size_t)snprintf(big, sizeof(big), "nccl_profiles:\n  p:\n");
+		for (int i = 0; i < 300; i++)
+			off += (size_t)snprintf(big + off, sizeof(big) - off, "    NCCL_X%d: a\n", i);
+		expect_error(big, "more than 256 keys");
+	}
 	expect_error("defaults: {tp: 1}\n---\ndefaults: {tp: 2}\n", "second YAML document");
 }
 
