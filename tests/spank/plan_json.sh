@@ -44,6 +44,29 @@ P
 	--tasks-per-node 2 --no-map >"$tmp/text" || { echo "FAIL: text form"; exit 1; }
 grep -q "Slurm's default order" "$tmp/text" || { echo "FAIL: no Slurm comparison"; cat "$tmp/text"; exit 1; }
 grep -q "cross-leaf -" "$tmp/text" || { echo "FAIL: no cross-leaf saving reported"; cat "$tmp/text"; exit 1; }
+# GB200-like nodes of the sample policy: 4 GPUs each, 72-GPU NVLink blocks
+# from BlockName= lines whose members interleave in name order. tp=8 spans
+# two nodes and must stay inside one block; GPUs and NICs per the policy.
+cat >"$tmp/blocks.conf" <<'T'
+BlockName=rack1 Nodes=nvl[001,003,005,007,009,011,013,015,017,019,021,023,025,027,029,031,033,035]
+BlockName=rack2 Nodes=nvl[002,004,006,008,010,012,014,016,018,020,022,024,026,028,030,032,034,036]
+SwitchName=s1 Nodes=nvl[001-036]
+T
+"$plan" --policy "${top_srcdir:-../..}/etc/llm-train.yaml" --nodes 'nvl[001-036]' --topology "$tmp/blocks.conf" \
+	--layout tp=8,pp=2,dp=auto --tasks-per-node 4 --json >"$tmp/nvl.json" 2>"$tmp/err" \
+	|| { echo "FAIL: nvl plan exited $?"; cat "$tmp/err"; exit 1; }
+/usr/bin/python3 - "$tmp/nvl.json" <<'P' || exit 1
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert len(m) == 144 and sorted(e["rank"] for e in m) == list(range(144))
+block = lambda n: int(n[3:]) % 2
+by = {e["rank"]: e for e in m}
+for r, e in by.items():
+    assert block(by[r - r % 8]["node"]) == block(e["node"]), "TP group crosses an NVLink block: %r" % e
+    assert e["gpu"] == e["local_rank"] and 0 <= e["gpu"] < 4, e
+    assert e["nic"] == "mlx5_%d" % e["gpu"], e
+print("nvl map ok: TP groups inside NVLink blocks")
+P
 # bad input: exit 64, one line naming the value
 check_bad() {
 	want=$1; shift
