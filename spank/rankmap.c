@@ -363,6 +363,14 @@ int llmt_rankmap_build(const struct llmt_rm_node *nodes, unsigned nnodes,
 	return 0;
 }
 
+long llmt_rankmap_task_at(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
+			  unsigned node, unsigned local)
+{
+	if (!m || node >= m->nnodes || local >= nodes[node].ntasks)
+		return -1;
+	return (long)m->first_task[node] + (long)local;
+}
+
 int llmt_rankmap_check(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
 		       char *err, size_t errlen)
 {

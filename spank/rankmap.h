@@ -79,6 +79,13 @@ int llmt_rankmap_build(const struct llmt_rm_node *nodes, unsigned nnodes,
 int llmt_rankmap_check(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
 		       char *err, size_t errlen);
 
+/* The map's task index (its block-distribution task id) of the local-th
+ * task on node `node` (S_JOB_NODEID, S_TASK_ID): the rank map is really
+ * a function of (node, local task), so a step launched with another
+ * distribution can still look its entry up here. -1 when out of range. */
+long llmt_rankmap_task_at(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
+			  unsigned node, unsigned local);
+
 void llmt_rankmap_free(struct llmt_rankmap *m);
 
 const char *llmt_rm_order_name(enum llmt_rm_order o);

@@ -160,6 +160,12 @@ static void test_random_properties(void **s)
 		for (int d = 0; d < LLMT_NDIMS; d++)
 			for (int lvl = 1; lvl < LLMT_NLVLS; lvl++)
 				assert_true(cm_map.bytes[d][lvl] <= cm_map.bytes[d][lvl - 1] + 1e-6);
+		/* lookup by (node, local task) */
+		for (unsigned t = 0; t < m->ntasks; t++)
+			assert_int_equal(llmt_rankmap_task_at(m, c.nodes, m->task[t].node,
+							      m->task[t].local_rank), (long)t);
+		assert_int_equal(llmt_rankmap_task_at(m, c.nodes, c.n, 0), -1);
+		assert_int_equal(llmt_rankmap_task_at(m, c.nodes, 0, c.nodes[0].ntasks), -1);
 		/* GPU and NIC assignment */
 		for (unsigned t = 0; t < m->ntasks; t++) {
 			const struct llmt_rm_task *x = &m->task[t];
