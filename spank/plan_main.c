@@ -1,6 +1,8 @@
 /* llm-train-plan: the plugin's rank map offline. Given a node list, a
  * topology.conf, a policy and a layout, prints the map, its traffic per
  * step and the same figures for Slurm's default order (or JSON). */
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -12,22 +14,32 @@
 
 #include "llmt/exitcodes.h"
 #include "hostlist.h"
+#include "envgen.h"
 #include "opts.h"
 #include "plan.h"
 #include "policy.h"
 #include "topology.h"
 
 static const char usage[] =
-"usage: llm-train-plan --nodes HOSTLIST --layout tp=N,pp=N,dp=N|auto\n"
-"                      [--topology FILE] [--policy FILE]\n"
-"                      [--tasks-per-node N | Slurm form such as 8(x3),4]\n"
-"                      [--model-params N] [--hidden N] [--layers N] [--seq N]\n"
-"                      [--micro-batch N] [--micro-batches N]\n"
-"                      [--json | --cost-json] [--no-map]\n"
-"Prints the topology-aware rank map of the plugin, the bytes per step it\n"
-"sends across nodes, leaf and spine switches, and the same for Slurm's\n"
-"default order (rank = task id). --json: the map as a JSON array;\n"
-"--cost-json: both costs as one JSON object.\n";
+"usage: llm-train-plan --nodes HOSTLIST --layout SPEC [options]\n"
+"  --nodes HOSTLIST        the step's nodes, in Slurm's order (e.g. gpu[001-016])\n"
+"  --layout SPEC           tp=N,pp=N,dp=N|auto and any other --llm-train key\n"
+"                          (ckpt-dir, ckpt-interval, restarts, nccl)\n"
+"  --tasks-per-node N      tasks on each node, or Slurm's form such as 8(x3),4 (default 1)\n"
+"  --topology FILE         topology.conf (default: what the policy names)\n"
+"  --policy FILE           admin policy (default " LLMT_DEFAULT_POLICY " if it exists)\n"
+"  --no-policy             use the built-in defaults, not " LLMT_DEFAULT_POLICY "\n"
+"  --model-params N --hidden N --layers N --seq N --micro-batch N --micro-batches N\n"
+"                          the model the cost is computed for (default: 1.3B GPT)\n"
+"  --env                   also print each task's environment\n"
+"  --job-id N --step-id N  job and step for MASTER_PORT in --env (default 1, 0)\n"
+"  --json                  the map as a JSON array of objects (rank, node,\n"
+"                          local_rank, gpu, nic, tp, pp, dp, task[, env])\n"
+"  --cost-json             both costs as one JSON object\n"
+"  --no-map                text form without the per-rank table\n"
+"Prints the plugin's topology-aware rank map, the bytes per step it sends\n"
+"across nodes, leaf and spine switches, and the same for Slurm's default\n"
+"order (rank = task id). Exit 0, or 64 with one line naming a bad value.\n";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -81,6 +93,30 @@ static json_t *cost_json(const struct llmt_cost *c)
 	return o;
 }
 
+/* The environment task t would get (as the plugin's remote context). */
+static void task_env(const struct llmt_plan *plan, unsigned t, const struct llmt_opts *o,
+		     const struct llmt_policy *pol, uint32_t job_id, uint32_t step_id,
+		     struct llmt_env *out)
+{
+	const struct llmt_rm_task *x = &plan->map->task[t];
+	struct llmt_env_input in;
+	char err[512];
+	memset(&in, 0, sizeof(in));
+	in.task = x;
+	in.layout = plan->map->layout;
+	in.world_size = plan->ntasks;
+	in.local_world_size = plan->nodes[x->node].ntasks;
+	in.node_gpus = plan->nodes[x->node].gpus;
+	in.nic = llmt_plan_nic(plan, t);
+	in.master_addr = llmt_plan_master(plan);
+	in.job_id = job_id;
+	in.step_id = step_id;
+	in.opts = o;
+	in.policy = pol;
+	if (llmt_envgen(&in, out, err, sizeof(err)))
+		die("environment of task %u: %s", t, err);
+}
+
 static double pct(double ours, double theirs)
 {
 	return theirs > 0 ? 100.0 * (ours - theirs) / theirs : 0;
@@ -89,7 +125,7 @@ static double pct(double ours, double theirs)
 int main(int argc, char **argv)
 {
 	enum { O_NODES = 256, O_TOPO, O_POLICY, O_LAYOUT, O_TPN, O_PARAMS, O_HIDDEN, O_LAYERS,
-	       O_SEQ, O_MB, O_MBS, O_JSON, O_CJSON, O_NOMAP, O_HELP };
+	       O_SEQ, O_MB, O_MBS, O_JSON, O_CJSON, O_NOMAP, O_HELP, O_NOPOL, O_ENV, O_JOB, O_STEP };
 	static const struct option lo[] = {
 		{ "nodes", required_argument, 0, O_NODES },
 		{ "topology", required_argument, 0, O_TOPO },
@@ -106,11 +142,16 @@ int main(int argc, char **argv)
 		{ "cost-json", no_argument, 0, O_CJSON },
 		{ "no-map", no_argument, 0, O_NOMAP },
 		{ "help", no_argument, 0, O_HELP },
+		{ "no-policy", no_argument, 0, O_NOPOL },
+		{ "env", no_argument, 0, O_ENV },
+		{ "job-id", required_argument, 0, O_JOB },
+		{ "step-id", required_argument, 0, O_STEP },
 		{ 0, 0, 0, 0 },
 	};
 	const char *nodes = NULL, *topo_path = NULL, *pol_path = NULL, *layout_s = NULL;
 	const char *tpn_s = "1";
-	int json = 0, cjson = 0, nomap = 0, c;
+	int json = 0, cjson = 0, nomap = 0, nopol = 0, env = 0, c;
+	uint32_t job_id = 1, step_id = 0;
 	struct llmt_cost_model cm;
 	struct llmt_policy *pol = NULL;
 	struct llmt_topology *topo = NULL;
@@ -138,6 +179,10 @@ int main(int argc, char **argv)
 		case O_CJSON: cjson = 1; break;
 		case O_NOMAP: nomap = 1; break;
 		case O_HELP: fputs(usage, stdout); return 0;
+		case O_NOPOL: nopol = 1; break;
+		case O_ENV: env = 1; break;
+		case O_JOB: job_id = (uint32_t)num("--job-id", optarg, 0xffffffffULL); break;
+		case O_STEP: step_id = (uint32_t)num("--step-id", optarg, 0xffffffffULL) ; break;
 		default:
 			die("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
 		}
@@ -149,6 +194,10 @@ int main(int argc, char **argv)
 	if (!layout_s)
 		die("--layout tp=N,pp=N,dp=N is required");
 
+	if (pol_path && nopol)
+		die("--policy and --no-policy exclude each other");
+	if (!pol_path && !nopol && access(LLMT_DEFAULT_POLICY, F_OK) == 0)
+		pol_path = LLMT_DEFAULT_POLICY;
 	if (pol_path) {
 		int rc = llmt_policy_load(pol_path, &pol, err, sizeof(err));
 		if (rc == LLMT_POLICY_DEFAULTS)
@@ -177,8 +226,6 @@ int main(int argc, char **argv)
 	llmt_opts_init(&o);
 	if (llmt_opts_parse_spec(&o, layout_s, err, sizeof(err)))
 		die("--layout: %s", err);
-	if (o.set & ~(unsigned)(LLMT_SET_TP | LLMT_SET_PP | LLMT_SET_DP))
-		die("--layout takes only tp, pp and dp: '%s'", layout_s);
 	llmt_opts_apply_defaults(&o, pol);
 
 	/* Count the nodes to size tasks-per-node. */
@@ -204,7 +251,6 @@ int main(int argc, char **argv)
 				job.ntasks += tpn[i];
 		else
 			job.ntasks = uniform * (unsigned)n;
-		o.restarts = 0;  /* not a plan input */
 		if (llmt_opts_validate(&o, pol, &job, err, sizeof(err)))
 			die("%s", err);
 	}
@@ -227,7 +273,17 @@ int main(int argc, char **argv)
 					      "pp", (json_int_t)x->pp_rank,
 					      "dp", (json_int_t)x->dp_rank,
 					      "task", (json_int_t)t);
-			if (!e || json_array_append_new(arr, e))
+			if (!e)
+				die("out of memory");
+			if (env) {
+				static struct llmt_env ev;
+				json_t *eo = json_object();
+				task_env(plan, t, &o, pol, job_id, step_id, &ev);
+				for (unsigned i = 0; i < ev.n; i++)
+					json_object_set_new(eo, ev.var[i].name, json_string(ev.var[i].value));
+				json_object_set_new(e, "env", eo);
+			}
+			if (json_array_append_new(arr, e))
 				die("out of memory");
 		}
 		if (json_dumpf(arr, stdout, JSON_COMPACT) || fputc('\n', stdout) == EOF)
@@ -259,6 +315,12 @@ int main(int argc, char **argv)
 				       plan->names[x->node], x->local_rank, (int)x->gpu,
 				       *llmt_plan_nic(plan, t) ? llmt_plan_nic(plan, t) : "-",
 				       x->tp_rank, x->pp_rank, x->dp_rank, t);
+				if (env) {
+					static struct llmt_env ev;
+					task_env(plan, t, &o, pol, job_id, step_id, &ev);
+					for (unsigned i = 0; i < ev.n; i++)
+						printf("           %s=%s\n", ev.var[i].name, ev.var[i].value);
+				}
 			}
 		}
 		print_cost("this map", &plan->cost);

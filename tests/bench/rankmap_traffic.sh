@@ -53,7 +53,7 @@ def allocation(names, nnodes, seed, fragmented):
 
 def run(topo, nodes, layout):
     nl = "%s/nodes" % tmp
-    out = subprocess.run([plan, "--nodes", ",".join(nodes), "--topology", topo, "--layout", layout,
+    out = subprocess.run([plan, "--no-policy", "--nodes", ",".join(nodes), "--topology", topo, "--layout", layout,
                           "--tasks-per-node", "8", "--model-params", "70000000000", "--hidden", "8192",
                           "--layers", "80", "--seq", "4096", "--micro-batches", "16", "--cost-json"],
                          capture_output=True, text=True)

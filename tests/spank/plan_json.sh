@@ -13,7 +13,7 @@ SwitchName=leafA Nodes=n[1,3,5,7]
 SwitchName=leafB Nodes=n[2,4,6,8]
 SwitchName=top Switches=leafA,leafB
 T
-"$plan" --nodes 'n[1-8]' --topology "$tmp/topology.conf" --layout tp=2,pp=2,dp=auto \
+"$plan" --no-policy --nodes 'n[1-8]' --topology "$tmp/topology.conf" --layout tp=2,pp=2,dp=auto \
 	--tasks-per-node 2 --json >"$tmp/map.json" 2>"$tmp/err" || { echo "FAIL: plan exited $?"; cat "$tmp/err"; exit 1; }
 /usr/bin/python3 - "$tmp/map.json" <<'P' || exit 1
 import json, sys
@@ -40,7 +40,7 @@ assert all(sorted(v) == [0, 1] for v in seen.values()), seen
 print("map ok: %d ranks" % len(m))
 P
 # the text form compares with Slurm's default order
-"$plan" --nodes 'n[1-8]' --topology "$tmp/topology.conf" --layout tp=2,pp=2,dp=auto \
+"$plan" --no-policy --nodes 'n[1-8]' --topology "$tmp/topology.conf" --layout tp=2,pp=2,dp=auto \
 	--tasks-per-node 2 --no-map >"$tmp/text" || { echo "FAIL: text form"; exit 1; }
 grep -q "Slurm's default order" "$tmp/text" || { echo "FAIL: no Slurm comparison"; cat "$tmp/text"; exit 1; }
 grep -q "cross-leaf -" "$tmp/text" || { echo "FAIL: no cross-leaf saving reported"; cat "$tmp/text"; exit 1; }
@@ -67,10 +67,40 @@ for r, e in by.items():
     assert e["nic"] == "mlx5_%d" % e["gpu"], e
 print("nvl map ok: TP groups inside NVLink blocks")
 P
+# --env: each task's environment per the contract, with the cluster policy's
+# NCCL profile substituted per rank
+"$plan" --policy "${top_srcdir:-../..}/tests/spank/cluster-policy.yaml" --nodes 'node[1-3]' \
+	--topology "$tmp/topology.conf" --layout tp=2,dp=auto,ckpt-dir=/tmp/run1,ckpt-interval=10m \
+	--tasks-per-node 2 --env --job-id 4242 --step-id 3 --json >"$tmp/env.json" 2>"$tmp/err" \
+	|| { echo "FAIL: --env exited $?"; cat "$tmp/err"; exit 1; }
+/usr/bin/python3 - "$tmp/env.json" <<'P' || exit 1
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert len(m) == 6
+port = 20000 + (4242 % 625) * 16 + 3
+master = [e["node"] for e in m if e["rank"] == 0][0]
+for e in m:
+    v = e["env"]
+    want = {"LLM_TRAIN": "1", "RANK": str(e["rank"]), "WORLD_SIZE": "6", "LOCAL_RANK": str(e["local_rank"]),
+            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": master, "MASTER_PORT": str(port),
+            "LLM_TRAIN_TP": "2", "LLM_TRAIN_PP": "1", "LLM_TRAIN_DP": "3",
+            "LLM_TRAIN_TP_RANK": str(e["tp"]), "LLM_TRAIN_PP_RANK": str(e["pp"]), "LLM_TRAIN_DP_RANK": str(e["dp"]),
+            "LLM_TRAIN_GPU": "-1", "LLM_TRAIN_NIC": "lo", "LLM_TRAIN_CKPT_DIR": "/tmp/run1",
+            "LLM_TRAIN_HEARTBEAT_DIR": "/tmp/run1/heartbeat", "LLM_TRAIN_CKPT_INTERVAL": "10m",
+            "LLM_TRAIN_NCCL_PROFILE": "cpu", "NCCL_SOCKET_IFNAME": "lo"}
+    for k, x in want.items():
+        assert v.get(k) == x, "%s=%r, want %r (%r)" % (k, v.get(k), x, e)
+    assert "CUDA_VISIBLE_DEVICES" not in v, v
+print("env ok")
+P
+# a ckpt-dir outside the policy's roots is refused like at submit time
+"$plan" --policy "${top_srcdir:-../..}/tests/spank/cluster-policy.yaml" --nodes 'node[1-2]' \
+	--layout tp=1,ckpt-dir=/etc/x >/dev/null 2>"$tmp/err" && { echo "FAIL: /etc/x accepted"; exit 1; }
+grep -q "/etc/x" "$tmp/err" || { echo "FAIL: message lacks /etc/x"; cat "$tmp/err"; exit 1; }
 # bad input: exit 64, one line naming the value
 check_bad() {
 	want=$1; shift
-	"$plan" "$@" >"$tmp/out" 2>"$tmp/err"
+	"$plan" --no-policy "$@" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	[ $rc = 64 ] || { echo "FAIL: '$*' exited $rc, want 64"; cat "$tmp/err"; exit 1; }
 	[ "$(wc -l <"$tmp/err")" = 1 ] || { echo "FAIL: '$*': want one line"; cat "$tmp/err"; exit 1; }
