@@ -128,6 +128,13 @@ int fake_log_has(const char *needle)
 	return 0;
 }
 
+void fake_log_clear(void)
+{
+	for (int i = 0; i < fake.nlog; i++)
+		free(fake.log[i]);
+	fake.nlog = 0;
+}
+
 void fake_log_dump(void)
 {
 	for (int i = 0; i < fake.nlog; i++)

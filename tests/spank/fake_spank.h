@@ -53,5 +53,6 @@ int fake_give_option(const char *name, const char *arg);
 /* 1 if any logged message contains needle. */
 int fake_log_has(const char *needle);
 void fake_log_dump(void);
+void fake_log_clear(void);
 
 #endif

@@ -629,7 +629,7 @@ static void test_prolog_gpu_count(void **state)
 	assert_true(fake_log_has("3 GPUs visible, node type gpu has 4"));
 	snprintf(f, sizeof(f), "%s/nvidia3", dev);
 	write_file(f, "", 0644);
-	fake.nlog = 0;
+	fake_log_clear();
 	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
 	unsetenv("SPANK_LLM_TRAIN");
 }
