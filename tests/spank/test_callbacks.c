@@ -106,6 +106,7 @@ static void start(spank_context_t ctx)
 	snprintf(pol, sizeof(pol), "policy=%s", policy_path);
 	set_args(pol, NULL, NULL, NULL);
 	llmt_remote_exit(NULL, 0, NULL);   /* each slurmstepd is a new process */
+	llmt_raw_reset();
 	fake_reset(ctx);
 	assert_int_equal(slurm_spank_init(FAKE_SP, AC, AV), 0);
 }
@@ -132,6 +133,7 @@ static void test_init_registers_options_everywhere(void **state)
 static void test_bad_plugstack_arg(void **state)
 {
 	(void)state;
+	llmt_raw_reset();
 	fake_reset(S_CTX_ALLOCATOR);
 	char *av[] = { (char *)"polcy=/x" };
 	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av), -1);
@@ -246,6 +248,7 @@ static void test_broken_policy(void **state)
 	char link[600];
 	snprintf(link, sizeof(link), "%s/link.yaml", tmpdir);
 	assert_int_equal(symlink(policy_path, link), 0);
+	llmt_raw_reset();
 	fake_reset(S_CTX_ALLOCATOR);
 	char pol[700];
 	snprintf(pol, sizeof(pol), "policy=%s", link);
@@ -259,6 +262,7 @@ static void test_broken_policy(void **state)
 static void test_missing_policy_uses_defaults(void **state)
 {
 	(void)state;
+	llmt_raw_reset();
 	fake_reset(S_CTX_ALLOCATOR);
 	char *av[] = { (char *)"policy=/nonexistent/llm-train.yaml" };
 	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av), 0);
@@ -537,6 +541,7 @@ static void start_script(const char *klog, const char *devdir)
 	snprintf(st, sizeof(st), "state_dir=%s/state", tmpdir);
 	snprintf(sc, sizeof(sc), "scontrol=%s/scontrol", tmpdir);
 	snprintf(dv, sizeof(dv), "dev_dir=%s", devdir);
+	llmt_raw_reset();
 	fake_reset(S_CTX_JOB_SCRIPT);
 	char *av[] = { pol, kl, st, sc, dv };
 	assert_int_equal(slurm_spank_init(FAKE_SP, 5, av), 0);
@@ -666,6 +671,31 @@ static void test_prolog_refuses_symlinked_log(void **state)
 	unsetenv("SPANK_LLM_TRAIN");
 }
 
+static void test_prolog_free_space(void **state)
+{
+	(void)state;
+	char klog[600];
+	snprintf(klog, sizeof(klog), "%s/empty", tmpdir);
+	write_file(klog, "", 0644);
+	/* the admin's root (/tmp) cannot have a million GiB free; the user's
+	 * own --llm-ckpt-dir is never looked at as root */
+	write_file(policy_path, "limits:\n  ckpt_roots: [/tmp]\nhealth:\n"
+		   "  ckpt_free_space: {min_gib: 1000000, timeout: 5}\n", 0644);
+	start_script(klog, "/dev");
+	setenv("SPANK_LLM_TRAIN", "1", 1);
+	setenv("SLURMD_NODENAME", "n1", 1);
+	fake_give_option("llm-ckpt-dir", "/nonexistent/user/dir");
+	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), -1);
+	if (!fake_log_has("ckpt_free_space: /tmp has")) {
+		fake_log_dump();
+		fail_msg("no free-space reason");
+	}
+	write_file(policy_path, "limits:\n  ckpt_roots: [/tmp]\nhealth:\n"
+		   "  ckpt_free_space: {min_gib: 0.000001, timeout: 5}\n", 0644);
+	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
+	unsetenv("SPANK_LLM_TRAIN");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +721,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prolog_gpu_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_option_via_getopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_refuses_symlinked_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prolog_free_space, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
