@@ -36,7 +36,7 @@ int llmt_local_init_post_opt(spank_t sp, int ac, char **av)
 
 /* The node list srun's step will use, when srun's environment tells it:
  * inside an allocation whose node count equals the step's. */
-static const char *step_nodelist(uint32_t nnodes, unsigned *uniform)
+static const char *step_nodelist(uint32_t nnodes)
 {
 	const char *nl = getenv("SLURM_STEP_NODELIST");
 	if (nl && *nl)
@@ -45,7 +45,6 @@ static const char *step_nodelist(uint32_t nnodes, unsigned *uniform)
 	const char *nn = getenv("SLURM_JOB_NUM_NODES");
 	if (!nl || !*nl || !nn || strtoul(nn, NULL, 10) != nnodes)
 		return NULL;
-	(void)uniform;
 	return nl;
 }
 
@@ -71,8 +70,7 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS)
 		step_id = 0;
 
-	unsigned uniform = 0;
-	const char *nl = step_nodelist(nnodes, &uniform);
+	const char *nl = step_nodelist(nnodes);
 	struct llmt_job_info job;
 	memset(&job, 0, sizeof(job));
 	job.ntasks = ntasks;

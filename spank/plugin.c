@@ -389,9 +389,10 @@ void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *
 		snprintf(spec, sizeof(spec), "(too long)");
 	fprintf(f, "llm_train: explain: options %s\n", spec);
 	fprintf(f, "llm_train: explain: policy %s\n", p->builtin ? "(built-in defaults)" : p->path);
-	if (o->dp || o->dp_auto)
-		fprintf(f, "llm_train: explain: layout tp=%u pp=%u dp=%s\n", o->tp, o->pp,
-			o->dp ? (snprintf(err, sizeof(err), "%u", o->dp), err) : "auto");
+	if (o->dp)
+		fprintf(f, "llm_train: explain: layout tp=%u pp=%u dp=%u\n", o->tp, o->pp, o->dp);
+	else
+		fprintf(f, "llm_train: explain: layout tp=%u pp=%u dp=auto (tasks / (tp*pp))\n", o->tp, o->pp);
 	if (!nodelist || !*nodelist) {
 		struct llmt_env *e = malloc(sizeof(*e));
 		if (e && llmt_settings_env(o, p, job_id, e, err, sizeof(err)) == 0) {
