@@ -439,6 +439,56 @@ static void test_remote_overwrites_batch_env(void **state)
 	check_step(e, 8, 2, 1);
 }
 
+/* GPU nodes: local GPU, CUDA_VISIBLE_DEVICES, the GPU's NIC and the NCCL
+ * profile substituted per rank. */
+static void test_remote_gpu_node_env(void **state)
+{
+	(void)state;
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 5;
+	fake.item.nnodes = 2;
+	fake.item.node_id = 1;
+	fake.item.local_tasks = 4;
+	fake.item.total_tasks = 8;
+	fake_env_set("SLURM_STEP_NODELIST", "g[1-2]");
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "4(x2)");
+	fake_give_option("llm-train", "tp=4,nccl=ib");
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	for (int k = 0; k < 4; k++) {
+		fake.item.task_id = k;
+		fake.item.task_global_id = 4 + (uint32_t)k;
+		if (slurm_spank_task_init(FAKE_SP, AC, AV) != 0) {
+			fake_log_dump();
+			fail_msg("task_init on a GPU node");
+		}
+		char want[16];
+		snprintf(want, sizeof(want), "%d", k);
+		assert_string_equal(fake_env_get("LLM_TRAIN_GPU"), want);
+		assert_string_equal(fake_env_get("LOCAL_RANK"), want);
+		assert_string_equal(fake_env_get("CUDA_VISIBLE_DEVICES"), "0,1,2,3");
+		const char *nic = k < 2 ? "mlx5_0" : "mlx5_1";   /* 2 NICs shared by 4 GPUs */
+		assert_string_equal(fake_env_get("LLM_TRAIN_NIC"), nic);
+		assert_string_equal(fake_env_get("NCCL_IB_HCA"), nic);
+		assert_string_equal(fake_env_get("NCCL_SOCKET_IFNAME"), "lo");
+		assert_string_equal(fake_env_get("LLM_TRAIN_NCCL_PROFILE"), "ib");
+		assert_int_equal(atoi(fake_env_get("LLM_TRAIN_TP_RANK")), atoi(fake_env_get("RANK")) % 4);
+	}
+	/* 5 tasks on a 4-GPU node: refused before anything starts */
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 6;
+	fake.item.nnodes = 1;
+	fake.item.local_tasks = 5;
+	fake.item.total_tasks = 5;
+	fake_env_set("SLURM_STEP_NODELIST", "g1");
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "5");
+	fake_give_option("llm-train", NULL);
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+	assert_true(fake_log_has("task refused"));
+}
+
 static void test_remote_batch_step_settings_only(void **state)
 {
 	(void)state;
@@ -712,6 +762,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_local_explain_prints_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_every_task_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_overwrites_batch_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_gpu_node_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_batch_step_settings_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_not_training_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_bad_layout_refused, setup, teardown),
