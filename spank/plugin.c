@@ -170,6 +170,8 @@ void llmt_raw_from_job_env(spank_t sp)
 		else if (rc == ESPANK_NOSPACE) {
 			llmt_raw.given[i] = 1;
 			llmt_raw.too_long[i] = 1;
+		} else if (rc != ESPANK_ENV_NOEXIST) {
+			slurm_error(LLMT_MSG "spank_getenv(%s): %s", name, spank_strerror(rc));
 		}
 	}
 }
@@ -183,9 +185,15 @@ void llmt_raw_from_getopt(spank_t sp)
 		char *arg = NULL;
 		spank_err_t rc = spank_option_getopt(sp, &llmt_options[i], &arg);
 		if (rc == ESPANK_SUCCESS) {
-			raw_store(i, (arg && arg[0]) ? arg : NULL);
+			raw_store(i, (arg && arg[0] && strcmp(arg, "(null)") != 0) ? arg : NULL);
 			continue;
 		}
+		/* ESPANK_ERROR: not given; other codes: options unavailable here
+		 * (Slurm 22.05 runs no init before job_prolog): the environment
+		 * below still carries them. */
+		if (rc != ESPANK_ERROR)
+			slurm_debug(LLMT_MSG "spank_option_getopt(--%s): %s", llmt_opt_name(i),
+				    spank_strerror(rc));
 		llmt_opt_env_name(i, name, sizeof(name));
 		/* prolog/epilog see the job's SPANK env with a SPANK_ prefix */
 		char pname[160];
