@@ -273,7 +273,9 @@ static int job_script(spank_t sp, int ac, char **av, const char *phase)
 	const char *j = getenv("SLURM_JOB_ID");
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0)
 		job_id = j ? (uint32_t)strtoul(j, NULL, 10) : 0;
-	if (job_id) {
+	/* Slurm refuses updates of a job that is completing: the epilog's
+	 * verdict is on the node (reason) and in slurmd's log only. */
+	if (job_id && strcmp(phase, "prolog") == 0) {
 		char jw[32], msg[400], clean[400], arg[420];
 		snprintf(jw, sizeof(jw), "JobId=%u", job_id);
 		snprintf(msg, sizeof(msg), "%s: node %s drained: %s", phase, node, v.reason);
