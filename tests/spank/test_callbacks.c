@@ -20,6 +20,7 @@
 /* The harness includes the plugin's entry file: the callbacks run exactly
  * as Slurm calls them, the context files come from libllmtglue. */
 #include "spank/llm_train.c"
+#include "health_io.h"
 
 static char tmpdir[256];
 static char policy_path[512];
@@ -657,6 +658,16 @@ static void test_prolog_xid_drains(void **state)
 	unlink(scontrol_log);
 	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
 	assert_int_not_equal(access(scontrol_log, F_OK), 0);
+	/* an error during the job (newer than the mark): the epilog drains,
+	 * without touching the completing job */
+	FILE *f = fopen(klog_n1, "a");
+	assert_non_null(f);
+	fprintf(f, "3,9,%lld,-;NVRM: Xid (PCI:0000:3b:00): 48, DBE\n", (long long)llmt_monotonic_us() + 1000000);
+	fclose(f);
+	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), -1);
+	assert_int_equal(read_text(scontrol_log, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "update|NodeName=n1|State=DRAIN|Reason=llm_train: kernel log: Xid 48"));
+	assert_null(strstr(buf, "JobId="));
 	unsetenv("SPANK_LLM_TRAIN");
 }
 
