@@ -13,8 +13,9 @@
 # cluster_job_field JOBID FIELD, cluster_wait_idle [TIMEOUT], cluster_nodes,
 # cluster_node_kill NODE, cluster_node_crash NODE, cluster_node_restart NODE,
 # cluster_node_state NODE, cluster_cleanup.
-# After cluster_need, CLUSTER_DIR names the cluster's directory. A test that
-# sets its own EXIT trap must call cluster_cleanup from it.
+# After cluster_need, CLUSTER_DIR names the cluster's directory and
+# CLUSTER_WORK a scratch directory (removed at exit unless the test failed).
+# A test that sets its own EXIT trap must call `cluster_cleanup $?` from it.
 
 # Where this file lives: bash knows; under sh, tests have $top_srcdir.
 if [ -n "${BASH_SOURCE:-}" ]; then
@@ -155,20 +156,33 @@ cluster_env() {
 		OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 }
 
-# cluster_cleanup: stop a private cluster; keep its files if the test failed.
+# cluster_cleanup [RC]: at exit: stop a private cluster and remove
+# CLUSTER_WORK; both are kept for reading when the test failed (RC not 0/77).
 cluster_cleanup() {
-	_rc=$?
-	[ "$_cl_private" = 1 ] || return 0
-	_cl_private=0
-	"$_cl_home/stop" --dir "$CLUSTER_DIR" >/dev/null 2>&1
-	if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
-		rm -rf "$CLUSTER_DIR"
-	else
-		echo "cluster files kept in $CLUSTER_DIR" >&2
+	_rc=${1:-$?}
+	if [ "$_cl_private" = 1 ]; then
+		_cl_private=0
+		"$_cl_home/stop" --dir "$CLUSTER_DIR" >/dev/null 2>&1
+		if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
+			rm -rf "$CLUSTER_DIR"
+		else
+			echo "cluster files kept in $CLUSTER_DIR" >&2
+		fi
 	fi
+	if [ -n "${CLUSTER_WORK:-}" ] && [ -d "$CLUSTER_WORK" ]; then
+		if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
+			rm -rf "$CLUSTER_WORK"
+		else
+			echo "test files kept in $CLUSTER_WORK" >&2
+		fi
+	fi
+	return 0
 }
 
 # cluster_need [START-OPTIONS]: make a cluster available and cluster_env it.
+# Without options it uses the running cluster named by $LLMT_CLUSTER_DIR,
+# if any; otherwise (or with options) it starts a private one, stopped at
+# exit. Also makes CLUSTER_WORK, an empty scratch directory for job files.
 cluster_need() {
 	if [ ! -x "$_cl_sbin/slurmctld" ] || [ ! -x "$_cl_sbin/slurmd" ]; then
 		echo "SKIP: Slurm not installed ($_cl_sbin/slurmctld missing)"
@@ -178,6 +192,12 @@ cluster_need() {
 		echo "cluster_need: cannot find tests/cluster/start (set top_srcdir)" >&2
 		exit 1
 	fi
+	trap 'cluster_cleanup $?' EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	CLUSTER_WORK=$(mktemp -d /tmp/llmt-work.XXXXXX) || exit 1
+	chmod 755 "$CLUSTER_WORK"
 	if [ $# = 0 ] && cluster_is_up "${LLMT_CLUSTER_DIR:-}"; then
 		cluster_env "$LLMT_CLUSTER_DIR"
 		return 0
@@ -185,10 +205,6 @@ cluster_need() {
 	CLUSTER_DIR=$(mktemp -d /tmp/llmt-cluster.XXXXXX) || exit 1
 	CLUSTER_DIR=$(cd "$CLUSTER_DIR" && pwd -P)
 	_cl_private=1
-	trap cluster_cleanup EXIT
-	trap 'exit 129' HUP
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
 	if ! "$_cl_home/start" --dir "$CLUSTER_DIR" "$@" >"$CLUSTER_DIR/start.log" 2>&1; then
 		cat "$CLUSTER_DIR/start.log"
 		echo "FAIL: the emulated cluster did not start in $CLUSTER_DIR"
