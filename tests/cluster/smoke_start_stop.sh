@@ -38,9 +38,14 @@ expect_usage "'node9' is not one of" --nodes 2 --topology 's1:node[1,9];s2:node2
 expect_usage "unknown argument '--bogus'" --bogus
 [ ! -e "$a/run/slurmctld.pid" ] || fail "bad input started something"
 
-# Cluster A: 3 nodes, switch order differs from name order.
-"$start" --dir "$a" --nodes 3 --cpus 2 --topology interleaved=2 >"$a/start.log" 2>&1 ||
-	{ cat "$a/start.log"; fail "start A failed"; }
+# Cluster A (3 nodes, switch order differs from name order) and cluster B
+# (2 nodes, no plugin), started at the same time.
+"$start" --dir "$a" --nodes 3 --cpus 2 --topology interleaved=2 >"$a/start.log" 2>&1 &
+pa=$!
+"$start" --dir "$b" --nodes 2 --no-plugin >"$b/start.log" 2>&1 &
+pb=$!
+wait $pa || { cat "$a/start.log"; fail "start A failed"; }
+wait $pb || { cat "$b/start.log"; fail "start B failed"; }
 grep -q "^export SLURM_CONF=$a/etc/slurm.conf\$" "$a/start.log" || fail "start A printed no export line"
 grep -qx 'SwitchName=s1 Nodes=node\[1,3\]' "$a/etc/topology.conf" || fail "interleaved leaf s1 wrong"
 grep -qx 'SwitchName=s2 Nodes=node\[2\]' "$a/etc/topology.conf" || fail "interleaved leaf s2 wrong"
@@ -62,8 +67,7 @@ echo "$msg" | grep -q "already running in $a" || fail "refusal does not say so: 
 [ "$(cat "$a/munge/munged.pid" "$a"/run/*.pid | tr -dc '0-9\n' | sort)" = "$pids_a" ] || fail "refused start changed A's pids"
 for p in $pids_a; do _cl_alive "$p" || fail "A's daemon $p died after the refused start"; done
 
-# Cluster B beside it, without the plugin; both answer.
-"$start" --dir "$b" --nodes 2 --no-plugin >"$b/start.log" 2>&1 || { cat "$b/start.log"; fail "start B failed"; }
+# Both answer, each on its own ports.
 [ ! -s "$b/etc/plugstack.conf" ] || fail "--no-plugin left a plugstack.conf line"
 [ "$(grep '^SlurmctldPort=' "$a/etc/slurm.conf")" != "$(grep '^SlurmctldPort=' "$b/etc/slurm.conf")" ] ||
 	fail "A and B share a port"
