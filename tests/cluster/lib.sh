@@ -13,8 +13,9 @@
 # cluster_job_field JOBID FIELD, cluster_wait_idle [TIMEOUT], cluster_nodes,
 # cluster_node_kill NODE, cluster_node_crash NODE, cluster_node_restart NODE,
 # cluster_node_state NODE, cluster_cleanup.
-# After cluster_need, CLUSTER_DIR names the cluster's directory. A test that
-# sets its own EXIT trap must call cluster_cleanup from it.
+# After cluster_need, CLUSTER_DIR names the cluster's directory and
+# CLUSTER_WORK a scratch directory (removed at exit unless the test failed).
+# A test that sets its own EXIT trap must call `cluster_cleanup $?` from it.
 
 # Where this file lives: bash knows; under sh, tests have $top_srcdir.
 if [ -n "${BASH_SOURCE:-}" ]; then
@@ -99,9 +100,7 @@ _cl_stop_pid() {
 # empty: any node of DIR). slurmstepd overwrites its environment with its
 # title, but keeps its node's slurmd log (under DIR) open: that marks it.
 _cl_stepd_pids() {
-	for _c in /proc/[0-9]*/cmdline; do
-		_p=${_c#/proc/}; _p=${_p%/cmdline}
-		case $(_cl_cmdline "$_p" 2>/dev/null) in slurmstepd*) ;; *) continue;; esac
+	for _p in $(ps -e -o pid= -o comm= | awk '$2 == "slurmstepd" {print $1}'); do
 		for _fd in /proc/"$_p"/fd/*; do
 			_l=$(readlink "$_fd" 2>/dev/null) || continue
 			case $_l in
@@ -115,23 +114,17 @@ _cl_stepd_pids() {
 
 # _cl_descendants PID...: those pids and all their descendants.
 _cl_descendants() {
-	_all=$*
-	_frontier=$*
-	while [ -n "$_frontier" ]; do
-		_next=
-		for _s in /proc/[0-9]*/stat; do
-			_line=$(cat "$_s" 2>/dev/null) || continue
-			_pp=${_line##*) }; _pp=$(echo "$_pp" | cut -d' ' -f2)
-			for _f in $_frontier; do
-				[ "$_pp" = "$_f" ] || continue
-				_c=${_s#/proc/}; _c=${_c%/stat}
-				_next="$_next $_c"
-			done
-		done
-		_all="$_all $_next"
-		_frontier=$_next
-	done
-	echo $_all
+	ps -e -o pid= -o ppid= | awk -v roots="$*" '
+		BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1 }
+		{ parent[$1] = $2 }
+		END {
+			do {
+				grew = 0
+				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
+			} while (grew)
+			for (p in keep) printf "%s ", p
+			print ""
+		}'
 }
 
 # cluster_is_up DIR: true when start's slurmctld runs in DIR.
@@ -155,20 +148,33 @@ cluster_env() {
 		OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 }
 
-# cluster_cleanup: stop a private cluster; keep its files if the test failed.
+# cluster_cleanup [RC]: at exit: stop a private cluster and remove
+# CLUSTER_WORK; both are kept for reading when the test failed (RC not 0/77).
 cluster_cleanup() {
-	_rc=$?
-	[ "$_cl_private" = 1 ] || return 0
-	_cl_private=0
-	"$_cl_home/stop" --dir "$CLUSTER_DIR" >/dev/null 2>&1
-	if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
-		rm -rf "$CLUSTER_DIR"
-	else
-		echo "cluster files kept in $CLUSTER_DIR" >&2
+	_rc=${1:-$?}
+	if [ "$_cl_private" = 1 ]; then
+		_cl_private=0
+		"$_cl_home/stop" --dir "$CLUSTER_DIR" >/dev/null 2>&1
+		if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
+			rm -rf "$CLUSTER_DIR"
+		else
+			echo "cluster files kept in $CLUSTER_DIR" >&2
+		fi
 	fi
+	if [ -n "${CLUSTER_WORK:-}" ] && [ -d "$CLUSTER_WORK" ]; then
+		if [ "$_rc" = 0 ] || [ "$_rc" = 77 ]; then
+			rm -rf "$CLUSTER_WORK"
+		else
+			echo "test files kept in $CLUSTER_WORK" >&2
+		fi
+	fi
+	return 0
 }
 
 # cluster_need [START-OPTIONS]: make a cluster available and cluster_env it.
+# Without options it uses the running cluster named by $LLMT_CLUSTER_DIR,
+# if any; otherwise (or with options) it starts a private one, stopped at
+# exit. Also makes CLUSTER_WORK, an empty scratch directory for job files.
 cluster_need() {
 	if [ ! -x "$_cl_sbin/slurmctld" ] || [ ! -x "$_cl_sbin/slurmd" ]; then
 		echo "SKIP: Slurm not installed ($_cl_sbin/slurmctld missing)"
@@ -178,6 +184,12 @@ cluster_need() {
 		echo "cluster_need: cannot find tests/cluster/start (set top_srcdir)" >&2
 		exit 1
 	fi
+	trap 'cluster_cleanup $?' EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	CLUSTER_WORK=$(mktemp -d /tmp/llmt-work.XXXXXX) || exit 1
+	chmod 755 "$CLUSTER_WORK"
 	if [ $# = 0 ] && cluster_is_up "${LLMT_CLUSTER_DIR:-}"; then
 		cluster_env "$LLMT_CLUSTER_DIR"
 		return 0
@@ -185,10 +197,6 @@ cluster_need() {
 	CLUSTER_DIR=$(mktemp -d /tmp/llmt-cluster.XXXXXX) || exit 1
 	CLUSTER_DIR=$(cd "$CLUSTER_DIR" && pwd -P)
 	_cl_private=1
-	trap cluster_cleanup EXIT
-	trap 'exit 129' HUP
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
 	if ! "$_cl_home/start" --dir "$CLUSTER_DIR" "$@" >"$CLUSTER_DIR/start.log" 2>&1; then
 		cat "$CLUSTER_DIR/start.log"
 		echo "FAIL: the emulated cluster did not start in $CLUSTER_DIR"
@@ -273,23 +281,29 @@ cluster_node_crash() {
 	_cl_wait_gone "$_p" 10
 }
 
-# cluster_node_restart NODE: (re)start that node's slurmd and wait until
-# the controller sees it respond again (default 60 s).
+# cluster_node_restart NODE: (re)start that node's slurmd and wait (up to
+# 60 s) until it runs and slurmctld has heard from the new daemon.
 cluster_node_restart() {
+	_cl_conf_nodes "$CLUSTER_DIR" | grep -qxF "$1" || {
+		echo "cluster_node_restart: no node $1 in $CLUSTER_DIR" >&2; return 1; }
+	_since=$(scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SlurmdStartTime=//p')
 	if _p=$(_cl_daemon_pid "$CLUSTER_DIR" slurmd "$1"); then
 		_cl_stop_pid "$_p" 10
 	fi
-	_cl_conf_nodes "$CLUSTER_DIR" | grep -qxF "$1" || {
-		echo "cluster_node_restart: no node $1 in $CLUSTER_DIR" >&2; return 1; }
 	_cl_start_slurmd "$CLUSTER_DIR" "$1" || return 1
 	_i=0
 	while :; do
-		case $(cluster_node_state "$1") in
-		*'*'|down*|unk*|"") ;;
-		*) return 0;;
-		esac
+		if _cl_daemon_pid "$CLUSTER_DIR" slurmd "$1" >/dev/null; then
+			_now=$(scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SlurmdStartTime=//p')
+			case $(cluster_node_state "$1") in
+			*'*'|down*|unk*|"") ;;
+			# A new start time proves the new daemon registered; the same
+			# second as before cannot tell, so that is taken after 3 s.
+			*) { [ "$_now" != "$_since" ] || [ $_i -ge 15 ]; } && return 0;;
+			esac
+		fi
 		if [ $_i -ge 300 ]; then
-			echo "cluster_node_restart: $1 still $(cluster_node_state "$1") after 60s" >&2
+			echo "cluster_node_restart: $1 is $(cluster_node_state "$1") 60 s after its restart" >&2
 			return 1
 		fi
 		sleep 0.2; _i=$((_i + 1))
