@@ -265,6 +265,7 @@ static int alloc_acts(llmt_model *m)
     }
     size_t big = M * (d > Hh ? d : Hh);
     A(m->qkv_s, M * Wq * 4);
+    A(m->qkn_g, 2 * hd * 4);
     A(m->S, BH * T * T * 4);
     A(m->y, M * d * 4);
     A(m->dx, M * d * 4);

@@ -48,7 +48,7 @@ struct llmt_model {
     float *cos_t, *sin_t;   /* [T][hd/2] */
     struct slot *slots;
     /* scratch shared by slots */
-    float *qkv_s, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits;
+    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits;
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
     void **allocs;
     int nallocs, capallocs;

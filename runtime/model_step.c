@@ -141,10 +141,22 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     if (llmt_mm(BH, T, hd, T, m->dS, 0, a->k, 0, DT(m), m->dq, LLMT_DT_F32, sc, 0) ||
         llmt_mm(BH, T, hd, T, m->dS, 1, a->q, 0, DT(m), m->dk, LLMT_DT_F32, sc, 0))
         return -1;
+    /* QK-norm weights are replicated but each TP rank sees only its heads:
+     * their gradient is summed over TP (in a scratch, so earlier
+     * micro-batches already in the buffer are not summed twice) */
+    float *qkg = m->par.tp > 1 ? m->qkn_g : (c->qk_norm ? m->grads + lo->qn : NULL);
+    if (c->qk_norm && m->par.tp > 1)
+        memset(qkg, 0, sizeof(float) * 2 * (size_t)hd);
     k_attn_prep_bwd(m->dq, m->dk, m->dv, m->dqkv, a->qkv, m->B, T, m->Hl, m->KVl, hd,
                     c->qk_norm ? m->master + lo->qn : NULL, c->qk_norm ? m->master + lo->kn : NULL,
-                    a->qr, a->kr, c->qk_norm ? m->grads + lo->qn : NULL,
-                    c->qk_norm ? m->grads + lo->kn : NULL, m->cos_t, m->sin_t, bf);
+                    a->qr, a->kr, c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL,
+                    m->cos_t, m->sin_t, bf);
+    if (c->qk_norm && m->par.tp > 1) {
+        if (tp_sum(m, qkg, 2 * (size_t)hd))
+            return -1;
+        for (int i = 0; i < 2 * hd; i++)
+            m->grads[lo->qn + i] += qkg[i];   /* k_norm follows q_norm */
+    }
     if (lin_bwd(m, m->dqkv, a->h1, lo->qkv, m->dh, M, m->Wq, d, 1.0f) || tp_sum(m, m->dh, Md))
         return -1;
     k_rmsnorm_bwd(sl->xs[l], m->master + lo->ln1, a->rstd1, m->dh, dx, m->grads + lo->ln1, M, d);
