@@ -6,6 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi)
 {
@@ -13,6 +22,35 @@ void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi)
 
 	*lo = b * (size_t)r;
 	*hi = r == dp - 1 ? n : *lo + b;
+}
+
+/* Fixed chunks summed in a fixed order: the same bits for any thread
+ * count or timing (an OpenMP reduction combines in arrival order), which
+ * bit-exact resume needs. */
+double llmt_sumsq_det(const float *x, size_t n)
+{
+	enum { CHUNK = 8192 };
+	size_t nc = (n + CHUNK - 1) / CHUNK;
+	double stackp[64], *part = nc <= 64 ? stackp : malloc(sizeof(double) * nc), s = 0;
+
+	if (!part) { /* out of memory: the sequential sum is just as exact */
+		for (size_t i = 0; i < n; i++)
+			s += (double)x[i] * (double)x[i];
+		return s;
+	}
+#pragma omp parallel for schedule(static)
+	for (size_t c = 0; c < nc; c++) {
+		size_t e = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+		double p = 0;
+		for (size_t i = c * CHUNK; i < e; i++)
+			p += (double)x[i] * (double)x[i];
+		part[c] = p;
+	}
+	for (size_t c = 0; c < nc; c++)
+		s += part[c];
+	if (part != stackp)
+		free(part);
+	return s;
 }
 
 double llmt_clip_scale(double norm, double clip)
@@ -95,8 +133,9 @@ void llmt_optim_free(llmt_optim *o)
 int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 {
 	size_t rest = o->n - o->block * (size_t)o->dp;
-	double ss = 0;
+	double ss = 0, t0 = now_s();
 
+	o->comm_s = 0;
 	if (o->dp == 1) {
 		memcpy(o->g, grads, sizeof(float) * o->n);
 	} else {
@@ -109,22 +148,21 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 			if (o->dp_rank == o->dp - 1)
 				memcpy(o->g + o->block, o->tail, sizeof(float) * rest);
 		}
+		o->comm_s += now_s() - t0;
 	}
 	for (int s = 0; s < o->nsegs; s++) {
 		const llmt_optim_seg *sg = &o->segs[s];
 		size_t a = sg->offset > o->lo ? sg->offset : o->lo;
 		size_t b = sg->offset + sg->numel < o->hi ? sg->offset + sg->numel : o->hi;
-		double part = 0;
 		if (!sg->in_norm || a >= b)
 			continue;
-#pragma omp parallel for reduction(+ : part) schedule(static)
-		for (size_t i = a; i < b; i++)
-			part += (double)o->g[i - o->lo] * (double)o->g[i - o->lo];
-		ss += part;
+		ss += llmt_sumsq_det(o->g + (a - o->lo), b - a);
 	}
+	t0 = now_s();
 	if (o->norm_comm && llmt_comm_size(o->norm_comm) > 1 &&
 	    llmt_comm_allreduce_sum_f64(o->norm_comm, &ss, 1))
 		return -1;
+	o->comm_s += now_s() - t0;
 	*norm = sqrt(ss);
 	return 0;
 }
@@ -133,6 +171,7 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 {
 	double scale = llmt_clip_scale(norm, o->cfg.grad_clip);
 	size_t rest = o->n - o->block * (size_t)o->dp;
+	double t0;
 
 	o->t++;
 	for (int s = 0; s < o->nsegs; s++) {
@@ -146,11 +185,13 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 	}
 	if (o->dp == 1)
 		return 0;
+	t0 = now_s();
 	memcpy(o->tmp, master + o->lo, sizeof(float) * o->block);
 	if (llmt_comm_allgather_f32(o->dp_comm, o->tmp, master, o->block))
 		return -1;
 	if (rest && llmt_comm_bcast_bytes(o->dp_comm, master + o->block * (size_t)o->dp,
 			sizeof(float) * rest, o->dp - 1))
 		return -1;
+	o->comm_s += now_s() - t0;
 	return 0;
 }

@@ -34,6 +34,7 @@ typedef struct {
 	llmt_optim_seg *segs;
 	int nsegs;
 	long t;              /* updates applied (bias correction) */
+	double comm_s;       /* seconds in DP/norm collectives (reduce + step) */
 	llmt_comm *dp_comm;  /* NULL = no data parallelism */
 	llmt_comm *norm_comm;/* group over which the norm is summed (all ranks) */
 } llmt_optim;
@@ -59,6 +60,8 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm);
  * the norm from reduce) and all-gather master over DP. 0 or -1 (comm). */
 int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm);
 
+/* Pure: sum of squares in double, the same bits for any thread count. */
+double llmt_sumsq_det(const float *x, size_t n);
 /* Pure: the clip multiplier for a norm. */
 double llmt_clip_scale(double norm, double clip);
 
