@@ -34,10 +34,14 @@ typedef struct ck_cut {
 } ck_cut;
 
 /* Cut flat range [lo, hi) of the table into boxes (at most 3 per entry).
- * skip_tied: leave out tied_copy entries (saving). Returns the count (cuts
+ * skip (saving): CK_SKIP_TIED leaves out tied_copy entries, CK_SKIP_TPREP
+ * entries replicated over TP (split_dim -1; written by tp_rank 0 only). Returns the count (cuts
  * malloc'd into *out) or -1 on an inconsistent table (err says which). */
 int ck_cut_range(const llmt_param_info *params, int n, size_t lo, size_t hi,
-                 int skip_tied, ck_cut **out, char *err, size_t errlen);
+                 int skip, ck_cut **out, char *err, size_t errlen);
+
+#define CK_SKIP_TIED 1
+#define CK_SKIP_TPREP 2
 
 /* Intersection of two boxes; 0 when empty. */
 int ck_box_intersect(const ck_box *a, const ck_box *b, ck_box *out);

@@ -50,7 +50,7 @@ static int push(ck_cut **v, int *n, int *cap, int param, ck_box box, size_t at)
 }
 
 int ck_cut_range(const llmt_param_info *params, int n, size_t lo, size_t hi,
-                 int skip_tied, ck_cut **out, char *err, size_t errlen)
+                 int skip, ck_cut **out, char *err, size_t errlen)
 {
 	ck_cut *v = NULL;
 	int cnt = 0, cap = 0;
@@ -66,7 +66,7 @@ int ck_cut_range(const llmt_param_info *params, int n, size_t lo, size_t hi,
 			free(v);
 			return -1;
 		}
-		if (skip_tied && p->tied_copy)
+		if (((skip & CK_SKIP_TIED) && p->tied_copy) || ((skip & CK_SKIP_TPREP) && p->split_dim == -1))
 			continue;
 		a = p->offset > lo ? p->offset : lo;
 		e = p->offset + p->numel < hi ? p->offset + p->numel : hi;
