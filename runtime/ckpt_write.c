@@ -120,8 +120,15 @@ static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, ch
 	}
 	*hash = XXH3_64bits_digest(st);
 	XXH3_freeState(st);
-	if (fsync(fd) != 0 || close(fd) != 0) {
+	if (fsync(fd) != 0) {
 		ck_fmt(err, errlen, "%s: fsync failed: %s", path, strerror(errno));
+		close(fd);
+		return LLMT_EXIT_IO;
+	}
+	/* durable: its pages need not crowd the training process's memory */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (close(fd) != 0) {
+		ck_fmt(err, errlen, "%s: close failed: %s", path, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
 	return 0;
@@ -169,7 +176,7 @@ static json_t *wait_record(const char *tdir, int r, char *err, size_t errlen)
 		}
 		nanosleep(&ts, NULL);
 		waited += (double)ts.tv_nsec / 1e9;
-		if (ts.tv_nsec < 200 * 1000 * 1000)
+		if (ts.tv_nsec < 20 * 1000 * 1000)
 			ts.tv_nsec *= 2;
 	}
 	json_t *o = json_load_file(path, 0, &je);
