@@ -72,8 +72,8 @@ int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errle
 
 int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, size_t errlen)
 {
-#define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": checkpoint has %d, this run %d", a->f, b->f); return 1; }
-#define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": checkpoint has %g, this run %g", a->f, b->f); return 1; }
+#define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %d, this run %d", a->f, b->f); return 1; }
+#define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %g, this run %g", a->f, b->f); return 1; }
 	CMPI(vocab_size) CMPI(d_model) CMPI(n_layers) CMPI(n_heads) CMPI(n_kv_heads) CMPI(d_ff)
 	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps)
 #undef CMPI
