@@ -33,9 +33,12 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nfl
 		3 * BH * T * hd * 4 + 2 * BH * T * hd * es + M * (d > Hh ? d : Hh) * es +
 		2 * M * Fl * es + BH * T * T * es + M * Wq * es + (last ? M * V * 4 : 0);
 	e->pipeline = 2 * M * 4 + (l->pp > 1 ? (slots + 3) * M * d * 4 : 0);
+	/* the deterministic reduce-scatter receives every member's block */
+	e->comm = l->dp > 1 ? shard * l->dp * 4 : 0;
 	/* the save copies this rank's share: 1/dp of the master, its m and v */
 	e->snapshot = ckpt ? shard * 4 * 3 : 0;
-	e->total = e->params + e->optimizer + e->activations + e->scratch + e->pipeline + e->snapshot;
+	e->total = e->params + e->optimizer + e->activations + e->scratch + e->pipeline + e->comm +
+		e->snapshot;
 }
 
 double llmt_memory_peak(void)

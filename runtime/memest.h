@@ -1,6 +1,7 @@
 /* memest.h: the analytic memory estimate of one rank (bytes): parameter
  * state, ZeRO-1 optimizer shard, the activations 1F1B keeps in flight,
- * kernel scratch, pipeline buffers and the checkpoint snapshot; and the
+ * kernel scratch, pipeline buffers, communication scratch and the
+ * checkpoint snapshot; and the
  * measured peak (VmHWM) to hold it against. Library and runtime overhead
  * (MPI, oneDNN, code) is not in the estimate. */
 #ifndef LLMT_MEMEST_H
@@ -15,6 +16,7 @@ typedef struct {
 	double activations;  /* kept for backward, all slots in flight */
 	double scratch;      /* per-layer work buffers shared by slots */
 	double pipeline;     /* stage-to-stage buffers */
+	double comm;         /* reduce-scatter receive scratch of comm_mpi.c (dp > 1) */
 	double snapshot;     /* host copy of an asynchronous checkpoint */
 	double total;
 } llmt_memest;

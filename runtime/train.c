@@ -790,9 +790,9 @@ static void report_memory(trainer *t)
 			if (l->world <= 8 || r == top)
 				printf("llm-train: memory rank %d: peak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
 					r, all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
-		printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, snapshot %.1f MiB\n",
+		printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
 			e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
-			e.pipeline / 1048576, e.snapshot / 1048576);
+			e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
 	}
 	free(all);
 }

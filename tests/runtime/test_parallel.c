@@ -111,6 +111,8 @@ static void test_memest(void **st)
 	llmt_memory_estimate(&c, &l4, 1000, 2, 16, 1, 1, 1, &b);
 	assert_float_equal(b.optimizer, 1000.0 / 4 * 16, 0);
 	assert_float_equal(b.snapshot, 1000.0 / 4 * 12, 0);
+	assert_float_equal(b.comm, 4000, 0);                     /* reduce-scatter scratch */
+	assert_float_equal(a.comm, 0, 0);
 	assert_float_equal(b.activations, a.activations, 0);   /* DP does not cut activations */
 	/* residual streams alone: (layers+1) x B*T*d fp32 per slot, a lower bound */
 	assert_true(a.activations > 3 * 2 * 16 * 64 * 4);
@@ -119,7 +121,7 @@ static void test_memest(void **st)
 	llmt_memory_estimate(&c, &p2, 1000, 2, 16, 4, 1, 0, &e);
 	assert_true(e.pipeline > 0);
 	assert_true(e.activations > a.activations * 0.9 && e.activations < a.activations * 1.1);
-	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.pipeline + e.snapshot, 1e-6);
+	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.pipeline + e.comm + e.snapshot, 1e-6);
 }
 
 int main(void)
