@@ -5,7 +5,8 @@
 # job on the emulated cluster, must give the same loss curve: relative
 # difference <= 1e-4 per step (fp32 sums in another order under TP/PP/DP;
 # observed ~1e-7). One bf16 run under (2,2,2) is held to 5e-3 of the fp32
-# curve (bf16 rounding of the matmul inputs).
+# curve (bf16 rounding of the matmul inputs). (2,2,2) again with RANK
+# reversed against the MPI rank (as the plugin may set it) must match too.
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
 
@@ -24,6 +25,14 @@ run l121 1 2 1 2 4 --precision fp32
 run l112 1 1 2 2 2 --precision fp32
 run l222 2 2 2 1 4 --precision fp32
 run b222 2 2 2 1 4 --precision bf16
+# the plugin's RANK is topology-aware and may differ from the MPI rank:
+# reversed RANKs must change nothing
+cat >"$CLUSTER_WORK/reverse" <<'SH'
+#!/bin/sh
+RANK=$((SLURM_NTASKS - 1 - SLURM_PROCID)) WORLD_SIZE=$SLURM_NTASKS exec "$@"
+SH
+chmod +x "$CLUSTER_WORK/reverse"
+LAUNCH=$CLUSTER_WORK/reverse run r222 2 2 2 1 4 --precision fp32
 
 cmp_curve() { # a b tol
 	paste "$CLUSTER_WORK/$1.loss" "$CLUSTER_WORK/$2.loss" | awk -v tol="$3" -v a="$1" -v b="$2" '
@@ -32,7 +41,7 @@ cmp_curve() { # a b tol
 		END { printf "%s vs %s: worst relative difference %.2e (tolerance %g)\n", a, b, worst, tol; exit bad }'
 }
 cat "$CLUSTER_WORK/l111.loss"
-for l in l211 l121 l112 l222; do
+for l in l211 l121 l112 l222 r222; do
 	cmp_curve l111 "$l" 1e-4 || fail "$l differs from l111"
 done
 cmp_curve l222 b222 5e-3 || fail "bf16 curve too far from fp32"
