@@ -63,7 +63,10 @@ typedef struct {
 	int G;
 	char err[1024];
 	char ckpt_dir[4096];
-	double last_save_time, save_cost;
+	double last_save_time;   /* end of the last save call */
+	double save_stall;       /* time the loop waited in the last save call */
+	double save_start;       /* start of the save in flight (0: none) */
+	double write_time;       /* duration of the last complete background write */
 	const char *resume_from;
 } trainer;
 
@@ -130,6 +133,13 @@ int llmt_parse_interval(const char *s, llmt_train_opts *o)
 	default: return -1;
 	}
 	return o->ckpt_seconds > 0 ? 0 : -1;
+}
+
+double llmt_auto_interval(double stall, double write_time, double mtbf)
+{
+	double iv = stall > 0 ? sqrt(2 * stall * mtbf) : 600;
+
+	return iv < 2 * write_time ? 2 * write_time : iv;
 }
 
 int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, double factor)
@@ -276,8 +286,10 @@ static int save(trainer *t, int sync, double *stall)
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
 			(long long)t->st.step, t->err);
+	t->save_stall = *stall;
+	t->save_start = sync ? 0 : t0;
 	if (sync && !rc)
-		t->save_cost = now_s() - t0;
+		t->write_time = now_s() - t0;
 	t->last_save_time = now_s();
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
 	return agree(t->p, rc);
@@ -657,10 +669,16 @@ static int ckpt_due_time(trainer *t, double now)
 		return 0;
 	if (o->ckpt_seconds > 0)
 		iv = o->ckpt_seconds;
-	else if (o->ckpt_auto)
-		/* Young/Daly: sqrt(2 x cost x MTBF); 10 min until a cost is measured */
-		iv = t->save_cost > 0 ? sqrt(2 * t->save_cost * o->mtbf_s) : 600;
-	else
+	else if (o->ckpt_auto) {
+		if (t->save_start > 0) { /* notice when the background write ends */
+			char e2[256];
+			if (llmt_ckpt_poll(t->w, e2, sizeof(e2)) != 0) {
+				t->write_time = now - t->save_start;
+				t->save_start = 0;
+			}
+		}
+		iv = llmt_auto_interval(t->save_stall, t->write_time, o->mtbf_s);
+	} else
 		return 0;
 	return now - t->last_save_time >= iv;
 }
@@ -759,8 +777,10 @@ static int loop(trainer *t)
 		if (rc)
 			break;
 		if (v[1] > 0 && stepno < o->steps) {
-			if (l->rank == 0)
+			if (l->rank == 0 && t->w)
 				printf("llm-train: preempted: checkpoint of step %ld written, exiting for requeue\n", stepno);
+			else if (l->rank == 0)
+				printf("llm-train: preempted at step %ld: no checkpoint dir, nothing saved; exiting for requeue\n", stepno);
 			return LLMT_EXIT_REQUEUE;
 		}
 	}

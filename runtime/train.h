@@ -45,6 +45,12 @@ void llmt_train_defaults(llmt_train_opts *o);
  * "auto" into o. 0 or -1. */
 int llmt_parse_interval(const char *s, llmt_train_opts *o);
 
+/* Pure: the "auto" checkpoint interval in seconds. Young/Daly
+ * sqrt(2 x cost x MTBF) with the cost the loop pays per save (the stall),
+ * never under twice the background write (so saves do not queue), and
+ * 600 s until a save has been measured (stall 0). */
+double llmt_auto_interval(double stall, double write_time, double mtbf);
+
 /* Pure: the guard. A step is bad when the loss or the gradient norm is
  * not finite, or when the loss exceeds factor x the running mean (after at
  * least one good step). */
