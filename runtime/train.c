@@ -715,7 +715,6 @@ static int loop(trainer *t)
 			llmt_comm_abort(t->p->world, rc ? rc : LLMT_EXIT_TRANSIENT);
 			return rc ? rc : LLMT_EXIT_TRANSIENT;
 		}
-		comm_s = t->pl.comm_s + t->opt.comm_s;
 		v[0] = my_loss;
 		v[1] = g_signal ? 1 : 0;
 		v[2] = l->rank == 0 && ckpt_due_time(t, now_s());
@@ -726,7 +725,6 @@ static int loop(trainer *t)
 		if (!bad) {
 			if (llmt_optim_step(&t->opt, llmt_model_master(t->m), lr, norm))
 				return LLMT_EXIT_TRANSIENT;
-			comm_s += t->opt.comm_s;
 			llmt_model_sync_compute(t->m);
 			t->st.opt_t = t->opt.t;
 			t->st.bad_run = 0;
@@ -739,6 +737,7 @@ static int loop(trainer *t)
 					stepno, isfinite(v[0]) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
 					v[0], norm, (long long)t->st.bad_run, o->max_bad_steps);
 		}
+		comm_s = t->pl.comm_s + t->opt.comm_s; /* p2p, reduce-scatter, norm, all-gather */
 		inject_bitflip(t, stepno);
 		t->st.step = stepno;
 		t->st.pos += t->G;
