@@ -5,7 +5,8 @@
 # job on the emulated cluster, must give the same loss curve: relative
 # difference <= 1e-4 per step (fp32 sums in another order under TP/PP/DP;
 # observed ~1e-7). One bf16 run under (2,2,2) is held to 5e-3 of the fp32
-# curve (bf16 rounding of the matmul inputs). (2,2,2) again with RANK
+# curve (bf16 rounding of the matmul inputs). The validation loss after
+# step 4 (2 global batches of the held-out text) is held to the same. (2,2,2) again with RANK
 # reversed against the MPI rank (as the plugin may set it) must match too.
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
@@ -14,10 +15,13 @@ run() { # name tp pp dp B A [extra...]
 	_name=$1; shift
 	_tp=$1 _pp=$2 _dp=$3 _b=$4 _a=$5; shift 5
 	train "$_tp" "$_pp" "$_dp" --steps 4 --micro-batch "$_b" --grad-accum "$_a" \
-		--ckpt-dir "$CLUSTER_WORK/$_name" --ckpt-interval 0 "$@" \
+		--ckpt-dir "$CLUSTER_WORK/$_name" --ckpt-interval 0 --eval-interval 4 --eval-batches 2 "$@" \
 		|| { cat "$CLUSTER_WORK/last.out"; fail "$_name: llm-train exited $?"; }
 	losses "$CLUSTER_WORK/$_name/metrics.jsonl" >"$CLUSTER_WORK/$_name.loss"
 	[ "$(wc -l <"$CLUSTER_WORK/$_name.loss")" = 4 ] || fail "$_name: want 4 metrics lines"
+	/usr/bin/python3 -c 'import json,sys
+print(json.loads(open(sys.argv[1]).readline())["val_loss"])' "$CLUSTER_WORK/$_name/eval.jsonl" \
+		>>"$CLUSTER_WORK/$_name.loss" || fail "$_name: no validation loss"
 }
 run l111 1 1 1 4 2 --precision fp32
 run l211 2 1 1 4 2 --precision fp32
