@@ -343,6 +343,52 @@ static void remove_step_dir(const char *path)
 	rmdir(path);
 }
 
+/* Leftovers of saves that never completed (a crash, a failed write): the
+ * temporary directories (and failure notes) of steps up to the one just
+ * completed, other than our own. Saves of one run are sequential, so none
+ * of them can still be in progress; they never held a manifest. */
+static void remove_stale_tmp(const llmt_ckpt_writer *w)
+{
+	DIR *d = opendir(w->dir);
+	struct dirent *de;
+	char own[128], path[4400];
+
+	if (!d)
+		return;
+	ck_fmt(own, sizeof own, ".tmp.step_%08ld.%s", w->step, w->token);
+	while ((de = readdir(d))) {
+		char num[32];
+		long step;
+		size_t n = strspn(de->d_name + 10, "0123456789");
+		if (strncmp(de->d_name, ".tmp.step_", 10) != 0 || n < 8 || n > 20 || de->d_name[10 + n] != '.' ||
+		    !strncmp(de->d_name, own, strlen(own)))
+			continue;
+		memcpy(num, de->d_name + 10, n);
+		num[n] = 0;
+		step = atol(num);
+		if (step > w->step)
+			continue;
+		ck_fmt(path, sizeof path, "%s/%s", w->dir, de->d_name);
+		if (strstr(de->d_name, ".failed")) {
+			unlink(path);
+			continue;
+		}
+		DIR *t = opendir(path);
+		struct dirent *te;
+		char f[4700];
+		if (!t)
+			continue;
+		while ((te = readdir(t)))
+			if (strncmp(te->d_name, "rank_", 5) == 0 || strncmp(te->d_name, "manifest.json", 13) == 0) {
+				ck_fmt(f, sizeof f, "%s/%s", path, te->d_name);
+				unlink(f);
+			}
+		closedir(t);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
 static void retention(llmt_ckpt_writer *w, const char *keep_path)
 {
 	char **paths;
@@ -408,6 +454,7 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	ck_fmt(latest, sizeof latest, "step_%08ld\n", w->step);
 	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
 		return LLMT_EXIT_IO;
+	remove_stale_tmp(w);
 	retention(w, final);
 	return 0;
 }

@@ -468,6 +468,24 @@ static void test_blocked_dir(void **state)
 	assert_int_not_equal(access(p, F_OK), 0);
 	snprintf(p, sizeof p, "%s/step_00000001", dir);
 	assert_int_equal(ck_validate_dir(p, 0, NULL, err, sizeof err), 0);
+	/* the next complete save clears the leftovers of failed ones up to its
+	 * step, and only those */
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1/rank_00000.bin", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(save_layout(dir, 3, 1, 1, 2, 0, "b2"), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1.rank_00000.failed", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(access(p, F_OK), 0);
 }
 
 static void test_retention(void **state)
