@@ -359,9 +359,11 @@ static void remove_stale_tmp(const llmt_ckpt_writer *w)
 	while ((de = readdir(d))) {
 		char num[32];
 		long step;
-		size_t n = strspn(de->d_name + 10, "0123456789");
-		if (strncmp(de->d_name, ".tmp.step_", 10) != 0 || n < 8 || n > 20 || de->d_name[10 + n] != '.' ||
-		    !strncmp(de->d_name, own, strlen(own)))
+		size_t n;
+		if (strncmp(de->d_name, ".tmp.step_", 10) != 0)
+			continue;
+		n = strspn(de->d_name + 10, "0123456789");
+		if (n < 8 || n > 20 || de->d_name[10 + n] != '.' || !strncmp(de->d_name, own, strlen(own)))
 			continue;
 		memcpy(num, de->d_name + 10, n);
 		num[n] = 0;
