@@ -96,8 +96,9 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */
 typedef struct llmt_ckpt llmt_ckpt;
 
 /* Resolve what to resume from: a step directory (holds manifest.json) is
- * returned as is; a CKPT_DIR gives the newest valid checkpoint (`latest`
- * when it is valid). 0, 66 when there is none, or another exit code. */
+ * returned as is; a CKPT_DIR gives its newest complete checkpoint (by
+ * creation time; sizes checked, checksums are checked by the load). 0, 66
+ * when there is none, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard

@@ -514,6 +514,13 @@ static void test_retention(void **state)
 	free(steps);
 	snprintf(p, sizeof p, "%s/step_00000010", dir);
 	assert_int_not_equal(access(p, F_OK), 0);
+	/* resolve takes the newest complete one even when `latest` lags */
+	snprintf(p, sizeof p, "%s/latest", dir);
+	assert_int_equal(ck_write_file_atomic(p, "step_00000030\n", 14, p, sizeof p), 0);
+	char out[4096];
+	assert_int_equal(llmt_ckpt_resolve(dir, out, sizeof out, p, sizeof p), 0);
+	snprintf(p, sizeof p, "%s/step_00000040", dir);
+	assert_string_equal(out, p);
 	snprintf(p, sizeof p, "%s/step_00000000", dir);
 	assert_int_equal(access(p, F_OK), 0);
 	/* saving the same step again keeps the older one aside */
