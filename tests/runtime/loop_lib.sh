@@ -14,7 +14,8 @@ LLM_TRAIN=$LT "$top_srcdir/scripts/make-corpus" "$CORPUS" --max-bytes 300000 \
 	--shard-tokens 100000 >/dev/null || fail "make-corpus failed"
 MODEL=$top_srcdir/configs/tiny.yaml
 
-# train TP PP DP [llm-train options...]: run one job; prints nothing,
+# train TP PP DP [llm-train options...]: run one job (a task that fails
+# ends the step, as the wrapper launches it); prints nothing,
 # returns llm-train's exit status; output in $CLUSTER_WORK/last.out.
 # LAUNCH: a command put before llm-train in each task (optional)
 train() {
@@ -22,7 +23,7 @@ train() {
 	_n=$((_tp * _pp * _dp))
 	_nodes=$(( _n < 4 ? _n : 4 ))
 	LLM_TRAIN_TP=$_tp LLM_TRAIN_PP=$_pp LLM_TRAIN_DP=$_dp \
-	timeout 300 srun --mpi=pmix -N "$_nodes" -n "$_n" ${LAUNCH:-} "$LT" --model "$MODEL" --data "$CORPUS" \
+	timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N "$_nodes" -n "$_n" ${LAUNCH:-} "$LT" --model "$MODEL" --data "$CORPUS" \
 		--seq 64 --lr 1e-3 --warmup 2 --quiet "$@" >"$CLUSTER_WORK/last.out" 2>&1
 }
 
