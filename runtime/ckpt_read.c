@@ -63,6 +63,14 @@ llmt_ckpt *llmt_ckpt_open(const char *stepdir, int *code, char *err, size_t errl
 		free(c);
 		return NULL;
 	}
+	if (c->m.replicas_agree == 0) {
+		ck_fmt(err, errlen, "%s: replicas disagreed when it was saved (silent data corruption suspected)",
+		       stepdir);
+		*code = LLMT_EXIT_DATA;
+		ck_manifest_free(&c->m);
+		free(c);
+		return NULL;
+	}
 	if (ck_config_from_json(c->m.model, &c->cfg, e2, sizeof e2) != 0) {
 		ck_fmt(err, errlen, "%s/manifest.json: bad manifest: %s", stepdir, e2);
 		*code = LLMT_EXIT_DATA;

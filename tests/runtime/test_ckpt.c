@@ -417,9 +417,24 @@ static void remove_manifest(const char *step)
 	assert_int_equal(unlink(p), 0);
 }
 
+static void replicas_disagreed(const char *step)
+{
+	char p[400];
+	json_error_t je;
+	json_t *m;
+
+	snprintf(p, sizeof p, "%s/manifest.json", step);
+	m = json_load_file(p, 0, &je);
+	assert_non_null(m);
+	json_object_set_new(m, "replicas_agree", json_false());
+	assert_int_equal(json_dump_file(m, p, 0), 0);
+	json_decref(m);
+}
+
 static void test_corrupt(void **state)
 {
 	(void)state;
+	corrupt_case("c_sdc", replicas_disagreed, "replicas disagreed");
 	corrupt_case("c_sum", flip_byte, "wrong checksum");
 	corrupt_case("c_size", truncate_shard, "wrong size");
 	corrupt_case("c_missing", remove_shard, "missing shard");
