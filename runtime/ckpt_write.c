@@ -564,6 +564,30 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 	free(w);
 }
 
+/* The snapshot copy, in 4 MiB chunks over the OpenMP threads (the loop's
+ * threads are idle while it waits here): the stall is memory bandwidth. */
+typedef struct { char *dst; const char *src; size_t n; } copy_job;
+
+static int parallel_copy(const copy_job *jobs, int nj)
+{
+	enum { CH = 4 << 20 };
+	size_t nc = 0, k = 0;
+	copy_job *ch;
+
+	for (int i = 0; i < nj; i++)
+		nc += (jobs[i].n + CH - 1) / CH;
+	if (!(ch = malloc((nc + 1) * sizeof *ch)))
+		return -1;
+	for (int i = 0; i < nj; i++)
+		for (size_t o = 0; o < jobs[i].n; o += CH)
+			ch[k++] = (copy_job){ jobs[i].dst + o, jobs[i].src + o, jobs[i].n - o < CH ? jobs[i].n - o : CH };
+#pragma omp parallel for schedule(dynamic, 1)
+	for (long c = 0; c < (long)nc; c++)
+		memcpy(ch[c].dst, ch[c].src, ch[c].n);
+	free(ch);
+	return 0;
+}
+
 static uint64_t replica_hash(const llmt_ckpt_state *st)
 {
 	XXH3_state_t *h = XXH3_createState();
@@ -629,6 +653,14 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 		}
 	}
 	size_t off = 0;
+	int nj = 0, maxj = 0;
+	for (int k = 0; k < st->nbufs; k++)
+		maxj += ncuts[k];
+	copy_job *jobs = malloc(((size_t)maxj + 1) * sizeof *jobs);
+	if (!jobs && !rc) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
 	for (int k = 0; k < st->nbufs && !rc; k++) {
 		const llmt_ckpt_buf *b = &st->bufs[k];
 		size_t es = ck_dtype_size(b->dtype);
@@ -642,7 +674,7 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 				tix[ct->param] = (int)json_array_size(tensors);
 				json_array_append_new(tensors, json_pack("{s:s, s:o}", "name", p->name, "shape", sh));
 			}
-			memcpy(w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n);
+			jobs[nj++] = (copy_job){ w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n };
 			json_array_append_new(pieces, json_pack("[i, i, I, I, I, I, I]", tix[ct->param], k, (json_int_t)off,
 			                                        (json_int_t)ct->box.r0, (json_int_t)ct->box.nr,
 			                                        (json_int_t)ct->box.c0, (json_int_t)ct->box.nc));
@@ -663,6 +695,11 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 		off += (bl->len + 7) & ~(size_t)7;
 	}
 	w->snap_len = off;
+	if (!rc && parallel_copy(jobs, nj) != 0) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	free(jobs);
 	for (int k = 0; k < LLMT_CKPT_MAX_BUFS; k++)
 		free(cuts[k]);
 	free(tix);
