@@ -2,12 +2,14 @@
 # tests/runtime/loop_layout.sh: layout invariance. The same global batch
 # (8 sequences) trained for 4 steps of the tiny model in fp32 under
 # (tp,pp,dp) = (1,1,1) (2,1,1) (1,2,1) (1,1,2) (2,2,2), each a real MPI
-# job on the emulated cluster, must give the same loss curve: relative
-# difference <= 1e-4 per step (fp32 sums in another order under TP/PP/DP;
-# observed ~1e-7). One bf16 run under (2,2,2) is held to 5e-3 of the fp32
-# curve (bf16 rounding of the matmul inputs). The validation loss after
-# step 4 (2 global batches of the held-out text) is held to the same. (2,2,2) again with RANK
-# reversed against the MPI rank (as the plugin may set it) must match too.
+# job on the emulated cluster, must give the same loss curve and the same
+# validation loss after step 4 (2 global batches of held-out text):
+# relative difference <= 1e-4 (fp32 sums in another order; observed
+# ~1e-7). Also: (2,2,2) with RANK reversed against the MPI rank (as the
+# plugin may set it); (1,4,1) against (1,1,1) at sequence 128, whose
+# activations (128 KiB) go by rendezvous, so a 1F1B ordering error would
+# deadlock; and bf16 under (2,2,2) within 5e-3 of fp32 (bf16 rounding of
+# the matmul inputs).
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
 
@@ -29,6 +31,10 @@ run l121 1 2 1 2 4 --precision fp32
 run l112 1 1 2 2 2 --precision fp32
 run l222 2 2 2 1 4 --precision fp32
 run b222 2 2 2 1 4 --precision bf16
+# 4 stages with activations over the TCP eager limit (2x128x128 fp32 =
+# 128 KiB, sent by rendezvous): the 1F1B exchanges must not deadlock
+run s111 1 1 1 2 4 --precision fp32 --seq 128
+run s141 1 4 1 2 4 --precision fp32 --seq 128
 # the plugin's RANK is topology-aware and may differ from the MPI rank:
 # reversed RANKs must change nothing
 cat >"$CLUSTER_WORK/reverse" <<'SH'
@@ -48,6 +54,7 @@ cat "$CLUSTER_WORK/l111.loss"
 for l in l211 l121 l112 l222 r222; do
 	cmp_curve l111 "$l" 1e-4 || fail "$l differs from l111"
 done
+cmp_curve s111 s141 1e-4 || fail "s141 differs from s111"
 cmp_curve l222 b222 5e-3 || fail "bf16 curve too far from fp32"
 # the curve must go down (training works), and not be a constant
 awk 'NR == 1 { f = $1 } END { if (!($1 < f - 0.2)) exit 1 }' "$CLUSTER_WORK/l111.loss" \
