@@ -552,23 +552,20 @@ static int setup(trainer *t)
 	}
 	if ((rc = agree(t->p, rc)))
 		return rc;
-	/* LLM_TRAIN_RESUME unset: continue from CKPT_DIR when it holds a valid
-	 * checkpoint; set but empty (a fresh start): never write over one */
-	if (o->ckpt_dir && !o->resume) {
-		char path[4096], e2[256];
-		if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2)))
-			t->resume_from = o->ckpt_dir;
-	} else if (o->ckpt_dir && !*o->resume && !o->init_from) {
+	/* LLM_TRAIN_RESUME unset (no wrapper): continue from CKPT_DIR when it
+	 * holds a valid checkpoint. Set but empty: a fresh start the wrapper
+	 * chose (e.g. no checkpoint fits a rollback); the checkpoints there are
+	 * kept (a save never writes into an existing step directory). */
+	if (o->ckpt_dir && (!o->resume || !*o->resume)) {
 		char path[4096], e2[256];
 		if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
-			if (rank == 0)
-				fprintf(stderr, "llm-train: %s already holds checkpoint %s; resume from it (LLM_TRAIN_RESUME) or choose another --ckpt-dir\n",
+			if (!o->resume)
+				t->resume_from = o->ckpt_dir;
+			else if (rank == 0)
+				printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
 					o->ckpt_dir, path);
-			rc = LLMT_EXIT_USAGE;
 		}
 	}
-	if ((rc = agree(t->p, rc)))
-		return rc;
 	if (o->ckpt_dir) {
 		rc = mkdir_p(o->ckpt_dir, err, el);
 		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
