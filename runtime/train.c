@@ -4,7 +4,6 @@
  * disagree and no rank waits in a collective the others left. */
 #include "train.h"
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,8 +21,8 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "schedule.h"
+#include "sdc.h"
 
-#define HOSTLEN 64
 #define STATE_MAGIC 0x4c4d5453u /* "LMTS" */
 
 static volatile sig_atomic_t g_signal;
@@ -61,7 +60,7 @@ typedef struct {
 	llmt_ckpt_writer *w;
 	train_state st;
 	FILE *metrics;
-	char (*hosts)[HOSTLEN];
+	char (*hosts)[LLMT_HOSTLEN];
 	uint64_t base;        /* first position of the global batch in progress */
 	int G;
 	char err[1024];
@@ -151,45 +150,6 @@ int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, d
 	if (!isfinite(loss) || !isfinite(norm))
 		return 1;
 	return good_steps > 0 && factor > 0 && loss > factor * loss_ema;
-}
-
-uint64_t llmt_checksum_f32(const float *x, size_t n)
-{
-	uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)n;
-	uint32_t w;
-
-	/* each round is a bijection of h for a fixed word and of the word for
-	 * a fixed h, so any single changed word changes the result */
-	for (size_t i = 0; i < n; i++) {
-		memcpy(&w, &x[i], 4);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-		h = (h << 29) | (h >> 35);
-	}
-	return h ^ (h >> 31);
-}
-
-int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects)
-{
-	int agree = 1, best = -1, bestn = 0, ns = 0;
-
-	for (int r = 1; r < dp; r++)
-		if (sums[r] != sums[0])
-			agree = 0;
-	if (agree)
-		return 0;
-	for (int r = 0; r < dp; r++) {
-		int c = 0;
-		for (int q = 0; q < dp; q++)
-			c += sums[q] == sums[r];
-		if (c > bestn) {
-			bestn = c;
-			best = r;
-		}
-	}
-	for (int r = 0; r < dp; r++)
-		if (dp == 2 || 2 * bestn <= dp || sums[r] != sums[best])
-			suspects[ns++] = r;
-	return ns;
 }
 
 /* The largest code over all ranks: every rank leaves on the same code. */
@@ -352,94 +312,12 @@ static int resume(trainer *t, const char *from)
 	return rc;
 }
 
-/* ---- silent data corruption ----------------------------------------------- */
-static int write_sdc(trainer *t, const uint64_t *sums, const int *sus, int ns)
-{
-	llmt_layout *l = &t->p->l;
-	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
-	char path[4096], tmp[4200];
-	json_t *o = json_object(), *cs = json_array(), *sa = json_array();
-	int rc = 0;
-
-	for (int r = 0; r < l->dp; r++) {
-		char hex[24];
-		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)sums[r]);
-		json_array_append_new(cs, json_string(hex));
-	}
-	for (int i = 0; i < ns; i++) {
-		json_t *s = json_object(), *hosts = json_array();
-		for (int pr = 0; pr < l->pp; pr++)
-			for (int tr = 0; tr < l->tp; tr++) {
-				const char *h = t->hosts[llmt_layout_rank(l, tr, pr, sus[i])];
-				int dup = 0;
-				for (size_t k = 0; k < json_array_size(hosts); k++)
-					dup |= !strcmp(json_string_value(json_array_get(hosts, k)), h);
-				if (!dup)
-					json_array_append_new(hosts, json_string(h));
-			}
-		json_object_set_new(s, "dp_rank", json_integer(sus[i]));
-		json_object_set_new(s, "hosts", hosts);
-		json_array_append_new(sa, s);
-	}
-	json_object_set_new(o, "step", json_integer(t->st.step));
-	json_object_set_new(o, "dp", json_integer(l->dp));
-	json_object_set_new(o, "checksums", cs);
-	json_object_set_new(o, "suspects", sa);
-	if (!dir) {
-		char *s = json_dumps(o, JSON_COMPACT);
-		fprintf(stderr, "llm-train: SDC report (no checkpoint dir): %s\n", s ? s : "");
-		free(s);
-	} else {
-		snprintf(path, sizeof(path), "%s/sdc.json", dir);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-		if (json_dump_file(o, tmp, JSON_COMPACT) || rename(tmp, path)) {
-			fprintf(stderr, "llm-train: cannot write %s: %s\n", path, strerror(errno));
-			rc = LLMT_EXIT_IO;
-		}
-	}
-	json_decref(o);
-	return rc;
-}
-
 static int sdc_check(trainer *t)
 {
-	llmt_layout *l = &t->p->l;
-	uint64_t mine = llmt_checksum_f32(llmt_model_master(t->m), llmt_model_nparams(t->m));
-	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)l->world);
-	uint64_t *rep = malloc(sizeof(uint64_t) * (size_t)l->dp);
-	int *sus = malloc(sizeof(int) * (size_t)l->dp), ns, rc = 0;
+	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
 
-	if (!all || !rep || !sus) {
-		free(all);
-		free(rep);
-		free(sus);
-		return LLMT_EXIT_SOFTWARE;
-	}
-	if (llmt_comm_allgather_bytes(t->p->all, &mine, all, sizeof(mine))) {
-		rc = LLMT_EXIT_TRANSIENT;
-		goto out;
-	}
-	for (int r = 0; r < l->dp; r++) {
-		uint64_t h = 0;
-		for (int pr = 0; pr < l->pp; pr++)
-			for (int tr = 0; tr < l->tp; tr++)
-				h = (h ^ all[llmt_layout_rank(l, tr, pr, r)]) * 0x100000001b3ULL + 0x9e37;
-		rep[r] = h;
-	}
-	ns = llmt_sdc_suspects(rep, l->dp, sus);
-	if (ns) {
-		if (l->rank == 0) {
-			fprintf(stderr, "llm-train: step %lld: DP replicas disagree (%d suspect replica(s)): silent data corruption suspected\n",
-				(long long)t->st.step, ns);
-			write_sdc(t, rep, sus, ns);
-		}
-		rc = LLMT_EXIT_SDC;
-	}
-out:
-	free(all);
-	free(rep);
-	free(sus);
-	return rc;
+	return llmt_sdc_check(t->p, llmt_model_master(t->m), llmt_model_nparams(t->m), (long)t->st.step,
+		t->hosts, dir);
 }
 
 /* ---- setup ----------------------------------------------------------------- */
@@ -499,17 +377,17 @@ static int setup_optim(trainer *t)
 
 static int gather_hosts(trainer *t)
 {
-	char me[HOSTLEN] = { 0 };
+	char me[LLMT_HOSTLEN] = { 0 };
 	const char *n = getenv("SLURMD_NODENAME");
 
 	if (n && *n)
 		snprintf(me, sizeof(me), "%s", n);
 	else if (gethostname(me, sizeof(me) - 1))
 		snprintf(me, sizeof(me), "unknown");
-	t->hosts = calloc((size_t)t->p->l.world, HOSTLEN);
+	t->hosts = calloc((size_t)t->p->l.world, LLMT_HOSTLEN);
 	if (!t->hosts)
 		return LLMT_EXIT_SOFTWARE;
-	return llmt_comm_allgather_bytes(t->p->all, me, t->hosts, HOSTLEN) ? LLMT_EXIT_TRANSIENT : 0;
+	return llmt_comm_allgather_bytes(t->p->all, me, t->hosts, LLMT_HOSTLEN) ? LLMT_EXIT_TRANSIENT : 0;
 }
 
 /* Checks, data, checkpoint dir, model, optimizer, starting state. */
