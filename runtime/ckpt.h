@@ -24,7 +24,8 @@
 #include "config.h"
 #include "model.h"
 
-typedef enum { LLMT_CKPT_F32 = 0, LLMT_CKPT_BF16 = 1 } llmt_ckpt_dtype;
+/* F16 is read (imported safetensors) and converted; not written by saves */
+typedef enum { LLMT_CKPT_F32 = 0, LLMT_CKPT_BF16 = 1, LLMT_CKPT_F16 = 2 } llmt_ckpt_dtype;
 
 #define LLMT_CKPT_MAX_BUFS 8
 #define LLMT_CKPT_MAX_BLOBS 8

@@ -77,6 +77,8 @@ typedef struct ck_file {
 	uint64_t xxh3;
 	int has_sum;
 	int fd;                /* -1 until opened */
+	void *hs;              /* XXH3 state while reads go in file order */
+	uint64_t hashed;       /* bytes [0, hashed) are in hs */
 } ck_file;
 
 typedef struct ck_blob {
@@ -109,7 +111,11 @@ int ck_source_fill(ck_source *s, int kind, const llmt_param_info *params,
 /* Read a whole logical tensor of kind into dst (type dt). 0 or code. */
 int ck_source_read_tensor(ck_source *s, int kind, int tensor, void *dst,
                           llmt_ckpt_dtype dt, char *err, size_t errlen);
-/* Verify size and checksum of file i. 0 or 65/74 with err. */
+/* Hash file i on the fly while it is read front to back (the loader's
+ * reads of its own shard), so verifying it needs no second pass. */
+int ck_source_track(ck_source *s, int i);
+/* Verify size and checksum of file i (finishing a tracked hash). 0 or
+ * 65/74 with err. */
 int ck_source_verify_file(ck_source *s, int i, char *err, size_t errlen);
 
 /* ---- manifest (ckpt_manifest.c) --------------------------------------- */

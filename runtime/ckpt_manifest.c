@@ -1,6 +1,18 @@
 /* ckpt_manifest.c: manifest.json of a checkpoint (jansson): the model
  * config as JSON, parsing a manifest into a ck_manifest, validating a step
- * directory (manifest, sizes, checksums) and listing the valid ones. */
+ * directory (manifest, sizes, checksums) and listing the valid ones.
+ *
+ * manifest.json (written by ckpt_write.c, last, tmp + fsync + rename):
+ *   format "llmt-ckpt", version 1, step, created_ns, created (ISO UTC),
+ *   layout {tp, pp, dp, world}, model {llmt_config fields},
+ *   training {opaque object from the loop}, replicas_agree (bool or null),
+ *   replica_hashes [per rank XXH3 of its DP-replicated buffers],
+ *   kinds [{name, dtype f32|bf16}], tensors [{name, shape}] sorted by name,
+ *   files [{name rank_NNNNN.bin, rank, size, xxh3 (16 hex)}],
+ *   pieces [[tensor, kind, file, byte offset, r0, nr, c0, nc]]: a box of
+ *     the tensor's [rows, cols] view (1-D: [n, 1]) stored row-major,
+ *   blobs [{name, rank, file, offset, size}] (per-rank opaque bytes).
+ * Every (kind, tensor) is covered exactly once by its pieces. */
 #include "ckpt_int.h"
 #include <dirent.h>
 #include <errno.h>
@@ -72,8 +84,8 @@ int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errle
 
 int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, size_t errlen)
 {
-#define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": checkpoint has %d, this run %d", a->f, b->f); return 1; }
-#define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": checkpoint has %g, this run %g", a->f, b->f); return 1; }
+#define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %d, this run %d", a->f, b->f); return 1; }
+#define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %g, this run %g", a->f, b->f); return 1; }
 	CMPI(vocab_size) CMPI(d_model) CMPI(n_layers) CMPI(n_heads) CMPI(n_kv_heads) CMPI(d_ff)
 	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps)
 #undef CMPI

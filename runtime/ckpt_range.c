@@ -129,25 +129,25 @@ void ck_dp_share(size_t n, int dp, int dp_rank, size_t *lo, size_t *hi)
 
 size_t ck_dtype_size(llmt_ckpt_dtype t)
 {
-	return t == LLMT_CKPT_BF16 ? 2 : 4;
+	return t == LLMT_CKPT_F32 ? 4 : 2;
 }
 
 const char *ck_dtype_name(llmt_ckpt_dtype t)
 {
-	return t == LLMT_CKPT_BF16 ? "bf16" : "f32";
+	return t == LLMT_CKPT_BF16 ? "bf16" : t == LLMT_CKPT_F16 ? "f16" : "f32";
 }
 
 int ck_dtype_parse(const char *s, llmt_ckpt_dtype *t)
 {
-	if (!strcmp(s, "f32") || !strcmp(s, "F32") || !strcmp(s, "fp32")) {
+	if (!strcmp(s, "f32") || !strcmp(s, "F32") || !strcmp(s, "fp32"))
 		*t = LLMT_CKPT_F32;
-		return 0;
-	}
-	if (!strcmp(s, "bf16") || !strcmp(s, "BF16")) {
+	else if (!strcmp(s, "bf16") || !strcmp(s, "BF16"))
 		*t = LLMT_CKPT_BF16;
-		return 0;
-	}
-	return -1;
+	else if (!strcmp(s, "f16") || !strcmp(s, "F16"))
+		*t = LLMT_CKPT_F16;
+	else
+		return -1;
+	return 0;
 }
 
 static uint16_t f32_to_bf16(float f)
@@ -161,21 +161,33 @@ static uint16_t f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+static float get_f32(const void *src, llmt_ckpt_dtype st, size_t i)
+{
+	if (st == LLMT_CKPT_F32)
+		return ((const float *)src)[i];
+	if (st == LLMT_CKPT_F16)
+		return (float)((const _Float16 *)src)[i];
+	uint32_t u = (uint32_t)((const uint16_t *)src)[i] << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 void ck_convert(void *dst, llmt_ckpt_dtype dt, const void *src, llmt_ckpt_dtype st, size_t n)
 {
 	if (dt == st) {
 		memmove(dst, src, n * ck_dtype_size(dt));
 	} else if (dt == LLMT_CKPT_F32) {
-		const uint16_t *s = src;
 		float *d = dst;
-		for (size_t i = 0; i < n; i++) {
-			uint32_t u = (uint32_t)s[i] << 16;
-			memcpy(&d[i], &u, 4);
-		}
-	} else {
-		const float *s = src;
+		for (size_t i = 0; i < n; i++)
+			d[i] = get_f32(src, st, i);
+	} else if (dt == LLMT_CKPT_BF16) {
 		uint16_t *d = dst;
 		for (size_t i = 0; i < n; i++)
-			d[i] = f32_to_bf16(s[i]);
+			d[i] = f32_to_bf16(get_f32(src, st, i));
+	} else {
+		_Float16 *d = dst;
+		for (size_t i = 0; i < n; i++)
+			d[i] = (_Float16)get_f32(src, st, i);
 	}
 }

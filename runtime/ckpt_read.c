@@ -177,6 +177,9 @@ static int load_local(llmt_ckpt *c, const llmt_ckpt_state *st, char *err, size_t
 
 	if (st->config && (rc = llmt_ckpt_check_config(c, st->config, err, errlen)) != 0)
 		return rc;
+	for (int f = st->rank; f < s->nfiles; f += st->world)
+		if (ck_source_track(s, f) != 0)
+			return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
 	for (int k = 0; k < st->nbufs; k++) {
 		const llmt_ckpt_buf *b = &st->bufs[k];
 		ck_cut *cuts;

@@ -12,9 +12,12 @@
 
 void ck_source_free(ck_source *s)
 {
-	for (int i = 0; i < s->nfiles; i++)
+	for (int i = 0; i < s->nfiles; i++) {
 		if (s->files[i].fd >= 0)
 			close(s->files[i].fd);
+		if (s->files[i].hs)
+			XXH3_freeState(s->files[i].hs);
+	}
 	free(s->files);
 	free(s->tensors);
 	free(s->kinds);
@@ -151,6 +154,30 @@ static int open_file(ck_source *s, int f, char *err, size_t errlen)
 	return 0;
 }
 
+int ck_source_track(ck_source *s, int i)
+{
+	ck_file *f = &s->files[i];
+
+	if (f->hs)
+		return 0;
+	if (!(f->hs = XXH3_createState()))
+		return -1;
+	XXH3_64bits_reset(f->hs);
+	f->hashed = 0;
+	return 0;
+}
+
+/* raw bytes [off, off+n) of file i were read into buf */
+static void tracked(ck_source *s, int i, const void *buf, size_t n, uint64_t off)
+{
+	ck_file *f = &s->files[i];
+
+	if (f->hs && off == f->hashed) {
+		XXH3_64bits_update(f->hs, buf, n);
+		f->hashed += n;
+	}
+}
+
 static int read_err(const ck_source *s, int f, int rc, uint64_t off, char *err, size_t errlen)
 {
 	if (rc == -2) {
@@ -188,12 +215,16 @@ static int copy_inter(ck_source *s, const ck_piece *p, const ck_box *in, void *d
 			char *d = (char *)dst + (size_t)((r - db->r0) * db->nc) * des;
 			if (p->dtype == dt) {
 				rc = ck_pread_all(fd, d, n * ses, off);
+				if (rc == 0)
+					tracked(s, p->file, d, n * ses, off);
 			} else {
 				if (!tmp && !(tmp = malloc(CHUNK > n * ses ? CHUNK : n * ses)))
 					return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
 				rc = ck_pread_all(fd, tmp, n * ses, off);
-				if (rc == 0)
+				if (rc == 0) {
+					tracked(s, p->file, tmp, n * ses, off);
 					ck_convert(d, dt, tmp, p->dtype, n);
+				}
 			}
 			if (rc != 0) {
 				free(tmp);
@@ -221,6 +252,7 @@ static int copy_inter(ck_source *s, const ck_piece *p, const ck_box *in, void *d
 			free(tmp);
 			return read_err(s, p->file, rc, off, err, errlen);
 		}
+		tracked(s, p->file, tmp, rowbytes * (size_t)nr, off);
 		for (int64_t k = 0; k < nr; k++) {
 			const char *src = tmp + rowbytes * (size_t)k + (span ? (size_t)(in->c0 - sb->c0) * ses : 0);
 			char *d = (char *)dst + (size_t)((r + k - db->r0) * db->nc + (in->c0 - db->c0)) * des;
@@ -304,23 +336,44 @@ int ck_source_read_tensor(ck_source *s, int kind, int tensor, void *dst,
 
 int ck_source_verify_file(ck_source *s, int i, char *err, size_t errlen)
 {
+	enum { CHUNK = 8 << 20 };
+	ck_file *f = &s->files[i];
 	uint64_t h, size;
 	int rc;
 
 	if ((rc = open_file(s, i, err, errlen)) != 0)
 		return rc;
-	if (ck_hash_file(s->files[i].fd, &h, &size) != 0) {
-		ck_fmt(err, errlen, "%s/%s: read failed: %s", s->dir, s->files[i].name, strerror(errno));
+	if (f->hs) {
+		/* finish the hash of a file read front to back */
+		char *buf = malloc(CHUNK);
+		ssize_t r = 0;
+		if (!buf)
+			return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
+		while ((r = pread(f->fd, buf, CHUNK, (off_t)f->hashed)) > 0) {
+			XXH3_64bits_update(f->hs, buf, (size_t)r);
+			f->hashed += (uint64_t)r;
+		}
+		free(buf);
+		if (r < 0) {
+			ck_fmt(err, errlen, "%s/%s: read failed: %s", s->dir, f->name, strerror(errno));
+			return LLMT_EXIT_IO;
+		}
+		h = XXH3_64bits_digest(f->hs);
+		size = f->hashed;
+		XXH3_freeState(f->hs);
+		f->hs = NULL;
+	} else if (ck_hash_file(f->fd, &h, &size) != 0) {
+		ck_fmt(err, errlen, "%s/%s: read failed: %s", s->dir, f->name, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
-	if (size != s->files[i].size) {
+	if (size != f->size) {
 		ck_fmt(err, errlen, "%s/%s: wrong size: %llu bytes, manifest says %llu", s->dir,
-		         s->files[i].name, (unsigned long long)size, (unsigned long long)s->files[i].size);
+		       f->name, (unsigned long long)size, (unsigned long long)f->size);
 		return LLMT_EXIT_DATA;
 	}
-	if (s->files[i].has_sum && h != s->files[i].xxh3) {
+	if (f->has_sum && h != f->xxh3) {
 		ck_fmt(err, errlen, "%s/%s: wrong checksum: xxh3 %016llx, manifest says %016llx", s->dir,
-		         s->files[i].name, (unsigned long long)h, (unsigned long long)s->files[i].xxh3);
+		       f->name, (unsigned long long)h, (unsigned long long)f->xxh3);
 		return LLMT_EXIT_DATA;
 	}
 	return 0;

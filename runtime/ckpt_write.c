@@ -120,8 +120,15 @@ static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, ch
 	}
 	*hash = XXH3_64bits_digest(st);
 	XXH3_freeState(st);
-	if (fsync(fd) != 0 || close(fd) != 0) {
+	if (fsync(fd) != 0) {
 		ck_fmt(err, errlen, "%s: fsync failed: %s", path, strerror(errno));
+		close(fd);
+		return LLMT_EXIT_IO;
+	}
+	/* durable: its pages need not crowd the training process's memory */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (close(fd) != 0) {
+		ck_fmt(err, errlen, "%s: close failed: %s", path, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
 	return 0;
@@ -151,25 +158,32 @@ static double timeout_s(void)
 	const char *e = getenv("LLM_TRAIN_CKPT_TIMEOUT");
 	double t = e ? atof(e) : 0;
 
-	return t > 0 ? t : 3600;
+	return t > 0 ? t : 1800;
 }
 
 static json_t *wait_record(const char *tdir, int r, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[4200], failed[4300];
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
 	double waited = 0, limit = timeout_s();
 	json_error_t je;
 
 	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, r);
+	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, r);
 	while (access(path, F_OK) != 0) {
+		char *why = ck_read_small(failed, 4096, NULL);
+		if (why) {
+			ck_fmt(err, errlen, "rank %d: %s", r, why);
+			free(why);
+			return NULL;
+		}
 		if (waited > limit) {
 			ck_fmt(err, errlen, "%s: rank %d did not finish its shard within %.0f s", tdir, r, limit);
 			return NULL;
 		}
 		nanosleep(&ts, NULL);
 		waited += (double)ts.tv_nsec / 1e9;
-		if (ts.tv_nsec < 200 * 1000 * 1000)
+		if (ts.tv_nsec < 20 * 1000 * 1000)
 			ts.tv_nsec *= 2;
 	}
 	json_t *o = json_load_file(path, 0, &je);
@@ -398,16 +412,29 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	return 0;
 }
 
+/* A rank that cannot publish its record says so next to the directory,
+ * so rank 0 does not wait for it. */
+static void publish_failure(const llmt_ckpt_writer *w, const char *tdir, const char *why)
+{
+	char failed[4300], e2[1024];
+
+	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, w->rank);
+	ck_write_file_atomic(failed, why, strlen(why), e2, sizeof e2);
+}
+
 static void *writer_main(void *arg)
 {
 	llmt_ckpt_writer *w = arg;
 	char tdir[4200], err[1024] = "", err2[1024];
 	uint64_t hash = 0;
+	struct stat sb;
 	int rc;
 
 	tmp_dir(w, tdir, sizeof tdir);
-	if (ck_mkdir_p(tdir) != 0) {
-		ck_fmt(err, sizeof err, "%s: cannot create: %s", tdir, strerror(errno));
+	errno = 0;
+	if (ck_mkdir_p(tdir) != 0 || stat(tdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		ck_fmt(err, sizeof err, "%s: cannot create: %s", tdir, errno ? strerror(errno) : "not a directory");
+		publish_failure(w, tdir, err);
 		set_result(w, LLMT_EXIT_IO, err);
 		return NULL;
 	}
@@ -419,9 +446,12 @@ static void *writer_main(void *arg)
 		json_object_set_new(w->done, "xxh3", json_string(hx));
 	}
 	/* publish even a failure, so rank 0 does not wait for this rank */
-	if (publish_done(w, tdir, rc ? err : NULL, err2, sizeof err2) != 0 && rc == 0) {
-		rc = LLMT_EXIT_IO;
-		ck_fmt(err, sizeof err, "%s", err2);
+	if (publish_done(w, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
+		if (rc == 0) {
+			rc = LLMT_EXIT_IO;
+			ck_fmt(err, sizeof err, "%s", err2);
+		}
+		publish_failure(w, tdir, err);
 	}
 	if (rc == 0 && w->rank == 0)
 		rc = finalize(w, tdir, err, sizeof err);

@@ -4,7 +4,6 @@
 #include "config.h"
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,13 +51,16 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 
 static int integer(const char *opt, const char *s, long lo, long hi, long *out)
 {
-	double d;
+	char *end, want[96];
+	long long v;
 
-	if (num(opt, s, (double)lo, (double)hi, &d))
-		return LLMT_EXIT_USAGE;
-	if (d != floor(d))
-		return bad(opt, s, "want an integer");
-	*out = (long)d;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		snprintf(want, sizeof(want), "want an integer in [%ld, %ld]", lo, hi);
+		return bad(opt, s, want);
+	}
+	*out = (long)v;
 	return 0;
 }
 

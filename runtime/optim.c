@@ -105,11 +105,13 @@ int llmt_optim_init(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
 	len = o->hi - o->lo;
 	o->m = calloc(len, sizeof(float));
 	o->v = calloc(len, sizeof(float));
-	o->g = calloc(len, sizeof(float));
-	o->tmp = calloc(o->block, sizeof(float));
+	if (o->dp > 1) { /* one process: the model's gradient buffer is used as is */
+		o->g = calloc(len, sizeof(float));
+		o->tmp = calloc(o->block, sizeof(float));
+	}
 	o->tail = calloc((size_t)o->dp, sizeof(float));
 	o->segs = malloc(sizeof(*segs) * (size_t)(nsegs ? nsegs : 1));
-	if (!o->m || !o->v || !o->g || !o->tmp || !o->tail || !o->segs) {
+	if (!o->m || !o->v || (o->dp > 1 && (!o->g || !o->tmp)) || !o->tail || !o->segs) {
 		fprintf(stderr, "llm-train: out of memory for the optimizer state (%zu elements)\n", len);
 		llmt_optim_free(o);
 		return -1;
@@ -137,8 +139,9 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 
 	o->comm_s = 0;
 	if (o->dp == 1) {
-		memcpy(o->g, grads, sizeof(float) * o->n);
+		o->gv = grads;
 	} else {
+		o->gv = o->g;
 		if (llmt_comm_reduce_scatter_sum_f32(o->dp_comm, grads, o->g, o->block))
 			return -1;
 		if (rest) {
@@ -156,7 +159,7 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 		size_t b = sg->offset + sg->numel < o->hi ? sg->offset + sg->numel : o->hi;
 		if (!sg->in_norm || a >= b)
 			continue;
-		ss += llmt_sumsq_det(o->g + (a - o->lo), b - a);
+		ss += llmt_sumsq_det(o->gv + (a - o->lo), b - a);
 	}
 	t0 = now_s();
 	if (o->norm_comm && llmt_comm_size(o->norm_comm) > 1 &&
@@ -180,7 +183,7 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 		size_t b = sg->offset + sg->numel < o->hi ? sg->offset + sg->numel : o->hi;
 		if (a >= b)
 			continue;
-		llmt_adamw_update(master + a, o->g + (a - o->lo), o->m + (a - o->lo), o->v + (a - o->lo),
+		llmt_adamw_update(master + a, o->gv + (a - o->lo), o->m + (a - o->lo), o->v + (a - o->lo),
 			b - a, lr, scale, &o->cfg, o->t, sg->decay);
 	}
 	if (o->dp == 1)

@@ -28,7 +28,8 @@ typedef struct {
 	size_t lo, hi;       /* this DP rank's range [lo, hi) */
 	size_t block;        /* reduce-scatter block (n / dp, rounded down) */
 	int dp, dp_rank;
-	float *m, *v, *g;    /* state and reduced gradient over [lo, hi) */
+	float *m, *v, *g;    /* state and reduced gradient over [lo, hi) (g: dp > 1) */
+	const float *gv;     /* the reduced gradient in use (g, or the model's when dp == 1) */
 	float *tmp;          /* staging for the all-gather */
 	float *tail;         /* the n % dp last elements (all-reduced), dp long */
 	llmt_optim_seg *segs;

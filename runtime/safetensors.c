@@ -13,7 +13,7 @@
 
 static const char *st_dtype(llmt_ckpt_dtype t)
 {
-	return t == LLMT_CKPT_BF16 ? "BF16" : "F32";
+	return t == LLMT_CKPT_BF16 ? "BF16" : t == LLMT_CKPT_F16 ? "F16" : "F32";
 }
 
 static void put_le64(unsigned char *b, uint64_t v)
@@ -188,11 +188,12 @@ int st_read_header(ck_source *s, const char *name, char *err, size_t errlen)
 			rc = LLMT_EXIT_DATA;
 			break;
 		}
-		if (ck_dtype_parse(dt, &t) != 0 || !strcmp(dt, "bf16") || !strcmp(dt, "f32")) {
-			ck_fmt(err, errlen, "%s: tensor %s: dtype %s not supported (F32 and BF16 are)", path, key, dt);
+		if (strcmp(dt, "F32") && strcmp(dt, "BF16") && strcmp(dt, "F16")) {
+			ck_fmt(err, errlen, "%s: tensor %s: dtype %s not supported (F32, BF16, F16 are)", path, key, dt);
 			rc = LLMT_EXIT_DATA;
 			break;
 		}
+		ck_dtype_parse(dt, &t);
 		tn.ndim = (int)json_array_size(sh);
 		if (tn.ndim < 1 || tn.ndim > 2) {
 			ck_fmt(err, errlen, "%s: tensor %s: %d dimensions (1 or 2 supported)", path, key, tn.ndim);

@@ -22,8 +22,8 @@ int st_write(const char *path, const st_tensor *t, int n, st_fill_fn fill, void 
              char *err, size_t errlen);
 
 /* Add the tensors of safetensors file `path` (relative name `name` under
- * s->dir) to s as kind "weights" (kind added when absent). F32 and BF16
- * only. 0 or an exit code (65 malformed, 66 missing). Call
+ * s->dir) to s as kind "weights" (kind added when absent). F32, BF16
+ * and F16. 0 or an exit code (65 malformed, 66 missing). Call
  * ck_source_finish after the last file. */
 int st_read_header(ck_source *s, const char *name, char *err, size_t errlen);
 

@@ -18,6 +18,7 @@
 #include "faults.h"
 #include "heartbeat.h"
 #include "loader.h"
+#include "memest.h"
 #include "metrics.h"
 #include "pipeline.h"
 #include "schedule.h"
@@ -766,6 +767,36 @@ static int loop(trainer *t)
 	return rc;
 }
 
+/* Peak resident memory of every rank against the analytic estimate, on
+ * rank 0's stdout (collective). */
+static void report_memory(trainer *t)
+{
+	llmt_layout *l = &t->p->l;
+	llmt_memest e;
+	double mine[2], *all = malloc(sizeof(double) * 2 * (size_t)l->world);
+
+	if (!all)
+		return;
+	llmt_memory_estimate(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T, t->o->A,
+		t->o->prec == LLMT_BF16, t->w != NULL, &e);
+	mine[0] = llmt_memory_peak();
+	mine[1] = e.total;
+	if (!llmt_comm_allgather_bytes(t->p->all, mine, all, sizeof(mine)) && l->rank == 0) {
+		int top = 0;
+		for (int r = 1; r < l->world; r++)
+			if (all[2 * r] > all[2 * top])
+				top = r;
+		for (int r = 0; r < l->world; r++)
+			if (l->world <= 8 || r == top)
+				printf("llm-train: memory rank %d: peak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
+					r, all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
+		printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
+			e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
+			e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
+	}
+	free(all);
+}
+
 int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 {
 	trainer *t = calloc(1, sizeof(*t));
@@ -798,6 +829,8 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 		}
 		llmt_ckpt_writer_free(t->w);
 	}
+	if (rc == 0 && t->m && !o->quiet)
+		report_memory(t);
 	llmt_hb_stop(rc == 0 ? LLMT_HB_DONE : LLMT_HB_TRAIN);
 	if (t->metrics)
 		fclose(t->metrics);

@@ -5,6 +5,10 @@
 # builds the model from config.json alone and compares the logits with
 # ours. Limits: fp32 logits rel <= 1e-5 (max norm); bf16 file = the fp32
 # weights rounded to nearest even, bit for bit; bf16 logits rel <= 0.05.
+# Then the other way: a Hugging Face style sharded F16 model written here
+# (two files + model.safetensors.index.json) goes through `llm-train
+# import` and `llm-train export --dtype fp32`: the weights come back equal
+# to the F16 values, bit for bit; a file with an I8 tensor is refused (65).
 import json, os, struct, subprocess, sys, tempfile
 import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -13,6 +17,7 @@ import llama_ref
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_builddir = os.environ.get('top_builddir', top_srcdir)
 driver = os.path.join(top_builddir, 'tests', 'reference', 'ckpt_export_drv')
+llm_train = os.path.join(top_builddir, 'runtime', 'llm-train')
 TEXT = '/usr/share/common-licenses/GPL-3'
 CONFIGS = [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
            os.path.join(top_srcdir, 'tests', 'reference', 'ref-gqa.yaml')]
@@ -39,6 +44,25 @@ def read_safetensors(path):
     if end != len(body):
         failures.append('%s: %d data bytes, offsets end at %d' % (path, len(body), end))
     return out
+
+
+def write_safetensors(path, tensors, dtype='F16'):
+    tt = {torch.float16: 'F16', torch.float32: 'F32', torch.bfloat16: 'BF16', torch.int8: 'I8'}
+    hdr, blobs, off = {'__metadata__': {'format': 'pt'}}, [], 0
+    for n, t in tensors.items():
+        b = t.contiguous().view(torch.uint8).numpy().tobytes() if t.dtype != torch.int8 else t.numpy().tobytes()
+        hdr[n] = {'dtype': tt[t.dtype], 'shape': list(t.shape), 'data_offsets': [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+
+
+def run(args):
+    r = subprocess.run([llm_train] + args, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
 
 
 def cfg_from_hf(path):
@@ -91,6 +115,41 @@ for cfgpath in CONFIGS:
             P = {n: t.float() for n, t in P16.items()}
             lg16, _ = llama_ref.forward(cfg, P, tok, tok)
             check('%s bf16 export: logits rel' % tag, rel(lg16, ours.view_as(lg16)), 0.05)
+
+        # import of a sharded F16 model written by another writer
+        hf = os.path.join(out, 'hf_f16')
+        os.mkdir(hf)
+        names = sorted(P32)
+        half = {n: P32[n].to(torch.float16) for n in names}
+        parts = [names[:len(names) // 2], names[len(names) // 2:]]
+        wmap = {}
+        for i, part in enumerate(parts):
+            fn = 'model-%05d-of-00002.safetensors' % (i + 1)
+            write_safetensors(os.path.join(hf, fn), {n: half[n] for n in part})
+            wmap.update({n: fn for n in part})
+        json.dump({'metadata': {}, 'weight_map': wmap}, open(os.path.join(hf, 'model.safetensors.index.json'), 'w'))
+        h = json.load(open(os.path.join(out, 'hf32', 'config.json')))
+        h['torch_dtype'] = 'float16'
+        json.dump(h, open(os.path.join(hf, 'config.json'), 'w'))
+        rc, msg = run(['import', hf, os.path.join(out, 'ck16')])
+        if rc != 0:
+            failures.append('%s: import of the sharded F16 model: exit %d: %s' % (tag, rc, msg))
+            continue
+        rc, msg = run(['export', '--dtype', 'fp32', os.path.join(out, 'ck16'), os.path.join(out, 'back')])
+        if rc != 0:
+            failures.append('%s: export of the imported model: exit %d: %s' % (tag, rc, msg))
+            continue
+        back = read_safetensors(os.path.join(out, 'back', 'model.safetensors'))
+        same = sorted(back) == names and all(torch.equal(back[n], half[n].float()) for n in names)
+        print('%-48s %s' % (tag + ' F16 sharded import -> export', 'bit-identical' if same else 'DIFFERENT'))
+        if not same:
+            failures.append('%s: F16 import/export round trip differs' % tag)
+        write_safetensors(os.path.join(hf, 'model-00001-of-00002.safetensors'),
+                          {n: torch.zeros(P32[n].shape, dtype=torch.int8) for n in parts[0]})
+        rc, msg = run(['import', hf, os.path.join(out, 'ck8')])
+        print('%-48s exit %d: %s' % (tag + ' I8 tensor refused', rc, msg.strip()))
+        if rc != 65 or 'not supported' not in msg:
+            failures.append('%s: import of an I8 tensor: exit %d, want 65' % tag)
 
 if failures:
     print('FAIL:\n  ' + '\n  '.join(failures))

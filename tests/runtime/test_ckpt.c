@@ -447,6 +447,29 @@ static void test_failed_save(void **state)
 	free(lat);
 }
 
+static void test_blocked_dir(void **state)
+{
+	(void)state;
+	char dir[300], p[400], err[1024];
+	FILE *f;
+
+	/* the temporary directory name is taken by a file: the save fails at
+	 * once on every rank (nobody waits for a record that never comes) */
+	path_of(dir, sizeof dir, "blocked");
+	assert_int_equal(save_layout(dir, 1, 1, 1, 2, 0, "b0"), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	setenv("LLM_TRAIN_CKPT_TIMEOUT", "60", 1);
+	assert_int_equal(save_layout(dir, 2, 1, 1, 2, 0, "b1"), LLMT_EXIT_IO);
+	unsetenv("LLM_TRAIN_CKPT_TIMEOUT");
+	snprintf(p, sizeof p, "%s/step_00000002", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/step_00000001", dir);
+	assert_int_equal(ck_validate_dir(p, 0, NULL, err, sizeof err), 0);
+}
+
 static void test_retention(void **state)
 {
 	(void)state;
@@ -524,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_reshard),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_failed_save),
+		cmocka_unit_test(test_blocked_dir),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_config_mismatch),
 	};

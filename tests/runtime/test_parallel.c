@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include "memest.h"
 #include "parallel.h"
 #include "pipeline.h"
 
@@ -88,6 +89,41 @@ static void test_1f1b(void **st)
 	assert_int_equal(llmt_pipeline_slots(2, 8), 2);
 }
 
+static void test_memest(void **st)
+{
+	llmt_config c;
+	llmt_layout l1, l4, p2;
+	llmt_memest a, b, e;
+	char err[256];
+	(void)st;
+
+	llmt_config_defaults(&c);
+	c.vocab_size = 256, c.d_model = 64, c.n_layers = 2, c.n_heads = 4, c.d_ff = 128, c.max_seq = 64;
+	c.n_kv_heads = 4;
+	assert_int_equal(llmt_layout_from_values(&l1, 1, 0, NULL, NULL, NULL, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(llmt_layout_from_values(&l4, 4, 0, NULL, NULL, NULL, NULL, NULL, err, sizeof(err)), 0);
+	/* state: 10 bytes a parameter in bf16 (fp32 master + grads + bf16 copy);
+	 * AdamW m+v 8 bytes, sharded 1/dp with gradient shard and staging */
+	llmt_memory_estimate(&c, &l1, 1000, 2, 16, 1, 1, 0, &a);
+	assert_float_equal(a.params, 10000, 0);
+	assert_float_equal(a.optimizer, 8000, 0);
+	assert_float_equal(a.snapshot, 0, 0);
+	llmt_memory_estimate(&c, &l4, 1000, 2, 16, 1, 1, 1, &b);
+	assert_float_equal(b.optimizer, 1000.0 / 4 * 16, 0);
+	assert_float_equal(b.snapshot, 1000.0 / 4 * 12, 0);
+	assert_float_equal(b.comm, 4000, 0);                     /* reduce-scatter scratch */
+	assert_float_equal(a.comm, 0, 0);
+	assert_float_equal(b.activations, a.activations, 0);   /* DP does not cut activations */
+	/* residual streams alone: (layers+1) x B*T*d fp32 per slot, a lower bound */
+	assert_true(a.activations > 3 * 2 * 16 * 64 * 4);
+	/* 1F1B on the first of 2 stages keeps 2 micro-batches of its 1 layer */
+	assert_int_equal(llmt_layout_from_values(&p2, 2, 0, NULL, "2", NULL, NULL, NULL, err, sizeof(err)), 0);
+	llmt_memory_estimate(&c, &p2, 1000, 2, 16, 4, 1, 0, &e);
+	assert_true(e.pipeline > 0);
+	assert_true(e.activations > a.activations * 0.9 && e.activations < a.activations * 1.1);
+	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.pipeline + e.comm + e.snapshot, 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -95,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_1f1b),
+		cmocka_unit_test(test_memest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
