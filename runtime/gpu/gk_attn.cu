@@ -8,7 +8,7 @@ __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
                            int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
                            float eps, const float *cos_t, const float *sin_t)
 {
-    extern __shared__ float sv[];
+    GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
     int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
     const float *row = qkv + (size_t)m * W;
@@ -58,9 +58,9 @@ extern "C" cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k
                                         const float *cos_t, const float *sin_t, cudaStream_t st)
 {
     dim3 g((unsigned)(B * T), (unsigned)(H + KV));
-    k_prep_fwd<<<g, gk_row_threads(hd), (size_t)hd * sizeof(float), st>>>(
+    GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
         qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t);
-    return cudaGetLastError();
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
@@ -68,7 +68,7 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
                            const float *kw, const float *qr, const float *kr, float *contrib,
                            const float *cos_t, const float *sin_t, int M)
 {
-    extern __shared__ float sv[];
+    GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
     int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
     int isq = hh < H, g = hh - H;
@@ -124,13 +124,13 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
 {
     int M = B * T;
     dim3 g((unsigned)M, (unsigned)(H + KV));
-    k_prep_bwd<<<g, gk_row_threads(hd), (size_t)hd * sizeof(float), st>>>(
+    GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
         dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M);
     if (qw) {
         gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
         gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
     }
-    return cudaGetLastError();
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int T)
@@ -154,9 +154,9 @@ __global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int T)
 extern "C" cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T,
                                              cudaStream_t st)
 {
-    k_softmax_fwd<<<(unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
-                    0, st>>>(S, P, T);
-    return cudaGetLastError();
+    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
+                    0, st)(S, P, T);
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_softmax_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int T)
@@ -174,9 +174,9 @@ __global__ void k_softmax_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, in
 extern "C" cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS,
                                              int n, int T, cudaStream_t st)
 {
-    k_softmax_bwd<<<(unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
-                    0, st>>>(P, dP, dS, T);
-    return cudaGetLastError();
+    GK_LAUNCH(k_softmax_bwd, (unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
+                    0, st)(P, dP, dS, T);
+    return GK_LAST_ERROR();
 }
 
 /* e indexes the head-major [B][H][T][hd] tensor */
@@ -203,14 +203,14 @@ extern "C" cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B,
                                           int hd, cudaStream_t st)
 {
     size_t n = (size_t)B * T * H * hd;
-    k_h2t<<<gk_blocks(n, 256), 256, 0, st>>>(o, att, T, H, hd, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_h2t, gk_blocks(n, 256), 256, 0, st)(o, att, T, H, hd, n);
+    return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H,
                                           int hd, cudaStream_t st)
 {
     size_t n = (size_t)B * T * H * hd;
-    k_t2h<<<gk_blocks(n, 256), 256, 0, st>>>(datt, dO, T, H, hd, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_t2h, gk_blocks(n, 256), 256, 0, st)(datt, dO, T, H, hd, n);
+    return GK_LAST_ERROR();
 }

@@ -1,10 +1,19 @@
 /* gk_dev.cuh: device helpers shared by the gk_*.cu kernels: bf16 loads and
  * stores, fixed-order block reductions (warp shuffles, then warp 0), grid
- * sizing. */
+ * sizing, and the launch macros. Under GK_EMULATE (tests/gpu/gk_emu.h) the
+ * same kernel source is built by the host C++ compiler and run on CPU
+ * threads, so the kernels' logic is tested on machines without a GPU. */
 #ifndef LLMT_GK_DEV_CUH
 #define LLMT_GK_DEV_CUH
 #include <cuda_bf16.h>
+#ifdef GK_EMULATE
+#include "gk_emu.h"
+#else
 #include <cuda_runtime.h>
+#define GK_LAUNCH(k, grid, block, shmem, st) k<<<(grid), (block), (shmem), (st)>>>
+#define GK_DYN_SHARED(T, name) extern __shared__ T name[]
+#define GK_LAST_ERROR() cudaGetLastError()
+#endif
 #include "gk.h"
 
 typedef __nv_bfloat16 bf_t;

@@ -31,16 +31,16 @@ __global__ void k_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, i
 extern "C" cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st)
 {
     size_t n = (size_t)M * F;
-    k_swiglu_fwd<<<gk_blocks(n, 256), 256, 0, st>>>(gu, a, F, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_swiglu_fwd, gk_blocks(n, 256), 256, 0, st)(gu, a, F, n);
+    return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int M,
                                      int F, cudaStream_t st)
 {
     size_t n = (size_t)M * F;
-    k_swiglu_bwd<<<gk_blocks(n, 256), 256, 0, st>>>(gu, da, dgu, F, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_swiglu_bwd, gk_blocks(n, 256), 256, 0, st)(gu, da, dgu, F, n);
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_embed_fwd(const float *E, const int32_t *tok, float *x, int d, size_t n)
@@ -55,8 +55,8 @@ extern "C" cudaError_t gk_embed_fwd(const float *E, const int32_t *tok, float *x
                                     cudaStream_t st)
 {
     size_t n = (size_t)M * d;
-    k_embed_fwd<<<gk_blocks(n, 256), 256, 0, st>>>(E, tok, x, d, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_embed_fwd, gk_blocks(n, 256), 256, 0, st)(E, tok, x, d, n);
+    return GK_LAST_ERROR();
 }
 
 /* block (u, column tile): one token's rows summed in position order */
@@ -79,8 +79,8 @@ extern "C" cudaError_t gk_embed_bwd(float *dE, const int32_t *uniq, const int32_
     if (nuniq == 0)
         return cudaSuccess;
     dim3 g((unsigned)nuniq, (unsigned)((d + 127) / 128));
-    k_embed_bwd<<<g, 128, 0, st>>>(dE, uniq, start, pos, dx, d);
-    return cudaGetLastError();
+    GK_LAUNCH(k_embed_bwd, g, 128, 0, st)(dE, uniq, start, pos, dx, d);
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_xent(const float *logits, const int32_t *tgt, gk_bf16 *dlog, float *loss, int V,
@@ -108,8 +108,8 @@ __global__ void k_xent(const float *logits, const int32_t *tgt, gk_bf16 *dlog, f
 extern "C" cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_bf16 *dlogits,
                                    float *loss, int M, int V, float z, cudaStream_t st)
 {
-    k_xent<<<(unsigned)M, 512, 0, st>>>(logits, tgt, dlogits, loss, V, z, 1.0f / (float)M);
-    return cudaGetLastError();
+    GK_LAUNCH(k_xent, (unsigned)M, 512, 0, st)(logits, tgt, dlogits, loss, V, z, 1.0f / (float)M);
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_add(float *x, const float *r, size_t n)
@@ -124,14 +124,14 @@ __global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n)
 
 extern "C" cudaError_t gk_add(float *x, const float *r, size_t n, cudaStream_t st)
 {
-    k_add<<<gk_blocks(n, 256), 256, 0, st>>>(x, r, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_add, gk_blocks(n, 256), 256, 0, st)(x, r, n);
+    return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_t st)
 {
-    k_to_bf16<<<gk_blocks(n, 256), 256, 0, st>>>(src, dst, n);
-    return cudaGetLastError();
+    GK_LAUNCH(k_to_bf16, gk_blocks(n, 256), 256, 0, st)(src, dst, n);
+    return GK_LAST_ERROR();
 }
 
 /* the arithmetic of llmt_adamw_update, element by element */
@@ -161,7 +161,7 @@ extern "C" cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk
 {
     if (n == 0)
         return cudaSuccess;
-    k_adamw<<<gk_blocks(n, 256), 256, 0, st>>>(p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2,
+    GK_LAUNCH(k_adamw, gk_blocks(n, 256), 256, 0, st)(p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2,
                                               omb1, omb2, keep, step, bc2s, eps);
-    return cudaGetLastError();
+    return GK_LAST_ERROR();
 }

@@ -22,9 +22,9 @@ __global__ void k_rms_fwd(const float *x, const float *w, gk_bf16 *out, float *r
 extern "C" cudaError_t gk_rmsnorm_fwd(const float *x, const float *w, gk_bf16 *out, float *rstd,
                                       int M, int d, float eps, cudaStream_t st)
 {
-    k_rms_fwd<<<M, gk_row_threads(d) > 256 ? 256 : gk_row_threads(d), 0, st>>>(x, w, out, rstd,
+    GK_LAUNCH(k_rms_fwd, M, gk_row_threads(d) > 256 ? 256 : gk_row_threads(d), 0, st)(x, w, out, rstd,
                                                                               d, eps);
-    return cudaGetLastError();
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_rms_bwd_dx(const float *x, const float *w, const float *rstd, const float *dy,
@@ -69,18 +69,18 @@ __global__ void k_colsum_finish(const float *part, float *out, int w, int chunks
 
 void gk_colsum(const float *part, float *out, int w, int chunks, cudaStream_t st)
 {
-    k_colsum_finish<<<(w + 127) / 128, 128, 0, st>>>(part, out, w, chunks);
+    GK_LAUNCH(k_colsum_finish, (w + 127) / 128, 128, 0, st)(part, out, w, chunks);
 }
 
 extern "C" cudaError_t gk_rmsnorm_bwd(const float *x, const float *w, const float *rstd,
                                       const float *dy, float *dx, float *dw, float *part, int M,
                                       int d, cudaStream_t st)
 {
-    k_rms_bwd_dx<<<M, 256, 0, st>>>(x, w, rstd, dy, dx, d);
+    GK_LAUNCH(k_rms_bwd_dx, M, 256, 0, st)(x, w, rstd, dy, dx, d);
     dim3 g((d + 127) / 128, GK_COLSUM_CHUNKS);
-    k_rms_bwd_dw<<<g, 128, 0, st>>>(x, rstd, dy, part, M, d);
+    GK_LAUNCH(k_rms_bwd_dw, g, 128, 0, st)(x, rstd, dy, part, M, d);
     gk_colsum(part, dw, d, GK_COLSUM_CHUNKS, st);
-    return cudaGetLastError();
+    return GK_LAST_ERROR();
 }
 
 __global__ void k_sumsq(const float *x, size_t n, double *partial)
@@ -105,8 +105,8 @@ __global__ void k_sumsq(const float *x, size_t n, double *partial)
 
 extern "C" cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st)
 {
-    k_sumsq<<<GK_SUMSQ_BLOCKS, 256, 0, st>>>(x, n, partial);
-    return cudaGetLastError();
+    GK_LAUNCH(k_sumsq, GK_SUMSQ_BLOCKS, 256, 0, st)(x, n, partial);
+    return GK_LAST_ERROR();
 }
 
 /* part[c][j] = sum over rows of chunk c (in order) of rows[r][j] */
@@ -127,6 +127,6 @@ void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out
                     cudaStream_t st)
 {
     dim3 g((w + 127) / 128, GK_COLSUM_CHUNKS);
-    k_colpart<<<g, 128, 0, st>>>(rows, nrows, w, part);
+    GK_LAUNCH(k_colpart, g, 128, 0, st)(rows, nrows, w, part);
     gk_colsum(part, out, w, GK_COLSUM_CHUNKS, st);
 }
