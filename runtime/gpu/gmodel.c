@@ -264,6 +264,8 @@ void llmt_gmodel_free(llmt_gmodel *g)
     if (g->xst)
         cudaStreamDestroy(g->xst);
     free(g->tok_h);
+    if (g->h)
+        g->h->dev = NULL;       /* the mirror is freed on the CPU path */
     llmt_model_free(g->h);
     free(g);
 }

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <string.h>
+#include "gpu/gbridge.h"
 #include "gpu/gplan.h"
 #include "llmt/exitcodes.h"
 
@@ -30,6 +31,21 @@ static void test_pick(void **st)
     assert_non_null(strstr(err, "'x'"));
     assert_int_equal(gpick_device(4, NULL, "-2", err, sizeof err), -1);
     assert_non_null(strstr(err, "LOCAL_RANK"));
+}
+
+static void test_wanted(void **st)
+{
+    (void)st;
+    char err[160];
+    assert_int_equal(llmt_dev_wanted(NULL, 1, err, sizeof err), 0);
+    assert_int_equal(llmt_dev_wanted("", 1, err, sizeof err), 0);
+    assert_int_equal(llmt_dev_wanted("-1", 1, err, sizeof err), 0);
+    assert_int_equal(llmt_dev_wanted("0", 1, err, sizeof err), 1);
+    assert_int_equal(llmt_dev_wanted("3", 1, err, sizeof err), 1);
+    assert_int_equal(llmt_dev_wanted("3", 0, err, sizeof err), 0);   /* no CUDA in the build */
+    assert_int_equal(llmt_dev_wanted("gpu0", 1, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'gpu0'"));
+    assert_int_equal(llmt_dev_wanted("-2", 1, err, sizeof err), -1);
 }
 
 static void test_watch(void **st)
@@ -169,7 +185,8 @@ static void test_mm_plan(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pick),    cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_pick),    cmocka_unit_test(test_wanted),
+        cmocka_unit_test(test_watch),
         cmocka_unit_test(test_buckets), cmocka_unit_test(test_embed),
         cmocka_unit_test(test_mm_plan),
     };

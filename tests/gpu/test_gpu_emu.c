@@ -349,6 +349,56 @@ static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1); }
 
+/* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
+ * loop's calls (create, forward, backward, grads, sync, logits, free) on
+ * the GPU model match the CPU model */
+static void test_bridge(void **st)
+{
+    (void)st;
+    llmt_config c;
+    small_cfg(&c, 1);
+    llmt_par par = {1, 0, 1, 0, NULL};
+    int B = 1, T = 6, M = B * T;
+    unsetenv("LLM_TRAIN_GPU");
+    llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 2);
+    setenv("LLM_TRAIN_GPU", "0", 1);
+    llmt_model *gm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 2);
+    assert_null(llmt_model_create(&c, &par, LLMT_FP32, B, T, 2));    /* bf16 only */
+    setenv("LLM_TRAIN_GPU", "zero", 1);
+    assert_null(llmt_model_create(&c, &par, LLMT_BF16, B, T, 2));    /* bad value */
+    unsetenv("LLM_TRAIN_GPU");
+    assert_non_null(cm);
+    assert_non_null(gm);
+    size_t n = llmt_model_nparams(cm);
+    int32_t tok[6] = {1, 5, 9, 2, 60, 7}, tgt[6] = {5, 9, 2, 60, 7, 3};
+    for (int step = 0; step < 2; step++) {
+        llmt_model_zero_grad(cm);
+        llmt_model_zero_grad(gm);
+        float lc = 0, lg = 0;
+        for (int s = 0; s < 2; s++) {     /* two micro-batches in two slots */
+            assert_int_equal(llmt_model_forward(cm, s, tok, NULL, tgt, NULL, &lc), 0);
+            assert_int_equal(llmt_model_forward(gm, s, tok, NULL, tgt, NULL, &lg), 0);
+            NEAR(fabs(lc - lg) / lc, 2e-3);
+            NEAR(relf(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-2);
+        }
+        for (int s = 0; s < 2; s++) {
+            assert_int_equal(llmt_model_backward(cm, s, NULL, NULL, 0.5f), 0);
+            assert_int_equal(llmt_model_backward(gm, s, NULL, NULL, 0.5f), 0);
+        }
+        NEAR(relf(llmt_model_grads(gm), llmt_model_grads(cm), n), 5e-2);
+        /* a host-side update, then sync: the next step uses it */
+        float *wc = llmt_model_master(cm), *wg = llmt_model_master(gm), *g = llmt_model_grads(cm);
+        for (size_t i = 0; i < n; i++) {
+            wc[i] -= 0.05f * g[i];
+            wg[i] = wc[i];
+        }
+        llmt_model_sync_compute(cm);
+        llmt_model_sync_compute(gm);
+    }
+    llmt_model_free(gm);
+    llmt_model_free(cm);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -379,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
+        cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_refusals),
     };
     if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
