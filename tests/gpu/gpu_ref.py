@@ -17,8 +17,12 @@ r = subprocess.run([drv, 'probe'], capture_output=True, text=True)
 if r.returncode != 0:
     print(r.stdout.strip() or 'SKIP: no NVIDIA GPU')
     sys.exit(77 if r.returncode == 77 else 1)
-import numpy as np
-import torch
+try:
+    import numpy as np
+    import torch
+except ImportError as e:
+    print('SKIP: %s (install python3-torch and python3-numpy: scripts/install-deps)' % e)
+    sys.exit(77)
 sys.path.insert(0, os.path.join(top_srcdir, 'tests', 'reference'))
 import llama_ref
 

@@ -16,7 +16,7 @@ if [ ! -x "$drv" ]; then
 	exit 77
 fi
 "$drv" probe || exit $?
-command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed"; exit 77; }
+bible -l0 gen1:1 >/dev/null 2>&1 || { echo "SKIP: bible-kjv (and bible-kjv-text) not installed"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu_train.XXXXXX")
 trap 'rm -rf "$W"' EXIT INT TERM
