@@ -54,6 +54,9 @@ typedef struct {
 	llmt_optim opt;
 	llmt_pipeline pl;
 	llmt_loader ld;
+	llmt_loader val;      /* validation data (eval_interval > 0) */
+	llmt_loader *cur;     /* the loader fetch reads */
+	FILE *evalf;          /* RUN_DIR/eval.jsonl (rank 0) */
 	llmt_faults faults;
 	llmt_ckpt_writer *w;
 	train_state st;
@@ -63,7 +66,10 @@ typedef struct {
 	int G;
 	char err[1024];
 	char ckpt_dir[4096];
-	double last_save_time, save_cost;
+	double last_save_time;   /* end of the last save call */
+	double save_stall;       /* time the loop waited in the last save call */
+	double save_start;       /* start of the save in flight (0: none) */
+	double write_time;       /* duration of the last complete background write */
 	const char *resume_from;
 } trainer;
 
@@ -97,6 +103,7 @@ void llmt_train_defaults(llmt_train_opts *o)
 	o->sdc_interval = 100;
 	o->max_bad_steps = 3;
 	o->spike_factor = 3.0;
+	o->eval_batches = 4;
 }
 
 int llmt_parse_interval(const char *s, llmt_train_opts *o)
@@ -130,6 +137,13 @@ int llmt_parse_interval(const char *s, llmt_train_opts *o)
 	default: return -1;
 	}
 	return o->ckpt_seconds > 0 ? 0 : -1;
+}
+
+double llmt_auto_interval(double stall, double write_time, double mtbf)
+{
+	double iv = stall > 0 ? sqrt(2 * stall * mtbf) : 600;
+
+	return iv < 2 * write_time ? 2 * write_time : iv;
 }
 
 int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, double factor)
@@ -213,7 +227,7 @@ static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
 {
 	trainer *t = vt;
 	llmt_layout *l = &t->p->l;
-	int rc = llmt_loader_micro(&t->ld, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
+	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
 		in, tg, t->err, sizeof(t->err));
 
 	if (rc)
@@ -276,8 +290,10 @@ static int save(trainer *t, int sync, double *stall)
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
 			(long long)t->st.step, t->err);
+	t->save_stall = *stall;
+	t->save_start = sync ? 0 : t0;
 	if (sync && !rc)
-		t->save_cost = now_s() - t0;
+		t->write_time = now_s() - t0;
 	t->last_save_time = now_s();
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
 	return agree(t->p, rc);
@@ -524,6 +540,18 @@ static int setup(trainer *t)
 		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
 	if ((rc = agree(t->p, rc)))
 		return rc;
+	t->cur = &t->ld;
+	if (o->eval_interval > 0) {
+		char vd[4096];
+		snprintf(vd, sizeof(vd), "%s", o->val_dir ? o->val_dir : o->data_dir);
+		if (!o->val_dir)
+			strncat(vd, "/val", sizeof(vd) - strlen(vd) - 1);
+		rc = llmt_loader_open(&t->val, vd, o->T, t->cfg.vocab_size, 1, err, el);
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: validation data: %s\n", rank, err);
+	}
+	if ((rc = agree(t->p, rc)))
+		return rc;
 	/* LLM_TRAIN_RESUME unset: continue from CKPT_DIR when it holds a valid
 	 * checkpoint; set but empty (a fresh start): never write over one */
 	if (o->ckpt_dir && !o->resume) {
@@ -605,6 +633,9 @@ static int setup(trainer *t)
 			fprintf(stderr, "llm-train: %s\n", err);
 		if (!(t->metrics = llmt_metrics_open(path)))
 			rc = LLMT_EXIT_IO;
+		snprintf(path, sizeof(path), "%s/eval.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
+		if (!rc && o->eval_interval > 0 && !(t->evalf = llmt_metrics_open(path)))
+			rc = LLMT_EXIT_IO;
 	}
 	return agree(t->p, rc);
 }
@@ -657,12 +688,56 @@ static int ckpt_due_time(trainer *t, double now)
 		return 0;
 	if (o->ckpt_seconds > 0)
 		iv = o->ckpt_seconds;
-	else if (o->ckpt_auto)
-		/* Young/Daly: sqrt(2 x cost x MTBF); 10 min until a cost is measured */
-		iv = t->save_cost > 0 ? sqrt(2 * t->save_cost * o->mtbf_s) : 600;
-	else
+	else if (o->ckpt_auto) {
+		if (t->save_start > 0) { /* notice when the background write ends */
+			char e2[256];
+			if (llmt_ckpt_poll(t->w, e2, sizeof(e2)) != 0) {
+				t->write_time = now - t->save_start;
+				t->save_start = 0;
+			}
+		}
+		iv = llmt_auto_interval(t->save_stall, t->write_time, o->mtbf_s);
+	} else
 		return 0;
 	return now - t->last_save_time >= iv;
+}
+
+/* Mean loss over the first eval_batches global batches of the validation
+ * data (the same batches every time, so the numbers compare). */
+static int evaluate(trainer *t, long stepno)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_layout *l = &t->p->l;
+	double sum = 0, part, v;
+	int rc = 0;
+
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	t->cur = &t->val;
+	for (int b = 0; b < o->eval_batches && !rc; b++) {
+		t->base = (uint64_t)b * (uint64_t)t->G;
+		rc = llmt_pipeline_forward(&t->pl, fetch, t, &part);
+		sum += part;
+	}
+	t->cur = &t->ld;
+	if (rc) {
+		llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
+		return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
+	}
+	v = l->pp_rank == l->pp - 1 && l->tp_rank == 0 ? sum / ((double)o->eval_batches * o->A * l->dp) : 0;
+	if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, &v, 1))
+		return LLMT_EXIT_TRANSIENT;
+	if (l->rank == 0) {
+		if (!o->quiet)
+			printf("step %ld/%ld val_loss %.6f\n", stepno, o->steps, v);
+		if (t->evalf) {
+			if (isfinite(v))
+				fprintf(t->evalf, "{\"step\":%ld,\"val_loss\":%.9g}\n", stepno, v);
+			else
+				fprintf(t->evalf, "{\"step\":%ld,\"val_loss\":null}\n", stepno);
+			fflush(t->evalf);
+		}
+	}
+	return 0;
 }
 
 static int loop(trainer *t)
@@ -697,7 +772,6 @@ static int loop(trainer *t)
 			llmt_comm_abort(t->p->world, rc ? rc : LLMT_EXIT_TRANSIENT);
 			return rc ? rc : LLMT_EXIT_TRANSIENT;
 		}
-		comm_s = t->pl.comm_s + t->opt.comm_s;
 		v[0] = my_loss;
 		v[1] = g_signal ? 1 : 0;
 		v[2] = l->rank == 0 && ckpt_due_time(t, now_s());
@@ -708,7 +782,6 @@ static int loop(trainer *t)
 		if (!bad) {
 			if (llmt_optim_step(&t->opt, llmt_model_master(t->m), lr, norm))
 				return LLMT_EXIT_TRANSIENT;
-			comm_s += t->opt.comm_s;
 			llmt_model_sync_compute(t->m);
 			t->st.opt_t = t->opt.t;
 			t->st.bad_run = 0;
@@ -721,6 +794,7 @@ static int loop(trainer *t)
 					stepno, isfinite(v[0]) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
 					v[0], norm, (long long)t->st.bad_run, o->max_bad_steps);
 		}
+		comm_s = t->pl.comm_s + t->opt.comm_s; /* p2p, reduce-scatter, norm, all-gather */
 		inject_bitflip(t, stepno);
 		t->st.step = stepno;
 		t->st.pos += t->G;
@@ -755,12 +829,16 @@ static int loop(trainer *t)
 					v[0], norm, lr, tps, bad ? " SKIPPED" : "", due ? " ckpt" : "");
 			fflush(stdout);
 		}
+		if (!rc && o->eval_interval > 0 && (stepno % o->eval_interval == 0 || stepno == o->steps))
+			rc = evaluate(t, stepno);
 		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
 		if (rc)
 			break;
 		if (v[1] > 0 && stepno < o->steps) {
-			if (l->rank == 0)
+			if (l->rank == 0 && t->w)
 				printf("llm-train: preempted: checkpoint of step %ld written, exiting for requeue\n", stepno);
+			else if (l->rank == 0)
+				printf("llm-train: preempted at step %ld: no checkpoint dir, nothing saved; exiting for requeue\n", stepno);
 			return LLMT_EXIT_REQUEUE;
 		}
 	}
@@ -841,6 +919,10 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 	}
 	if (t->ld.shards)
 		llmt_loader_close(&t->ld);
+	if (t->val.shards)
+		llmt_loader_close(&t->val);
+	if (t->evalf)
+		fclose(t->evalf);
 	free(t->hosts);
 	free(t);
 	return rc;

@@ -35,6 +35,9 @@ typedef struct {
 	double spike_factor;       /* loss > factor * running mean: a spike */
 	long skip_batches;         /* LLM_TRAIN_SKIP_BATCHES */
 	double peak_gflops;        /* per rank, for MFU */
+	const char *val_dir;       /* validation shards; NULL: DATA/val if present */
+	long eval_interval;        /* validation loss every N steps (0 off) */
+	int eval_batches;          /* global batches of validation data */
 	int quiet;                 /* no per-step line on stdout */
 } llmt_train_opts;
 
@@ -44,6 +47,12 @@ void llmt_train_defaults(llmt_train_opts *o);
 /* Pure: parse a checkpoint interval "N" (steps), "Ns"/"Nm"/"Nh" (time) or
  * "auto" into o. 0 or -1. */
 int llmt_parse_interval(const char *s, llmt_train_opts *o);
+
+/* Pure: the "auto" checkpoint interval in seconds. Young/Daly
+ * sqrt(2 x cost x MTBF) with the cost the loop pays per save (the stall),
+ * never under twice the background write (so saves do not queue), and
+ * 600 s until a save has been measured (stall 0). */
+double llmt_auto_interval(double stall, double write_time, double mtbf);
 
 /* Pure: the guard. A step is bad when the loss or the gradient norm is
  * not finite, or when the loss exceeds factor x the running mean (after at
