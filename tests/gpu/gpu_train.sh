@@ -21,6 +21,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu_train.XXXXXX")
 trap 'rm -rf "$W"' EXIT INT TERM
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo   # one host
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
 unset LLM_TRAIN_TP LLM_TRAIN_PP LLM_TRAIN_DP RANK WORLD_SIZE
 LLM_TRAIN=$LT "$top_srcdir/scripts/make-corpus" "$W/corpus" --max-bytes 300000 \
