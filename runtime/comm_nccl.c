@@ -4,6 +4,7 @@
  * polls cudaStreamQuery and ncclCommGetAsyncError and calls ncclCommAbort. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime.h>
@@ -111,6 +112,7 @@ llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
     n->size = llmt_comm_size(group);
     n->timeout_s = timeout_s;
     ncclUniqueId id;
+    memset(&id, 0, sizeof id);
     int bad = 0;
     if (n->rank == 0) {
         ncclResult_t r = ncclGetUniqueId(&id);
