@@ -4,7 +4,7 @@
 # truth and bf16 autocast. Same thresholds as tests/reference/ref_model.py
 # for bf16: logits rel <= min(0.05, 2x torch autocast error + 0.01), every
 # gradient rel <= min(0.08, 2x + 0.01), loss within 1% of float64; plus the
-# losses of 5 AdamW steps within 3% of torch.optim.AdamW in float32.
+# losses of 5 AdamW steps within 1% of torch.optim.AdamW in float32.
 # SKIP (77) without CUDA in the build or without a GPU.
 import os, subprocess, sys, tempfile
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -111,7 +111,7 @@ for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
         check('%s gpu grad %s' % (tag, n), r_, min(0.08, 2 * t_ + 0.01))
     tl = train_losses(cfg, params, flat, text)
     lr_ = max(abs(a - b) / b for a, b in zip(losses, tl))
-    check('%s gpu AdamW losses' % tag, lr_, 0.03)
+    check('%s gpu AdamW losses' % tag, lr_, 0.01)
     print('%s GPU vs PyTorch (CPU): logits rel %.2e (torch autocast %.2e), loss %.5f vs f64 '
           '%.5f, worst grad rel %.2e (torch autocast %.2e), %d AdamW losses max rel %.2e'
           % (tag, ro, rt, losses[0], loss64, worst, worst_t, STEPS, lr_))
