@@ -17,8 +17,11 @@ extern "C" {
 typedef uint16_t gk_bf16;   /* bfloat16 bits (device __nv_bfloat16) */
 
 /* Rows of the column-sum scratch used by deterministic weight gradients:
- * callers provide GK_COLSUM_CHUNKS * width floats. */
+ * callers provide GK_COLSUM_CHUNKS * width floats (RMSNorm), and
+ * GK_COLSUM_MAX * head_dim floats for the QK-norm gradient (tall: rows are
+ * tokens x heads, so more chunks). */
 #define GK_COLSUM_CHUNKS 64
+#define GK_COLSUM_MAX 1024
 
 cudaError_t gk_rmsnorm_fwd(const float *x, const float *w, gk_bf16 *out, float *rstd, int M,
                            int d, float eps, cudaStream_t st);
@@ -32,7 +35,7 @@ cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *
                              float *kr, float eps, const float *cos_t, const float *sin_t,
                              cudaStream_t st);
 /* as k_attn_prep_bwd; with QK-norm, contrib is a scratch of M*(H+KV)*hd
- * floats and part one of GK_COLSUM_CHUNKS*hd floats */
+ * floats and part one of GK_COLSUM_MAX*hd floats */
 cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
                              const float *qkv, int B, int T, int H, int KV, int hd,
                              const float *qw, const float *kw, const float *qr, const float *kr,

@@ -76,7 +76,8 @@ static inline unsigned gk_row_threads(int w)
 
 /* out[j] += sum over chunks c (in order) of part[c][j] (gk_norm.cu) */
 void gk_colsum(const float *part, float *out, int w, int chunks, cudaStream_t st);
-/* out[j] += sum over r < nrows of rows[r][j], through part (fixed order) */
+/* out[j] += sum over r < nrows of rows[r][j], through part (GK_COLSUM_MAX
+ * x w floats; fixed order) */
 void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out,
                     cudaStream_t st);
 

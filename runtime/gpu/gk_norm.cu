@@ -115,7 +115,7 @@ __global__ void k_colpart(const float *rows, int nrows, int w, float *part)
     int j = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
     if (j >= w)
         return;
-    int per = (nrows + GK_COLSUM_CHUNKS - 1) / GK_COLSUM_CHUNKS;
+    int per = (nrows + gridDim.y - 1) / gridDim.y;
     int lo = c * per, hi = min(nrows, lo + per);
     float s = 0.f;
     for (int r = lo; r < hi; r++)
@@ -126,7 +126,11 @@ __global__ void k_colpart(const float *rows, int nrows, int w, float *part)
 void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out,
                     cudaStream_t st)
 {
-    dim3 g((w + 127) / 128, GK_COLSUM_CHUNKS);
+    /* about 128 rows a chunk, at most GK_COLSUM_MAX chunks: the count
+     * depends on the shape only, so the order of the sums is fixed */
+    int chunks = nrows / 128;
+    chunks = chunks < 1 ? 1 : (chunks > GK_COLSUM_MAX ? GK_COLSUM_MAX : chunks);
+    dim3 g((w + 127) / 128, (unsigned)chunks);
     GK_LAUNCH(k_colpart, g, 128, 0, st)(rows, nrows, w, part);
-    gk_colsum(part, out, w, GK_COLSUM_CHUNKS, st);
+    gk_colsum(part, out, w, chunks, st);
 }

@@ -80,8 +80,6 @@ static int alloc_dev(llmt_gmodel *g)
 #define A(p, bytes) do { if (!((p) = dmem(g, (bytes)))) return -1; } while (0)
     A(g->master, n * 4);
     A(g->grads, n * 4);
-    A(g->m1, n * 4);
-    A(g->v1, n * 4);
     A(g->wc, n * 2);
     A(g->cos_t, T * hd / 2 * 4);
     A(g->sin_t, T * hd / 2 * 4);
@@ -147,7 +145,9 @@ static int alloc_dev(llmt_gmodel *g)
     A(g->dO, BH * T * hd * es);
     A(g->dS, BH * T * T * es);
     A(g->dqkv, M * Wq * es);
-    A(g->part, GK_COLSUM_CHUNKS * wide * 4);
+    size_t pw = GK_COLSUM_CHUNKS * wide > GK_COLSUM_MAX * hd ? GK_COLSUM_CHUNKS * wide
+                                                              : GK_COLSUM_MAX * hd;
+    A(g->part, pw * 4);
     A(g->contrib, M * (size_t)(h->Hl + h->KVl) * hd * 4);
     A(g->sumsq, GK_SUMSQ_BLOCKS * sizeof(double));
     if (h->last) {
@@ -326,6 +326,12 @@ int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw
 {
     int np;
     const llmt_param_info *pt = llmt_model_params(g->h, &np);
+    /* AdamW state only when the device optimizer is used (the training
+     * loop's optimizer runs on the host with its own state) */
+    if (!g->m1 && (!(g->m1 = dmem(g, g->h->n * 4)) || !(g->v1 = dmem(g, g->h->n * 4)))) {
+        fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");
+        return -1;
+    }
     const double bc1 = 1.0 - pow(cfg->beta1, (double)t), bc2 = 1.0 - pow(cfg->beta2, (double)t);
     float b1 = (float)cfg->beta1, b2 = (float)cfg->beta2;
     float omb1 = (float)(1.0 - cfg->beta1), omb2 = (float)(1.0 - cfg->beta2);

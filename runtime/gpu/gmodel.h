@@ -5,8 +5,8 @@
  * model's (a host llmt_model mirror holds them), so checkpoints, the
  * optimizer and the loop see the same buffers: upload the master weights
  * after writing them, download the gradients or the master weights when
- * the host needs them. On the device: fp32 master, fp32 gradients, fp32
- * AdamW state, bf16 compute copy. Tensor parallelism is not supported on
+ * the host needs them. On the device: fp32 master, fp32 gradients, bf16
+ * compute copy, and fp32 AdamW state once the device optimizer is used. Tensor parallelism is not supported on
  * the GPU yet (tp must be 1); pipeline stages work through the host
  * activation buffers of model.h. */
 #ifndef LLMT_GMODEL_H

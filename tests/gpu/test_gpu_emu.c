@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,9 @@ static void test_rmsnorm(void **st)
     free(part);
 }
 
-static void attn_prep(int qk)
+static void attn_prep(int qk, int T)
 {
-    int B = 2, T = 5, H = 4, KV = 2, hd = 8, M = B * T, W = (H + 2 * KV) * hd;
+    int B = 2, H = 4, KV = 2, hd = 8, M = B * T, W = (H + 2 * KV) * hd;
     size_t nh = (size_t)B * H * T * hd;
     float *qkv = rnd((size_t)M * W, 1), *qw = rnd(hd, 1), *kw = rnd(hd, 1);
     float *cs = malloc((size_t)T * hd / 2 * 4), *sn = malloc((size_t)T * hd / 2 * 4);
@@ -97,11 +98,13 @@ static void attn_prep(int qk)
             sn[t * hd / 2 + i] = sinf(t * powf(100.f, -2.f * i / hd));
         }
     bf16 *q[2], *k[2], *v[2];
-    float qr[2][40], kr[2][20];
+    float *qr[2], *kr[2];
     for (int j = 0; j < 2; j++) {
         q[j] = malloc(nh * 2);
         k[j] = malloc(nh * 2);
         v[j] = malloc(nh * 2);
+        qr[j] = malloc((size_t)M * H * 4);
+        kr[j] = malloc((size_t)M * KV * 4);
     }
     assert_int_equal(gk_attn_prep_fwd(qkv, q[0], k[0], v[0], B, T, H, KV, hd, qk ? qw : NULL,
                                       qk ? kw : NULL, qr[0], kr[0], 1e-6f, cs, sn, 0), 0);
@@ -117,7 +120,7 @@ static void attn_prep(int qk)
     float *dq = rnd(nh, 1), *dk = rnd(nh, 1), *dv = rnd(nh, 1);
     bf16 *g1 = malloc((size_t)M * W * 2), *g2 = malloc((size_t)M * W * 2);
     float dqw1[8] = {0}, dkw1[8] = {0}, dqw2[8] = {0}, dkw2[8] = {0};
-    float *contrib = malloc((size_t)M * (H + KV) * hd * 4), *part = malloc(GK_COLSUM_CHUNKS * hd * 4);
+    float *contrib = malloc((size_t)M * (H + KV) * hd * 4), *part = malloc(GK_COLSUM_MAX * hd * 4);
     assert_int_equal(gk_attn_prep_bwd(dq, dk, dv, g1, qkv, B, T, H, KV, hd, qk ? qw : NULL,
                                       qk ? kw : NULL, qr[1], kr[1], dqw1, dkw1, contrib, part, cs,
                                       sn, 0), 0);
@@ -129,13 +132,15 @@ static void attn_prep(int qk)
         NEAR(relf(dkw1, dkw2, hd), 1e-5);
     }
     for (int j = 0; j < 2; j++) {
-        free(q[j]); free(k[j]); free(v[j]);
+        free(q[j]); free(k[j]); free(v[j]); free(qr[j]); free(kr[j]);
     }
     free(qkv); free(qw); free(kw); free(cs); free(sn); free(dq); free(dk); free(dv);
     free(g1); free(g2); free(contrib); free(part);
 }
-static void test_attn_prep(void **st) { (void)st; attn_prep(0); }
-static void test_attn_prep_qknorm(void **st) { (void)st; attn_prep(1); }
+static void test_attn_prep(void **st) { (void)st; attn_prep(0, 5); }
+/* 40 positions: 320 query-head rows, so the QK-norm weight gradient is
+ * summed over several chunks */
+static void test_attn_prep_qknorm(void **st) { (void)st; attn_prep(1, 40); }
 
 static void test_softmax_layout(void **st)
 {
@@ -255,11 +260,11 @@ static void small_cfg(llmt_config *c, int gqa)
 }
 
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model */
-static void model_vs_cpu(int gqa, int pp, int r, int steps)
+static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
 {
     llmt_config c;
     small_cfg(&c, gqa);
-    int B = 2, T = 6, M = B * T, d = c.d_model, V = c.vocab_size;
+    int T = 6, M = B * T, d = c.d_model, V = c.vocab_size;
     llmt_par par = {1, 0, pp, r, NULL};
     llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
     llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
@@ -344,10 +349,10 @@ static void model_vs_cpu(int gqa, int pp, int r, int steps)
     llmt_model_free(cm);
     free(act); free(go); free(o1); free(o2); free(gi1); free(gi2);
 }
-static void test_model_tied(void **st) { (void)st; model_vs_cpu(0, 1, 0, 1); }
-static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2); }
-static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1); }
-static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1); }
+static void test_model_tied(void **st) { (void)st; model_vs_cpu(0, 1, 0, 1, 2); }
+static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
+static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
+static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
 
 /* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
  * loop's calls (create, forward, backward, grads, sync, logits, free) on
@@ -356,7 +361,7 @@ static void test_bridge(void **st)
 {
     (void)st;
     llmt_config c;
-    small_cfg(&c, 1);
+    small_cfg(&c, 0);
     llmt_par par = {1, 0, 1, 0, NULL};
     int B = 1, T = 6, M = B * T;
     unsetenv("LLM_TRAIN_GPU");
@@ -432,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_refusals),
     };
+    omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
     if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
         cmocka_set_test_filter(getenv("GPU_EMU_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
