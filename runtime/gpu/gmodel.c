@@ -202,6 +202,16 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
         goto fail;
     if (!(g->tok_h = malloc((size_t)h->M * 4 * 3 + 4)))
         goto fail;
+    /* page-lock the host master and gradients: the loop moves them every
+     * step (upload after the host optimizer, gradient download); a failure
+     * only makes those copies slower */
+    g->pinned = cudaHostRegister(h->master, h->n * 4, cudaHostRegisterDefault) == cudaSuccess;
+    if (g->pinned &&
+        cudaHostRegister(h->grads, h->n * 4, cudaHostRegisterDefault) != cudaSuccess) {
+        cudaHostUnregister(h->master);
+        g->pinned = 0;
+    }
+    cudaGetLastError();     /* clear a registration failure */
     /* rotary tables for length T, same values as the CPU model's */
     int h2 = h->hd / 2;
     float *ct = malloc((size_t)T * h2 * 4), *sn = malloc((size_t)T * h2 * 4);
@@ -264,6 +274,10 @@ void llmt_gmodel_free(llmt_gmodel *g)
     if (g->xst)
         cudaStreamDestroy(g->xst);
     free(g->tok_h);
+    if (g->pinned) {
+        cudaHostUnregister(g->h->master);
+        cudaHostUnregister(g->h->grads);
+    }
     if (g->h)
         g->h->dev = NULL;       /* the mirror is freed on the CPU path */
     llmt_model_free(g->h);

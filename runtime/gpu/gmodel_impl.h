@@ -43,6 +43,7 @@ struct llmt_gmodel {
     gk_bf16 *O, *dyact, *dgu, *dO, *dS, *dqkv;
     float *lossrow_h;             /* pinned */
     int32_t *tok_h;               /* host staging for the embedding plan */
+    int pinned;                   /* host master and gradients page-locked */
     /* data parallelism */
     struct llmt_nccl *dp;
     gbucket *bk;

@@ -24,6 +24,12 @@ cudaError_t cudaMalloc(void **p, size_t n)
 }
 cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
 cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaHostRegister(void *p, size_t n, unsigned f)
+{
+    (void)p; (void)n; (void)f;
+    return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void *p) { (void)p; return cudaSuccess; }
 cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
