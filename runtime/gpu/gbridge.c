@@ -14,8 +14,6 @@ typedef struct {
     int grads_dirty;        /* device gradients newer than the host's */
 } bridge;
 
-static int creating;       /* the host mirror itself is built on the CPU */
-
 static bridge *ctx(llmt_model *m) { return (bridge *)m->devctx; }
 
 static void fatal(const char *what)
@@ -87,7 +85,7 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
                     int nslots, llmt_model **out)
 {
     char err[200];
-    if (creating)
+    if (llmt_gmodel_building())
         return 0;
     int want = llmt_dev_wanted(getenv("LLM_TRAIN_GPU"), 1, err, sizeof err);
     if (want == 0)
@@ -109,9 +107,7 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
         fprintf(stderr, "llm-train: out of memory\n");
         return 1;
     }
-    creating = 1;
     b->g = llmt_gmodel_create(c, par, B, T, nslots);
-    creating = 0;
     if (!b->g) {
         free(b);
         return 1;

@@ -160,6 +160,10 @@ static int alloc_dev(llmt_gmodel *g)
     return 0;
 }
 
+static int building;        /* the host mirror is being built (on the CPU) */
+
+int llmt_gmodel_building(void) { return building; }
+
 llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
                                 int nslots)
 {
@@ -175,7 +179,10 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
     }
     /* the host mirror: parameter table, init, host buffers; its own
      * activations are sized for one token only */
-    if (!(g->h = llmt_model_create(c, par, LLMT_BF16, 1, 1, 1)))
+    building = 1;
+    g->h = llmt_model_create(c, par, LLMT_BF16, 1, 1, 1);
+    building = 0;
+    if (!g->h)
         goto fail;
     llmt_model *h = g->h;
     h->B = B;

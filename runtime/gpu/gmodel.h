@@ -29,6 +29,9 @@ int llmt_gpu_select(void);
 llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
                                 int nslots);
 void llmt_gmodel_free(llmt_gmodel *g);
+/* 1 while llmt_gmodel_create builds its host mirror (which must be a CPU
+ * model whatever LLM_TRAIN_GPU says). */
+int llmt_gmodel_building(void);
 
 /* The host mirror: parameter table, host master and gradient buffers. */
 llmt_model *llmt_gmodel_host(llmt_gmodel *g);

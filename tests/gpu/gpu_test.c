@@ -420,6 +420,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gpu_test probe|ref|compare|nccl|bench ...\n");
         return 64;
     }
+    /* the CPU model here is the CPU model, whatever the job environment
+     * says (LLM_TRAIN_GPU would route llmt_model_create to the GPU) */
+    unsetenv("LLM_TRAIN_GPU");
     int rc = need_gpu();
     if (rc)
         return rc;

@@ -267,7 +267,9 @@ static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
     int T = 6, M = B * T, d = c.d_model, V = c.vocab_size;
     llmt_par par = {1, 0, pp, r, NULL};
     llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
+    setenv("LLM_TRAIN_GPU", "0", 1);   /* a GPU model's host mirror stays on the CPU */
     llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
+    unsetenv("LLM_TRAIN_GPU");
     assert_non_null(cm);
     assert_non_null(g);
     llmt_model *h = llmt_gmodel_host(g);
