@@ -37,11 +37,13 @@ int llmt_gpu_select(void)
 {
     char err[200];
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess)
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess)
         n = 0;
     int d = gpick_device(n, getenv("LLM_TRAIN_GPU"), getenv("LOCAL_RANK"), err, sizeof err);
     if (d < 0) {
-        fprintf(stderr, "llm-train: %s\n", err);
+        fprintf(stderr, "llm-train: GPU backend: %s%s%s\n", err, e != cudaSuccess ? ": " : "",
+                e != cudaSuccess ? cudaGetErrorString(e) : "");
         return -1;
     }
     return gcheck(cudaSetDevice(d), "cudaSetDevice") ? -1 : d;
