@@ -59,14 +59,6 @@ double llmt_auto_interval(double stall, double write_time, double mtbf);
  * least one good step). */
 int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, double factor);
 
-/* Pure: SDC verdict from per-replica checksums. Returns the number of
- * suspect replicas written into suspects (0 when all agree): every
- * replica when dp == 2 or no strict majority exists, else the ones that
- * differ from the majority. */
-int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects);
-/* Pure: checksum of n floats (bit pattern; one flipped bit always changes it). */
-uint64_t llmt_checksum_f32(const float *x, size_t n);
-
 /* Collective over the world in p. */
 int llmt_train(const llmt_train_opts *o, llmt_parallel *p);
 

@@ -1,19 +1,23 @@
 /* bench_model.c: training tokens/s of the model on this machine: forward,
  * backward and an AdamW update (optim.h's llmt_adamw_update over the flat
  * buffer) per step, on bytes of a real text file; the first step is a
- * warm-up and not timed. Prints one line "tokens_per_s X flops_per_token Y".
+ * warm-up and not timed. Prints "tokens_per_s X cpu_tokens_per_s Y
+ * flops_per_token Z": X from wall time, Y from the process's CPU time
+ * divided by the thread count (what X would be with the cores to itself:
+ * the fair figure on a shared, overloaded machine).
  * usage: bench_model CONFIG fp32|bf16 B T STEPS TEXTFILE */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <omp.h>
 #include "model.h"
 #include "optim.h"
 
-static double now(void)
+static double now(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -52,11 +56,13 @@ int main(int argc, char **argv)
     if (!mo || !vo || !tok || !tgt)
         return 70;
     llmt_adamw_cfg ac = { 0.9, 0.95, 1e-8, 0.1, 0.0 };
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     float loss = 0;
     for (int s = 0; s <= steps; s++) {
-        if (s == 1)
-            t0 = now();
+        if (s == 1) {
+            t0 = now(CLOCK_MONOTONIC);
+            c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+        }
         size_t base = ((size_t)s * M) % (got - M - 1);
         for (int i = 0; i < M; i++) {
             tok[i] = text[base + i];
@@ -73,8 +79,9 @@ int main(int argc, char **argv)
                               !pi[t].no_decay);
         llmt_model_sync_compute(m);
     }
-    double dt = now() - t0;
-    printf("tokens_per_s %.1f flops_per_token %.6g loss %.4f\n", (double)M * steps / dt,
+    double dt = now(CLOCK_MONOTONIC) - t0, dc = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    printf("tokens_per_s %.1f cpu_tokens_per_s %.1f flops_per_token %.6g loss %.4f\n",
+           (double)M * steps / dt, (double)M * steps / (dc / omp_get_max_threads()),
            llmt_config_flops_per_token(&c, T), loss);
     llmt_model_free(m);
     return 0;

@@ -1,6 +1,7 @@
 # bench_torch.py: the same model (tests/reference/llama_ref.py) trained in
 # PyTorch with AdamW on the same text: prints "tokens_per_s X" for
-# fp32 (argv[2] == 'fp32') or bf16 autocast ('bf16'); first step untimed.
+# fp32 (argv[2] == 'fp32') or bf16 autocast ('bf16'); first step untimed;
+# also cpu_tokens_per_s (from process CPU time / threads), as bench_model.
 # usage: bench_torch.py CONFIG fp32|bf16 B T STEPS TEXTFILE
 import os, sys, time
 import torch
@@ -41,7 +42,7 @@ M = B * T
 t0 = None
 for s in range(steps + 1):
     if s == 1:
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
     base = (s * M) % (len(text) - M - 1)
     chunk = torch.tensor(list(text[base:base + M + 1]), dtype=torch.int64)
     tok, tgt = chunk[:M].view(B, T), chunk[1:].view(B, T)
@@ -53,4 +54,6 @@ for s in range(steps + 1):
         _, loss = llama_ref.forward(cfg, P, tok, tgt)
     loss.backward()
     opt.step()
-print('tokens_per_s %.1f loss %.4f' % (M * steps / (time.time() - t0), loss.item()))
+nt = torch.get_num_threads()
+print('tokens_per_s %.1f cpu_tokens_per_s %.1f loss %.4f'
+      % (M * steps / (time.time() - t0), M * steps / ((time.process_time() - c0) / nt), loss.item()))
