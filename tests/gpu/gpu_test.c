@@ -396,6 +396,8 @@ static int cmd_bench(char **a)
             tsum += now_s() - ts;
         lossN = loss;
     }
+    size_t mfree = 0, mtotal = 0;
+    cudaMemGetInfo(&mfree, &mtotal);
     double tps = (double)M * steps / tsum;
     double fpt = llmt_config_flops_per_token(&c, T);
     double peak = mm_peak_tflops();
@@ -404,10 +406,11 @@ static int cmd_bench(char **a)
     cudaGetDeviceProperties(&prop, 0);
     printf("bench %s: %s, params %.1fM, B=%d T=%d: %.0f tokens/s, %.1f TFLOPS, MFU %.1f%% of "
            "%.0f nominal, %.1f%% of measured cuBLASLt peak %.0f TFLOPS; loss %.3f -> %.3f "
-           "(same batch); build %.1f s\n",
+           "(same batch); build %.1f s; device memory in use %.1f of %.1f GiB\n",
            a[0], prop.name, llmt_config_n_params(&c) / 1e6, B, T, tps, tps * fpt / 1e12,
            100 * tps * fpt / 1e12 / nominal, nominal, peak > 0 ? 100 * tps * fpt / 1e12 / peak : 0,
-           peak, loss0, lossN, tbuild);
+           peak, loss0, lossN, tbuild, (double)(mtotal - mfree) / (1u << 30),
+           (double)mtotal / (1u << 30));
     llmt_gmodel_free(g);
     free(tok);
     free(tgt);
