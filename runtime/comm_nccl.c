@@ -168,6 +168,13 @@ int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *send, float *recv, si
                   "all-reduce");
 }
 
+int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *send, double *recv, size_t count,
+                                cudaStream_t st)
+{
+    return issued(n, ncclAllReduce(send, recv, count, ncclFloat64, ncclSum, n->comm, st),
+                  "all-reduce");
+}
+
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *send, float *recv,
                                      size_t recvcount, cudaStream_t st)
 {

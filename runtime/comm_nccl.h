@@ -27,6 +27,8 @@ int llmt_nccl_size(const llmt_nccl *n);
 /* Enqueue on st; 0 or -1 (message on stderr, communicator aborted). */
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *send, float *recv, size_t count,
                                 cudaStream_t st);
+int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *send, double *recv, size_t count,
+                                cudaStream_t st);
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *send, float *recv,
                                      size_t recvcount, cudaStream_t st);
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *send, float *recv, size_t sendcount,

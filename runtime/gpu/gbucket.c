@@ -1,5 +1,5 @@
-/* gbucket.c: the bucket plan of the data-parallel gradient all-reduce that
- * overlaps backward (see gplan.h). */
+/* gbucket.c: the bucket plan of the data-parallel gradient reduction that
+ * overlaps backward, and each rank's ZeRO-1 share of a bucket (gplan.h). */
 #include "gplan.h"
 
 int gbucket_plan(const size_t *offset, const size_t *numel, int ntensors, size_t nflat,
@@ -35,4 +35,14 @@ int gbucket_ready(const gbucket *b, int nb, int first_done)
     while (n < nb && b[n].first_tensor >= first_done)
         n++;
     return n;
+}
+
+void gbucket_shard(const gbucket *b, int dp, int r, gshard *s)
+{
+    size_t len = b->hi - b->lo;
+    s->blk = len / (size_t)dp;
+    s->own_lo = b->lo + (size_t)r * s->blk;
+    s->own_hi = s->own_lo + s->blk;
+    s->tail_lo = b->lo + (size_t)dp * s->blk;
+    s->hi = b->hi;
 }

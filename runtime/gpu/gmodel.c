@@ -267,6 +267,9 @@ void llmt_gmodel_free(llmt_gmodel *g)
         cudaEventDestroy(g->bk_ev[i]);
     free(g->bk);
     free(g->bk_ev);
+    free(g->dp_part);
+    if (g->dp_sq)
+        cudaFree(g->dp_sq);
     free(g->layer_t0);
     if (g->lossrow_h)
         cudaFreeHost(g->lossrow_h);
@@ -345,40 +348,49 @@ int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out)
     return 0;
 }
 
-int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw_cfg *cfg, long t)
+int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, double gscale,
+                            const llmt_adamw_cfg *cfg, long t)
 {
-    int np;
-    const llmt_param_info *pt = llmt_model_params(g->h, &np);
     /* AdamW state only when the device optimizer is used (the training
      * loop's optimizer runs on the host with its own state) */
     if (!g->m1 && (!(g->m1 = dmem(g, g->h->n * 4)) || !(g->v1 = dmem(g, g->h->n * 4)))) {
         fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");
         return -1;
     }
-    const double bc1 = 1.0 - pow(cfg->beta1, (double)t), bc2 = 1.0 - pow(cfg->beta2, (double)t);
-    float b1 = (float)cfg->beta1, b2 = (float)cfg->beta2;
-    float omb1 = (float)(1.0 - cfg->beta1), omb2 = (float)(1.0 - cfg->beta2);
-    float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2), eps = (float)cfg->eps;
-    float keep_d = (float)(1.0 - lr * cfg->weight_decay);
     if (g->snap_pending) {
         if (gcheck(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait snapshot"))
             return -1;
         g->snap_pending = 0;
     }
-    /* runs of consecutive tensors with the same decay treatment */
+    int np;
+    const llmt_param_info *pt = llmt_model_params(g->h, &np);
+    const double bc1 = 1.0 - pow(cfg->beta1, (double)t), bc2 = 1.0 - pow(cfg->beta2, (double)t);
+    float b1 = (float)cfg->beta1, b2 = (float)cfg->beta2;
+    float omb1 = (float)(1.0 - cfg->beta1), omb2 = (float)(1.0 - cfg->beta2);
+    float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2), eps = (float)cfg->eps;
+    float keep_d = (float)(1.0 - lr * cfg->weight_decay);
+    /* runs of consecutive tensors with the same decay treatment, cut to
+     * [lo, hi) (padding after the last tensor counts with it) */
     for (int i = 0; i < np;) {
         int j = i + 1;
         while (j < np && pt[j].no_decay == pt[i].no_decay)
             j++;
-        size_t lo = pt[i].offset, hi = j < np ? pt[j].offset : g->h->n;
+        size_t a = pt[i].offset, b = j < np ? pt[j].offset : g->h->n;
+        a = a > lo ? a : lo;
+        b = b < hi ? b : hi;
         float keep = pt[i].no_decay ? 1.0f : keep_d;
-        if (gcheck(gk_adamw(g->master + lo, g->grads + lo, g->m1 + lo, g->v1 + lo, g->wc + lo,
-                            hi - lo, (float)gscale, b1, b2, omb1, omb2, keep, step, bc2s, eps,
-                            g->st), "adamw"))
+        if (a < b && gcheck(gk_adamw(g->master + a, g->grads + a, g->m1 + a, g->v1 + a,
+                                     g->wc + a, b - a, (float)gscale, b1, b2, omb1, omb2, keep,
+                                     step, bc2s, eps, g->st), "adamw"))
             return -1;
         i = j;
     }
     return 0;
+}
+
+int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw_cfg *cfg, long t)
+{
+    return llmt_gmodel_adamw_range(g, 0, g->h->n, lr, gscale, cfg, t);
 }
 
 int llmt_gmodel_snapshot_start(llmt_gmodel *g)

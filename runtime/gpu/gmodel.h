@@ -51,15 +51,20 @@ int llmt_gmodel_backward(llmt_gmodel *g, int s, const float *grad_out, float *gr
 /* Logits of the last forward (last stage) into host memory (M*V). */
 int llmt_gmodel_logits(llmt_gmodel *g, float *out);
 
-/* Data parallelism: after set_dp, a backward with reduce set (the last
- * micro-batch of a step) all-reduces the gradient buckets over dp on a
- * communication stream as soon as backward has finished each bucket, so
- * communication overlaps the rest of backward; dp_wait waits for it
- * (watchdog). -1 on a communication failure (exit 75). */
+/* Data parallelism with ZeRO-1 on the device: after set_dp, a backward
+ * with reduce set (the last micro-batch of a step) reduce-scatters each
+ * gradient bucket (gplan.h: gbucket_shard) over dp on a communication
+ * stream as soon as backward has finished it, so communication overlaps
+ * the rest of backward; dp_wait waits for it (watchdog). step_dp then
+ * computes the global gradient norm, clips (clip <= 0: off), applies
+ * AdamW to this rank's blocks and all-gathers the weights, so every
+ * replica holds the same bits. -1 on a communication failure (exit 75). */
 int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems);
 int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
                             float grad_scale, int reduce);
 int llmt_gmodel_dp_wait(llmt_gmodel *g);
+int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
+                        double *norm);
 
 /* Sum of squares of the device gradients (fixed order, double). */
 int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out);
@@ -68,6 +73,9 @@ int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out);
  * (clipping), t 1-based; refreshes the bf16 copy in the same pass. */
 int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw_cfg *cfg,
                       long t);
+/* The same over the flat range [lo, hi) only. */
+int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, double gscale,
+                            const llmt_adamw_cfg *cfg, long t);
 
 /* Checkpoint snapshot: copy the device master into pinned host memory on a
  * copy stream (after the work queued so far) while training goes on;

@@ -52,6 +52,8 @@ struct llmt_gmodel {
     int *layer_t0;                /* first tensor index of each local layer */
     int reducing;
     int dp_failed;
+    int dp_size, dp_rank;
+    double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
     /* snapshots */
     float *snap_h;
     cudaEvent_t ev_snap, ev_snap_done;

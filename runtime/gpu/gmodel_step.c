@@ -1,7 +1,8 @@
 /* gmodel_step.c: forward and backward of one micro-batch on the GPU, the
  * same sequence of operations as model_step.c (cuBLASLt products through
- * gmm, the rest through gk_*), and the bucketed data-parallel gradient
- * all-reduce that overlaps backward. */
+ * gmm, the rest through gk_*), the bucketed data-parallel gradient
+ * reduce-scatter that overlaps backward, and the ZeRO-1 optimizer step
+ * (each rank updates its blocks, then all-gathers the weights). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,12 +145,18 @@ static int dp_launch(llmt_gmodel *g, int first_done)
         return g->dp_failed ? -1 : 0;
     int ready = gbucket_ready(g->bk, g->nbk, first_done);
     for (; g->bk_sent < ready; g->bk_sent++) {
-        gbucket *b = &g->bk[g->bk_sent];
+        gshard sh;
+        gbucket_shard(&g->bk[g->bk_sent], g->dp_size, g->dp_rank, &sh);
         cudaEvent_t ev = g->bk_ev[g->bk_sent];
         CK(cudaEventRecord(ev, g->st), "bucket event");
         CK(cudaStreamWaitEvent(g->cst, ev, 0), "bucket wait");
-        if (llmt_nccl_allreduce_sum_f32(g->dp, g->grads + b->lo, g->grads + b->lo, b->hi - b->lo,
-                                        g->cst)) {
+        /* in place: this rank's block of the bucket gets the sum */
+        float *base = g->grads + g->bk[g->bk_sent].lo;
+        if ((sh.blk && llmt_nccl_reduce_scatter_sum_f32(g->dp, base,
+                                                         g->grads + sh.own_lo, sh.blk, g->cst)) ||
+            (sh.hi > sh.tail_lo &&
+             llmt_nccl_allreduce_sum_f32(g->dp, g->grads + sh.tail_lo, g->grads + sh.tail_lo,
+                                         sh.hi - sh.tail_lo, g->cst))) {
             g->dp_failed = 1;
             return -1;
         }
@@ -275,6 +282,8 @@ int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems
         if (gcheck(cudaEventCreateWithFlags(&g->bk_ev[i], cudaEventDisableTiming), "event"))
             return -1;
     g->dp = dp;
+    g->dp_size = llmt_nccl_size(dp);
+    g->dp_rank = llmt_nccl_rank(dp);
     return 0;
 }
 
@@ -288,4 +297,65 @@ int llmt_gmodel_dp_wait(llmt_gmodel *g)
     CK(cudaEventRecord(g->bk_ev[0], g->cst), "event");
     CK(cudaStreamWaitEvent(g->st, g->bk_ev[0], 0), "wait");
     return 0;
+}
+
+int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
+                        double *norm)
+{
+    if (!g->dp)
+        return -1;
+    size_t np = (size_t)g->nbk * 2 * GK_SUMSQ_BLOCKS;
+    if (!g->dp_part && !(g->dp_part = calloc(np + 1, sizeof(double)))) {
+        fprintf(stderr, "llm-train: out of memory\n");
+        return -1;
+    }
+    if (!g->dp_sq && gcheck(cudaMalloc((void **)&g->dp_sq, (np + 1) * sizeof(double)), "malloc"))
+        return -1;
+    /* squares of this rank's reduced blocks; tails (replicated) on rank 0 */
+    CK(cudaMemsetAsync(g->dp_sq, 0, (np + 1) * sizeof(double), g->st), "memset");
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        double *p = g->dp_sq + (size_t)b * 2 * GK_SUMSQ_BLOCKS;
+        if (sh.blk)
+            CK(gk_sumsq(g->grads + sh.own_lo, sh.blk, p, g->st), "sumsq");
+        if (g->dp_rank == 0 && sh.hi > sh.tail_lo)
+            CK(gk_sumsq(g->grads + sh.tail_lo, sh.hi - sh.tail_lo, p + GK_SUMSQ_BLOCKS, g->st),
+               "sumsq");
+    }
+    CK(cudaMemcpyAsync(g->dp_part, g->dp_sq, np * sizeof(double), cudaMemcpyDeviceToHost, g->st),
+       "copy");
+    if (llmt_gmodel_sync(g))
+        return -1;
+    double local = 0.0;
+    for (size_t i = 0; i < np; i++)
+        local += g->dp_part[i];
+    /* the sum over ranks (the same bits on every rank) */
+    CK(cudaMemcpyAsync(g->dp_sq + np, &local, sizeof(double), cudaMemcpyHostToDevice, g->st),
+       "copy");
+    if (llmt_nccl_allreduce_sum_f64(g->dp, g->dp_sq + np, g->dp_sq + np, 1, g->st))
+        return -1;
+    CK(cudaMemcpyAsync(&g->dp_part[np], g->dp_sq + np, sizeof(double), cudaMemcpyDeviceToHost,
+                       g->st), "copy");
+    if (llmt_nccl_wait(g->dp, g->st))
+        return -1;
+    *norm = sqrt(g->dp_part[np]);
+    double gscale = llmt_clip_scale(*norm, clip);
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if ((sh.blk && llmt_gmodel_adamw_range(g, sh.own_lo, sh.own_hi, lr, gscale, cfg, t)) ||
+            (sh.hi > sh.tail_lo && llmt_gmodel_adamw_range(g, sh.tail_lo, sh.hi, lr, gscale, cfg, t)))
+            return -1;
+    }
+    /* every rank's blocks to every rank (in place), then the bf16 copy */
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
+                                              g->master + g->bk[b].lo, sh.blk, g->st))
+            return -1;
+    }
+    CK(gk_f32_to_bf16(g->master, g->wc, g->h->n, g->st), "bf16 copy");
+    return llmt_nccl_wait(g->dp, g->st);
 }

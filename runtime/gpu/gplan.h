@@ -62,6 +62,15 @@ int gbucket_plan(const size_t *offset, const size_t *numel, int ntensors, size_t
  * buckets whose first_tensor >= first_done. */
 int gbucket_ready(const gbucket *b, int nb, int first_done);
 
+/* ZeRO-1 over dp ranks inside one bucket [lo, hi): the reduce-scatter
+ * leaves rank r the sum of the block [own_lo, own_hi) = lo + r*blk ..
+ * lo + (r+1)*blk, blk = (hi - lo) / dp; the tail [tail_lo, hi) (fewer
+ * than dp elements) is all-reduced and updated alike on every rank. */
+typedef struct {
+    size_t blk, own_lo, own_hi, tail_lo, hi;
+} gshard;
+void gbucket_shard(const gbucket *b, int dp, int r, gshard *s);
+
 /* ---- embedding backward plan (gembed.c) --------------------------------
  * For tokens tok[M]: the distinct tokens in increasing order (uniq[nuniq]),
  * and for each the positions where it occurs, increasing

@@ -1,9 +1,10 @@
 /* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
  * runtime calls the GPU model makes, on host memory (every operation
- * completes at once, streams and events are tokens), and gmm() as a plain
- * column-major product of the mapping gmm_plan gives cuBLASLt, so the GPU
- * model's orchestration (gmodel.c, gmodel_step.c) runs unchanged on a
- * machine without a GPU. Linked only into that test. */
+ * completes at once, streams and events are tokens), gmm() as a plain
+ * column-major product of the mapping gmm_plan gives cuBLASLt, and a
+ * one-rank NCCL group, so the GPU model's orchestration (gmodel.c,
+ * gmodel_step.c) runs unchanged on a machine without a GPU. Linked only
+ * into that test. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,5 +112,61 @@ int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const
                     ((float *)C)[ic] = v;
             }
     }
+    return 0;
+}
+
+/* ---- NCCL with one rank (the emulation has one process) ----------------- */
+#include "comm_nccl.h"
+
+struct llmt_nccl { int size; };
+static struct llmt_nccl one = {1};
+
+llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
+{
+    (void)group; (void)timeout_s;
+    return &one;
+}
+void llmt_nccl_free(llmt_nccl *n) { (void)n; }
+int llmt_nccl_rank(const llmt_nccl *n) { (void)n; return 0; }
+int llmt_nccl_size(const llmt_nccl *n) { return n->size; }
+int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
+{
+    (void)n; (void)st;
+    memmove(r, s, c * 4);
+    return 0;
+}
+int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
+{
+    (void)n; (void)st;
+    memmove(r, s, c * 8);
+    return 0;
+}
+int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
+                                     cudaStream_t st)
+{
+    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+}
+int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
+{
+    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+}
+int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)root; (void)st;
+    return 0;
+}
+int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
+    return -1;   /* no peer in a one-rank group */
+}
+int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
+    return -1;
+}
+int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)
+{
+    (void)n; (void)st;
     return 0;
 }

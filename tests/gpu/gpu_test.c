@@ -8,8 +8,8 @@
  *                               steps; and run-to-run bit-identity
  *   nccl CONFIG TEXT            NCCL communicators for the TP, PP and DP
  *                               groups (world size 1 each): collectives,
- *                               bucketed DP all-reduce overlapping
- *                               backward, snapshot copy
+ *                               bucketed DP reduce-scatter overlapping
+ *                               backward, ZeRO-1 step, snapshot copy
  *   bench CONFIG B T STEPS      tokens/s and MFU of full training steps,
  *                               and the measured cuBLASLt bf16 peak
  * Exit: 0 pass, 1 fail, 77 no GPU. */
@@ -312,9 +312,14 @@ static int cmd_nccl(char **a, int *argc, char ***argv)
           llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &loss) ||
           llmt_gmodel_backward_dp(g, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(g) ||
           llmt_gmodel_download_grads(g);
-    check("bucketed DP all-reduce during backward ran", bad, 0);
+    check("bucketed DP reduce-scatter during backward ran", bad, 0);
     check("DP-reduced gradients equal the local ones (bits)",
           memcmp(g0, llmt_model_grads(h), np * 4) != 0, 0);
+    /* ZeRO-1 step: norm over the reduced blocks, AdamW, all-gather */
+    double norm = -1, ref = sqrt(llmt_sumsq_det(g0, np));
+    bad = llmt_gmodel_step_dp(g, 1e-3, 1.0, &ADAMW, 1, &norm) || llmt_gmodel_download_master(g);
+    check("ZeRO-1 step (norm, AdamW, all-gather) ran", bad, 0);
+    check("ZeRO-1 global gradient norm vs host, rel", fabs(norm - ref) / ref, 1e-9);
     /* asynchronous snapshot equals the master weights */
     const float *snap = NULL;
     bad = llmt_gmodel_snapshot_start(g) || !(snap = llmt_gmodel_snapshot_wait(g)) ||

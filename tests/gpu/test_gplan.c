@@ -114,6 +114,27 @@ static void test_buckets(void **st)
     assert_int_equal(gbucket_plan(off, num, 6, o, 1, b, 5), -1);       /* cap too small */
     size_t bad[6] = {0, 12, 10, 42, 44, 74};                            /* overlap */
     assert_int_equal(gbucket_plan(bad, num, 6, o, 32, b, 8), -1);
+    /* ZeRO-1 shares: dp blocks + a tail tile the bucket exactly */
+    gbucket bk = {100, 135, 0};
+    gshard s0, s2;
+    gbucket_shard(&bk, 4, 0, &s0);
+    gbucket_shard(&bk, 4, 2, &s2);
+    assert_int_equal(s0.blk, 8);
+    assert_int_equal(s0.own_lo, 100);
+    assert_int_equal(s0.own_hi, 108);
+    assert_int_equal(s2.own_lo, 116);
+    assert_int_equal(s2.own_hi, 124);
+    assert_int_equal(s2.tail_lo, 132);
+    assert_int_equal(s2.hi, 135);
+    gbucket tiny = {0, 3, 0};                                           /* shorter than dp */
+    gbucket_shard(&tiny, 4, 3, &s0);
+    assert_int_equal(s0.blk, 0);
+    assert_int_equal(s0.own_lo, s0.own_hi);
+    assert_int_equal(s0.tail_lo, 0);
+    gbucket_shard(&bk, 1, 0, &s0);                                      /* one rank: all */
+    assert_int_equal(s0.own_lo, 100);
+    assert_int_equal(s0.own_hi, 135);
+    assert_int_equal(s0.tail_lo, 135);
 }
 
 static void test_embed(void **st)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bf16.h"
+#include "comm_nccl.h"
 #include "gpu/gk.h"
 #include "gpu/gmodel.h"
 #include "gpu/gplan.h"
@@ -406,6 +407,51 @@ static void test_bridge(void **st)
     llmt_model_free(cm);
 }
 
+/* the ZeRO-1 device path (bucketed reduce-scatter during backward, norm,
+ * clip, AdamW on this rank's blocks, all-gather) on a one-rank group
+ * equals the plain device optimizer */
+static void test_zero1(void **st)
+{
+    (void)st;
+    llmt_config c;
+    small_cfg(&c, 0);
+    llmt_par par = {1, 0, 1, 0, NULL};
+    int B = 1, T = 6;
+    llmt_gmodel *g1 = llmt_gmodel_create(&c, &par, B, T, 1);
+    llmt_gmodel *g2 = llmt_gmodel_create(&c, &par, B, T, 1);
+    assert_non_null(g1);
+    assert_non_null(g2);
+    llmt_nccl *dp = llmt_nccl_create(NULL, 0);
+    assert_int_equal(llmt_gmodel_set_dp(g1, dp, 300), 0);   /* many buckets */
+    llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+    int32_t tok[6] = {3, 1, 4, 1, 5, 9}, tgt[6] = {1, 4, 1, 5, 9, 2};
+    size_t n = llmt_model_nparams(llmt_gmodel_host(g1));
+    for (int step = 1; step <= 2; step++) {
+        float l1, l2;
+        double norm, ss;
+        assert_int_equal(llmt_gmodel_zero_grad(g1), 0);
+        assert_int_equal(llmt_gmodel_zero_grad(g2), 0);
+        assert_int_equal(llmt_gmodel_forward(g1, 0, tok, NULL, tgt, NULL, &l1), 0);
+        assert_int_equal(llmt_gmodel_forward(g2, 0, tok, NULL, tgt, NULL, &l2), 0);
+        assert_true(l1 == l2);
+        assert_int_equal(llmt_gmodel_backward_dp(g1, 0, NULL, NULL, 1.0f, 1), 0);
+        assert_int_equal(llmt_gmodel_dp_wait(g1), 0);
+        assert_int_equal(llmt_gmodel_step_dp(g1, 1e-2, 0.5, &ac, step, &norm), 0);
+        assert_int_equal(llmt_gmodel_backward(g2, 0, NULL, NULL, 1.0f), 0);
+        assert_int_equal(llmt_gmodel_grad_sumsq(g2, &ss), 0);
+        NEAR(fabs(norm - sqrt(ss)) / sqrt(ss), 1e-9);
+        assert_true(norm > 0.5);                                 /* the clip acts */
+        assert_int_equal(llmt_gmodel_adamw(g2, 1e-2, llmt_clip_scale(sqrt(ss), 0.5), &ac, step), 0);
+        assert_int_equal(llmt_gmodel_download_master(g1), 0);
+        assert_int_equal(llmt_gmodel_download_master(g2), 0);
+        NEAR(relf(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
+                  n), 1e-6);
+    }
+    llmt_gmodel_free(g1);
+    llmt_gmodel_free(g2);
+    llmt_nccl_free(dp);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -437,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
         cmocka_unit_test(test_bridge),
+        cmocka_unit_test(test_zero1),
         cmocka_unit_test(test_refusals),
     };
     omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
