@@ -100,11 +100,21 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		    e->down_nodes.n, e->down_nodes.name[0]);
 		return;
 	}
+	/* A task died from a signal first (srun names its node). */
+	if (e->task_signal) {
+		char what[48];
+		snprintf(what, sizeof what, "signal %d (%s)", e->task_signal,
+		         e->task_signal < NSIG ? strsignal(e->task_signal) : "?");
+		crash_or_node(v, hist, nhist, e->signal_nodes.n ? e->signal_nodes.name[0] : "", what);
+		return;
+	}
 	if (e->hung) {
 		crash_or_node(v, hist, nhist, e->hung_node, "hang");
 		return;
 	}
-	if (e->exited) {
+	if (e->task_exit_code)
+		code = e->task_exit_code;   /* the first task's code, not the collateral kills' */
+	if (e->exited || e->task_exit_code) {
 		switch (code) {
 		case LLMT_EXIT_USAGE:
 		case LLMT_EXIT_DATA:
@@ -126,12 +136,12 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 			break;
 		}
 	}
-	/* A task died from a signal (srun names the node), or srun itself did. */
-	if (e->task_signal || e->signal_nodes.n > 0 || !e->exited || code > 128) {
-		int sig = e->task_signal ? e->task_signal : (!e->exited ? e->term_signal : code - 128);
+	/* srun itself died, or reports a signal death it did not name. */
+	if (!e->exited || code > 128) {
+		int sig = !e->exited ? e->term_signal : code - 128;
 		char what[48];
 		snprintf(what, sizeof what, "signal %d (%s)", sig, sig > 0 && sig < NSIG ? strsignal(sig) : "?");
-		crash_or_node(v, hist, nhist, e->signal_nodes.n ? e->signal_nodes.name[0] : "", what);
+		crash_or_node(v, hist, nhist, "", what);
 		return;
 	}
 	if (code == LLMT_EXIT_TRANSIENT || code == LLMT_EXIT_IO) {

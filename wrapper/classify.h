@@ -39,8 +39,11 @@ struct wr_ending {
 	int wrapper_signal;   /* SIGUSR1/SIGTERM the wrapper got during the step, else 0 */
 	bool hung;            /* the watcher killed the step for lack of progress */
 	char hung_node[WR_NODE_LEN];  /* node of the stalled rank, "" if unknown */
-	int task_signal;      /* first signal a task died from (srun's report), else 0 */
-	struct wr_nodes signal_nodes; /* nodes where tasks died from a signal (first first) */
+	/* srun's first report of a task ending badly, before the wrapper
+	 * began to kill the step (later ones are collateral of -K): */
+	int task_signal;      /* the signal it died from, else 0 */
+	int task_exit_code;   /* or its nonzero exit code, else 0 */
+	struct wr_nodes signal_nodes; /* the node of a signal death */
 	struct wr_nodes down_nodes;   /* nodes Slurm reports down, drained, failing, not responding */
 	struct wr_nodes sdc_suspects; /* nodes named by sdc.json on exit 86 */
 };

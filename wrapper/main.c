@@ -314,8 +314,9 @@ static int backoff_wait(double delay)
 		int ms = (int)((end - wr_now()) * 1000) + 1;
 		if (poll(&p, 1, ms) > 0) {
 			unsigned char b;
-			if (read(sig_pipe[0], &b, 1) == 1)
-				return b;
+			while (read(sig_pipe[0], &b, 1) == 1)
+				if (b != SIGCHLD)
+					return b;
 		}
 	}
 	return 0;
@@ -352,6 +353,8 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);   /* wakes the watch loop when srun ends */
 	signal(SIGPIPE, SIG_IGN);
 
 	struct wr_ledger led;

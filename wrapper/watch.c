@@ -36,8 +36,9 @@ static int signal_by_name(const char *what)
 	return 0;
 }
 
-int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig)
+int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig, int *code)
 {
+	*code = 0;
 	const char *p = strstr(line, "srun: error: ");
 	if (!p)
 		return 0;
@@ -65,8 +66,9 @@ int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig)
 		q++;
 	memcpy(node, p, (size_t)(colon - p));
 	node[colon - p] = '\0';
-	if (strncmp(q, "Exited with exit code", 21) == 0) {
+	if (strncmp(q, "Exited with exit code ", 22) == 0) {
 		*sig = 0;
+		*code = atoi(q + 22);
 		return 1;
 	}
 	*sig = signal_by_name(q);
@@ -146,6 +148,8 @@ struct ctx {
 	long rate_step;
 	double last_tick;
 	struct wr_steptimes mine; /* this attempt's step times */
+	bool killing;             /* the wrapper is ending the step (hang) */
+	bool first_seen;          /* srun reported a task ending badly */
 };
 
 static void write_all(int fd, const char *p, size_t n)
@@ -164,12 +168,16 @@ static void write_all(int fd, const char *p, size_t n)
 static void on_line(struct ctx *x, const char *line, bool is_err)
 {
 	char node[WR_NODE_LEN];
-	int sig;
-	if (is_err && wr_srun_task_line(line, node, sizeof node, &sig)) {
-		if (sig) {
-			if (!x->o->e.task_signal)
-				x->o->e.task_signal = sig;
-			wr_nodes_add(&x->o->e.signal_nodes, node);
+	int sig, code;
+	if (is_err && wr_srun_task_line(line, node, sizeof node, &sig, &code)) {
+		/* Only the first report names the cause: later ones are tasks
+		 * that srun (-K) or the wrapper killed because of it. */
+		if (!x->first_seen && !x->killing && (sig || code)) {
+			x->first_seen = true;
+			x->o->e.task_signal = sig;
+			x->o->e.task_exit_code = sig ? 0 : code;
+			if (sig)
+				wr_nodes_add(&x->o->e.signal_nodes, node);
 		}
 		return;
 	}
@@ -330,8 +338,8 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 			if (p[i].fd == c->sig_fd) {
 				unsigned char sig;
 				while (read(c->sig_fd, &sig, 1) == 1) {
-					if (exited)
-						continue;
+					if (exited || sig == SIGCHLD)
+						continue;   /* SIGCHLD only wakes the loop to reap */
 					if (!o->e.wrapper_signal) {
 						fprintf(stderr, "llm-train-wrap: got signal %d: asking the step to checkpoint (SIGUSR1), %.0f s grace\n",
 						        sig, c->preempt_grace_s);
@@ -406,6 +414,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 			wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f}", "attempt", c->attempt,
 			                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout));
 			term_at = now;
+			x.killing = true;
 		}
 		/* Escalation: SIGTERM makes srun end the step's tasks; if srun
 		 * is still there kill_grace_s later, SIGKILL its process group. */

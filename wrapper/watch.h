@@ -45,8 +45,9 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
              struct wr_watch_out *o);
 
 /* Parses srun's "srun: error: NODE: task(s) LIST: WHAT" line. Returns 1
- * with node and sig (0 for "Exited with exit code N") filled, else 0. */
-int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig);
+ * with node and either sig (a signal death) or code ("Exited with exit
+ * code N") filled, else 0. */
+int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig, int *code);
 
 /* Nodes of nodelist that Slurm reports down, drained, failing or not
  * responding (sinfo -N). 0, or -1 when sinfo cannot run. */

@@ -17,6 +17,7 @@ struct row {
 	bool hung;
 	const char *hung_node;
 	int task_sig;
+	int task_code;             /* first task's exit code per srun */
 	const char *sig_node;      /* srun names this node for a signal death */
 	const char *down_node;     /* Slurm says this node is down */
 	const char *sdc_node;      /* sdc.json suspect */
@@ -26,33 +27,37 @@ struct row {
 };
 
 static const struct row rows[] = {
-	{ "done", true, 0, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
-	{ "usage", true, 64, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "bad data", true, 65, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "missing input", true, 66, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "usage on a crashing node still stops", true, 64, 0, 0, false, 0, 0, 0, 0, 0, "n1", WR_USER_ERROR, NULL },
-	{ "transient", true, 75, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "io error", true, 74, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "internal bug", true, 70, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
-	{ "python exception", true, 1, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
-	{ "numerical", true, 85, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_NUMERIC, NULL },
-	{ "sdc with suspect", true, 86, 0, 0, false, 0, 0, 0, 0, "n3", 0, WR_SDC, "n3" },
-	{ "sdc without suspect", true, 86, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_SDC, NULL },
-	{ "preempted by exit", true, 87, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got USR1", true, 87, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got TERM, step killed", true, 143, 0, SIGTERM, false, 0, SIGTERM, "n1", 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got USR1 but step done", true, 0, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
-	{ "first kill -9 on a node", true, 137, 0, 0, false, 0, SIGKILL, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "second crash on the node", true, 137, 0, 0, false, 0, SIGSEGV, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
-	{ "crash elsewhere than before", true, 134, 0, 0, false, 0, SIGABRT, "n2", 0, 0, "n1", WR_TRANSIENT, NULL },
-	{ "signal death seen only in exit code", true, 139, 0, 0, false, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "srun itself killed", false, 0, SIGKILL, 0, false, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "node down beats exit code", true, 75, 0, 0, false, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
-	{ "node down beats user error", true, 64, 0, 0, false, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
-	{ "first hang on a node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "hang again on the node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, "n3", WR_NODE_FAULT, "n3" },
-	{ "hang, node unknown", true, 137, 0, 0, true, "", 0, 0, 0, 0, "n3", WR_TRANSIENT, NULL },
-	{ "hang while node goes down", true, 137, 0, 0, true, "n3", 0, 0, "n1", 0, 0, WR_NODE_FAULT, "n1" },
+	{ "done", true, 0, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "usage", true, 64, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "bad data", true, 65, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "missing input", true, 66, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "usage on a crashing node still stops", true, 64, 0, 0, false, 0, 0, 0, 0, 0, 0, "n1", WR_USER_ERROR, NULL },
+	{ "transient", true, 75, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "io error", true, 74, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "internal bug", true, 70, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "python exception", true, 1, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "numerical", true, 85, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_NUMERIC, NULL },
+	{ "sdc with suspect", true, 86, 0, 0, false, 0, 0, 0, 0, 0, "n3", 0, WR_SDC, "n3" },
+	{ "sdc without suspect", true, 86, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SDC, NULL },
+	{ "preempted by exit", true, 87, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1", true, 87, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got TERM, step killed", true, 143, 0, SIGTERM, false, 0, SIGTERM, 0, "n1", 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1 but step done", true, 0, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "first kill -9 on a node", true, 137, 0, 0, false, 0, SIGKILL, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "second crash on the node", true, 137, 0, 0, false, 0, SIGSEGV, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "crash elsewhere than before", true, 134, 0, 0, false, 0, SIGABRT, 0, "n2", 0, 0, "n1", WR_TRANSIENT, NULL },
+	{ "signal death seen only in exit code", true, 139, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "srun itself killed", false, 0, SIGKILL, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "node down beats exit code", true, 75, 0, 0, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "node down beats user error", true, 64, 0, 0, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "first hang on a node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "hang again on the node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, 0, "n3", WR_NODE_FAULT, "n3" },
+	{ "hang, node unknown", true, 137, 0, 0, true, "", 0, 0, 0, 0, 0, "n3", WR_TRANSIENT, NULL },
+	{ "task exit 75, rest killed by -K", true, 137, 0, 0, false, 0, 0, 75, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task exit 64, rest killed by -K", true, 137, 0, 0, false, 0, 0, 64, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "task crash then wrapper saw hang", true, 137, 0, 0, true, "n3", SIGABRT, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task crash then hang, repeat on node", true, 137, 0, 0, true, "n3", SIGABRT, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "hang while node goes down", true, 137, 0, 0, true, "n3", 0, 0, 0, "n1", 0, 0, WR_NODE_FAULT, "n1" },
 };
 
 static void test_table(void **state)
@@ -70,6 +75,7 @@ static void test_table(void **state)
 		if (r->hung_node)
 			strcpy(e.hung_node, r->hung_node);
 		e.task_signal = r->task_sig;
+		e.task_exit_code = r->task_code;
 		wr_nodes_add(&e.signal_nodes, r->sig_node);
 		wr_nodes_add(&e.down_nodes, r->down_node);
 		wr_nodes_add(&e.sdc_suspects, r->sdc_node);

@@ -35,24 +35,24 @@ static int teardown(void **state)
 static void test_srun_lines(void **state)
 {
 	(void)state;
-	struct { const char *line; int rc; const char *node; int sig; } rows[] = {
-		{ "srun: error: node2: task 1: Killed", 1, "node2", SIGKILL },
-		{ "srun: error: node3: tasks 4-7: Terminated", 1, "node3", SIGTERM },
-		{ "srun: error: n1: tasks 0,2: Aborted (core dumped)", 1, "n1", SIGABRT },
-		{ "srun: error: n1: task 0: Segmentation fault", 1, "n1", SIGSEGV },
-		{ "srun: error: n4: task 3: Out Of Memory", 1, "n4", SIGKILL },
-		{ "srun: error: node1: task 0: Exited with exit code 75", 1, "node1", 0 },
-		{ "srun: error: Node failure on node2", 0, "", 0 },
-		{ "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", 0, "", 0 },
-		{ "srun: error: node1: task x: Killed", 0, "", 0 },
-		{ "step 5 loss 3.2", 0, "", 0 },
+	struct { const char *line; int rc; const char *node; int sig; int code; } rows[] = {
+		{ "srun: error: node2: task 1: Killed", 1, "node2", SIGKILL, 0 },
+		{ "srun: error: node3: tasks 4-7: Terminated", 1, "node3", SIGTERM, 0 },
+		{ "srun: error: n1: tasks 0,2: Aborted (core dumped)", 1, "n1", SIGABRT, 0 },
+		{ "srun: error: n1: task 0: Segmentation fault", 1, "n1", SIGSEGV, 0 },
+		{ "srun: error: n4: task 3: Out Of Memory", 1, "n4", SIGKILL, 0 },
+		{ "srun: error: node1: task 0: Exited with exit code 75", 1, "node1", 0, 75 },
+		{ "srun: error: Node failure on node2", 0, "", 0, 0 },
+		{ "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", 0, "", 0, 0 },
+		{ "srun: error: node1: task x: Killed", 0, "", 0, 0 },
+		{ "step 5 loss 3.2", 0, "", 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char node[64] = "";
-		int sig = -1;
-		int rc = wr_srun_task_line(rows[i].line, node, sizeof node, &sig);
-		if (rc != rows[i].rc || (rc && (strcmp(node, rows[i].node) || sig != rows[i].sig)))
-			fail_msg("'%s': rc %d node %s sig %d", rows[i].line, rc, node, sig);
+		int sig = -1, code = -1;
+		int rc = wr_srun_task_line(rows[i].line, node, sizeof node, &sig, &code);
+		if (rc != rows[i].rc || (rc && (strcmp(node, rows[i].node) || sig != rows[i].sig || code != rows[i].code)))
+			fail_msg("'%s': rc %d node %s sig %d code %d", rows[i].line, rc, node, sig, code);
 	}
 }
 
