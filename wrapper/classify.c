@@ -108,6 +108,12 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		crash_or_node(v, hist, nhist, e->signal_nodes.n ? e->signal_nodes.name[0] : "", what);
 		return;
 	}
+	if (e->hung && e->kill_timeout && e->hung_node[0]) {
+		wr_nodes_add(&v->nodes, e->hung_node);
+		set(v, WR_NODE_FAULT, e->hung_node, "hang on %s and its tasks could not be ended: node unresponsive",
+		    e->hung_node);
+		return;
+	}
 	if (e->hung) {
 		crash_or_node(v, hist, nhist, e->hung_node, "hang");
 		return;

@@ -38,6 +38,7 @@ struct wr_ending {
 	int term_signal;      /* signal that killed srun itself */
 	int wrapper_signal;   /* SIGUSR1/SIGTERM the wrapper got during the step, else 0 */
 	bool hung;            /* the watcher killed the step for lack of progress */
+	bool kill_timeout;    /* ending the step timed out: a node stopped answering */
 	char hung_node[WR_NODE_LEN];  /* node of the stalled rank, "" if unknown */
 	/* srun's first report of a task ending badly, before the wrapper
 	 * began to kill the step (later ones are collateral of -K): */

@@ -15,11 +15,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static bool shield;
+
+void wr_shield_children(bool on)
+{
+	shield = on;
+}
+
 static void child_signals(void)
 {
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigset_t mask;
+	sigemptyset(&mask);
+	if (shield) {
+		/* A blocked signal stays blocked across exec: the command
+		 * finishes even while Slurm is signalling the requeued job. */
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGHUP);
+		sigaddset(&mask, SIGUSR1);
+		sigaddset(&mask, SIGUSR2);
+	}
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
@@ -169,6 +185,8 @@ int wr_launch(const struct wr_launch *c, struct wr_step *s)
 	if (!c->direct) {
 		argv[k++] = (char *)c->srun;
 		argv[k++] = "--kill-on-bad-exit=1";
+		if (c->overlap)
+			argv[k++] = "--overlap";
 		if (c->exclude && c->exclude->n > 0) {
 			size_t o = (size_t)snprintf(exc, sizeof exc, "--exclude=");
 			for (int i = 0; i < c->exclude->n && o < sizeof exc; i++)

@@ -38,6 +38,7 @@ struct wr_launch {
 	const struct wr_nodes *exclude;
 	int nodes, ntasks;         /* 0: srun's defaults (the whole allocation) */
 	bool direct;               /* run cmd without srun (outside Slurm, tests) */
+	bool overlap;              /* share resources still held by a dying step */
 };
 
 struct wr_step {
@@ -47,6 +48,10 @@ struct wr_step {
 
 /* Forks srun (environment already set by the caller). 0 or -1. */
 int wr_launch(const struct wr_launch *c, struct wr_step *s);
+
+/* While on, commands run by wr_run_capture block SIGTERM, SIGINT, SIGHUP
+ * and SIGUSR1/2 (scontrol calls that must outlive a requeue's signals). */
+void wr_shield_children(bool on);
 
 /* Runs argv, waits, returns its exit code (or -1), stdout to out (len). */
 int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t errlen);

@@ -295,14 +295,19 @@ static int requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger 
 		o += (size_t)snprintf(exarg + o, sizeof exarg - o, "%s%s", i ? "," : "", ex->name[i]);
 	wr_ledger_event(l, "requeue", json_pack("{s:s,s:o}", "job", job, "exclude", wr_nodes_json(ex)));
 	fflush(NULL);
+	wr_shield_children(true);
 	if (ex->n == 0)
 		return run_cmd("scontrol", "requeue", job, NULL);
 	int rc = run_cmd("scontrol", "requeuehold", job, NULL);
 	if (rc != 0)
 		return rc;
-	rc = run_cmd("scontrol", "update", idarg, exarg);
+	/* From here the job is requeued (held): Slurm signals this run, the
+	 * shielded scontrol calls still finish within KillWait. */
+	int rc1 = run_cmd("scontrol", "update", idarg, exarg);
 	int rc2 = run_cmd("scontrol", "release", job, NULL);
-	return rc ? rc : rc2;
+	if (rc1 || rc2)
+		wr_ledger_event(l, "requeue_incomplete", json_pack("{s:i,s:i}", "update_rc", rc1, "release_rc", rc2));
+	return 0;
 }
 
 /* Waits delay seconds; returns a signal number if one came meanwhile. */
@@ -414,6 +419,7 @@ int main(int argc, char **argv)
 	long skip_until = h.pending ? h.skip_until_step : -1;
 	bool need_agree = h.pending && h.need_agree;
 	long rollback_from = -1;   /* resume step at the last rollback: skips apply to ckpts at or before it */
+	int first_attempt = h.attempts_total;
 	int attempt = h.attempts_total, no_progress = 0, numeric_repeats = 0, exit_code = 0;
 	struct wr_steptimes st = { .n = 0 };
 	for (int i = 0; i < h.nattempts; i++)
@@ -472,7 +478,10 @@ int main(int argc, char **argv)
 		bool custom = excluded.n > 0 || ntasks > 0;
 		struct wr_launch lc = { .srun = o.srun, .cmd = o.cmd, .exclude = &excluded,
 		                        .nodes = custom ? nodes_step : 0, .ntasks = custom ? (ntasks ? ntasks : nodes_step * tpn) : 0,
-		                        .direct = !in_slurm };
+		                        .direct = !in_slurm,
+		                        /* a killed step may hold its CPUs until a dead node is
+		                         * declared down: the next one must not wait for it */
+		                        .overlap = attempt > first_attempt };
 		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)env_num("WORLD_SIZE", 1, 1, 1e7));
 		if (nranks < 1)
 			nranks = 1;

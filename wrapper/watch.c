@@ -181,6 +181,8 @@ static void on_line(struct ctx *x, const char *line, bool is_err)
 		}
 		return;
 	}
+	if (strstr(line, "srun: error: Timed out waiting for job step to complete"))
+		x->o->e.kill_timeout = true;
 	if (strncmp(line, "srun: ", 6) == 0 || strncmp(line, "llm-train-wrap: ", 16) == 0)
 		return;
 	if (x->c->progress_from_output) {
@@ -320,6 +322,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	bool out_open = true, err_open = true, exited = false, told_nohb = false;
 	int status = 0;
 	double term_at = -1, kill_at = -1, hard_kill_at = -1;   /* pending escalation */
+	double save_start = -1;   /* rank 0 entered its current save phase */
 
 	while (!exited || out_open || err_open) {
 		struct pollfd p[3];
@@ -378,7 +381,12 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		double now = wr_now();
 		if (now - x.last_tick < c->tick_s)
 			continue;
-		o->ckpt_s += (c->nranks > 0 && x.hb[0].valid && x.hb[0].phase == PH_SAVE) ? now - x.last_tick : 0;
+		bool saving = !o->e.hung && c->nranks > 0 && x.hb[0].valid && x.hb[0].phase == PH_SAVE;
+		if (saving && save_start < 0)
+			save_start = x.last_tick;
+		if (!saving)
+			save_start = -1;
+		o->ckpt_s += saving ? now - x.last_tick : 0;
 		x.last_tick = now;
 
 		double timeout = wr_hang_timeout(&c->hang, st);
@@ -415,6 +423,14 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 			                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout));
 			term_at = now;
 			x.killing = true;
+			/* Rank 0 waiting in a checkpoint for the stalled rank was
+			 * not checkpointing after that rank went silent. */
+			if (save_start >= 0 && hung >= 0 && !c->progress_from_output) {
+				double from = x.hb[hung].valid && x.hb[hung].time > save_start ? x.hb[hung].time : save_start;
+				o->ckpt_s -= now - from;
+				if (o->ckpt_s < 0)
+					o->ckpt_s = 0;
+			}
 		}
 		/* Escalation: SIGTERM makes srun end the step's tasks; if srun
 		 * is still there kill_grace_s later, SIGKILL its process group. */
@@ -425,6 +441,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		if (kill_at >= 0 && now >= kill_at) {
 			fprintf(stderr, "llm-train-wrap: srun still running %.0f s after SIGTERM: SIGKILL\n", c->kill_grace_s);
 			kill(-s->pid, SIGKILL);
+			o->e.kill_timeout = true;
 			kill_at = now + 3600;
 		}
 	}

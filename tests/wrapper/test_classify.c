@@ -15,6 +15,7 @@ struct row {
 	bool exited;
 	int code, term_sig, wrapper_sig;
 	bool hung;
+	bool kill_timeout;
 	const char *hung_node;
 	int task_sig;
 	int task_code;             /* first task's exit code per srun */
@@ -27,37 +28,39 @@ struct row {
 };
 
 static const struct row rows[] = {
-	{ "done", true, 0, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
-	{ "usage", true, 64, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "bad data", true, 65, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "missing input", true, 66, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "usage on a crashing node still stops", true, 64, 0, 0, false, 0, 0, 0, 0, 0, 0, "n1", WR_USER_ERROR, NULL },
-	{ "transient", true, 75, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "io error", true, 74, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "internal bug", true, 70, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
-	{ "python exception", true, 1, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
-	{ "numerical", true, 85, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_NUMERIC, NULL },
-	{ "sdc with suspect", true, 86, 0, 0, false, 0, 0, 0, 0, 0, "n3", 0, WR_SDC, "n3" },
-	{ "sdc without suspect", true, 86, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_SDC, NULL },
-	{ "preempted by exit", true, 87, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got USR1", true, 87, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got TERM, step killed", true, 143, 0, SIGTERM, false, 0, SIGTERM, 0, "n1", 0, 0, 0, WR_PREEMPTED, NULL },
-	{ "wrapper got USR1 but step done", true, 0, 0, SIGUSR1, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
-	{ "first kill -9 on a node", true, 137, 0, 0, false, 0, SIGKILL, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "second crash on the node", true, 137, 0, 0, false, 0, SIGSEGV, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
-	{ "crash elsewhere than before", true, 134, 0, 0, false, 0, SIGABRT, 0, "n2", 0, 0, "n1", WR_TRANSIENT, NULL },
-	{ "signal death seen only in exit code", true, 139, 0, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "srun itself killed", false, 0, SIGKILL, 0, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "node down beats exit code", true, 75, 0, 0, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
-	{ "node down beats user error", true, 64, 0, 0, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
-	{ "first hang on a node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "hang again on the node", true, 137, 0, 0, true, "n3", 0, 0, 0, 0, 0, "n3", WR_NODE_FAULT, "n3" },
-	{ "hang, node unknown", true, 137, 0, 0, true, "", 0, 0, 0, 0, 0, "n3", WR_TRANSIENT, NULL },
-	{ "task exit 75, rest killed by -K", true, 137, 0, 0, false, 0, 0, 75, 0, 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "task exit 64, rest killed by -K", true, 137, 0, 0, false, 0, 0, 64, 0, 0, 0, 0, WR_USER_ERROR, NULL },
-	{ "task crash then wrapper saw hang", true, 137, 0, 0, true, "n3", SIGABRT, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
-	{ "task crash then hang, repeat on node", true, 137, 0, 0, true, "n3", SIGABRT, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
-	{ "hang while node goes down", true, 137, 0, 0, true, "n3", 0, 0, 0, "n1", 0, 0, WR_NODE_FAULT, "n1" },
+	{ "done", true, 0, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "usage", true, 64, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "bad data", true, 65, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "missing input", true, 66, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "usage on a crashing node still stops", true, 64, 0, 0, false, false, 0, 0, 0, 0, 0, 0, "n1", WR_USER_ERROR, NULL },
+	{ "transient", true, 75, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "io error", true, 74, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "internal bug", true, 70, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "python exception", true, 1, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "numerical", true, 85, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_NUMERIC, NULL },
+	{ "sdc with suspect", true, 86, 0, 0, false, false, 0, 0, 0, 0, 0, "n3", 0, WR_SDC, "n3" },
+	{ "sdc without suspect", true, 86, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SDC, NULL },
+	{ "preempted by exit", true, 87, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1", true, 87, 0, SIGUSR1, false, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got TERM, step killed", true, 143, 0, SIGTERM, false, false, 0, SIGTERM, 0, "n1", 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1 but step done", true, 0, 0, SIGUSR1, false, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "first kill -9 on a node", true, 137, 0, 0, false, false, 0, SIGKILL, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "second crash on the node", true, 137, 0, 0, false, false, 0, SIGSEGV, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "crash elsewhere than before", true, 134, 0, 0, false, false, 0, SIGABRT, 0, "n2", 0, 0, "n1", WR_TRANSIENT, NULL },
+	{ "signal death seen only in exit code", true, 139, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "srun itself killed", false, 0, SIGKILL, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "node down beats exit code", true, 75, 0, 0, false, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "node down beats user error", true, 64, 0, 0, false, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "first hang on a node", true, 137, 0, 0, true, false, "n3", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "hang again on the node", true, 137, 0, 0, true, false, "n3", 0, 0, 0, 0, 0, "n3", WR_NODE_FAULT, "n3" },
+	{ "hang, node unknown", true, 137, 0, 0, true, false, "", 0, 0, 0, 0, 0, "n3", WR_TRANSIENT, NULL },
+	{ "task exit 75, rest killed by -K", true, 137, 0, 0, false, false, 0, 0, 75, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task exit 64, rest killed by -K", true, 137, 0, 0, false, false, 0, 0, 64, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "task crash then wrapper saw hang", true, 137, 0, 0, true, false, "n3", SIGABRT, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task crash then hang, repeat on node", true, 137, 0, 0, true, false, "n3", SIGABRT, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "hang, step could not be ended", true, 137, 0, 0, true, true, "n3", 0, 0, 0, 0, 0, 0, WR_NODE_FAULT, "n3" },
+	{ "hang, could not be ended, node unknown", true, 137, 0, 0, true, true, "", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "hang while node goes down", true, 137, 0, 0, true, false, "n3", 0, 0, 0, "n1", 0, 0, WR_NODE_FAULT, "n1" },
 };
 
 static void test_table(void **state)
@@ -72,6 +75,7 @@ static void test_table(void **state)
 		e.term_signal = r->term_sig;
 		e.wrapper_signal = r->wrapper_sig;
 		e.hung = r->hung;
+		e.kill_timeout = r->kill_timeout;
 		if (r->hung_node)
 			strcpy(e.hung_node, r->hung_node);
 		e.task_signal = r->task_sig;
