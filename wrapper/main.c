@@ -554,7 +554,9 @@ int main(int argc, char **argv)
 		struct wr_state s = {
 			.now = wr_now(), .restarts = h.restarts, .restart_times = h.restart_times,
 			.nrestart_times = h.nrestart_times, .no_progress = no_progress,
-			.numeric_repeats = numeric_repeats, .fail_step = v.cls == WR_SDC && sdc_step >= 0 ? sdc_step : wo.last_step,
+			.numeric_repeats = numeric_repeats, .fail_step = v.cls == WR_SDC && sdc_step >= 0 ? sdc_step
+			             : v.cls == WR_NUMERIC ? wo.last_step + 1   /* the step being computed */
+			             : wo.last_step,
 			.exit_code = code, .nodes_alloc = nalloc, .nodes_step = nalloc > 0 ? nodes_step : 1,
 			.excluded = &excluded, .excluded_in_alloc = in_alloc,
 		};
