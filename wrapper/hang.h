@@ -41,7 +41,9 @@ double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *s
 
 /* The rank that made no progress for longer than the timeout, or -1.
  * A rank without a heartbeat counts from `since` (the launch) once any rank
- * has one; load/save phases use pause_cap_s instead of the timeout. The
+ * has one; load/save phases use pause_cap_s instead of the timeout, unless
+ * another rank has reached a later step (a rank left behind in a save is
+ * stuck, not saving). The
  * stalled rank is the one silent the longest; *stale gets its silence. */
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
                  double timeout, double pause_cap_s, double *stale);

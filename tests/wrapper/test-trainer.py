@@ -94,7 +94,7 @@ def save(step):
     heartbeat(step, "save", 0)
     d = "%s/step_%08d" % (ckpt, step)
     os.makedirs(d, exist_ok=True)
-    atomic_write("%s/rank_%05d.bin" % (d, rank), "%s %d %s\n" % (w, data_pos, host))
+    atomic_write("%s/rank_%05d.bin" % (d, rank), "%s %d %s %d\n" % (w, data_pos, host, attempt))
     man_path = d + "/manifest.json"
     if rank == 0:
         shards = {}
@@ -102,7 +102,9 @@ def save(step):
             for r in range(world):
                 p = "%s/rank_%05d.bin" % (d, r)
                 if r not in shards and os.path.exists(p):
-                    shards[r] = open(p).read().split()
+                    sh = open(p).read().split()
+                    if len(sh) >= 4 and int(sh[3]) == attempt:   # not a shard of an earlier attempt
+                        shards[r] = sh
             if len(shards) < world:
                 wait_peer(t0)
         ws = [shards[r][0] for r in range(world)]
@@ -111,7 +113,8 @@ def save(step):
         for r in range(world):
             with open("%s/rank_%05d.bin" % (d, r), "rb") as fh:
                 files["rank_%05d.bin" % r] = hashlib.sha256(fh.read()).hexdigest()
-        man = {"step": step, "world_size": world, "data_pos": data_pos, "files": files, "replicas_agree": agree}
+        man = {"step": step, "world_size": world, "data_pos": data_pos, "files": files, "replicas_agree": agree,
+               "attempt": attempt}
         if not agree:
             # Silent data corruption: name the replica(s) that differ.
             maj = max(set(ws), key=ws.count)
@@ -122,10 +125,17 @@ def save(step):
         if agree:
             atomic_write(ckpt + "/latest", "step_%08d\n" % step)
     else:
-        while not os.path.exists(man_path):
+        while True:
+            # A manifest left by an earlier attempt at this step is not ours.
+            try:
+                with open(man_path) as fh:
+                    man = json.load(fh)
+                if man.get("attempt") == attempt:
+                    break
+            except (OSError, ValueError):
+                pass
             wait_peer(t0)
-        with open(man_path) as fh:
-            agree = json.load(fh)["replicas_agree"]
+        agree = man["replicas_agree"]
     if not agree:
         sys.exit(86)
     return time.time() - t0

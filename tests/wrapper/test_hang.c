@@ -79,7 +79,9 @@ static void test_find(void **state)
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);   /* silent 25 s */
 	assert_true(stale == 25);
 	assert_int_equal(wr_hang_find(r, 4, 125, 0, 20, 600, &stale), 2);   /* all over: the oldest */
-	r[2].phase = PH_SAVE;                                                /* paused */
+	r[2].phase = PH_SAVE;                          /* behind the others: stuck, not paused */
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);
+	r[2].step = 10;                                                      /* paused */
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), -1);
 	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 600, &stale), 2);   /* stuck save */
 	r[2].phase = PH_DONE;

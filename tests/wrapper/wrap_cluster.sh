@@ -1,0 +1,82 @@
+#!/bin/sh
+# tests/wrapper/wrap_cluster.sh: llm-train-wrap in real Slurm jobs on the
+# emulated cluster with the test trainer (4 ranks, one per node). Each
+# faulted job must finish with final weights bit-identical to an unfaulted
+# run: kill -9 of one rank mid-step; SIGSTOP of one rank (a hang); one bit
+# flipped in one data-parallel replica (SDC: suspect node excluded, spare
+# used, rollback to the checkpoint whose replicas agreed); preemption
+# (SIGUSR1 to the batch shell, as --signal=B:USR1 sends it): checkpoint,
+# scontrol requeue, resume in the next run of the same job.
+set -u
+. "$top_srcdir/tests/cluster/lib.sh"
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+cluster_need
+[ "$(cluster_nodes | wc -l)" -ge 4 ] || { echo "SKIP: needs 4 nodes"; exit 77; }
+W=$CLUSTER_WORK
+export LLM_TRAIN_CKPT_INTERVAL=5
+unset LLM_TRAIN_FAULT
+
+# job NAME STEPS SBATCH-OPTS... -- WRAPPER-OPTS...: submit, print the job id.
+job() {
+	_n=$1 _steps=$2; shift 2
+	_sb=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do _sb="$_sb $1"; shift; done
+	[ $# -gt 0 ] && shift
+	cat >"$W/$_n.sh" <<JOB
+#!/bin/sh
+exec "$WRAP" --ckpt-dir "$W/$_n" $WRAP_FAST $* -- "$TRAINER" --steps $_steps
+JOB
+	chmod +x "$W/$_n.sh"
+	(cd "$W" && sbatch --parsable --requeue --open-mode=append -o "$_n.out" $_sb "$_n.sh")
+}
+
+# finish NAME JOBID: wait for COMPLETED, compare weights with the reference.
+finish() {
+	_st=$(cluster_sbatch_wait "$2" 120) || { cat "$W/$1.out"; fail "$1: job $2 ended $_st"; }
+	[ -s "$W/$1/final_weights" ] || { cat "$W/$1.out"; fail "$1: no final weights"; }
+	if [ "$1" != ref ]; then
+		cmp -s "$W/ref/final_weights" "$W/$1/final_weights" ||
+			{ cat "$W/$1.out"; fail "$1: final weights differ from the unfaulted run"; }
+	fi
+}
+
+j=$(job ref 30 -N4 --ntasks-per-node=1) || fail "sbatch ref"
+finish ref "$j"
+
+# kill -9 of rank 1 after the step-10 checkpoint
+j=$(job kill9 30 -N4 --ntasks-per-node=1) || fail "sbatch kill9"
+wait_file "$W/kill9/step_00000010/manifest.json" 60 || fail "kill9: no step-10 checkpoint"
+kill -9 "$(rank_pid "$W/kill9" 1 0)" || fail "kill9: no rank 1"
+finish kill9 "$j"
+grep '"event":"failure"' "$W/kill9/ledger.jsonl" | grep -q '"signal":9' || fail "kill9: failure not recorded with signal 9"
+
+# SIGSTOP of rank 2: a hang, found from its heartbeat, the step killed
+j=$(job stop 30 -N4 --ntasks-per-node=1) || fail "sbatch stop"
+wait_file "$W/stop/step_00000010/manifest.json" 60 || fail "stop: no step-10 checkpoint"
+pid=$(rank_pid "$W/stop" 2 0) || fail "stop: no rank 2"
+kill -STOP "$pid"
+finish stop "$j"
+kill -CONT "$pid" 2>/dev/null
+[ "$(count hang "$W/stop/ledger.jsonl" "\"rank\":2")" = 1 ] || fail "stop: hang of rank 2 not recorded"
+
+# bit flip in replica 2 after step 12: the step-15 checkpoint disagrees
+# (exit 86, sdc.json names rank 2's node); that node is excluded, the spare
+# takes its place, training resumes from step 10 (replicas agreed)
+j=$(LLM_TRAIN_FAULT=bitflip@12:2 job sdc 30 -N4 --ntasks-per-node=1 -- --spares 1) || fail "sbatch sdc"
+bad=$(rank_host "$W/sdc" 2 0) || fail "sdc: no rank 2"
+finish sdc "$j"
+[ "$(count failure "$W/sdc/ledger.jsonl" '"class":"sdc"')" = 1 ] || fail "sdc: no sdc failure"
+grep '"event":"launch"' "$W/sdc/ledger.jsonl" | tail -1 | grep '"resume_step":10' | grep -q "\"exclude\":\[\"$bad\"\]" ||
+	fail "sdc: not resumed from step 10 without $bad"
+[ "$(count checkpoint_skipped "$W/sdc/ledger.jsonl" step_00000015)" -ge 1 ] || fail "sdc: disagreeing checkpoint used"
+
+# preemption: SIGUSR1 to the batch shell (the wrapper), forwarded to the
+# ranks; they checkpoint and exit 87; the job is requeued and resumes
+j=$(job pre 30 -N4 --ntasks-per-node=1) || fail "sbatch pre"
+wait_file "$W/pre/step_00000010/manifest.json" 60 || fail "pre: no step-10 checkpoint"
+scancel --batch --signal=USR1 "$j" || fail "pre: scancel --signal"
+finish pre "$j"
+[ "$(cluster_job_field "$j" Restarts)" = 1 ] || fail "pre: job not requeued once"
+[ "$(count requeue "$W/pre/ledger.jsonl")" = 1 ] || fail "pre: requeue not in the ledger"
+[ "$(count start "$W/pre/ledger.jsonl" '"run":1')" = 1 ] || fail "pre: no second run in the ledger"
+echo PASS
