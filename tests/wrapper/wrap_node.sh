@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/wrapper/wrap_node.sh: a node dies mid-run (tests/cluster's
+# cluster_node_crash: its slurmd, slurmstepd and ranks killed) in a private
+# 5-node emulated cluster. With a spare node in the allocation the wrapper
+# finds the silent rank, cannot end the step on the dead node, calls it a
+# node fault and restarts on the spare (srun --exclude); without a spare it
+# requeues the job with the node in ExcNodeList. Both jobs finish with the
+# final weights of an unfaulted run.
+set -u
+. "$top_srcdir/tests/cluster/lib.sh"
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+cluster_need --nodes 5 --cpus 2
+W=$CLUSTER_WORK
+export LLM_TRAIN_CKPT_INTERVAL=5
+unset LLM_TRAIN_FAULT
+STEPS="--steps 40 --step-time 0.1"
+
+# The unfaulted reference: the test trainer's weights do not depend on
+# the number of ranks, so one local rank gives them.
+"$WRAP" --no-srun --ckpt-dir "$W/ref" $WRAP_FAST -- "$TRAINER" $STEPS >"$W/ref.out" 2>&1 || fail "reference run"
+
+run() {  # NAME SBATCH-OPTS -- WRAPPER-OPTS: submit, crash rank 1's node after step 10
+	_n=$1; shift
+	_sb=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do _sb="$_sb $1"; shift; done
+	[ $# -gt 0 ] && shift
+	cat >"$W/$_n.sh" <<JOB
+#!/bin/sh
+exec "$WRAP" --ckpt-dir "$W/$_n" $WRAP_FAST $* -- "$TRAINER" $STEPS
+JOB
+	chmod +x "$W/$_n.sh"
+	_j=$(cd "$W" && sbatch --parsable --requeue --no-kill --open-mode=append -o "$_n.out" $_sb "$_n.sh") ||
+		fail "$_n: sbatch"
+	wait_file "$W/$_n/step_00000010/manifest.json" 60 || fail "$_n: no step-10 checkpoint"
+	_bad=$(rank_host "$W/$_n" 1 0) || fail "$_n: no rank 1"
+	cluster_node_crash "$_bad" || fail "$_n: cannot crash $_bad"
+	_st=$(cluster_sbatch_wait "$_j" 150) || { cat "$W/$_n.out"; fail "$_n: job $_j ended $_st"; }
+	cmp -s "$W/ref/final_weights" "$W/$_n/final_weights" ||
+		{ cat "$W/$_n.out"; fail "$_n: final weights differ from the unfaulted run"; }
+	[ "$(count failure "$W/$_n/ledger.jsonl" '"class":"node_fault"')" = 1 ] ||
+		{ cat "$W/$_n.out"; fail "$_n: no node fault on $_bad in the ledger"; }
+	grep '"event":"launch"' "$W/$_n/ledger.jsonl" | tail -1 | grep -q "\"exclude\":\[\"$_bad\"\]" ||
+		fail "$_n: last launch does not exclude $_bad"
+	JOB=$_j BAD=$_bad
+}
+
+# 4 nodes, 3 used, 1 spare: restart in place on the spare
+run spare -N4 --ntasks-per-node=1 -- --spares 1
+[ "$(count requeue "$W/spare/ledger.jsonl")" = 0 ] || fail "spare: requeued although a spare was there"
+
+# 3 nodes, no spare: requeue without the dead node
+run nospare -N3 --ntasks-per-node=1
+[ "$(count requeue "$W/nospare/ledger.jsonl")" = 1 ] || fail "nospare: not requeued"
+[ "$(cluster_job_field "$JOB" ExcNodeList)" = "$BAD" ] || fail "nospare: ExcNodeList is not $BAD"
+scontrol show hostnames "$(cluster_job_field "$JOB" NodeList)" | grep -qxF "$BAD" && fail "nospare: ran on $BAD again"
+echo PASS
