@@ -80,6 +80,8 @@ static void help(void)
 	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
 	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
 	       "  --tick S                watch period (default 1)\n"
+	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
+	       "                          node (default SlurmdTimeout + 10)\n"
 	       "  -v, --verbose\n", LLMT_SRUN);
 }
 
@@ -106,7 +108,7 @@ static double env_num(const char *name, double dflt, double lo, double hi)
 struct opts {
 	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
-	double spares, grace, mtbf, tick;
+	double spares, grace, mtbf, tick, node_wait;
 	int shrink;          /* -1 from the plugin's options */
 	bool requeue, progress_out, no_srun;
 	int verbose;
@@ -117,7 +119,7 @@ static void parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
 	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_HELP };
+	       O_TICK, O_NODEWAIT, O_HELP };
 	static const struct option lo[] = {
 		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
 		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
@@ -130,6 +132,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
 		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
 		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
+		{ "node-wait", required_argument, 0, O_NODEWAIT },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
@@ -144,6 +147,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->grace = 60;
 	o->tick = 1;
 	o->shrink = -1;
+	o->node_wait = -1;
 	o->requeue = true;
 	o->srun = LLMT_SRUN;
 	o->ckpt_tool = "llm-train";
@@ -173,6 +177,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_NOSRUN: o->no_srun = true; break;
 		case O_TOOL: o->ckpt_tool = optarg; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
+		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
 		case 'v': o->verbose++; break;
 		case O_HELP: help(); exit(0);
 		default:
@@ -308,6 +313,21 @@ static int requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger 
 	if (rc1 || rc2)
 		wr_ledger_event(l, "requeue_incomplete", json_pack("{s:i,s:i}", "update_rc", rc1, "release_rc", rc2));
 	return 0;
+}
+
+/* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
+static double slurmd_timeout(void)
+{
+	static char out[1 << 17];
+	char err[512];
+	char *argv[] = { "scontrol", "show", "config", NULL };
+	if (wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+		return 300;
+	const char *p = strstr(out, "\nSlurmdTimeout");
+	double t;
+	if (p && (p = strchr(p, '=')) && sscanf(p + 1, "%lf", &t) == 1 && t > 0)
+		return t;
+	return 300;
 }
 
 /* Waits delay seconds; returns a signal number if one came meanwhile. */
@@ -513,6 +533,25 @@ int main(int argc, char **argv)
 				for (int i = 0; i < bad.n; i++)
 					if (!wr_nodes_has(&excluded, bad.name[i]))
 						wr_nodes_add(&wo.e.down_nodes, bad.name[i]);
+		}
+		/* The step could not be ended and no heartbeat named the node:
+		 * a node stopped answering. Wait for Slurm to say which one
+		 * (it marks it not responding after SlurmdTimeout). */
+		if (in_slurm && wo.e.kill_timeout && !wo.e.hung_node[0] && wo.e.down_nodes.n == 0) {
+			double wait = o.node_wait >= 0 ? o.node_wait : slurmd_timeout() + 10;
+			fprintf(stderr, PROG ": the step could not be ended: waiting up to %.0f s for Slurm's node states\n", wait);
+			double until = wr_now() + wait;
+			while (wo.e.down_nodes.n == 0 && wr_now() < until) {
+				struct wr_nodes bad;
+				if (backoff_wait(1.0) && pol.requeue) {
+					wo.e.wrapper_signal = SIGTERM;
+					break;
+				}
+				if (wr_node_states("sinfo", nodelist, &bad) == 0)
+					for (int i = 0; i < bad.n; i++)
+						if (!wr_nodes_has(&excluded, bad.name[i]))
+							wr_nodes_add(&wo.e.down_nodes, bad.name[i]);
+			}
 		}
 		long sdc_step = -1;
 		if (code == LLMT_EXIT_SDC) {

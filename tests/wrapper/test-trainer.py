@@ -62,8 +62,11 @@ def atomic_write(path, text):
         fh.write(text)
     os.rename(tmp, path)
 
+# TEST_TRAINER_HB_HOST=0: heartbeats without the optional host field (as llm-train writes them)
+hb_host = " " + host if env("TEST_TRAINER_HB_HOST", "1") != "0" else ""
+
 def heartbeat(step, phase, last):
-    atomic_write("%s/rank_%05d" % (hbdir, rank), "%d %d %s %.6f %s\n" % (step, time.time_ns(), phase, last, host))
+    atomic_write("%s/rank_%05d" % (hbdir, rank), "%d %d %s %.6f%s\n" % (step, time.time_ns(), phase, last, hb_host))
 
 preempt = [False]
 signal.signal(signal.SIGUSR1, lambda s, fr: preempt.__setitem__(0, True))
