@@ -63,7 +63,7 @@ double wr_median(const double *v, int n)
 double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *st)
 {
 	if (st->n == 0)
-		return c->cap_s;
+		return c->startup_s > 0 ? c->startup_s : c->cap_s;
 	double t = c->k * wr_median(st->v, st->n);
 	if (t < c->floor_s)
 		t = c->floor_s;

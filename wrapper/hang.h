@@ -33,7 +33,8 @@ double wr_median(const double *v, int n);   /* 0 for n == 0; does not reorder v 
 struct wr_hang_cfg {
 	double k;         /* timeout = k x median step time ... */
 	double floor_s;   /* ... at least this ... */
-	double cap_s;     /* ... at most this; also the timeout before any step time is known */
+	double cap_s;     /* ... at most this */
+	double startup_s; /* the timeout before any step time is known (0: cap_s) */
 	double pause_cap_s; /* load/save pause detection, but not past this (stuck I/O) */
 };
 

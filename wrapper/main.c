@@ -65,7 +65,9 @@ static void help(void)
 	       "                          $LLM_TRAIN_RESTART_WINDOW set, N per window of that many seconds\n"
 	       "  --restart-window S      the window (seconds)\n"
 	       "  --hang-timeout-min S    hang timeout floor (default 60)\n"
-	       "  --hang-timeout-max S    hang timeout cap, and the timeout before any step time (default 1800)\n"
+	       "  --hang-timeout-max S    hang timeout cap (default $LLM_TRAIN_HEARTBEAT_TIMEOUT or 1800)\n"
+	       "  --hang-startup S        timeout before the first step (default\n"
+	       "                          $LLM_TRAIN_HEARTBEAT_STARTUP, else the cap)\n"
 	       "  --hang-factor K         hang timeout = K x median step time (default 10)\n"
 	       "  --backoff S             first backoff after an attempt without progress (default 5)\n"
 	       "  --rollback-steps N      numerical fault: roll back N steps per repeat (default 100)\n"
@@ -108,7 +110,7 @@ static double env_num(const char *name, double dflt, double lo, double hi)
 struct opts {
 	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
-	double spares, grace, mtbf, tick, node_wait;
+	double spares, grace, mtbf, tick, node_wait, hang_startup;
 	int shrink;          /* -1 from the plugin's options */
 	bool requeue, progress_out, no_srun;
 	int verbose;
@@ -119,7 +121,7 @@ static void parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
 	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HELP };
+	       O_TICK, O_NODEWAIT, O_HSTART, O_HELP };
 	static const struct option lo[] = {
 		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
 		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
@@ -132,14 +134,16 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
 		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
 		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
-		{ "node-wait", required_argument, 0, O_NODEWAIT },
+		{ "node-wait", required_argument, 0, O_NODEWAIT }, { "hang-startup", required_argument, 0, O_HSTART },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
 	o->max_restarts = env_num("LLM_TRAIN_RESTARTS", 3, 0, 1e6);
 	o->window_s = env_num("LLM_TRAIN_RESTART_WINDOW", 0, 0, 1e9);
 	o->hang_min = 60;
-	o->hang_max = 1800;
+	/* the admin policy's heartbeat limits, as the plugin passes them */
+	o->hang_max = env_num("LLM_TRAIN_HEARTBEAT_TIMEOUT", 1800, 0.1, 1e7);
+	o->hang_startup = env_num("LLM_TRAIN_HEARTBEAT_STARTUP", 0, 0, 1e7);
 	o->hang_k = 10;
 	o->backoff = 5;
 	o->rollback = 100;
@@ -152,6 +156,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->srun = LLMT_SRUN;
 	o->ckpt_tool = "llm-train";
 	int c;
+	bool hang_min_given = false;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
 		switch (c) {
@@ -160,7 +165,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_HB: o->hb_dir = optarg; break;
 		case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
 		case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
-		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); break;
+		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); hang_min_given = true; break;
 		case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
 		case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
 		case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
@@ -177,6 +182,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_NOSRUN: o->no_srun = true; break;
 		case O_TOOL: o->ckpt_tool = optarg; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
+		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
 		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
 		case 'v': o->verbose++; break;
 		case O_HELP: help(); exit(0);
@@ -187,6 +193,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind >= argc)
 		usage_error("no command given: " PROG " [options] -- COMMAND");
 	o->cmd = argv + optind;
+	if (o->hang_min > o->hang_max && !hang_min_given)
+		o->hang_min = o->hang_max;   /* a policy cap below the default floor wins */
 	if (o->hang_min > o->hang_max)
 		usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
 	if (!o->ckpt_dir)
@@ -516,7 +524,8 @@ int main(int argc, char **argv)
 		}
 		struct wr_watch_cfg wc = {
 			.hb_dir = hb_dir, .nranks = nranks,
-			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max, .pause_cap_s = 10 * o.hang_max },
+			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max,
+			          .startup_s = o.hang_startup, .pause_cap_s = 10 * o.hang_max },
 			.progress_from_output = o.progress_out, .straggler_factor = 3.0, .straggler_min_s = 1.0,
 			.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o.grace, .tick_s = o.tick,
 			.ledger = &led, .attempt = attempt, .resume_step = resume_step, .sig_fd = sig_pipe[0],

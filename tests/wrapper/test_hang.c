@@ -45,6 +45,9 @@ static void test_timeout(void **state)
 	struct wr_hang_cfg c = { .k = 10, .floor_s = 5, .cap_s = 600, .pause_cap_s = 3600 };
 	struct wr_steptimes st = { 0 };
 	assert_true(wr_hang_timeout(&c, &st) == 600);          /* nothing known: the cap */
+	c.startup_s = 900;
+	assert_true(wr_hang_timeout(&c, &st) == 900);          /* ... or the startup timeout */
+	c.startup_s = 0;
 	wr_steptimes_add(&st, 0.1);
 	assert_true(wr_hang_timeout(&c, &st) == 5);            /* 1 s < floor */
 	wr_steptimes_add(&st, 2);
