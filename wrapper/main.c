@@ -1,6 +1,6 @@
-/* llm-train-wrap: the supervisor in the batch step. Options and setup,
- * then the attempt loop: pick a checkpoint, launch, watch, classify,
- * decide, record, act (restart, requeue, stop); the report at the end. */
+/* llm-train-wrap: the supervisor in the batch step. Setup (signals,
+ * ledger history, job geometry), then the attempt loop: pick a checkpoint,
+ * launch, watch, classify, decide, record, act; the report at the end. */
 #define _GNU_SOURCE
 #include "config.h"
 
@@ -26,7 +26,9 @@
 #include "interval.h"
 #include "launch.h"
 #include "ledger.h"
+#include "options.h"
 #include "report.h"
+#include "slurm.h"
 #include "watch.h"
 
 #define PROG "llm-train-wrap"
@@ -41,219 +43,6 @@ static void on_signal(int sig)
 	errno = e;
 }
 
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see " PROG " --help)\n");
-	va_end(ap);
-	exit(LLMT_EXIT_USAGE);
-}
-
-static void help(void)
-{
-	printf("usage: " PROG " [options] -- COMMAND [ARGS...]\n"
-	       "Runs COMMAND as a Slurm step (srun), restarts it, rolls it back or requeues the job\n"
-	       "when it fails, and reports goodput at the end.\n"
-	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
-	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
-	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
-	       "  --max-restarts N        restarts per job (default $LLM_TRAIN_RESTARTS or 3); with\n"
-	       "                          $LLM_TRAIN_RESTART_WINDOW set, N per window of that many seconds\n"
-	       "  --restart-window S      the window (seconds)\n"
-	       "  --hang-timeout-min S    hang timeout floor (default 60)\n"
-	       "  --hang-timeout-max S    hang timeout cap (default $LLM_TRAIN_HEARTBEAT_TIMEOUT or 1800)\n"
-	       "  --hang-startup S        timeout before the first step (default\n"
-	       "                          $LLM_TRAIN_HEARTBEAT_STARTUP, else the cap)\n"
-	       "  --hang-factor K         hang timeout = K x median step time (default 10)\n"
-	       "  --backoff S             first backoff after an attempt without progress (default 5)\n"
-	       "  --rollback-steps N      numerical fault: roll back N steps per repeat (default 100)\n"
-	       "  --skip-batches N        numerical fault: skip N batches past the bad step (default 200)\n"
-	       "  --spares N              keep N nodes of the allocation as spares\n"
-	       "  --shrink / --no-shrink  allow a smaller data-parallel layout after a node loss\n"
-	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
-	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
-	       "  --no-requeue            never requeue (stop instead)\n"
-	       "  --progress-from-output  no heartbeats: a hang is no new output line for the timeout\n"
-	       "  --srun PATH             srun to use (default %s)\n"
-	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
-	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
-	       "  --tick S                watch period (default 1)\n"
-	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
-	       "                          node (default SlurmdTimeout + 10)\n"
-	       "  -v, --verbose\n", LLMT_SRUN);
-}
-
-static double num_arg(const char *opt, const char *v, double lo, double hi)
-{
-	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || end == v || *end || !(d >= lo && d <= hi) || !isfinite(d))
-		usage_error("bad %s value '%s' (expected a number in %g..%g)", opt, v, lo, hi);
-	return d;
-}
-
-static double env_num(const char *name, double dflt, double lo, double hi)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	char opt[80];
-	snprintf(opt, sizeof opt, "$%s", name);
-	return num_arg(opt, v, lo, hi);
-}
-
-struct opts {
-	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
-	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
-	double spares, grace, mtbf, tick, node_wait, hang_startup;
-	int shrink;          /* -1 from the plugin's options */
-	bool requeue, progress_out, no_srun;
-	int verbose;
-	char **cmd;
-};
-
-static void parse(int argc, char **argv, struct opts *o)
-{
-	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
-	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HSTART, O_HELP };
-	static const struct option lo[] = {
-		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
-		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
-		{ "restart-window", required_argument, 0, O_WIN }, { "hang-timeout-min", required_argument, 0, O_HMIN },
-		{ "hang-timeout-max", required_argument, 0, O_HMAX }, { "hang-factor", required_argument, 0, O_HK },
-		{ "backoff", required_argument, 0, O_BACK }, { "rollback-steps", required_argument, 0, O_ROLL },
-		{ "skip-batches", required_argument, 0, O_SKIP }, { "spares", required_argument, 0, O_SPARES },
-		{ "shrink", no_argument, 0, O_SHRINK }, { "no-shrink", no_argument, 0, O_NOSHRINK },
-		{ "preempt-grace", required_argument, 0, O_GRACE }, { "mtbf", required_argument, 0, O_MTBF },
-		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
-		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
-		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
-		{ "node-wait", required_argument, 0, O_NODEWAIT }, { "hang-startup", required_argument, 0, O_HSTART },
-		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
-	};
-	memset(o, 0, sizeof *o);
-	o->max_restarts = env_num("LLM_TRAIN_RESTARTS", 3, 0, 1e6);
-	o->window_s = env_num("LLM_TRAIN_RESTART_WINDOW", 0, 0, 1e9);
-	o->hang_min = 60;
-	/* the admin policy's heartbeat limits, as the plugin passes them */
-	o->hang_max = env_num("LLM_TRAIN_HEARTBEAT_TIMEOUT", 1800, 0.1, 1e7);
-	o->hang_startup = env_num("LLM_TRAIN_HEARTBEAT_STARTUP", 0, 0, 1e7);
-	o->hang_k = 10;
-	o->backoff = 5;
-	o->rollback = 100;
-	o->skip = 200;
-	o->grace = 60;
-	o->tick = 1;
-	o->shrink = -1;
-	o->node_wait = -1;
-	o->requeue = true;
-	o->srun = LLMT_SRUN;
-	o->ckpt_tool = "llm-train";
-	int c;
-	bool hang_min_given = false;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
-		switch (c) {
-		case O_CKPT: o->ckpt_dir = optarg; break;
-		case O_RUN: o->run_dir = optarg; break;
-		case O_HB: o->hb_dir = optarg; break;
-		case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
-		case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
-		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); hang_min_given = true; break;
-		case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
-		case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
-		case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
-		case O_ROLL: o->rollback = num_arg("--rollback-steps", optarg, 0, 1e9); break;
-		case O_SKIP: o->skip = num_arg("--skip-batches", optarg, 0, 1e9); break;
-		case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
-		case O_SHRINK: o->shrink = 1; break;
-		case O_NOSHRINK: o->shrink = 0; break;
-		case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
-		case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
-		case O_NOREQ: o->requeue = false; break;
-		case O_PROG: o->progress_out = true; break;
-		case O_SRUN: o->srun = optarg; break;
-		case O_NOSRUN: o->no_srun = true; break;
-		case O_TOOL: o->ckpt_tool = optarg; break;
-		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
-		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
-		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
-		case 'v': o->verbose++; break;
-		case O_HELP: help(); exit(0);
-		default:
-			usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
-		usage_error("no command given: " PROG " [options] -- COMMAND");
-	o->cmd = argv + optind;
-	if (o->hang_min > o->hang_max && !hang_min_given)
-		o->hang_min = o->hang_max;   /* a policy cap below the default floor wins */
-	if (o->hang_min > o->hang_max)
-		usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
-	if (!o->ckpt_dir)
-		o->ckpt_dir = getenv("LLM_TRAIN_CKPT_DIR");
-	if (!o->ckpt_dir || !*o->ckpt_dir)
-		usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");
-}
-
-/* Expands a Slurm hostlist with scontrol; returns the count (names in out). */
-static int hostnames(const char *list, char ***out)
-{
-	static char buf[1 << 18];
-	char err[1024];
-	char *argv[] = { "scontrol", "show", "hostnames", (char *)list, NULL };
-	*out = NULL;
-	if (!list || !*list || wr_run_capture(argv, buf, sizeof buf, err, sizeof err) != 0)
-		return 0;
-	int n = 0, cap = 16;
-	char **v = malloc((size_t)cap * sizeof *v);
-	for (char *save = NULL, *ln = strtok_r(buf, "\n", &save); ln && v; ln = strtok_r(NULL, "\n", &save)) {
-		if (n == cap) {
-			char **nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n++] = strdup(ln);
-	}
-	*out = v;
-	return n;
-}
-
-/* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
-static void plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
-{
-	extern char **environ;
-	*tp = *pp = 1;
-	*dp = 0;
-	*dp_auto = false;
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "SLURM_SPANK__SLURM_SPANK_OPTION_", 32) != 0 || !strstr(*e, "llm_train"))
-			continue;
-		const char *v = strchr(*e, '=');
-		if (!v || !strstr(v, "p="))
-			continue;
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", v + 1);
-		for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-			if (strncmp(kv, "tp=", 3) == 0)
-				*tp = atoi(kv + 3);
-			else if (strncmp(kv, "pp=", 3) == 0)
-				*pp = atoi(kv + 3);
-			else if (strcmp(kv, "dp=auto") == 0)
-				*dp_auto = true;
-			else if (strncmp(kv, "dp=", 3) == 0)
-				*dp = atoi(kv + 3);
-		}
-	}
-}
 
 /* Median checkpoint write time logged in metrics.jsonl (0: none yet). */
 static double ckpt_cost(const char *ckpt_dir)
@@ -286,57 +75,7 @@ static void set_env(const char *k, const char *v)
 	}
 }
 
-static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a3)
-{
-	char out[2048], err[2048];
-	char *argv[] = { (char *)a0, (char *)a1, (char *)a2, (char *)a3, NULL };
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
-	if (rc != 0)
-		fprintf(stderr, PROG ": %s %s %s %s: exit %d: %s", a0, a1, a2, a3 ? a3 : "", rc, err);
-	return rc;
-}
 
-/* scontrol requeue, keeping the excluded nodes out of the next run. The
- * exclusion of a running job cannot be updated, so it is held, updated
- * and released. Returns scontrol's exit code. */
-static int requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l)
-{
-	char idarg[64], exarg[WR_MAX_NODES * (WR_NODE_LEN + 1) + 32];
-	snprintf(idarg, sizeof idarg, "JobId=%s", job);
-	size_t o = (size_t)snprintf(exarg, sizeof exarg, "ExcNodeList=");
-	for (int i = 0; i < ex->n && o < sizeof exarg; i++)
-		o += (size_t)snprintf(exarg + o, sizeof exarg - o, "%s%s", i ? "," : "", ex->name[i]);
-	wr_ledger_event(l, "requeue", json_pack("{s:s,s:o}", "job", job, "exclude", wr_nodes_json(ex)));
-	fflush(NULL);
-	wr_shield_children(true);
-	if (ex->n == 0)
-		return run_cmd("scontrol", "requeue", job, NULL);
-	int rc = run_cmd("scontrol", "requeuehold", job, NULL);
-	if (rc != 0)
-		return rc;
-	/* From here the job is requeued (held): Slurm signals this run, the
-	 * shielded scontrol calls still finish within KillWait. */
-	int rc1 = run_cmd("scontrol", "update", idarg, exarg);
-	int rc2 = run_cmd("scontrol", "release", job, NULL);
-	if (rc1 || rc2)
-		wr_ledger_event(l, "requeue_incomplete", json_pack("{s:i,s:i}", "update_rc", rc1, "release_rc", rc2));
-	return 0;
-}
-
-/* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
-static double slurmd_timeout(void)
-{
-	static char out[1 << 17];
-	char err[512];
-	char *argv[] = { "scontrol", "show", "config", NULL };
-	if (wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
-		return 300;
-	const char *p = strstr(out, "\nSlurmdTimeout");
-	double t;
-	if (p && (p = strchr(p, '=')) && sscanf(p + 1, "%lf", &t) == 1 && t > 0)
-		return t;
-	return 300;
-}
 
 /* Waits delay seconds; returns a signal number if one came meanwhile. */
 static int backoff_wait(double delay)
@@ -358,7 +97,7 @@ static int backoff_wait(double delay)
 int main(int argc, char **argv)
 {
 	struct opts o;
-	parse(argc, argv, &o);
+	wr_parse_options(argc, argv, &o);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	char run_dir[4096], hb_dir[4096];
@@ -401,12 +140,12 @@ int main(int argc, char **argv)
 	}
 
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
-	int run = (int)env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
+	int run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
 	bool in_slurm = *job && !o.no_srun;
 	const char *nodelist = getenv("SLURM_JOB_NODELIST");
 	char **alloc = NULL;
-	int nalloc = in_slurm ? hostnames(nodelist, &alloc) : 0;
-	int ntasks_job = (int)env_num("SLURM_NTASKS", 0, 0, 1e7);
+	int nalloc = in_slurm ? wr_hostnames(nodelist, &alloc) : 0;
+	int ntasks_job = (int)wr_env_num("SLURM_NTASKS", 0, 0, 1e7);
 	int tpn = nalloc > 0 && ntasks_job > 0 ? ntasks_job / nalloc : 1;
 	if (getenv("SLURM_NTASKS_PER_NODE") && atoi(getenv("SLURM_NTASKS_PER_NODE")) > 0)
 		tpn = atoi(getenv("SLURM_NTASKS_PER_NODE"));
@@ -414,7 +153,7 @@ int main(int argc, char **argv)
 		tpn = 1;
 	int tp, pp, dp;
 	bool dp_auto;
-	plugin_layout(&tp, &pp, &dp, &dp_auto);
+	wr_plugin_layout(&tp, &pp, &dp, &dp_auto);
 
 	struct wr_policy pol = {
 		.max_restarts = o.window_s > 0 ? -1 : (int)o.max_restarts,
@@ -427,7 +166,7 @@ int main(int argc, char **argv)
 	};
 	int nodes_step = nalloc - (int)o.spares;
 	if (nalloc > 0 && nodes_step < 1)
-		usage_error("--spares %g leaves no node of %d to train on", o.spares, nalloc);
+		wr_usage_error("--spares %g leaves no node of %d to train on", o.spares, nalloc);
 	int ntasks = o.spares > 0 ? nodes_step * tpn : 0;
 
 	if (h.last_run_cut) {
@@ -510,7 +249,7 @@ int main(int argc, char **argv)
 		                        /* a killed step may hold its CPUs until a dead node is
 		                         * declared down: the next one must not wait for it */
 		                        .overlap = attempt > first_attempt };
-		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)env_num("WORLD_SIZE", 1, 1, 1e7));
+		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7));
 		if (nranks < 1)
 			nranks = 1;
 		wr_ledger_event(&led, "launch", json_pack("{s:i,s:i,s:s,s:I,s:I,s:o,s:i,s:i,s:s}", "attempt", attempt,
@@ -547,7 +286,7 @@ int main(int argc, char **argv)
 		 * a node stopped answering. Wait for Slurm to say which one
 		 * (it marks it not responding after SlurmdTimeout). */
 		if (in_slurm && wo.e.kill_timeout && !wo.e.hung_node[0] && wo.e.down_nodes.n == 0) {
-			double wait = o.node_wait >= 0 ? o.node_wait : slurmd_timeout() + 10;
+			double wait = o.node_wait >= 0 ? o.node_wait : wr_slurmd_timeout() + 10;
 			fprintf(stderr, PROG ": the step could not be ended: waiting up to %.0f s for Slurm's node states\n", wait);
 			double until = wr_now() + wait;
 			while (wo.e.down_nodes.n == 0 && wr_now() < until) {
@@ -651,7 +390,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
-		int rc = requeue(job, &excluded, &led);
+		int rc = wr_requeue(job, &excluded, &led);
 		if (rc == 0) {
 			printf(PROG ": job %s requeued (run %d ends)\n", job, run);
 			wr_ledger_close(&led);
