@@ -2,7 +2,8 @@
 # tests/wrapper/wrap_cluster.sh: llm-train-wrap in real Slurm jobs on the
 # emulated cluster with the test trainer (4 ranks, one per node). Each
 # faulted job must finish with final weights bit-identical to an unfaulted
-# run: kill -9 of one rank mid-step; SIGSTOP of one rank (a hang); one bit
+# run: kill -9 of one rank mid-step; SIGSTOP of one rank (a hang); kill -9
+# during a checkpoint write; one bit
 # flipped in one data-parallel replica (SDC: suspect node excluded, spare
 # used, rollback to the checkpoint whose replicas agreed); preemption
 # (SIGUSR1 to the batch shell, as --signal=B:USR1 sends it): checkpoint,
@@ -58,6 +59,25 @@ kill -STOP "$pid"
 finish stop "$j"
 kill -CONT "$pid" 2>/dev/null
 [ "$(count hang "$W/stop/ledger.jsonl" "\"rank\":2")" = 1 ] || fail "stop: hang of rank 2 not recorded"
+
+# kill -9 during a checkpoint write: rank 1 is held (SIGSTOP) so rank 0
+# sits in the step-15 save waiting for its shard; rank 0 is killed there.
+# The half-written step 15 (no manifest) is skipped and kept; resume at 10.
+j=$(job ckill 30 -N4 --ntasks-per-node=1) || fail "sbatch ckill"
+wait_file "$W/ckill/step_00000010/manifest.json" 60 || fail "ckill: no step-10 checkpoint"
+p1=$(rank_pid "$W/ckill" 1 0) || fail "ckill: no rank 1"
+kill -STOP "$p1"
+i=0
+until grep -q '^15 [0-9]* save ' "$W/ckill/heartbeat/rank_00000" 2>/dev/null; do
+	i=$((i + 1)); [ $i -le 600 ] || fail "ckill: rank 0 never saved step 15"
+	sleep 0.05
+done
+kill -9 "$(rank_pid "$W/ckill" 0 0)"
+kill -CONT "$p1"
+finish ckill "$j"
+[ -d "$W/ckill/step_00000015" ] || fail "ckill: the half-written checkpoint was removed"
+grep '"event":"launch"' "$W/ckill/ledger.jsonl" | sed -n 2p | grep -q '"resume_step":10' ||
+	fail "ckill: second attempt did not resume from step 10"
 
 # bit flip in replica 2 after step 12: the step-15 checkpoint disagrees
 # (exit 86, sdc.json names rank 2's node); that node is excluded, the spare

@@ -3,7 +3,7 @@
 # Slurm, --no-srun) with the test trainer: usage errors, a config error is
 # never retried, the restart budget stops a crash loop, a crash resumes to
 # bit-identical weights, a corrupt checkpoint is skipped (not deleted), a
-# NaN rolls back and skips data, a foreign trainer without heartbeats is
+# NaN or a loss spike rolls back and skips data, a foreign trainer without heartbeats is
 # restarted after an output hang, and the report's outputs exist.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
@@ -70,6 +70,13 @@ LLM_TRAIN_FAULT=nan@17 "$WRAP" --no-srun --ckpt-dir "$T/nan" $WRAP_FAST --rollba
 grep '"event":"launch"' "$T/nan/ledger.jsonl" | tail -1 | grep '"resume_step":10' | grep -q '"skip_batches":10' ||
 	fail "nan: not resumed at 10 skipping 10 batches"
 cmp -s "$T/ref/final_weights" "$T/nan/final_weights" && fail "nan: weights equal the reference though data was skipped"
+
+# -- a loss spike that persisted (exit 85, as after the runtime's own
+#    in-memory skip failed): the same rollback
+LLM_TRAIN_FAULT=spike@9 "$WRAP" --no-srun --ckpt-dir "$T/spike" $WRAP_FAST --rollback-steps 5 --skip-batches 2 \
+	-- "$TRAINER" --steps 20 >"$T/spike.out" 2>&1 || { cat "$T/spike.out"; fail "spike run failed"; }
+grep '"event":"launch"' "$T/spike/ledger.jsonl" | tail -1 | grep '"resume_step":0' | grep -q '"skip_batches":11' ||
+	fail "spike: not resumed at 0 skipping 11 batches"
 
 # -- foreign trainer, no heartbeats: output progress; attempt 0 goes silent
 cat >"$T/foreign.sh" <<'SH'
