@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/wrapper/wrap_node.sh: a node dies mid-run (tests/cluster's
+# tests/wrapper/wrap_node.sh: slurmctld restarted mid-job (a rank killed
+# while it is down); a node dies mid-run (tests/cluster's
 # cluster_node_crash: its slurmd, slurmstepd and ranks killed) in a private
 # 5-node emulated cluster. With a spare node in the allocation the wrapper
 # finds the silent rank, cannot end the step on the dead node, calls it a
@@ -13,13 +14,13 @@ cluster_need --nodes 5 --cpus 2
 W=$CLUSTER_WORK
 export LLM_TRAIN_CKPT_INTERVAL=5
 unset LLM_TRAIN_FAULT
-STEPS="--steps 60 --step-time 0.1"
+STEPS="--steps 60 --step-time 0.05"
 
 # The unfaulted reference: the test trainer's weights do not depend on
 # the number of ranks, so one local rank gives them.
 "$WRAP" --no-srun --ckpt-dir "$W/ref" $WRAP_FAST -- "$TRAINER" $STEPS >"$W/ref.out" 2>&1 || fail "reference run"
 
-run() {  # NAME SBATCH-OPTS -- WRAPPER-OPTS: submit, crash rank 1's node after step 10
+submit() {  # NAME SBATCH-OPTS -- WRAPPER-OPTS: submit, wait for the step-10 checkpoint
 	_n=$1; shift
 	_sb=
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do _sb="$_sb $1"; shift; done
@@ -32,6 +33,30 @@ JOB
 	_j=$(cd "$W" && sbatch --parsable --requeue --no-kill --open-mode=append -o "$_n.out" $_sb "$_n.sh") ||
 		fail "$_n: sbatch"
 	wait_file "$W/$_n/step_00000010/manifest.json" 60 || fail "$_n: no step-10 checkpoint"
+}
+
+done_same() {  # NAME JOBID: completed, with the unfaulted run's weights
+	_st=$(cluster_sbatch_wait "$2" 150) || { cat "$W/$1.out"; fail "$1: job $2 ended $_st"; }
+	cmp -s "$W/ref/final_weights" "$W/$1/final_weights" ||
+		{ cat "$W/$1.out"; fail "$1: final weights differ from the unfaulted run"; }
+}
+
+# slurmctld restarted mid-job: it is stopped, a rank is killed -9 while it
+# is down (the wrapper relaunches without a controller: sinfo fails, srun
+# waits), and it comes back 3 s later
+submit ctl -N3 --ntasks-per-node=1
+ctl=$(_cl_daemon_pid "$CLUSTER_DIR" slurmctld) || fail "ctl: no slurmctld"
+kill -TERM "$ctl"
+_cl_wait_gone "$ctl" 20 || fail "ctl: slurmctld did not stop"
+kill -9 "$(rank_pid "$W/ctl" 1 0)"
+sleep 3
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+	/usr/sbin/slurmctld -f "$CLUSTER_DIR/etc/slurm.conf" 9>&- </dev/null || fail "ctl: slurmctld did not restart"
+done_same ctl "$_j"
+[ "$(count launch "$W/ctl/ledger.jsonl")" = 2 ] || fail "ctl: not one restart"
+
+run() {  # NAME SBATCH-OPTS -- WRAPPER-OPTS: submit, crash rank 1's node after step 10
+	submit "$@"
 	_bad=$(rank_host "$W/$_n" 1 0) || fail "$_n: no rank 1"
 	# The node freezes at once: its slurmd, slurmstepds and ranks (then
 	# cluster_node_crash, which takes seconds to find every process of
@@ -43,9 +68,7 @@ JOB
 	done
 	kill -STOP $_frozen
 	cluster_node_crash "$_bad" || fail "$_n: cannot crash $_bad"
-	_st=$(cluster_sbatch_wait "$_j" 150) || { cat "$W/$_n.out"; fail "$_n: job $_j ended $_st"; }
-	cmp -s "$W/ref/final_weights" "$W/$_n/final_weights" ||
-		{ cat "$W/$_n.out"; fail "$_n: final weights differ from the unfaulted run"; }
+	done_same "$_n" "$_j"
 	[ "$(count failure "$W/$_n/ledger.jsonl" '"class":"node_fault"')" = 1 ] ||
 		{ cat "$W/$_n.out"; fail "$_n: no node fault on $_bad in the ledger"; }
 	grep '"event":"launch"' "$W/$_n/ledger.jsonl" | tail -1 | grep -q "\"exclude\":\[\"$_bad\"\]" ||
