@@ -51,6 +51,13 @@ LLM_TRAIN_FAULT=crash@7 "$WRAP" --no-srun --ckpt-dir "$T/crash" $WRAP_FAST -- "$
 grep '"event":"launch"' "$T/crash/ledger.jsonl" | grep -q '"resume_step":5' || fail "crash: not resumed from step 5"
 cmp -s "$T/ref/final_weights" "$T/crash/final_weights" || fail "crash: final weights differ from the reference"
 
+# -- LLM_TRAIN_CKPT_INTERVAL=auto: after the crash the next attempt gets a
+#    Young/Daly interval in steps from the measured checkpoint cost
+LLM_TRAIN_CKPT_INTERVAL=auto LLM_TRAIN_FAULT=crash@8 "$WRAP" --no-srun --ckpt-dir "$T/auto" $WRAP_FAST --mtbf 100 \
+	-- "$TRAINER" --steps 20 >"$T/auto.out" 2>&1 || { cat "$T/auto.out"; fail "auto interval run failed"; }
+grep '"event":"launch"' "$T/auto/ledger.jsonl" | sed -n 2p | grep -q '"ckpt_interval":"[1-9][0-9]*"' ||
+	fail "auto: no interval in steps for the second attempt"
+
 # -- corrupt checkpoint: a 12-step run, its newest shard corrupted, then
 #    20 steps: step 12 is skipped (kept on disk), resume at 10, same weights
 "$WRAP" --no-srun --ckpt-dir "$T/cor" $WRAP_FAST -- "$TRAINER" --steps 12 >"$T/cor.out" 2>&1 || fail "cor: first run"
