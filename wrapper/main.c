@@ -44,11 +44,21 @@ static void on_signal(int sig)
 }
 
 
-/* Median checkpoint write time logged in metrics.jsonl (0: none yet). */
-static double ckpt_cost(const char *ckpt_dir)
+/* Where the runtime logs metrics: RUN_DIR/metrics.jsonl when it exists
+ * (llm-train writes there when LLM_TRAIN_RUN_DIR is set), else CKPT_DIR's. */
+static const char *metrics_path(const char *run_dir, const char *ckpt_dir)
 {
-	char p[4200], line[8192];
-	snprintf(p, sizeof p, "%s/metrics.jsonl", ckpt_dir);
+	static char p[4200];
+	snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
+	if (access(p, R_OK) != 0)
+		snprintf(p, sizeof p, "%s/metrics.jsonl", ckpt_dir);
+	return p;
+}
+
+/* Median checkpoint write time logged in metrics.jsonl (0: none yet). */
+static double ckpt_cost(const char *p)
+{
+	char line[8192];
 	FILE *f = fopen(p, "r");
 	if (!f)
 		return 0;
@@ -225,7 +235,7 @@ int main(int argc, char **argv)
 		set_env("LLM_TRAIN_ATTEMPT", b);
 		char interval[64] = "";
 		if (auto_interval) {
-			double cost = ckpt_cost(o.ckpt_dir);
+			double cost = ckpt_cost(metrics_path(run_dir, o.ckpt_dir));
 			double prior = o.mtbf > 0 ? o.mtbf : 6144.0 * 3600 / (nalloc > 0 ? nalloc : 1);
 			double m = wr_mtbf_estimate(h.failure_time_s + (wr_now() - run_start), h.failures, prior);
 			double step_s = wr_median(st.v, st.n);
@@ -265,7 +275,7 @@ int main(int argc, char **argv)
 			.hb_dir = hb_dir, .nranks = nranks,
 			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max,
 			          .startup_s = o.hang_startup, .pause_cap_s = 10 * o.hang_max },
-			.progress_from_output = o.progress_out, .straggler_factor = 3.0, .straggler_min_s = 1.0,
+			.progress_from_output = o.progress_out, .straggler_factor = o.strag_factor, .straggler_min_s = o.strag_min,
 			.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o.grace, .tick_s = o.tick,
 			.ledger = &led, .attempt = attempt, .resume_step = resume_step, .sig_fd = sig_pipe[0],
 			.nodelist = nodelist, .sinfo = "sinfo", .verbose = o.verbose,
@@ -305,6 +315,8 @@ int main(int argc, char **argv)
 		if (code == LLMT_EXIT_SDC) {
 			char p[4200];
 			snprintf(p, sizeof p, "%s/sdc.json", o.ckpt_dir);
+			if (access(p, R_OK) != 0)
+				snprintf(p, sizeof p, "%s/sdc.json", run_dir);
 			wr_sdc_suspects(p, &wo.e.sdc_suspects, &sdc_step);
 		}
 		struct wr_verdict v;
@@ -404,7 +416,7 @@ int main(int argc, char **argv)
 	/* ---- the end of the job ---- */
 	static struct wr_history fin;
 	wr_ledger_load(led.path, &fin);
-	struct wr_report_cfg rc = { .run_dir = run_dir, .ckpt_dir = o.ckpt_dir, .gnuplot = LLMT_GNUPLOT,
+	struct wr_report_cfg rc = { .run_dir = run_dir, .metrics = metrics_path(run_dir, o.ckpt_dir), .gnuplot = LLMT_GNUPLOT,
 	                            .job = job, .now = wr_now() };
 	struct wr_goodput g;
 	wr_report(&fin, &rc, &g);

@@ -55,6 +55,8 @@ static void help(void)
 	       "  --srun PATH             srun to use (default %s)\n"
 	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
 	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
+	       "  --straggler-factor F    report a rank whose step takes F x the median (default 3)...\n"
+	       "  --straggler-min S       ... and S seconds more (default 1)\n"
 	       "  --tick S                watch period (default 1)\n"
 	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
 	       "                          node (default SlurmdTimeout + 10)\n"
@@ -85,7 +87,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
 	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HSTART, O_HELP };
+	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP };
 	static const struct option lo[] = {
 		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
 		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
@@ -98,7 +100,8 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
 		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
 		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
-		{ "node-wait", required_argument, 0, O_NODEWAIT }, { "hang-startup", required_argument, 0, O_HSTART },
+		{ "node-wait", required_argument, 0, O_NODEWAIT },
+		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN }, { "hang-startup", required_argument, 0, O_HSTART },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
@@ -116,6 +119,8 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 	o->tick = 1;
 	o->shrink = -1;
 	o->node_wait = -1;
+	o->strag_factor = 3;
+	o->strag_min = 1;
 	o->requeue = true;
 	o->srun = LLMT_SRUN;
 	o->ckpt_tool = "llm-train";
@@ -146,6 +151,8 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_NOSRUN: o->no_srun = true; break;
 		case O_TOOL: o->ckpt_tool = optarg; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
+		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
+		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
 		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
 		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
 		case 'v': o->verbose++; break;

@@ -9,7 +9,7 @@
 struct opts {
 	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
-	double spares, grace, mtbf, tick, node_wait, hang_startup;
+	double spares, grace, mtbf, tick, node_wait, hang_startup, strag_factor, strag_min;
 	int shrink;          /* -1: from the plugin's options */
 	bool requeue, progress_out, no_srun;
 	int verbose;

@@ -157,7 +157,8 @@ while step < steps:
             sys.exit(85)
         if fault_kind == "bitflip":
             w = ("1" if w[0] == "0" else "0") + w[1:]
-    time.sleep(step_time)
+    # TEST_TRAINER_SLOW_RANK=r: that rank's steps take 5x as long (a straggler)
+    time.sleep(step_time * (5 if env("TEST_TRAINER_SLOW_RANK") == str(rank) else 1))
     w = hashlib.sha256((w + ":%d" % data_pos).encode()).hexdigest()
     step += 1
     data_pos += 1

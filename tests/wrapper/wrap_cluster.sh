@@ -44,12 +44,17 @@ finish() {
 j=$(job ref 30 -N4 --ntasks-per-node=1) || fail "sbatch ref"
 finish ref "$j"
 
-# kill -9 of rank 1 after the step-10 checkpoint
-j=$(job kill9 30 -N4 --ntasks-per-node=1) || fail "sbatch kill9"
+# kill -9 of rank 1 after the step-10 checkpoint; rank 3 is a straggler
+# (5x slower steps), reported with its node
+j=$(TEST_TRAINER_SLOW_RANK=3; export TEST_TRAINER_SLOW_RANK; job kill9 30 -N4 --ntasks-per-node=1 -- --straggler-min 0.05) ||
+	fail "sbatch kill9"
 wait_file "$W/kill9/step_00000010/manifest.json" 60 || fail "kill9: no step-10 checkpoint"
 kill -9 "$(rank_pid "$W/kill9" 1 0)" || fail "kill9: no rank 1"
 finish kill9 "$j"
 grep '"event":"failure"' "$W/kill9/ledger.jsonl" | grep -q '"signal":9' || fail "kill9: failure not recorded with signal 9"
+slow=$(rank_host "$W/kill9" 3 0)
+grep '"event":"straggler"' "$W/kill9/ledger.jsonl" | grep '"rank":3' | grep -q "\"node\":\"$slow\"" ||
+	fail "kill9: straggler rank 3 on $slow not reported"
 
 # SIGSTOP of rank 2: a hang, found from its heartbeat, the step killed
 j=$(job stop 30 -N4 --ntasks-per-node=1) || fail "sbatch stop"
