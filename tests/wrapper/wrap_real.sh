@@ -28,7 +28,7 @@ LLM_TRAIN=$LT "$RT_SRC/scripts/make-corpus" "$W/corpus" --max-bytes 300000 --sha
 	fail "make-corpus failed"
 export SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2
 unset LLM_TRAIN_FAULT LLM_TRAIN_CKPT_INTERVAL
-STEPS=40
+STEPS=24
 
 job() {  # NAME [WRAPPER-OPTS] [-- TRAINER-OPTS]: submit a 2-node dp=2 job; print its id
 	_n=$1; shift
