@@ -12,6 +12,8 @@
 #   checkpoint whose replicas agreed, bit-identical weights;
 # - NaN in three steps in a row (the runtime gives up: exit 85): rollback
 #   and data skip, the job finishes (weights differ: data was skipped);
+# - preemption (SIGUSR1 to the batch shell): checkpoint, exit 87, requeue,
+#   resume in the job's next run, bit-identical weights;
 # - a config error (missing model file) is never retried.
 # RT_SRC/RT_BUILD: where llm-train's sources and build are (default the tree).
 set -u
@@ -68,6 +70,12 @@ finish() {  # NAME JOBID [same]: completed; with "same", weights equal the refer
 	fi
 }
 
+# preemption runs beside the others: SIGUSR1 to the batch shell after the
+# step-8 checkpoint; llm-train checkpoints and exits 87; requeue; resume
+pre=$(job pre) || fail "sbatch pre"
+( wait_file "$W/pre/step_00000008/manifest.json" 120 && scancel --batch --signal=USR1 "$pre" ) &
+prebg=$!
+
 j=$(job ref) || fail "sbatch ref"
 finish ref "$j"
 
@@ -100,6 +108,11 @@ finish nan "$j"
 grep '"event":"launch"' "$W/nan/ledger.jsonl" | tail -n 1 | grep '"resume_step":12' | grep -q '"skip_batches":7' ||
 	{ grep launch "$W/nan/ledger.jsonl"; fail "nan: not resumed at 12 skipping 7 batches"; }
 grep -q 'skipping 7 global batches' "$W/nan.out" || fail "nan: llm-train did not skip the data"
+
+wait $prebg || fail "pre: no step-8 checkpoint to preempt"
+finish pre "$pre" same
+[ "$(count requeue "$W/pre/ledger.jsonl")" = 1 ] || fail "pre: not requeued"
+[ "$(cluster_job_field "$pre" Restarts)" = 1 ] || fail "pre: Slurm did not requeue the job"
 
 j=$(job cfg -- --model "$W/no-such-model.yaml") || fail "sbatch cfg"
 cluster_sbatch_wait "$j" 60 >/dev/null && fail "cfg: a config error completed"
