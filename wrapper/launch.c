@@ -180,13 +180,17 @@ int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
 int wr_launch(const struct wr_launch *c, struct wr_step *s)
 {
 	char *argv[512];
-	char exc[WR_MAX_NODES * (WR_NODE_LEN + 1) + 16], nn[32], nt[32];
+	char exc[WR_MAX_NODES * (WR_NODE_LEN + 1) + 16], nn[32], nt[32], jn[160];
 	int k = 0;
 	if (!c->direct) {
 		argv[k++] = (char *)c->srun;
 		argv[k++] = "--kill-on-bad-exit=1";
 		if (c->overlap)
 			argv[k++] = "--overlap";
+		if (c->name) {
+			snprintf(jn, sizeof jn, "--job-name=%s", c->name);
+			argv[k++] = jn;
+		}
 		if (c->exclude && c->exclude->n > 0) {
 			size_t o = (size_t)snprintf(exc, sizeof exc, "--exclude=");
 			for (int i = 0; i < c->exclude->n && o < sizeof exc; i++)

@@ -39,6 +39,7 @@ struct wr_launch {
 	int nodes, ntasks;         /* 0: srun's defaults (the whole allocation) */
 	bool direct;               /* run cmd without srun (outside Slurm, tests) */
 	bool overlap;              /* share resources still held by a dying step */
+	const char *name;          /* srun --job-name of the step (NULL: none) */
 };
 
 struct wr_step {

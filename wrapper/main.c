@@ -196,7 +196,6 @@ int main(int argc, char **argv)
 	long skip_until = h.pending ? h.skip_until_step : -1;
 	bool need_agree = h.pending && h.need_agree;
 	long rollback_from = -1;   /* resume step at the last rollback: skips apply to ckpts at or before it */
-	int first_attempt = h.attempts_total;
 	int attempt = h.attempts_total, no_progress = 0, numeric_repeats = 0, exit_code = 0;
 	struct wr_steptimes st = { .n = 0 };
 	for (int i = 0; i < h.nattempts; i++)
@@ -257,8 +256,9 @@ int main(int argc, char **argv)
 		                        .nodes = custom ? nodes_step : 0, .ntasks = custom ? (ntasks ? ntasks : nodes_step * tpn) : 0,
 		                        .direct = !in_slurm,
 		                        /* a killed step may hold its CPUs until a dead node is
-		                         * declared down: the next one must not wait for it */
-		                        .overlap = attempt > first_attempt };
+		                         * declared down or a restarted slurmctld learns it
+		                         * ended: every step shares, so the next never waits */
+		                        .overlap = true, .name = WR_STEP_NAME };
 		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7));
 		if (nranks < 1)
 			nranks = 1;
@@ -285,6 +285,8 @@ int main(int argc, char **argv)
 
 		/* ---- what happened ---- */
 		int code = wo.e.exited ? wo.e.exit_code : 128 + wo.e.term_signal;
+		if (in_slurm && code != 0)
+			wr_cancel_leftover_steps(job);
 		if (in_slurm && (code != 0 || wo.e.hung)) {
 			struct wr_nodes bad;
 			if (wr_node_states("sinfo", nodelist, &bad) == 0)

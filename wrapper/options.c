@@ -31,7 +31,9 @@ static void help(void)
 {
 	printf("usage: " PROG " [options] -- COMMAND [ARGS...]\n"
 	       "Runs COMMAND as a Slurm step (srun), restarts it, rolls it back or requeues the job\n"
-	       "when it fails, and reports goodput at the end.\n"
+	       "when it fails, and reports goodput at the end. srun options go through srun's input\n"
+	       "environment (e.g. SLURM_MPI_TYPE=pmix). Use `exec " PROG "` in the batch script so\n"
+	       "--signal=B:USR1@T reaches it.\n"
 	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
 	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
 	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"

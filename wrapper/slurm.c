@@ -116,3 +116,24 @@ double wr_slurmd_timeout(void)
 		return t;
 	return 300;
 }
+
+int wr_cancel_leftover_steps(const char *job)
+{
+	static char out[1 << 16];
+	char err[1024];
+	char *argv[] = { "squeue", "-h", "-s", "-j", (char *)job, "-o", "%i %j", NULL };
+	if (!job || !*job || wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+		return 0;
+	int n = 0;
+	for (char *save = NULL, *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+		char id[64], name[128];
+		if (sscanf(ln, "%63s %127s", id, name) != 2 || strcmp(name, WR_STEP_NAME) != 0)
+			continue;
+		fprintf(stderr, PROG ": step %s is still listed after its srun ended: scancel\n", id);
+		char *cv[] = { "scancel", id, NULL };
+		wr_shield_children(false);
+		if (wr_run_capture(cv, err, sizeof err, err, sizeof err) == 0)
+			n++;
+	}
+	return n;
+}

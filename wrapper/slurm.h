@@ -22,4 +22,12 @@ double wr_slurmd_timeout(void);
  * requeue in the ledger first. Returns 0 once the job is requeued. */
 int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l);
 
+/* The name the wrapper gives its steps (srun --job-name). */
+#define WR_STEP_NAME "llm-train-wrap"
+
+/* Cancels steps of job named WR_STEP_NAME that Slurm still lists after
+ * their srun ended (a step whose end the controller missed, e.g. while it
+ * restarted, holds its CPUs and blocks the next step). Returns how many. */
+int wr_cancel_leftover_steps(const char *job);
+
 #endif
