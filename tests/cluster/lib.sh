@@ -100,9 +100,7 @@ _cl_stop_pid() {
 # empty: any node of DIR). slurmstepd overwrites its environment with its
 # title, but keeps its node's slurmd log (under DIR) open: that marks it.
 _cl_stepd_pids() {
-	for _c in /proc/[0-9]*/cmdline; do
-		_p=${_c#/proc/}; _p=${_p%/cmdline}
-		case $(_cl_cmdline "$_p" 2>/dev/null) in slurmstepd*) ;; *) continue;; esac
+	for _p in $(ps -e -o pid= -o comm= | awk '$2 == "slurmstepd" {print $1}'); do
 		for _fd in /proc/"$_p"/fd/*; do
 			_l=$(readlink "$_fd" 2>/dev/null) || continue
 			case $_l in
@@ -116,23 +114,17 @@ _cl_stepd_pids() {
 
 # _cl_descendants PID...: those pids and all their descendants.
 _cl_descendants() {
-	_all=$*
-	_frontier=$*
-	while [ -n "$_frontier" ]; do
-		_next=
-		for _s in /proc/[0-9]*/stat; do
-			_line=$(cat "$_s" 2>/dev/null) || continue
-			_pp=${_line##*) }; _pp=$(echo "$_pp" | cut -d' ' -f2)
-			for _f in $_frontier; do
-				[ "$_pp" = "$_f" ] || continue
-				_c=${_s#/proc/}; _c=${_c%/stat}
-				_next="$_next $_c"
-			done
-		done
-		_all="$_all $_next"
-		_frontier=$_next
-	done
-	echo $_all
+	ps -e -o pid= -o ppid= | awk -v roots="$*" '
+		BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1 }
+		{ parent[$1] = $2 }
+		END {
+			do {
+				grew = 0
+				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
+			} while (grew)
+			for (p in keep) printf "%s ", p
+			print ""
+		}'
 }
 
 # cluster_is_up DIR: true when start's slurmctld runs in DIR.
@@ -289,23 +281,29 @@ cluster_node_crash() {
 	_cl_wait_gone "$_p" 10
 }
 
-# cluster_node_restart NODE: (re)start that node's slurmd and wait until
-# the controller sees it respond again (default 60 s).
+# cluster_node_restart NODE: (re)start that node's slurmd and wait (up to
+# 60 s) until it runs and slurmctld has heard from the new daemon.
 cluster_node_restart() {
+	_cl_conf_nodes "$CLUSTER_DIR" | grep -qxF "$1" || {
+		echo "cluster_node_restart: no node $1 in $CLUSTER_DIR" >&2; return 1; }
+	_since=$(scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SlurmdStartTime=//p')
 	if _p=$(_cl_daemon_pid "$CLUSTER_DIR" slurmd "$1"); then
 		_cl_stop_pid "$_p" 10
 	fi
-	_cl_conf_nodes "$CLUSTER_DIR" | grep -qxF "$1" || {
-		echo "cluster_node_restart: no node $1 in $CLUSTER_DIR" >&2; return 1; }
 	_cl_start_slurmd "$CLUSTER_DIR" "$1" || return 1
 	_i=0
 	while :; do
-		case $(cluster_node_state "$1") in
-		*'*'|down*|unk*|"") ;;
-		*) return 0;;
-		esac
+		if _cl_daemon_pid "$CLUSTER_DIR" slurmd "$1" >/dev/null; then
+			_now=$(scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SlurmdStartTime=//p')
+			case $(cluster_node_state "$1") in
+			*'*'|down*|unk*|"") ;;
+			# A new start time proves the new daemon registered; the same
+			# second as before cannot tell, so that is taken after 3 s.
+			*) { [ "$_now" != "$_since" ] || [ $_i -ge 15 ]; } && return 0;;
+			esac
+		fi
 		if [ $_i -ge 300 ]; then
-			echo "cluster_node_restart: $1 still $(cluster_node_state "$1") after 60s" >&2
+			echo "cluster_node_restart: $1 is $(cluster_node_state "$1") 60 s after its restart" >&2
 			return 1
 		fi
 		sleep 0.2; _i=$((_i + 1))

@@ -38,14 +38,21 @@ expect_usage "'node9' is not one of" --nodes 2 --topology 's1:node[1,9];s2:node2
 expect_usage "unknown argument '--bogus'" --bogus
 [ ! -e "$a/run/slurmctld.pid" ] || fail "bad input started something"
 
-# Cluster A: 3 nodes, switch order differs from name order.
-"$start" --dir "$a" --nodes 3 --cpus 2 --topology interleaved=2 >"$a/start.log" 2>&1 ||
-	{ cat "$a/start.log"; fail "start A failed"; }
+# Cluster A (16 nodes, switch order differs from name order) and cluster B
+# (2 nodes, explicit leaves, no plugin), started at the same time.
+"$start" --dir "$a" --nodes 16 --cpus 1 --topology interleaved=4 >"$a/start.log" 2>&1 &
+pa=$!
+"$start" --dir "$b" --nodes 2 --no-plugin --topology 'x:node2;y:node1' >"$b/start.log" 2>&1 &
+pb=$!
+wait $pa || { cat "$a/start.log"; fail "start A failed"; }
+wait $pb || { cat "$b/start.log"; fail "start B failed"; }
 grep -q "^export SLURM_CONF=$a/etc/slurm.conf\$" "$a/start.log" || fail "start A printed no export line"
-grep -qx 'SwitchName=s1 Nodes=node\[1,3\]' "$a/etc/topology.conf" || fail "interleaved leaf s1 wrong"
-grep -qx 'SwitchName=s2 Nodes=node\[2\]' "$a/etc/topology.conf" || fail "interleaved leaf s2 wrong"
-SLURM_CONF=$a/etc/slurm.conf scontrol show topology | grep -q 'SwitchName=top .*Switches=s1,s2' ||
+grep -qx 'SwitchName=s1 Nodes=node\[1,5,9,13\]' "$a/etc/topology.conf" || fail "interleaved leaf s1 wrong"
+grep -qx 'SwitchName=s4 Nodes=node\[4,8,12,16\]' "$a/etc/topology.conf" || fail "interleaved leaf s4 wrong"
+SLURM_CONF=$a/etc/slurm.conf scontrol show topology | grep -q 'SwitchName=top .*Switches=s1,s2,s3,s4' ||
 	fail "slurmctld of A does not show the spine"
+SLURM_CONF=$b/etc/slurm.conf scontrol show topology x | grep -q 'SwitchName=x .*Nodes=node2$' ||
+	fail "slurmctld of B does not show the explicit leaf x"
 if [ -f "$top_builddir/spank/.libs/llm_train.so" ]; then
 	grep -qx "required $a/lib/llm_train.so policy=$a/etc/llm-train.yaml" "$a/etc/plugstack.conf" ||
 		fail "the built plugin is not in A's plugstack.conf"
@@ -54,7 +61,7 @@ else
 	[ ! -s "$a/etc/plugstack.conf" ] || fail "A's plugstack.conf names a plugin that is not built"
 fi
 pids_a=$(cat "$a/munge/munged.pid" "$a"/run/*.pid | tr -dc '0-9\n' | sort)
-[ "$(echo "$pids_a" | wc -l)" = 5 ] || fail "A has $(echo "$pids_a" | wc -l) pid files, want 5"
+[ "$(echo "$pids_a" | wc -l)" = 18 ] || fail "A has $(echo "$pids_a" | wc -l) pid files, want 18"
 
 # start on a running cluster: refused, cluster untouched.
 msg=$("$start" --dir "$a" 2>&1) && fail "second start on A succeeded"
@@ -62,12 +69,12 @@ echo "$msg" | grep -q "already running in $a" || fail "refusal does not say so: 
 [ "$(cat "$a/munge/munged.pid" "$a"/run/*.pid | tr -dc '0-9\n' | sort)" = "$pids_a" ] || fail "refused start changed A's pids"
 for p in $pids_a; do _cl_alive "$p" || fail "A's daemon $p died after the refused start"; done
 
-# Cluster B beside it, without the plugin; both answer.
-"$start" --dir "$b" --nodes 2 --no-plugin >"$b/start.log" 2>&1 || { cat "$b/start.log"; fail "start B failed"; }
+# Both answer, each on its own ports.
 [ ! -s "$b/etc/plugstack.conf" ] || fail "--no-plugin left a plugstack.conf line"
 [ "$(grep '^SlurmctldPort=' "$a/etc/slurm.conf")" != "$(grep '^SlurmctldPort=' "$b/etc/slurm.conf")" ] ||
 	fail "A and B share a port"
-SLURM_CONF=$a/etc/slurm.conf timeout 30 srun -N3 -n3 true || fail "srun on A failed"
+n=$(SLURM_CONF=$a/etc/slurm.conf timeout 30 srun -N16 -n16 printenv SLURMD_NODENAME | sort -u | wc -l)
+[ "$n" = 16 ] || fail "srun -N16 on A ran on $n nodes"
 SLURM_CONF=$b/etc/slurm.conf timeout 30 srun -N2 -n2 true || fail "srun on B failed"
 pids_b=$(cat "$b/munge/munged.pid" "$b"/run/*.pid | tr -dc '0-9\n' | sort)
 
@@ -75,9 +82,8 @@ pids_b=$(cat "$b/munge/munged.pid" "$b"/run/*.pid | tr -dc '0-9\n' | sort)
 # file survives, and so does all of B.
 sleep 300 &
 bystander=$!
-echo "$bystander" >"$a/run/slurmd-node3.pid.x"
 slurmd3=$(cat "$a/run/slurmd-node3.pid")
-cp "$a/run/slurmd-node3.pid.x" "$a/run/slurmd-node3.pid"
+echo "$bystander" >"$a/run/slurmd-node3.pid"
 "$stop" --dir "$a" >"$a/stop.log" 2>&1 || { cat "$a/stop.log"; fail "stop A failed"; }
 _cl_alive "$bystander" || fail "stop A killed pid $bystander, which it did not start"
 kill "$bystander"; bystander=
