@@ -52,6 +52,13 @@ void wr_ledger_close(struct wr_ledger *l)
 	l->f = NULL;
 }
 
+static bool verbose;
+
+void wr_ledger_verbose(bool on)
+{
+	verbose = on;
+}
+
 void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields)
 {
 	json_t *o = json_object();
@@ -64,6 +71,8 @@ void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields)
 	json_decref(o);
 	if (!s)
 		return;
+	if (verbose)
+		fprintf(stderr, "llm-train-wrap: ledger: %s\n", s);
 	if (l->f && (fprintf(l->f, "%s\n", s) < 0 || fflush(l->f) != 0))
 		fprintf(stderr, "llm-train-wrap: writing %s: %s\n", l->path, strerror(errno));
 	free(s);

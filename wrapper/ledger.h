@@ -25,6 +25,9 @@ void wr_ledger_close(struct wr_ledger *l);
  * Takes the reference to fields (may be NULL). */
 void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields);
 
+/* With on, every event is also printed on stderr (-v). */
+void wr_ledger_verbose(bool on);
+
 /* json array of node names */
 json_t *wr_nodes_json(const struct wr_nodes *s);
 

@@ -140,6 +140,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct wr_ledger led;
+	wr_ledger_verbose(o.verbose > 0);
 	if (wr_ledger_open(&led, run_dir) != 0)
 		return LLMT_EXIT_IO;
 	mkdir(o.ckpt_dir, 0755);

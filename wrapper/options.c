@@ -62,7 +62,7 @@ static void help(void)
 	       "  --tick S                watch period (default 1)\n"
 	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
 	       "                          node (default SlurmdTimeout + 10)\n"
-	       "  -v, --verbose\n", LLMT_SRUN);
+	       "  -v, --verbose           print every ledger event on stderr too\n", LLMT_SRUN);
 }
 
 static double num_arg(const char *opt, const char *v, double lo, double hi)
