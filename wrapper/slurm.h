@@ -12,7 +12,9 @@
 /* Expands a Slurm hostlist with scontrol; returns the count (names in *out, malloc'd). */
 int wr_hostnames(const char *list, char ***out);
 
-/* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
+/* tp/pp/dp from the plugin's options as the job sees them
+ * (SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_{llm_train,llm_tp,llm_pp,llm_dp});
+ * dp_auto: a plugin training job whose dp follows the task count. */
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto);
 
 /* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
