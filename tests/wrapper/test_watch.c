@@ -13,6 +13,7 @@
 
 #include "wrapper/ledger.h"
 #include "wrapper/report.h"
+#include "wrapper/slurm.h"
 #include "wrapper/watch.h"
 
 static char tmpdir[256];
@@ -162,6 +163,28 @@ static void test_loss_points(void **state)
 	assert_int_equal(wr_loss_points(m, d), -1);
 }
 
+static void test_plugin_layout(void **state)
+{
+	(void)state;
+	int tp, pp, dp;
+	bool aut;
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train");
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp");
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 1 && pp == 1 && dp == 0 && !aut);      /* not a plugin job: no shrink */
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train", "tp=8,pp=2,ckpt-interval=10", 1);
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 8 && pp == 2 && dp == 0 && aut);       /* dp defaults to auto */
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train", "tp=4,pp=1,dp=4", 1);
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 4 && dp == 4 && !aut);
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp", "auto", 1);   /* overrides the spec */
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 4 && dp == 0 && aut);
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train");
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_sdc),
 		cmocka_unit_test(test_ledger_roundtrip),
 		cmocka_unit_test(test_loss_points),
+		cmocka_unit_test(test_plugin_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
