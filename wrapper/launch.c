@@ -119,11 +119,13 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 	char *argv[] = { (char *)tool, "ckpt-list", (char *)dir, NULL };
 	int rc = wr_run_capture(argv, obuf, sizeof obuf, ebuf, sizeof ebuf);
 	/* Every stderr line is a checkpoint the tool refused: report it. */
-	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln && rc != 127; ln = strtok_r(NULL, "\n", &save)) {
 		fprintf(stderr, "llm-train-wrap: checkpoint skipped: %s\n", ln);
 		if (l && rc == 0)
 			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s}", "why", ln));
 	}
+	if (rc == 127)
+		return -2;   /* no such tool */
 	if (rc != 0) {
 		fprintf(stderr, "llm-train-wrap: %s ckpt-list %s failed (exit %d)\n", tool, dir, rc);
 		return -1;

@@ -18,8 +18,8 @@ struct wr_ckpt {
 
 /* Runs `tool ckpt-list dir`; fills up to max entries, newest first. Lines
  * the tool prints on stderr (corrupt checkpoints) are echoed and recorded
- * in the ledger as checkpoint_skipped. Returns the count, or -1 when the
- * tool cannot run or fails (message printed). */
+ * in the ledger as checkpoint_skipped. Returns the count, -2 when the
+ * tool does not exist, or -1 when it fails (message printed). */
 int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
                  struct wr_ledger *l);
 

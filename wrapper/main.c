@@ -209,6 +209,13 @@ int main(int argc, char **argv)
 		if (strcmp(o.ckpt_tool, "none") != 0) {
 			static struct wr_ckpt ck[1024];
 			int n = wr_ckpt_list(o.ckpt_tool, o.ckpt_dir, ck, 1024, &led);
+			if (n == -2 && !o.ckpt_tool_given) {
+				/* no llm-train here: a foreign trainer resumes by itself */
+				fprintf(stderr, PROG ": %s not found: checkpoints are left to the trainer "
+				        "(--ckpt-tool PATH or none to say so)\n", o.ckpt_tool);
+				o.ckpt_tool = "none";
+				n = 0;
+			}
 			if (n < 0) {
 				wr_ledger_event(&led, "end", json_pack("{s:i,s:s}", "exit_code", LLMT_EXIT_SOFTWARE, "why", "checkpoint tool failed"));
 				return LLMT_EXIT_SOFTWARE;
@@ -221,7 +228,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": no checkpoint fits (step <= %ld%s): fresh start\n", max_resume,
 				        need_agree ? ", replicas agree" : "");
 			}
-			set_env("LLM_TRAIN_RESUME", resume);
+			if (strcmp(o.ckpt_tool, "none") != 0)
+				set_env("LLM_TRAIN_RESUME", resume);
 		}
 		long skip = 0;
 		if (skip_until >= 0 && (rollback_from < 0 || resume_step <= rollback_from)) {

@@ -151,7 +151,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_PROG: o->progress_out = true; break;
 		case O_SRUN: o->srun = optarg; break;
 		case O_NOSRUN: o->no_srun = true; break;
-		case O_TOOL: o->ckpt_tool = optarg; break;
+		case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
 		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
 		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
