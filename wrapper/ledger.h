@@ -57,7 +57,10 @@ struct wr_history {
 };
 
 /* Reads the ledger at path into h (an absent file is an empty history).
- * Lines that do not parse are skipped with a warning on stderr. */
-int wr_ledger_load(const char *path, struct wr_history *h);
+ * Lines that do not parse are skipped with a warning on stderr. The
+ * restart budget (restarts, their times, a pending requeue) counts only
+ * runs of job (requeues keep the job id); a new job in the same run dir
+ * starts with a full budget. job NULL: count every run. */
+int wr_ledger_load(const char *path, const char *job, struct wr_history *h);
 
 #endif

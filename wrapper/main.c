@@ -144,13 +144,13 @@ int main(int argc, char **argv)
 	if (wr_ledger_open(&led, run_dir) != 0)
 		return LLMT_EXIT_IO;
 	mkdir(o.ckpt_dir, 0755);
+	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	static struct wr_history h;
-	if (wr_ledger_load(led.path, &h) != 0) {
+	if (wr_ledger_load(led.path, job, &h) != 0) {
 		fprintf(stderr, PROG ": cannot read %s: %s\n", led.path, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
 
-	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	int run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
 	bool in_slurm = *job && !o.no_srun;
 	const char *nodelist = getenv("SLURM_JOB_NODELIST");
@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 
 	/* ---- the end of the job ---- */
 	static struct wr_history fin;
-	wr_ledger_load(led.path, &fin);
+	wr_ledger_load(led.path, NULL, &fin);
 	struct wr_report_cfg rc = { .run_dir = run_dir, .metrics = metrics_path(run_dir, o.ckpt_dir), .gnuplot = LLMT_GNUPLOT,
 	                            .job = job, .now = wr_now() };
 	struct wr_goodput g;
