@@ -152,7 +152,7 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	if (!json_is_object(m->model))
 		BAD("%s: bad manifest: model", path);
 	x = json_object_get(root, "training");
-	m->train_json = json_dumps(json_is_object(x) ? x : json_object(), JSON_COMPACT);
+	m->train_json = json_is_object(x) ? json_dumps(x, JSON_COMPACT) : strdup("{}");
 
 	/* kinds */
 	a = json_object_get(root, "kinds");
