@@ -365,7 +365,7 @@ int main(int argc, char **argv)
 	struct wr_ledger led;
 	if (wr_ledger_open(&led, run_dir) != 0)
 		return LLMT_EXIT_IO;
-	mkdir(o.ckpt_dir, 0755);
+	mkdir(o.ckpt_dir, 0700);
 	static struct wr_history h;
 	if (wr_ledger_load(led.path, &h) != 0) {
 		fprintf(stderr, PROG ": cannot read %s: %s\n", led.path, strerror(errno));
