@@ -372,7 +372,8 @@ int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		ck_manifest_free(&m);
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof *v, cmp_ent);
+	if (n > 0)
+		qsort(v, (size_t)n, sizeof *v, cmp_ent);
 	*paths = calloc((size_t)n + 1, sizeof **paths);
 	*steps = calloc((size_t)n + 1, sizeof **steps);
 	for (int i = 0; i < n; i++) {
