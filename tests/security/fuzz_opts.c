@@ -32,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 3 * LLMT_SPEC_MAX)
 		return 0;
 	fuzz_split(data, size, &a, &alen, &b, &blen);
+	if (b && alen > 0 && a[alen - 1] == '\n')
+		alen--;   /* the newline before the "%%" line is not part of SPEC */
 	spec = dupn(a, alen);
 	llmt_opts_init(&o);
 	if (llmt_opts_parse_spec(&o, spec, err, sizeof err) != 0) {
@@ -54,13 +56,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct llmt_job_info job = { .ntasks = 1u + (size & 63), .nnodes = 1 + (size & 3) };
 		struct llmt_opts v = o;
 
-		if (llmt_opts_format(&o, fmt, sizeof fmt) == 0) {
+		/* A ckpt-dir given as its own option may hold a comma (allowed on
+		 * purpose: tests/spank/test_opts.c); its SPEC form cannot, so the
+		 * round trip is checked for the other option sets only. */
+		if (!strchr(o.ckpt_dir, ',') && llmt_opts_format(&o, fmt, sizeof fmt) == 0) {
 			llmt_opts_init(&o2);
 			if (llmt_opts_parse_spec(&o2, fmt, err, sizeof err) != 0) {
 				fprintf(stderr, "fuzz_opts: formatted options do not parse: \"%s\": %s\n", fmt, err);
 				abort();
 			}
-			if (llmt_opts_format(&o2, fmt2, sizeof fmt2) != 0 || strcmp(fmt, fmt2)) {
+			if (llmt_opts_format(&o2, fmt2, sizeof fmt2) != 0 || strcmp(fmt, fmt2) ||
+			    strcmp(o.ckpt_dir, o2.ckpt_dir) || o.set != o2.set || o.tp != o2.tp ||
+			    o.pp != o2.pp || o.dp != o2.dp || o.restarts != o2.restarts) {
 				fprintf(stderr, "fuzz_opts: round trip changed \"%s\" into \"%s\"\n", fmt, fmt2);
 				abort();
 			}
