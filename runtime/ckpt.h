@@ -11,11 +11,17 @@
  *   (replicated over DP, e.g. the fp32 master) or this DP rank's ZeRO-1
  *   range (e.g. AdamW m, v). Replicated buffers are written once in all:
  *   each DP rank writes its 1/dp share, so no byte is stored twice.
- *   Entries with tied_copy == 1 are never written and are filled on load.
+ *   Entries with tied_copy == 1 are never written and are filled on load;
+ *   entries replicated over TP (split_dim -1) are written by tp_rank 0.
  * - Blobs are opaque per-rank bytes (data-loader position, RNG state).
  * - Every call that names a communicator is collective over it (NULL: a
  *   single process). Errors return an exit code of include/llmt/exitcodes.h
- *   (64 usage, 65 bad checkpoint, 66 missing, 74 I/O) with one line in err. */
+ *   (64 usage, 65 bad checkpoint, 66 missing, 74 I/O, 75 communication,
+ *   70 bad call) with one line in err.
+ * - Rank 0 learns that a rank's shard is durable from a small record the
+ *   rank's writer thread leaves in the step's temporary directory (no MPI
+ *   call off the training thread, no collective at step boundaries). Env:
+ *   LLM_TRAIN_CKPT_TIMEOUT (seconds rank 0 waits for them, default 1800). */
 #ifndef LLMT_CKPT_H
 #define LLMT_CKPT_H
 #include <stddef.h>
@@ -96,8 +102,9 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */
 typedef struct llmt_ckpt llmt_ckpt;
 
 /* Resolve what to resume from: a step directory (holds manifest.json) is
- * returned as is; a CKPT_DIR gives the newest valid checkpoint (`latest`
- * when it is valid). 0, 66 when there is none, or another exit code. */
+ * returned as is; a CKPT_DIR gives its newest complete checkpoint (by
+ * creation time; sizes checked, checksums are checked by the load). 0, 66
+ * when there is none, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard

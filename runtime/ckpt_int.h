@@ -141,7 +141,8 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 void ck_manifest_free(ck_manifest *m);
 
 /* Full validation of a step directory (manifest, sizes, checksums unless
- * quick). 0 or 65/66 with one line in err. */
+ * quick; a checkpoint saved while DP replicas disagreed is invalid too).
+ * 0 or 65/66 with one line in err. */
 int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, size_t errlen);
 
 /* Valid checkpoints of ckpt_dir, newest first (by creation time, then

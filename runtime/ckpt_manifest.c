@@ -305,6 +305,12 @@ int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, s
 
 	if (rc)
 		return rc;
+	if (m.replicas_agree == 0) {
+		/* DP replicas wrote different shares of a state that had diverged */
+		ck_fmt(err, errlen, "%s: replicas disagreed when it was saved (silent data corruption suspected)", dir);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_DATA;
+	}
 	if (!quick) {
 		for (int i = 0; i < m.src.nfiles && !rc; i++)
 			rc = ck_source_verify_file(&m.src, i, err, errlen);

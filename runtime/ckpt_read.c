@@ -16,9 +16,9 @@ struct llmt_ckpt {
 
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	char p[4300], e2[1024];
+	char p[4300];
 	struct stat st;
-	char *lat, **paths;
+	char **paths;
 	long *steps;
 	int n;
 
@@ -31,18 +31,8 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 		ck_fmt(err, errlen, "%s: no such checkpoint directory", path);
 		return LLMT_EXIT_NOINPUT;
 	}
-	ck_fmt(p, sizeof p, "%s/latest", path);
-	if ((lat = ck_read_small(p, 256, NULL))) {
-		long step;
-		lat[strcspn(lat, "\n")] = 0;
-		ck_fmt(p, sizeof p, "%s/%s", path, lat);
-		if (ck_parse_step_name(lat, &step) == 0 && ck_validate_dir(p, 1, NULL, e2, sizeof e2) == 0) {
-			free(lat);
-			ck_fmt(out, outlen, "%s", p);
-			return 0;
-		}
-		free(lat);
-	}
+	/* the newest complete one, not `latest`: a crash between the rename of
+	 * a step directory and the swap of `latest` leaves `latest` behind */
 	n = ck_list(path, 1, &paths, &steps, NULL, NULL);
 	if (n <= 0) {
 		free(paths);
@@ -70,6 +60,14 @@ llmt_ckpt *llmt_ckpt_open(const char *stepdir, int *code, char *err, size_t errl
 	}
 	*code = ck_manifest_load(stepdir, 1, &c->m, err, errlen);
 	if (*code) {
+		free(c);
+		return NULL;
+	}
+	if (c->m.replicas_agree == 0) {
+		ck_fmt(err, errlen, "%s: replicas disagreed when it was saved (silent data corruption suspected)",
+		       stepdir);
+		*code = LLMT_EXIT_DATA;
+		ck_manifest_free(&c->m);
 		free(c);
 		return NULL;
 	}

@@ -343,6 +343,54 @@ static void remove_step_dir(const char *path)
 	rmdir(path);
 }
 
+/* Leftovers of saves that never completed (a crash, a failed write): the
+ * temporary directories (and failure notes) of steps up to the one just
+ * completed, other than our own. Saves of one run are sequential, so none
+ * of them can still be in progress; they never held a manifest. */
+static void remove_stale_tmp(const llmt_ckpt_writer *w)
+{
+	DIR *d = opendir(w->dir);
+	struct dirent *de;
+	char own[128], path[4400];
+
+	if (!d)
+		return;
+	ck_fmt(own, sizeof own, ".tmp.step_%08ld.%s", w->step, w->token);
+	while ((de = readdir(d))) {
+		char num[32];
+		long step;
+		size_t n;
+		if (strncmp(de->d_name, ".tmp.step_", 10) != 0)
+			continue;
+		n = strspn(de->d_name + 10, "0123456789");
+		if (n < 8 || n > 20 || de->d_name[10 + n] != '.' || !strncmp(de->d_name, own, strlen(own)))
+			continue;
+		memcpy(num, de->d_name + 10, n);
+		num[n] = 0;
+		step = atol(num);
+		if (step > w->step)
+			continue;
+		ck_fmt(path, sizeof path, "%s/%s", w->dir, de->d_name);
+		if (strstr(de->d_name, ".failed")) {
+			unlink(path);
+			continue;
+		}
+		DIR *t = opendir(path);
+		struct dirent *te;
+		char f[4700];
+		if (!t)
+			continue;
+		while ((te = readdir(t)))
+			if (strncmp(te->d_name, "rank_", 5) == 0 || strncmp(te->d_name, "manifest.json", 13) == 0) {
+				ck_fmt(f, sizeof f, "%s/%s", path, te->d_name);
+				unlink(f);
+			}
+		closedir(t);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
 static void retention(llmt_ckpt_writer *w, const char *keep_path)
 {
 	char **paths;
@@ -408,6 +456,7 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	ck_fmt(latest, sizeof latest, "step_%08ld\n", w->step);
 	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
 		return LLMT_EXIT_IO;
+	remove_stale_tmp(w);
 	retention(w, final);
 	return 0;
 }
@@ -515,6 +564,30 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 	free(w);
 }
 
+/* The snapshot copy, in 4 MiB chunks over the OpenMP threads (the loop's
+ * threads are idle while it waits here): the stall is memory bandwidth. */
+typedef struct { char *dst; const char *src; size_t n; } copy_job;
+
+static int parallel_copy(const copy_job *jobs, int nj)
+{
+	enum { CH = 4 << 20 };
+	size_t nc = 0, k = 0;
+	copy_job *ch;
+
+	for (int i = 0; i < nj; i++)
+		nc += (jobs[i].n + CH - 1) / CH;
+	if (!(ch = malloc((nc + 1) * sizeof *ch)))
+		return -1;
+	for (int i = 0; i < nj; i++)
+		for (size_t o = 0; o < jobs[i].n; o += CH)
+			ch[k++] = (copy_job){ jobs[i].dst + o, jobs[i].src + o, jobs[i].n - o < CH ? jobs[i].n - o : CH };
+#pragma omp parallel for schedule(dynamic, 1)
+	for (long c = 0; c < (long)nc; c++)
+		memcpy(ch[c].dst, ch[c].src, ch[c].n);
+	free(ch);
+	return 0;
+}
+
 static uint64_t replica_hash(const llmt_ckpt_state *st)
 {
 	XXH3_state_t *h = XXH3_createState();
@@ -580,6 +653,14 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 		}
 	}
 	size_t off = 0;
+	int nj = 0, maxj = 0;
+	for (int k = 0; k < st->nbufs; k++)
+		maxj += ncuts[k];
+	copy_job *jobs = malloc(((size_t)maxj + 1) * sizeof *jobs);
+	if (!jobs && !rc) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
 	for (int k = 0; k < st->nbufs && !rc; k++) {
 		const llmt_ckpt_buf *b = &st->bufs[k];
 		size_t es = ck_dtype_size(b->dtype);
@@ -593,7 +674,7 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 				tix[ct->param] = (int)json_array_size(tensors);
 				json_array_append_new(tensors, json_pack("{s:s, s:o}", "name", p->name, "shape", sh));
 			}
-			memcpy(w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n);
+			jobs[nj++] = (copy_job){ w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n };
 			json_array_append_new(pieces, json_pack("[i, i, I, I, I, I, I]", tix[ct->param], k, (json_int_t)off,
 			                                        (json_int_t)ct->box.r0, (json_int_t)ct->box.nr,
 			                                        (json_int_t)ct->box.c0, (json_int_t)ct->box.nc));
@@ -614,6 +695,11 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 		off += (bl->len + 7) & ~(size_t)7;
 	}
 	w->snap_len = off;
+	if (!rc && parallel_copy(jobs, nj) != 0) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	free(jobs);
 	for (int k = 0; k < LLMT_CKPT_MAX_BUFS; k++)
 		free(cuts[k]);
 	free(tix);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
+#include "simd.h"
 
 void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M, int d,
                    float eps, int bf)
@@ -13,20 +14,30 @@ void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         const float *xr = x + (size_t)m * d;
+#ifdef LLMT_SIMD
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < d; i += 16) {
+            __m512 v = _mm512_maskz_loadu_ps(tailmask((size_t)(d - i)), xr + i);
+            acc = _mm512_fmadd_ps(v, v, acc);
+        }
+        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
+        rstd[m] = r;
+        __m512 vr = _mm512_set1_ps(r);
+        for (int i = 0; i < d; i += 16) {
+            __mmask16 k = tailmask((size_t)(d - i));
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), vr),
+                                     _mm512_maskz_loadu_ps(k, w + i));
+            v_st(out, (size_t)m * d + i, v, k, bf);
+        }
+#else
         float ss = 0.f;
         for (int i = 0; i < d; i++)
             ss += xr[i] * xr[i];
         float r = 1.0f / sqrtf(ss / (float)d + eps);
         rstd[m] = r;
-        if (bf) {
-            bf16 *o = (bf16 *)out + (size_t)m * d;
-            for (int i = 0; i < d; i++)
-                o[i] = f32_to_bf16(xr[i] * r * w[i]);
-        } else {
-            float *o = (float *)out + (size_t)m * d;
-            for (int i = 0; i < d; i++)
-                o[i] = xr[i] * r * w[i];
-        }
+        for (int i = 0; i < d; i++)
+            act_st(out, (size_t)m * d + i, xr[i] * r * w[i], bf);
+#endif
     }
 }
 
@@ -42,7 +53,28 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
         for (int m = 0; m < M; m++) {
             const float *xr = x + (size_t)m * d, *g = dy + (size_t)m * d;
             float *o = dx + (size_t)m * d;
-            float r = rstd[m], dot = 0.f;
+            float r = rstd[m];
+#ifdef LLMT_SIMD
+            __m512 acc = _mm512_setzero_ps();
+            for (int i = 0; i < d; i += 16) {
+                __mmask16 k = tailmask((size_t)(d - i));
+                acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i),
+                                                    _mm512_maskz_loadu_ps(k, w + i)),
+                                      _mm512_maskz_loadu_ps(k, xr + i), acc);
+            }
+            float c = _mm512_reduce_add_ps(acc) * r * r / (float)d;
+            __m512 vr = _mm512_set1_ps(r), vc = _mm512_set1_ps(c);
+            for (int i = 0; i < d; i += 16) {
+                __mmask16 k = tailmask((size_t)(d - i));
+                __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, xr + i);
+                __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, vc));
+                _mm512_mask_storeu_ps(o + i, k, _mm512_fmadd_ps(vr, t, _mm512_maskz_loadu_ps(k, o + i)));
+                if (pw)
+                    _mm512_mask_storeu_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                                     _mm512_maskz_loadu_ps(k, pw + i)));
+            }
+#else
+            float dot = 0.f;
             for (int i = 0; i < d; i++)
                 dot += g[i] * w[i] * xr[i];
             float c = dot * r * r / (float)d;
@@ -51,6 +83,7 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
             if (pw)
                 for (int i = 0; i < d; i++)
                     pw[i] += g[i] * xr[i] * r;
+#endif
         }
     }
     if (!part) { /* out of memory: serial, still correct */
@@ -63,6 +96,15 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
         for (int i = 0; i < d; i++)
             dw[i] += part[(size_t)t * d + i];
     free(part);
+}
+
+/* n fp32 values into an fp32 or bf16 array at element off */
+static inline void put_row(void *dst, size_t off, const float *src, int n, int bf)
+{
+    if (bf)
+        f32_to_bf16_n((bf16 *)dst + off, src, (size_t)n);
+    else
+        memcpy((float *)dst + off, src, sizeof(float) * (size_t)n);
 }
 
 /* normalise (optional) then rotate one head vector v[hd] in place */
@@ -101,9 +143,7 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
             for (int h = 0; h < H; h++) {
                 memcpy(tmp, row + (size_t)h * hd, sizeof(float) * hd);
                 head_fwd(tmp, hd, qw, qr ? &qr[m * H + h] : NULL, eps, c, s);
-                size_t o = (((size_t)b * H + h) * T + t) * hd;
-                for (int i = 0; i < hd; i++)
-                    act_st(q, o + i, tmp[i], bf);
+                put_row(q, (((size_t)b * H + h) * T + t) * hd, tmp, hd, bf);
             }
             for (int g = 0; g < KV; g++) {
                 memcpy(tmp, row + (size_t)(H + g) * hd, sizeof(float) * hd);
@@ -111,10 +151,8 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
                 const float *vv = row + (size_t)(H + KV + g) * hd;
                 for (int j = 0; j < G; j++) {
                     size_t o = (((size_t)b * H + g * G + j) * T + t) * hd;
-                    for (int i = 0; i < hd; i++) {
-                        act_st(k, o + i, tmp[i], bf);
-                        act_st(v, o + i, vv[i], bf);
-                    }
+                    put_row(k, o, tmp, hd, bf);
+                    put_row(v, o, vv, hd, bf);
                 }
             }
         }
@@ -167,8 +205,7 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                     memcpy(g, dq + (((size_t)b * H + h) * T + t) * hd, sizeof(float) * hd);
                     head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
                              qn ? qr[m * H + h] : 0.f, pq, c, s);
-                    for (int i = 0; i < hd; i++)
-                        act_st(dqkv, m * W + (size_t)h * hd + i, g[i], bf);
+                    put_row(dqkv, m * W + (size_t)h * hd, g, hd, bf);
                 }
                 for (int kvh = 0; kvh < KV; kvh++) {
                     memset(g, 0, sizeof(float) * hd);
@@ -182,10 +219,8 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                     }
                     head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
                              qn ? kr[m * KV + kvh] : 0.f, pk, c, s);
-                    for (int i = 0; i < hd; i++) {
-                        act_st(dqkv, m * W + (size_t)(H + kvh) * hd + i, g[i], bf);
-                        act_st(dqkv, m * W + (size_t)(H + KV + kvh) * hd + i, gv[i], bf);
-                    }
+                    put_row(dqkv, m * W + (size_t)(H + kvh) * hd, g, hd, bf);
+                    put_row(dqkv, m * W + (size_t)(H + KV + kvh) * hd, gv, hd, bf);
                 }
             }
     }
@@ -206,27 +241,41 @@ void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
         for (int i = 0; i < T; i++) {
             size_t o = ((size_t)b * T + i) * T;
             const float *s = S + o;
+            int len = i + 1;
+#ifdef LLMT_SIMD
+            float e[4096];
+            __m512 vm = _mm512_set1_ps(-INFINITY);
+            for (int j = 0; j < len; j += 16)
+                vm = _mm512_mask_max_ps(vm, tailmask((size_t)(len - j)), vm, _mm512_loadu_ps(s + j));
+            __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), sum = _mm512_setzero_ps();
+            for (int j = 0; j < len; j += 16) {
+                __mmask16 k = tailmask((size_t)(len - j));
+                __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx)));
+                _mm512_storeu_ps(e + j, v);
+                sum = _mm512_add_ps(sum, v);
+            }
+            __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+            for (int j = 0; j < T; j += 16) {
+                __mmask16 k = tailmask((size_t)(T - j));
+                __m512 v = j < len ? _mm512_mul_ps(_mm512_loadu_ps(e + j), inv) : _mm512_setzero_ps();
+                if (j < len && len - j < 16)
+                    v = _mm512_maskz_mov_ps(tailmask((size_t)(len - j)), v);
+                v_st(P, o + j, v, k, bf);
+            }
+#else
             float mx = -INFINITY;
-            for (int j = 0; j <= i; j++)
+            for (int j = 0; j < len; j++)
                 mx = s[j] > mx ? s[j] : mx;
             float sum = 0.f;
             float e[4096];
-            for (int j = 0; j <= i; j++) {
+            for (int j = 0; j < len; j++) {
                 e[j] = expf(s[j] - mx);
                 sum += e[j];
             }
             float inv = 1.0f / sum;
-            if (bf) {
-                bf16 *p = (bf16 *)P + o;
-                for (int j = 0; j <= i; j++)
-                    p[j] = f32_to_bf16(e[j] * inv);
-                memset(p + i + 1, 0, sizeof(bf16) * (size_t)(T - i - 1));
-            } else {
-                float *p = (float *)P + o;
-                for (int j = 0; j <= i; j++)
-                    p[j] = e[j] * inv;
-                memset(p + i + 1, 0, sizeof(float) * (size_t)(T - i - 1));
-            }
+            for (int j = 0; j < T; j++)
+                act_st(P, o + j, j < len ? e[j] * inv : 0.f, bf);
+#endif
         }
 }
 
@@ -236,13 +285,30 @@ void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T
     for (int b = 0; b < n; b++)
         for (int i = 0; i < T; i++) {
             size_t o = ((size_t)b * T + i) * T;
+            int len = i + 1;
+#ifdef LLMT_SIMD
+            __m512 acc = _mm512_setzero_ps();
+            for (int j = 0; j < len; j += 16) {
+                __mmask16 k = tailmask((size_t)(len - j));
+                acc = _mm512_fmadd_ps(v_ld(P, o + j, k, bf), _mm512_maskz_loadu_ps(k, dP + o + j), acc);
+            }
+            __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
+            for (int j = 0; j < T; j += 16) {
+                __mmask16 k = tailmask((size_t)(T - j));
+                __mmask16 kl = j < len ? tailmask((size_t)(len - j)) : 0;
+                __m512 v = _mm512_mul_ps(v_ld(P, o + j, kl, bf),
+                                         _mm512_sub_ps(_mm512_maskz_loadu_ps(kl, dP + o + j), dot));
+                v_st(dS, o + j, _mm512_maskz_mov_ps(kl, v), k, bf);
+            }
+#else
             float dot = 0.f;
-            for (int j = 0; j <= i; j++)
+            for (int j = 0; j < len; j++)
                 dot += act_ld(P, o + j, bf) * dP[o + j];
-            for (int j = 0; j <= i; j++)
+            for (int j = 0; j < len; j++)
                 act_st(dS, o + j, act_ld(P, o + j, bf) * (dP[o + j] - dot), bf);
-            for (int j = i + 1; j < T; j++)
+            for (int j = len; j < T; j++)
                 act_st(dS, o + j, 0.f, bf);
+#endif
         }
 }
 
@@ -275,26 +341,48 @@ void k_tokens_to_heads(const float *datt, void *dO, int B, int T, int H, int hd,
 void k_swiglu_fwd(const void *gu, void *a, int M, int F, int bf)
 {
 #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++)
-        for (int j = 0; j < F; j++) {
-            float g = act_ld(gu, (size_t)m * 2 * F + j, bf);
-            float u = act_ld(gu, (size_t)m * 2 * F + F + j, bf);
-            act_st(a, (size_t)m * F + j, g / (1.0f + expf(-g)) * u, bf);
+    for (int m = 0; m < M; m++) {
+        size_t ig = (size_t)m * 2 * F, ia = (size_t)m * F;
+#ifdef LLMT_SIMD
+        for (int j = 0; j < F; j += 16) {
+            __mmask16 k = tailmask((size_t)(F - j));
+            __m512 g = v_ld(gu, ig + j, k, bf), u = v_ld(gu, ig + F + j, k, bf);
+            v_st(a, ia + j, _mm512_mul_ps(_mm512_mul_ps(g, v_sigmoid(g)), u), k, bf);
         }
+#else
+        for (int j = 0; j < F; j++) {
+            float g = act_ld(gu, ig + j, bf), u = act_ld(gu, ig + F + j, bf);
+            act_st(a, ia + j, g / (1.0f + expf(-g)) * u, bf);
+        }
+#endif
+    }
 }
 
 void k_swiglu_bwd(const void *gu, const float *da, void *dgu, int M, int F, int bf)
 {
 #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++)
-        for (int j = 0; j < F; j++) {
-            size_t ig = (size_t)m * 2 * F + j, iu = ig + F;
-            float g = act_ld(gu, ig, bf), u = act_ld(gu, iu, bf);
-            float sg = 1.0f / (1.0f + expf(-g));
-            float d = da[(size_t)m * F + j];
-            act_st(dgu, ig, d * u * sg * (1.0f + g * (1.0f - sg)), bf);
-            act_st(dgu, iu, d * g * sg, bf);
+    for (int m = 0; m < M; m++) {
+        size_t ig = (size_t)m * 2 * F, ia = (size_t)m * F;
+#ifdef LLMT_SIMD
+        const __m512 one = _mm512_set1_ps(1.0f);
+        for (int j = 0; j < F; j += 16) {
+            __mmask16 k = tailmask((size_t)(F - j));
+            __m512 g = v_ld(gu, ig + j, k, bf), u = v_ld(gu, ig + F + j, k, bf);
+            __m512 d = _mm512_maskz_loadu_ps(k, da + ia + j), sg = v_sigmoid(g);
+            __m512 t = _mm512_fmadd_ps(g, _mm512_sub_ps(one, sg), one); /* 1 + g(1-sg) */
+            v_st(dgu, ig + j, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(d, u), sg), t), k, bf);
+            v_st(dgu, ig + F + j, _mm512_mul_ps(_mm512_mul_ps(d, g), sg), k, bf);
         }
+#else
+        for (int j = 0; j < F; j++) {
+            float g = act_ld(gu, ig + j, bf), u = act_ld(gu, ig + F + j, bf);
+            float sg = 1.0f / (1.0f + expf(-g));
+            float d = da[ia + j];
+            act_st(dgu, ig + j, d * u * sg * (1.0f + g * (1.0f - sg)), bf);
+            act_st(dgu, ig + F + j, d * g * sg, bf);
+        }
+#endif
+    }
 }
 
 void k_embed_fwd(const float *E, const int32_t *tok, float *x, int M, int d)

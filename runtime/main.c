@@ -22,6 +22,7 @@ static const char usage[] =
 	"         [--ckpt-interval N|Ns|Nm|Nh|auto] [--ckpt-keep K] [--precision bf16|fp32]\n"
 	"         [--sdc-interval N] [--max-bad-steps K] [--spike-factor X] [--resume CKPT]\n"
 	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
+	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
@@ -69,7 +70,7 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 {
 	enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
 		O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_SDC, O_BAD, O_SPIKE,
-		O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_HELP };
+		O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
 		{ "steps", required_argument, NULL, O_STEPS }, { "micro-batch", required_argument, NULL, O_MB },
@@ -85,6 +86,8 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		{ "resume", required_argument, NULL, O_RESUME }, { "init-from", required_argument, NULL, O_INIT },
 		{ "run-dir", required_argument, NULL, O_RUN }, { "peak-gflops", required_argument, NULL, O_PEAK },
 		{ "mtbf", required_argument, NULL, O_MTBF }, { "quiet", no_argument, NULL, O_QUIET },
+		{ "val-data", required_argument, NULL, O_VAL }, { "eval-interval", required_argument, NULL, O_EVAL },
+		{ "eval-batches", required_argument, NULL, O_EVALB },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	const char *interval = getenv("LLM_TRAIN_CKPT_INTERVAL"), *e;
@@ -138,6 +141,9 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		case O_PEAK: rc = num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
 		case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
 		case O_QUIET: o->quiet = 1; break;
+		case O_VAL: o->val_dir = optarg; break;
+		case O_EVAL: rc = integer("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
+		case O_EVALB: rc = integer("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
 		case O_HELP: return -1;
 		default:
 			fprintf(stderr, "llm-train: unknown or incomplete option '%s' (llm-train --help)\n",

@@ -116,8 +116,9 @@ int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens,
 int llmt_model_backward(llmt_model *m, int s, const float *grad_out,
                         float *grad_in, float grad_scale);
 
-/* Last stage, after forward of slot s: the logits (B*T*vocab fp32) of that
- * micro-batch (for tests and evaluation); NULL on other stages. */
+/* Last stage: the logits (B*T*vocab fp32) of the most recent forward (one
+ * buffer shared by all slots; s is ignored), for tests and evaluation;
+ * NULL on other stages. */
 const float *llmt_model_logits(const llmt_model *m, int s);
 
 #endif

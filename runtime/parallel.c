@@ -82,11 +82,37 @@ int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
 	return 0;
 }
 
+int llmt_layout_check_coords(const llmt_layout *l, const char *tp_rank, const char *pp_rank,
+	const char *dp_rank, char *err, size_t errlen)
+{
+	const char *names[3] = { "LLM_TRAIN_TP_RANK", "LLM_TRAIN_PP_RANK", "LLM_TRAIN_DP_RANK" };
+	const char *vals[3] = { tp_rank, pp_rank, dp_rank };
+	int want[3] = { l->tp_rank, l->pp_rank, l->dp_rank };
+
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		long v;
+		if (!vals[i] || !*vals[i])
+			continue;
+		errno = 0;
+		v = strtol(vals[i], &end, 10);
+		if (errno || end == vals[i] || *end || v != want[i]) {
+			snprintf(err, errlen, "%s=%s but RANK=%d in tp=%d pp=%d dp=%d gives %d (rank = tp + dp*TP + pp*TP*DP)",
+				names[i], vals[i], l->rank, l->tp, l->pp, l->dp, want[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int llmt_layout_from_env(llmt_layout *l, int world_size, int mpi_rank, char *err, size_t errlen)
 {
-	return llmt_layout_from_values(l, world_size, mpi_rank,
-		getenv("LLM_TRAIN_TP"), getenv("LLM_TRAIN_PP"), getenv("LLM_TRAIN_DP"),
-		getenv("RANK"), getenv("WORLD_SIZE"), err, errlen);
+	if (llmt_layout_from_values(l, world_size, mpi_rank,
+			getenv("LLM_TRAIN_TP"), getenv("LLM_TRAIN_PP"), getenv("LLM_TRAIN_DP"),
+			getenv("RANK"), getenv("WORLD_SIZE"), err, errlen))
+		return -1;
+	return llmt_layout_check_coords(l, getenv("LLM_TRAIN_TP_RANK"), getenv("LLM_TRAIN_PP_RANK"),
+		getenv("LLM_TRAIN_DP_RANK"), err, errlen);
 }
 
 int llmt_parallel_init(llmt_parallel *p, llmt_comm *world)

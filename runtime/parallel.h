@@ -25,7 +25,11 @@ typedef struct {
 int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
 	const char *tp, const char *pp, const char *dp,
 	const char *rank, const char *world, char *err, size_t errlen);
-/* Same, from getenv. */
+/* Pure: when the plugin also gave the coordinates (LLM_TRAIN_TP_RANK,
+ * _PP_RANK, _DP_RANK; NULL = absent), they must agree with l. */
+int llmt_layout_check_coords(const llmt_layout *l, const char *tp_rank, const char *pp_rank,
+	const char *dp_rank, char *err, size_t errlen);
+/* Same as from_values plus check_coords, from getenv. */
 int llmt_layout_from_env(llmt_layout *l, int world_size, int mpi_rank, char *err, size_t errlen);
 /* Rank of (tp_rank, pp_rank, dp_rank) in the layout. */
 int llmt_layout_rank(const llmt_layout *l, int tp_rank, int pp_rank, int dp_rank);

@@ -208,3 +208,19 @@ int llmt_pipeline_run(llmt_pipeline *p, llmt_fetch_fn fetch, void *ctx,
 	}
 	return 0;
 }
+
+int llmt_pipeline_forward(llmt_pipeline *p, llmt_fetch_fn fetch, void *ctx, double *loss_sum)
+{
+	int s = p->stage, first = s == 0, last = s == p->pp - 1, rc;
+
+	*loss_sum = 0;
+	for (int i = 0; i < p->A; i++) {
+		if (!first && recv_from(p, p->act_in[i % p->nslots], s - 1, TAG_FWD))
+			return -1;
+		if ((rc = forward(p, fetch, ctx, i, loss_sum)))
+			return rc;
+		if (!last && send_to(p, p->act_out, s + 1, TAG_FWD))
+			return -1;
+	}
+	return 0;
+}

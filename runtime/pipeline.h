@@ -41,4 +41,8 @@ void llmt_pipeline_free(llmt_pipeline *p);
 int llmt_pipeline_run(llmt_pipeline *p, llmt_fetch_fn fetch, void *ctx,
 	float grad_scale, double *loss_sum);
 
+/* Forward only (evaluation): A micro-batches, no gradients; activations
+ * flow stage to stage in order. Last stage: *loss_sum as above. */
+int llmt_pipeline_forward(llmt_pipeline *p, llmt_fetch_fn fetch, void *ctx, double *loss_sum);
+
 #endif

@@ -208,6 +208,12 @@ int llmt_tokenize_main(int argc, char **argv)
 		return LLMT_EXIT_USAGE;
 	}
 	split = llmt_val_split(text, n, valf);
+	if (split == 0) {
+		fprintf(stderr, "llm-train tokenize: %s: no training text left before the validation part (--val-fraction %g)\n",
+			in, valf);
+		munmap(text, n);
+		return LLMT_EXIT_DATA;
+	}
 	buf = malloc(sizeof(uint16_t) * (size_t)(per < (long long)n ? per : (long long)n));
 	rc = buf ? make_dir(out) : LLMT_EXIT_SOFTWARE;
 	if (!rc)

@@ -35,6 +35,9 @@ typedef struct {
 	double spike_factor;       /* loss > factor * running mean: a spike */
 	long skip_batches;         /* LLM_TRAIN_SKIP_BATCHES */
 	double peak_gflops;        /* per rank, for MFU */
+	const char *val_dir;       /* validation shards; NULL: DATA/val if present */
+	long eval_interval;        /* validation loss every N steps (0 off) */
+	int eval_batches;          /* global batches of validation data */
 	int quiet;                 /* no per-step line on stdout */
 } llmt_train_opts;
 
@@ -45,18 +48,16 @@ void llmt_train_defaults(llmt_train_opts *o);
  * "auto" into o. 0 or -1. */
 int llmt_parse_interval(const char *s, llmt_train_opts *o);
 
+/* Pure: the "auto" checkpoint interval in seconds. Young/Daly
+ * sqrt(2 x cost x MTBF) with the cost the loop pays per save (the stall),
+ * never under twice the background write (so saves do not queue), and
+ * 600 s until a save has been measured (stall 0). */
+double llmt_auto_interval(double stall, double write_time, double mtbf);
+
 /* Pure: the guard. A step is bad when the loss or the gradient norm is
  * not finite, or when the loss exceeds factor x the running mean (after at
  * least one good step). */
 int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, double factor);
-
-/* Pure: SDC verdict from per-replica checksums. Returns the number of
- * suspect replicas written into suspects (0 when all agree): every
- * replica when dp == 2 or no strict majority exists, else the ones that
- * differ from the majority. */
-int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects);
-/* Pure: checksum of n floats (bit pattern; one flipped bit always changes it). */
-uint64_t llmt_checksum_f32(const float *x, size_t n);
 
 /* Collective over the world in p. */
 int llmt_train(const llmt_train_opts *o, llmt_parallel *p);

@@ -1,14 +1,15 @@
 /* ref_model.c: driver for the PyTorch reference check (ref_model.py).
  * Builds the model from a config (tp=pp=1), trains on bytes of a real text
  * file and writes what PyTorch must reproduce: initial weights, tokens,
- * logits, loss, every gradient, and the losses of N AdamW steps (a minimal
- * AdamW written here, same formula as torch.optim.AdamW).
+ * logits, loss, every gradient, and the losses of N AdamW steps (the
+ * runtime's optimizer, optim.h, which must match torch.optim.AdamW).
  * usage: ref_model CONFIG fp32|bf16 B T STEPS TEXTFILE OUTDIR */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
+#include "optim.h"
 
 static int write_file(const char *dir, const char *name, const void *p, size_t bytes)
 {
@@ -75,7 +76,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/losses.txt", out);
     if (!tok || !tgt || !mm || !vv || !(lf = fopen(path, "w")))
         return 70;
-    const float lr = 1e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+    const double lr = 1e-3;
+    const llmt_adamw_cfg ac = { 0.9, 0.95, 1e-8, 0.1, 0.0 };
     for (int s = 0; s <= steps; s++) {
         for (int i = 0; i < M; i++) {
             tok[i] = text[(size_t)s * M + i];
@@ -97,18 +99,12 @@ int main(int argc, char **argv)
         }
         if (s == steps)
             break;
-        /* AdamW, torch.optim.AdamW formula (decoupled weight decay) */
-        float *w = llmt_model_master(m), *g = llmt_model_grads(m);
-        double bc1 = 1.0 - pow(b1, s + 1), bc2 = 1.0 - pow(b2, s + 1);
+        /* AdamW of the optimizer module (optim.h), per tensor for decay */
         for (int t = 0; t < np; t++)
-            for (size_t i = pi[t].offset; i < pi[t].offset + pi[t].numel; i++) {
-                if (!pi[t].no_decay)
-                    w[i] *= 1.0f - lr * wd;
-                mm[i] = b1 * mm[i] + (1 - b1) * g[i];
-                vv[i] = b2 * vv[i] + (1 - b2) * g[i] * g[i];
-                float den = (float)(sqrt(vv[i]) / sqrt(bc2)) + eps;
-                w[i] -= (float)(lr / bc1) * mm[i] / den;
-            }
+            llmt_adamw_update(llmt_model_master(m) + pi[t].offset,
+                              llmt_model_grads(m) + pi[t].offset, mm + pi[t].offset,
+                              vv + pi[t].offset, pi[t].numel, lr, 1.0, &ac, s + 1,
+                              !pi[t].no_decay);
         llmt_model_sync_compute(m);
     }
     fclose(lf);

@@ -10,6 +10,7 @@
 #  bf16: ours (bf16 compute, fp32 master) vs float64 truth: logits rel <=
 #        0.05, every gradient rel <= 0.08, loss within 1%; and our error may
 #        be at most 2x + 0.01 of PyTorch's own bf16 error on the same tensor.
+#        The same for the fallback without AVX-512 BF16 (LLMT_NO_BF16=1).
 import os, subprocess, sys, tempfile
 import numpy as np
 import torch
@@ -37,8 +38,8 @@ def check(name, value, limit):
     return ok
 
 
-def run_c(cfgpath, prec, outdir):
-    env = dict(os.environ, OMP_NUM_THREADS='2')
+def run_c(cfgpath, prec, outdir, extra_env=None):
+    env = dict(os.environ, OMP_NUM_THREADS='2', **(extra_env or {}))
     r = subprocess.run([driver, cfgpath, prec, str(B), str(T), str(STEPS), TEXT, outdir],
                        env=env, capture_output=True, text=True)
     if r.returncode != 0:
@@ -95,9 +96,12 @@ configs = [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
 for cfgpath in configs:
     cfg = llama_ref.load_config(cfgpath)
     tag = os.path.basename(cfgpath)
-    for prec in ('fp32', 'bf16'):
+    # bf16-fallback: the fallback for CPUs without AVX-512 BF16 (forced by
+    # LLMT_NO_BF16=1: bf16 data, fp32 products), same tolerances as bf16
+    for prec in ('fp32', 'bf16', 'bf16-fallback'):
         with tempfile.TemporaryDirectory() as d:
-            params, flat, grads, tok, tgt, logits, losses = run_c(cfgpath, prec, d)
+            params, flat, grads, tok, tgt, logits, losses = run_c(
+                cfgpath, prec[:4], d, {'LLMT_NO_BF16': '1'} if prec == 'bf16-fallback' else None)
         tok = torch.tensor(tok, dtype=torch.int64).view(B, T)
         tgt = torch.tensor(tgt, dtype=torch.int64).view(B, T)
         ours_logits = torch.tensor(logits).view(B, T, -1)
@@ -122,16 +126,16 @@ for cfgpath in configs:
             lb, lossb, gb, _ = torch_grads(cfg, params, flat, tok, tgt, torch.float32, True)
             worst, worst_t = 0.0, 0.0
             ro, rt = rel(ours_logits, l64), rel(lb, l64)
-            check('%s bf16 logits' % tag, ro, min(0.05, 2 * rt + 0.01))
-            check('%s bf16 loss' % tag, abs(losses[0] - loss64) / loss64, 0.01)
+            check('%s %s logits' % (tag, prec), ro, min(0.05, 2 * rt + 0.01))
+            check('%s %s loss' % (tag, prec), abs(losses[0] - loss64) / loss64, 0.01)
             for n, shape, off, numel, _ in params:
                 r = rel(torch.tensor(grads[off:off + numel]).view(shape), g64[n])
                 t = rel(gb[n], g64[n])
                 worst, worst_t = max(worst, r), max(worst_t, t)
-                check('%s bf16 grad %s' % (tag, n), r, min(0.08, 2 * t + 0.01))
-            print('%s bf16: logits rel %.2e (torch autocast %.2e), loss %.5f vs f64 %.5f, '
+                check('%s %s grad %s' % (tag, prec, n), r, min(0.08, 2 * t + 0.01))
+            print('%s %s: logits rel %.2e (torch autocast %.2e), loss %.5f vs f64 %.5f, '
                   'worst grad rel %.2e (torch autocast %.2e)'
-                  % (tag, ro, rt, losses[0], loss64, worst, worst_t))
+                  % (tag, prec, ro, rt, losses[0], loss64, worst, worst_t))
 
 if failures:
     print('FAIL:\n  ' + '\n  '.join(failures))

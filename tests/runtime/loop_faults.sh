@@ -8,8 +8,10 @@
 #   exit 86, CKPT_DIR/sdc.json names both replicas, no checkpoint of the
 #   bad step (under ZeRO-1 the next all-gather re-syncs the replicas, so
 #   the check compares them right after the step's update);
-# - bad config, bad layout, truncated shard, fresh start over checkpoints,
-#   bad option => 64/65 with one line, and the checkpoint dir unchanged.
+# - hang => the heartbeat file stops changing (step, time) while the
+#   process lives; crash => the job fails (SIGABRT);
+# - bad config, bad layout, truncated shard, bad option => 64/65 with one
+#   line, and the checkpoint dir unchanged.
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
 W=$CLUSTER_WORK
@@ -68,6 +70,30 @@ PY
 [ "$("$LT" ckpt-list "$W/s" | cut -d' ' -f1 | tr '\n' ' ')" = "2 " ] || fail "a checkpoint after the bit flip was written"
 echo "bitflip: exit 86, sdc.json $(cat "$W/s/sdc.json")"
 
+# ---- hang: the heartbeat stops (the wrapper's hang detection), crash: abort
+LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2 LLM_TRAIN_FAULT=hang@3 timeout 120 srun -J llmt-hang \
+	--mpi=pmix -N 2 -n 2 "$LT" --model "$MODEL" --data "$CORPUS" --seq 64 --micro-batch 2 --steps 100 \
+	--ckpt-dir "$W/h" --quiet >"$W/h.out" 2>&1 &
+srun_pid=$!
+i=0
+until grep -q "injected fault hang@3" "$W/h.out" 2>/dev/null && [ -r "$W/h/heartbeat/rank_00000" ]; do
+	i=$((i + 1)); [ $i -lt 600 ] || { kill $srun_pid; fail "the hang fault did not fire"; }
+	sleep 0.1
+done
+beat=$(cat "$W/h/heartbeat/rank_00000")
+sleep 3 # longer than the heartbeat thread's period (2 s): it must stay quiet in phase train
+[ "$(cat "$W/h/heartbeat/rank_00000")" = "$beat" ] || fail "the heartbeat moved during a hang: $beat"
+kill -0 $srun_pid 2>/dev/null || fail "the hung job ended by itself"
+case $beat in "2 "*" train "*) ;; *) fail "heartbeat '$beat': want step 2, phase train";; esac
+scancel -n llmt-hang
+wait $srun_pid
+echo "hang: heartbeat stayed at '$beat'"
+LLM_TRAIN_FAULT=crash@2:1 train 1 1 2 --steps 5 --micro-batch 2 --ckpt-dir "$W/c"
+rc=$?
+[ $rc != 0 ] || fail "crash fault: the job succeeded"
+grep -q "injected fault crash@2" "$W/last.out" || fail "crash fault did not fire"
+echo "crash: job failed with $rc"
+
 # ---- bad input: 64/65, one line, nothing saved changes --------------------------
 # (heartbeat files are liveness, rewritten by every run: not compared)
 snap() { (cd "$W/u" && find . -type f ! -path './heartbeat/*' | sort | xargs md5sum); }
@@ -90,8 +116,6 @@ truncate -s 2000 "$f"
 LLM_TRAIN_RESUME="$W/u" expect 65 "truncated shard" \
 	"$LT" --model "$MODEL" --data "$W/baddata" --seq 64 --ckpt-dir "$W/u"
 grep -q "$(basename "$f")" "$W/bad.out" || fail "the truncated shard is not named"
-LLM_TRAIN_RESUME="" expect 64 "fresh start over checkpoints" \
-	"$LT" --model "$MODEL" --data "$CORPUS" --seq 64 --ckpt-dir "$W/u"
 LLM_TRAIN_TP=3 expect 64 "layout not dividing the world" \
 	srun --mpi=pmix -N 2 -n 2 "$LT" --model "$MODEL" --data "$CORPUS" --seq 64 --ckpt-dir "$W/u"
 LLM_TRAIN_TP=3 LLM_TRAIN_RESUME="$W/u" expect 64 "layout not dividing the model" \

@@ -417,9 +417,24 @@ static void remove_manifest(const char *step)
 	assert_int_equal(unlink(p), 0);
 }
 
+static void replicas_disagreed(const char *step)
+{
+	char p[400];
+	json_error_t je;
+	json_t *m;
+
+	snprintf(p, sizeof p, "%s/manifest.json", step);
+	m = json_load_file(p, 0, &je);
+	assert_non_null(m);
+	json_object_set_new(m, "replicas_agree", json_false());
+	assert_int_equal(json_dump_file(m, p, 0), 0);
+	json_decref(m);
+}
+
 static void test_corrupt(void **state)
 {
 	(void)state;
+	corrupt_case("c_sdc", replicas_disagreed, "replicas disagreed");
 	corrupt_case("c_sum", flip_byte, "wrong checksum");
 	corrupt_case("c_size", truncate_shard, "wrong size");
 	corrupt_case("c_missing", remove_shard, "missing shard");
@@ -468,6 +483,24 @@ static void test_blocked_dir(void **state)
 	assert_int_not_equal(access(p, F_OK), 0);
 	snprintf(p, sizeof p, "%s/step_00000001", dir);
 	assert_int_equal(ck_validate_dir(p, 0, NULL, err, sizeof err), 0);
+	/* the next complete save clears the leftovers of failed ones up to its
+	 * step, and only those */
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1/rank_00000.bin", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(save_layout(dir, 3, 1, 1, 2, 0, "b2"), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1.rank_00000.failed", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(access(p, F_OK), 0);
 }
 
 static void test_retention(void **state)
@@ -496,6 +529,13 @@ static void test_retention(void **state)
 	free(steps);
 	snprintf(p, sizeof p, "%s/step_00000010", dir);
 	assert_int_not_equal(access(p, F_OK), 0);
+	/* resolve takes the newest complete one even when `latest` lags */
+	snprintf(p, sizeof p, "%s/latest", dir);
+	assert_int_equal(ck_write_file_atomic(p, "step_00000030\n", 14, p, sizeof p), 0);
+	char out[4096];
+	assert_int_equal(llmt_ckpt_resolve(dir, out, sizeof out, p, sizeof p), 0);
+	snprintf(p, sizeof p, "%s/step_00000040", dir);
+	assert_string_equal(out, p);
 	snprintf(p, sizeof p, "%s/step_00000000", dir);
 	assert_int_equal(access(p, F_OK), 0);
 	/* saving the same step again keeps the older one aside */

@@ -14,6 +14,7 @@
 #include "faults.h"
 #include "heartbeat.h"
 #include "metrics.h"
+#include "sdc.h"
 #include "train.h"
 
 static void test_guard(void **st)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "config.h"
+#include "model.h"   /* brings runtime/config.h (a plain "config.h" is autoconf's here) */
 
 static char path[64];
 
@@ -64,13 +64,33 @@ static void heads(void **st) { (void)st; refuse(BASE "n_kv_heads: 3\n", "not a m
 static void not_map(void **st) { (void)st; refuse("- 1\n- 2\n", "expected a mapping"); }
 static void syntax(void **st) { (void)st; refuse("a: [1\n", "YAML error"); }
 
+/* the shipped configs load and have the sizes their comments claim */
+static void shipped(void **st)
+{
+    (void)st;
+    const char *top = getenv("top_srcdir");
+    struct { const char *name; double lo, hi; } cf[] = {
+        { "tiny.yaml", 0.8e6, 1.0e6 }, { "bench-768.yaml", 80e6, 90e6 },
+        { "gpt-1b.yaml", 1.0e9, 1.2e9 } };
+    for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++) {
+        char p[4096], err[256];
+        llmt_config c;
+        snprintf(p, sizeof p, "%s/configs/%s", top ? top : "..", cf[i].name);
+        if (llmt_config_load(p, &c, err, sizeof err))
+            fail_msg("%s", err);
+        double n = (double)llmt_config_n_params(&c);
+        if (n < cf[i].lo || n > cf[i].hi)
+            fail_msg("%s: %.0f parameters", cf[i].name, n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good), cmocka_unit_test(unknown_key), cmocka_unit_test(bad_value),
         cmocka_unit_test(bad_int), cmocka_unit_test(negative), cmocka_unit_test(bad_bool),
         cmocka_unit_test(duplicate), cmocka_unit_test(missing), cmocka_unit_test(heads),
-        cmocka_unit_test(not_map), cmocka_unit_test(syntax),
+        cmocka_unit_test(not_map), cmocka_unit_test(syntax), cmocka_unit_test(shipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

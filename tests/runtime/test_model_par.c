@@ -127,6 +127,14 @@ static int test_pp(const llmt_config *c, const int32_t *tok, const int32_t *tgt)
             llmt_model_backward(s0, s, gin, NULL, 0.0f))
             return 1;
     expect(fabsf(l2 - lf) <= 1e-6f * lf, "pp loss", fabsf(l2 - lf), 1e-6 * lf);
+    { /* determinism: a second identical run gives the same bits */
+        float lf2;
+        llmt_model *again = full_model(c, tok, tgt, &lf2);
+        int same = lf2 == lf && !memcmp(llmt_model_grads(again), llmt_model_grads(full),
+                                        llmt_model_nparams(full) * sizeof(float));
+        expect(same, "same bits on a second run", 1, 0);
+        llmt_model_free(again);
+    }
     if (c->tie_embeddings) { /* what the loop does: sum the two copies' grads */
         const llmt_param_info *a = find(s0, "model.embed_tokens.weight", 0);
         const llmt_param_info *b = find(s1, "model.embed_tokens.weight", 1);

@@ -70,6 +70,21 @@ static void test_bad(void **st)
 	assert_non_null(strstr(err, "WORLD_SIZE=8"));
 }
 
+static void test_coords(void **st)
+{
+	llmt_layout l;
+	char err[256];
+	(void)st;
+
+	assert_int_equal(llmt_layout_from_values(&l, 8, 0, "2", "2", "2", "6", NULL, err, sizeof(err)), 0);
+	/* rank 6 = tp 0 + dp 1*2 + pp 1*4 */
+	assert_int_equal(llmt_layout_check_coords(&l, "0", "1", "1", err, sizeof(err)), 0);
+	assert_int_equal(llmt_layout_check_coords(&l, NULL, "", NULL, err, sizeof(err)), 0);
+	assert_int_equal(llmt_layout_check_coords(&l, "0", "1", "0", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "LLM_TRAIN_DP_RANK=0"));
+	assert_int_equal(llmt_layout_check_coords(&l, "x", NULL, NULL, err, sizeof(err)), -1);
+}
+
 static void test_1f1b(void **st)
 {
 	char b[64];
@@ -130,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_coords),
 		cmocka_unit_test(test_1f1b),
 		cmocka_unit_test(test_memest),
 	};

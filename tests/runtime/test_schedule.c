@@ -50,11 +50,21 @@ static void test_interval(void **st)
 	assert_int_equal(llmt_parse_interval("0s", &o), -1);
 }
 
+static void test_auto_interval(void **st)
+{
+	(void)st;
+	assert_float_equal(llmt_auto_interval(0, 0, 14400), 600, 0);            /* nothing measured */
+	assert_float_equal(llmt_auto_interval(0.5, 1, 14400), 120, 1e-9);       /* sqrt(2*0.5*14400) */
+	assert_float_equal(llmt_auto_interval(0.5, 100, 14400), 200, 1e-9);     /* writes must not queue */
+	assert_true(llmt_auto_interval(2, 0, 14400) > llmt_auto_interval(0.5, 0, 14400));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lr),
 		cmocka_unit_test(test_interval),
+		cmocka_unit_test(test_auto_interval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
