@@ -63,7 +63,7 @@ double wr_median(const double *v, int n)
 double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *st)
 {
 	if (st->n == 0)
-		return c->cap_s;
+		return c->startup_s > 0 ? c->startup_s : c->cap_s;
 	double t = c->k * wr_median(st->v, st->n);
 	if (t < c->floor_s)
 		t = c->floor_s;
@@ -78,6 +78,10 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 	bool any = false;
 	for (int i = 0; i < n; i++)
 		any = any || hb[i].valid;
+	long top = -1;
+	for (int i = 0; i < n; i++)
+		if (hb[i].valid && hb[i].step > top)
+			top = hb[i].step;
 	int worst = -1;
 	double worst_stale = 0;
 	for (int i = 0; i < n && any; i++) {
@@ -86,8 +90,11 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 			last = since;   /* a heartbeat left over from an earlier attempt */
 		if (hb[i].valid && hb[i].phase == PH_DONE)
 			continue;
-		double limit = (hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE))
-		                   ? pause_cap_s : timeout;
+		/* A save or load pauses the clock, unless other ranks are past
+		 * it already: then this rank is stuck, not saving. */
+		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
+		              hb[i].step >= top;
+		double limit = paused ? pause_cap_s : timeout;
 		double s = now - last;
 		if (s > limit && (worst < 0 || s > worst_stale)) {
 			worst = i;

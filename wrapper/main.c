@@ -1,6 +1,6 @@
-/* llm-train-wrap: the supervisor in the batch step. Options and setup,
- * then the attempt loop: pick a checkpoint, launch, watch, classify,
- * decide, record, act (restart, requeue, stop); the report at the end. */
+/* llm-train-wrap: the supervisor in the batch step. Setup (signals,
+ * ledger history, job geometry), then the attempt loop: pick a checkpoint,
+ * launch, watch, classify, decide, record, act; the report at the end. */
 #define _GNU_SOURCE
 #include "config.h"
 
@@ -26,7 +26,9 @@
 #include "interval.h"
 #include "launch.h"
 #include "ledger.h"
+#include "options.h"
 #include "report.h"
+#include "slurm.h"
 #include "watch.h"
 
 #define PROG "llm-train-wrap"
@@ -41,212 +43,22 @@ static void on_signal(int sig)
 	errno = e;
 }
 
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see " PROG " --help)\n");
-	va_end(ap);
-	exit(LLMT_EXIT_USAGE);
-}
 
-static void help(void)
+/* Where the runtime logs metrics: RUN_DIR/metrics.jsonl when it exists
+ * (llm-train writes there when LLM_TRAIN_RUN_DIR is set), else CKPT_DIR's. */
+static const char *metrics_path(const char *run_dir, const char *ckpt_dir)
 {
-	printf("usage: " PROG " [options] -- COMMAND [ARGS...]\n"
-	       "Runs COMMAND as a Slurm step (srun), restarts it, rolls it back or requeues the job\n"
-	       "when it fails, and reports goodput at the end.\n"
-	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
-	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
-	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
-	       "  --max-restarts N        restarts per job (default $LLM_TRAIN_RESTARTS or 3); with\n"
-	       "                          $LLM_TRAIN_RESTART_WINDOW set, N per window of that many seconds\n"
-	       "  --restart-window S      the window (seconds)\n"
-	       "  --hang-timeout-min S    hang timeout floor (default 60)\n"
-	       "  --hang-timeout-max S    hang timeout cap, and the timeout before any step time (default 1800)\n"
-	       "  --hang-factor K         hang timeout = K x median step time (default 10)\n"
-	       "  --backoff S             first backoff after an attempt without progress (default 5)\n"
-	       "  --rollback-steps N      numerical fault: roll back N steps per repeat (default 100)\n"
-	       "  --skip-batches N        numerical fault: skip N batches past the bad step (default 200)\n"
-	       "  --spares N              keep N nodes of the allocation as spares\n"
-	       "  --shrink / --no-shrink  allow a smaller data-parallel layout after a node loss\n"
-	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
-	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
-	       "  --no-requeue            never requeue (stop instead)\n"
-	       "  --progress-from-output  no heartbeats: a hang is no new output line for the timeout\n"
-	       "  --srun PATH             srun to use (default %s)\n"
-	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
-	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
-	       "  --tick S                watch period (default 1)\n"
-	       "  -v, --verbose\n", LLMT_SRUN);
-}
-
-static double num_arg(const char *opt, const char *v, double lo, double hi)
-{
-	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || end == v || *end || !(d >= lo && d <= hi) || !isfinite(d))
-		usage_error("bad %s value '%s' (expected a number in %g..%g)", opt, v, lo, hi);
-	return d;
-}
-
-static double env_num(const char *name, double dflt, double lo, double hi)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	char opt[80];
-	snprintf(opt, sizeof opt, "$%s", name);
-	return num_arg(opt, v, lo, hi);
-}
-
-struct opts {
-	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
-	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
-	double spares, grace, mtbf, tick;
-	int shrink;          /* -1 from the plugin's options */
-	bool requeue, progress_out, no_srun;
-	int verbose;
-	char **cmd;
-};
-
-static void parse(int argc, char **argv, struct opts *o)
-{
-	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
-	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_HELP };
-	static const struct option lo[] = {
-		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
-		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
-		{ "restart-window", required_argument, 0, O_WIN }, { "hang-timeout-min", required_argument, 0, O_HMIN },
-		{ "hang-timeout-max", required_argument, 0, O_HMAX }, { "hang-factor", required_argument, 0, O_HK },
-		{ "backoff", required_argument, 0, O_BACK }, { "rollback-steps", required_argument, 0, O_ROLL },
-		{ "skip-batches", required_argument, 0, O_SKIP }, { "spares", required_argument, 0, O_SPARES },
-		{ "shrink", no_argument, 0, O_SHRINK }, { "no-shrink", no_argument, 0, O_NOSHRINK },
-		{ "preempt-grace", required_argument, 0, O_GRACE }, { "mtbf", required_argument, 0, O_MTBF },
-		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
-		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
-		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
-		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
-	};
-	memset(o, 0, sizeof *o);
-	o->max_restarts = env_num("LLM_TRAIN_RESTARTS", 3, 0, 1e6);
-	o->window_s = env_num("LLM_TRAIN_RESTART_WINDOW", 0, 0, 1e9);
-	o->hang_min = 60;
-	o->hang_max = 1800;
-	o->hang_k = 10;
-	o->backoff = 5;
-	o->rollback = 100;
-	o->skip = 200;
-	o->grace = 60;
-	o->tick = 1;
-	o->shrink = -1;
-	o->requeue = true;
-	o->srun = LLMT_SRUN;
-	o->ckpt_tool = "llm-train";
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
-		switch (c) {
-		case O_CKPT: o->ckpt_dir = optarg; break;
-		case O_RUN: o->run_dir = optarg; break;
-		case O_HB: o->hb_dir = optarg; break;
-		case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
-		case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
-		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); break;
-		case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
-		case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
-		case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
-		case O_ROLL: o->rollback = num_arg("--rollback-steps", optarg, 0, 1e9); break;
-		case O_SKIP: o->skip = num_arg("--skip-batches", optarg, 0, 1e9); break;
-		case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
-		case O_SHRINK: o->shrink = 1; break;
-		case O_NOSHRINK: o->shrink = 0; break;
-		case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
-		case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
-		case O_NOREQ: o->requeue = false; break;
-		case O_PROG: o->progress_out = true; break;
-		case O_SRUN: o->srun = optarg; break;
-		case O_NOSRUN: o->no_srun = true; break;
-		case O_TOOL: o->ckpt_tool = optarg; break;
-		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
-		case 'v': o->verbose++; break;
-		case O_HELP: help(); exit(0);
-		default:
-			usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
-		usage_error("no command given: " PROG " [options] -- COMMAND");
-	o->cmd = argv + optind;
-	if (o->hang_min > o->hang_max)
-		usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
-	if (!o->ckpt_dir)
-		o->ckpt_dir = getenv("LLM_TRAIN_CKPT_DIR");
-	if (!o->ckpt_dir || !*o->ckpt_dir)
-		usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");
-}
-
-/* Expands a Slurm hostlist with scontrol; returns the count (names in out). */
-static int hostnames(const char *list, char ***out)
-{
-	static char buf[1 << 18];
-	char err[1024];
-	char *argv[] = { "scontrol", "show", "hostnames", (char *)list, NULL };
-	*out = NULL;
-	if (!list || !*list || wr_run_capture(argv, buf, sizeof buf, err, sizeof err) != 0)
-		return 0;
-	int n = 0, cap = 16;
-	char **v = malloc((size_t)cap * sizeof *v);
-	for (char *save = NULL, *ln = strtok_r(buf, "\n", &save); ln && v; ln = strtok_r(NULL, "\n", &save)) {
-		if (n == cap) {
-			char **nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n++] = strdup(ln);
-	}
-	*out = v;
-	return n;
-}
-
-/* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
-static void plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
-{
-	extern char **environ;
-	*tp = *pp = 1;
-	*dp = 0;
-	*dp_auto = false;
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "SLURM_SPANK__SLURM_SPANK_OPTION_", 32) != 0 || !strstr(*e, "llm_train"))
-			continue;
-		const char *v = strchr(*e, '=');
-		if (!v || !strstr(v, "p="))
-			continue;
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", v + 1);
-		for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-			if (strncmp(kv, "tp=", 3) == 0)
-				*tp = atoi(kv + 3);
-			else if (strncmp(kv, "pp=", 3) == 0)
-				*pp = atoi(kv + 3);
-			else if (strcmp(kv, "dp=auto") == 0)
-				*dp_auto = true;
-			else if (strncmp(kv, "dp=", 3) == 0)
-				*dp = atoi(kv + 3);
-		}
-	}
+	static char p[4200];
+	snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
+	if (access(p, R_OK) != 0)
+		snprintf(p, sizeof p, "%s/metrics.jsonl", ckpt_dir);
+	return p;
 }
 
 /* Median checkpoint write time logged in metrics.jsonl (0: none yet). */
-static double ckpt_cost(const char *ckpt_dir)
+static double ckpt_cost(const char *p)
 {
-	char p[4200], line[8192];
-	snprintf(p, sizeof p, "%s/metrics.jsonl", ckpt_dir);
+	char line[8192];
 	FILE *f = fopen(p, "r");
 	if (!f)
 		return 0;
@@ -273,42 +85,7 @@ static void set_env(const char *k, const char *v)
 	}
 }
 
-static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a3)
-{
-	char out[2048], err[2048];
-	char *argv[] = { (char *)a0, (char *)a1, (char *)a2, (char *)a3, NULL };
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
-	if (rc != 0)
-		fprintf(stderr, PROG ": %s %s %s %s: exit %d: %s", a0, a1, a2, a3 ? a3 : "", rc, err);
-	return rc;
-}
 
-/* scontrol requeue, keeping the excluded nodes out of the next run. The
- * exclusion of a running job cannot be updated, so it is held, updated
- * and released. Returns scontrol's exit code. */
-static int requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l)
-{
-	char idarg[64], exarg[WR_MAX_NODES * (WR_NODE_LEN + 1) + 32];
-	snprintf(idarg, sizeof idarg, "JobId=%s", job);
-	size_t o = (size_t)snprintf(exarg, sizeof exarg, "ExcNodeList=");
-	for (int i = 0; i < ex->n && o < sizeof exarg; i++)
-		o += (size_t)snprintf(exarg + o, sizeof exarg - o, "%s%s", i ? "," : "", ex->name[i]);
-	wr_ledger_event(l, "requeue", json_pack("{s:s,s:o}", "job", job, "exclude", wr_nodes_json(ex)));
-	fflush(NULL);
-	wr_shield_children(true);
-	if (ex->n == 0)
-		return run_cmd("scontrol", "requeue", job, NULL);
-	int rc = run_cmd("scontrol", "requeuehold", job, NULL);
-	if (rc != 0)
-		return rc;
-	/* From here the job is requeued (held): Slurm signals this run, the
-	 * shielded scontrol calls still finish within KillWait. */
-	int rc1 = run_cmd("scontrol", "update", idarg, exarg);
-	int rc2 = run_cmd("scontrol", "release", job, NULL);
-	if (rc1 || rc2)
-		wr_ledger_event(l, "requeue_incomplete", json_pack("{s:i,s:i}", "update_rc", rc1, "release_rc", rc2));
-	return 0;
-}
 
 /* Waits delay seconds; returns a signal number if one came meanwhile. */
 static int backoff_wait(double delay)
@@ -330,7 +107,7 @@ static int backoff_wait(double delay)
 int main(int argc, char **argv)
 {
 	struct opts o;
-	parse(argc, argv, &o);
+	wr_parse_options(argc, argv, &o);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	char run_dir[4096], hb_dir[4096];
@@ -373,12 +150,12 @@ int main(int argc, char **argv)
 	}
 
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
-	int run = (int)env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
+	int run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
 	bool in_slurm = *job && !o.no_srun;
 	const char *nodelist = getenv("SLURM_JOB_NODELIST");
 	char **alloc = NULL;
-	int nalloc = in_slurm ? hostnames(nodelist, &alloc) : 0;
-	int ntasks_job = (int)env_num("SLURM_NTASKS", 0, 0, 1e7);
+	int nalloc = in_slurm ? wr_hostnames(nodelist, &alloc) : 0;
+	int ntasks_job = (int)wr_env_num("SLURM_NTASKS", 0, 0, 1e7);
 	int tpn = nalloc > 0 && ntasks_job > 0 ? ntasks_job / nalloc : 1;
 	if (getenv("SLURM_NTASKS_PER_NODE") && atoi(getenv("SLURM_NTASKS_PER_NODE")) > 0)
 		tpn = atoi(getenv("SLURM_NTASKS_PER_NODE"));
@@ -386,7 +163,7 @@ int main(int argc, char **argv)
 		tpn = 1;
 	int tp, pp, dp;
 	bool dp_auto;
-	plugin_layout(&tp, &pp, &dp, &dp_auto);
+	wr_plugin_layout(&tp, &pp, &dp, &dp_auto);
 
 	struct wr_policy pol = {
 		.max_restarts = o.window_s > 0 ? -1 : (int)o.max_restarts,
@@ -399,7 +176,7 @@ int main(int argc, char **argv)
 	};
 	int nodes_step = nalloc - (int)o.spares;
 	if (nalloc > 0 && nodes_step < 1)
-		usage_error("--spares %g leaves no node of %d to train on", o.spares, nalloc);
+		wr_usage_error("--spares %g leaves no node of %d to train on", o.spares, nalloc);
 	int ntasks = o.spares > 0 ? nodes_step * tpn : 0;
 
 	if (h.last_run_cut) {
@@ -458,7 +235,7 @@ int main(int argc, char **argv)
 		set_env("LLM_TRAIN_ATTEMPT", b);
 		char interval[64] = "";
 		if (auto_interval) {
-			double cost = ckpt_cost(o.ckpt_dir);
+			double cost = ckpt_cost(metrics_path(run_dir, o.ckpt_dir));
 			double prior = o.mtbf > 0 ? o.mtbf : 6144.0 * 3600 / (nalloc > 0 ? nalloc : 1);
 			double m = wr_mtbf_estimate(h.failure_time_s + (wr_now() - run_start), h.failures, prior);
 			double step_s = wr_median(st.v, st.n);
@@ -482,7 +259,7 @@ int main(int argc, char **argv)
 		                        /* a killed step may hold its CPUs until a dead node is
 		                         * declared down: the next one must not wait for it */
 		                        .overlap = attempt > first_attempt };
-		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)env_num("WORLD_SIZE", 1, 1, 1e7));
+		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7));
 		if (nranks < 1)
 			nranks = 1;
 		wr_ledger_event(&led, "launch", json_pack("{s:i,s:i,s:s,s:I,s:I,s:o,s:i,s:i,s:s}", "attempt", attempt,
@@ -496,8 +273,9 @@ int main(int argc, char **argv)
 		}
 		struct wr_watch_cfg wc = {
 			.hb_dir = hb_dir, .nranks = nranks,
-			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max, .pause_cap_s = 10 * o.hang_max },
-			.progress_from_output = o.progress_out, .straggler_factor = 3.0, .straggler_min_s = 1.0,
+			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max,
+			          .startup_s = o.hang_startup, .pause_cap_s = 10 * o.hang_max },
+			.progress_from_output = o.progress_out, .straggler_factor = o.strag_factor, .straggler_min_s = o.strag_min,
 			.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o.grace, .tick_s = o.tick,
 			.ledger = &led, .attempt = attempt, .resume_step = resume_step, .sig_fd = sig_pipe[0],
 			.nodelist = nodelist, .sinfo = "sinfo", .verbose = o.verbose,
@@ -514,10 +292,31 @@ int main(int argc, char **argv)
 					if (!wr_nodes_has(&excluded, bad.name[i]))
 						wr_nodes_add(&wo.e.down_nodes, bad.name[i]);
 		}
+		/* The step could not be ended and no heartbeat named the node:
+		 * a node stopped answering. Wait for Slurm to say which one
+		 * (it marks it not responding after SlurmdTimeout). */
+		if (in_slurm && wo.e.kill_timeout && !wo.e.hung_node[0] && wo.e.down_nodes.n == 0) {
+			double wait = o.node_wait >= 0 ? o.node_wait : wr_slurmd_timeout() + 10;
+			fprintf(stderr, PROG ": the step could not be ended: waiting up to %.0f s for Slurm's node states\n", wait);
+			double until = wr_now() + wait;
+			while (wo.e.down_nodes.n == 0 && wr_now() < until) {
+				struct wr_nodes bad;
+				if (backoff_wait(1.0) && pol.requeue) {
+					wo.e.wrapper_signal = SIGTERM;
+					break;
+				}
+				if (wr_node_states("sinfo", nodelist, &bad) == 0)
+					for (int i = 0; i < bad.n; i++)
+						if (!wr_nodes_has(&excluded, bad.name[i]))
+							wr_nodes_add(&wo.e.down_nodes, bad.name[i]);
+			}
+		}
 		long sdc_step = -1;
 		if (code == LLMT_EXIT_SDC) {
 			char p[4200];
 			snprintf(p, sizeof p, "%s/sdc.json", o.ckpt_dir);
+			if (access(p, R_OK) != 0)
+				snprintf(p, sizeof p, "%s/sdc.json", run_dir);
 			wr_sdc_suspects(p, &wo.e.sdc_suspects, &sdc_step);
 		}
 		struct wr_verdict v;
@@ -603,7 +402,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
-		int rc = requeue(job, &excluded, &led);
+		int rc = wr_requeue(job, &excluded, &led);
 		if (rc == 0) {
 			printf(PROG ": job %s requeued (run %d ends)\n", job, run);
 			wr_ledger_close(&led);
@@ -617,7 +416,7 @@ int main(int argc, char **argv)
 	/* ---- the end of the job ---- */
 	static struct wr_history fin;
 	wr_ledger_load(led.path, &fin);
-	struct wr_report_cfg rc = { .run_dir = run_dir, .ckpt_dir = o.ckpt_dir, .gnuplot = LLMT_GNUPLOT,
+	struct wr_report_cfg rc = { .run_dir = run_dir, .metrics = metrics_path(run_dir, o.ckpt_dir), .gnuplot = LLMT_GNUPLOT,
 	                            .job = job, .now = wr_now() };
 	struct wr_goodput g;
 	wr_report(&fin, &rc, &g);

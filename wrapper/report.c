@@ -82,8 +82,8 @@ int wr_loss_points(const char *metrics_path, const char *dat_path)
 
 static void plot(const struct wr_report_cfg *c)
 {
-	char metrics[4200], dat[4200], gp[4200], png[4200];
-	snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", c->ckpt_dir);
+	char dat[4200], gp[4200], png[4200];
+	const char *metrics = c->metrics;
 	snprintf(dat, sizeof dat, "%s/loss.dat", c->run_dir);
 	snprintf(gp, sizeof gp, "%s/loss.gp", c->run_dir);
 	snprintf(png, sizeof png, "%s/loss.png", c->run_dir);

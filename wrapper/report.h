@@ -9,7 +9,7 @@
 
 struct wr_report_cfg {
 	const char *run_dir;
-	const char *ckpt_dir;     /* metrics.jsonl lives here */
+	const char *metrics;      /* metrics.jsonl (rank 0's per-step metrics) */
 	const char *gnuplot;      /* gnuplot binary */
 	const char *job;          /* job id label ("" outside Slurm) */
 	double now;               /* end of this run */

@@ -238,7 +238,7 @@ static void read_heartbeats(struct ctx *x)
 		if (!f)
 			continue;   /* not written yet: hang.c counts it from the launch */
 		struct wr_hb h;
-		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch - 1) {
+		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch) {
 			x->hb[r] = h;
 			if (h.phase == PH_TRAIN || h.phase == PH_SAVE || h.phase == PH_DONE) {
 				if (h.step > x->seen_step[r] && h.step > c->resume_step) {

@@ -62,8 +62,11 @@ def atomic_write(path, text):
         fh.write(text)
     os.rename(tmp, path)
 
+# TEST_TRAINER_HB_HOST=0: heartbeats without the optional host field (as llm-train writes them)
+hb_host = " " + host if env("TEST_TRAINER_HB_HOST", "1") != "0" else ""
+
 def heartbeat(step, phase, last):
-    atomic_write("%s/rank_%05d" % (hbdir, rank), "%d %d %s %.6f %s\n" % (step, time.time_ns(), phase, last, host))
+    atomic_write("%s/rank_%05d" % (hbdir, rank), "%d %d %s %.6f%s\n" % (step, time.time_ns(), phase, last, hb_host))
 
 preempt = [False]
 signal.signal(signal.SIGUSR1, lambda s, fr: preempt.__setitem__(0, True))
@@ -94,7 +97,7 @@ def save(step):
     heartbeat(step, "save", 0)
     d = "%s/step_%08d" % (ckpt, step)
     os.makedirs(d, exist_ok=True)
-    atomic_write("%s/rank_%05d.bin" % (d, rank), "%s %d %s\n" % (w, data_pos, host))
+    atomic_write("%s/rank_%05d.bin" % (d, rank), "%s %d %s %d\n" % (w, data_pos, host, attempt))
     man_path = d + "/manifest.json"
     if rank == 0:
         shards = {}
@@ -102,7 +105,9 @@ def save(step):
             for r in range(world):
                 p = "%s/rank_%05d.bin" % (d, r)
                 if r not in shards and os.path.exists(p):
-                    shards[r] = open(p).read().split()
+                    sh = open(p).read().split()
+                    if len(sh) >= 4 and int(sh[3]) == attempt:   # not a shard of an earlier attempt
+                        shards[r] = sh
             if len(shards) < world:
                 wait_peer(t0)
         ws = [shards[r][0] for r in range(world)]
@@ -111,7 +116,8 @@ def save(step):
         for r in range(world):
             with open("%s/rank_%05d.bin" % (d, r), "rb") as fh:
                 files["rank_%05d.bin" % r] = hashlib.sha256(fh.read()).hexdigest()
-        man = {"step": step, "world_size": world, "data_pos": data_pos, "files": files, "replicas_agree": agree}
+        man = {"step": step, "world_size": world, "data_pos": data_pos, "files": files, "replicas_agree": agree,
+               "attempt": attempt}
         if not agree:
             # Silent data corruption: name the replica(s) that differ.
             maj = max(set(ws), key=ws.count)
@@ -122,10 +128,17 @@ def save(step):
         if agree:
             atomic_write(ckpt + "/latest", "step_%08d\n" % step)
     else:
-        while not os.path.exists(man_path):
+        while True:
+            # A manifest left by an earlier attempt at this step is not ours.
+            try:
+                with open(man_path) as fh:
+                    man = json.load(fh)
+                if man.get("attempt") == attempt:
+                    break
+            except (OSError, ValueError):
+                pass
             wait_peer(t0)
-        with open(man_path) as fh:
-            agree = json.load(fh)["replicas_agree"]
+        agree = man["replicas_agree"]
     if not agree:
         sys.exit(86)
     return time.time() - t0
@@ -144,7 +157,8 @@ while step < steps:
             sys.exit(85)
         if fault_kind == "bitflip":
             w = ("1" if w[0] == "0" else "0") + w[1:]
-    time.sleep(step_time)
+    # TEST_TRAINER_SLOW_RANK=r: that rank's steps take 5x as long (a straggler)
+    time.sleep(step_time * (5 if env("TEST_TRAINER_SLOW_RANK") == str(rank) else 1))
     w = hashlib.sha256((w + ":%d" % data_pos).encode()).hexdigest()
     step += 1
     data_pos += 1

@@ -45,6 +45,9 @@ static void test_timeout(void **state)
 	struct wr_hang_cfg c = { .k = 10, .floor_s = 5, .cap_s = 600, .pause_cap_s = 3600 };
 	struct wr_steptimes st = { 0 };
 	assert_true(wr_hang_timeout(&c, &st) == 600);          /* nothing known: the cap */
+	c.startup_s = 900;
+	assert_true(wr_hang_timeout(&c, &st) == 900);          /* ... or the startup timeout */
+	c.startup_s = 0;
 	wr_steptimes_add(&st, 0.1);
 	assert_true(wr_hang_timeout(&c, &st) == 5);            /* 1 s < floor */
 	wr_steptimes_add(&st, 2);
@@ -79,7 +82,9 @@ static void test_find(void **state)
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);   /* silent 25 s */
 	assert_true(stale == 25);
 	assert_int_equal(wr_hang_find(r, 4, 125, 0, 20, 600, &stale), 2);   /* all over: the oldest */
-	r[2].phase = PH_SAVE;                                                /* paused */
+	r[2].phase = PH_SAVE;                          /* behind the others: stuck, not paused */
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);
+	r[2].step = 10;                                                      /* paused */
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), -1);
 	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 600, &stale), 2);   /* stuck save */
 	r[2].phase = PH_DONE;

@@ -3,7 +3,7 @@
 # Slurm, --no-srun) with the test trainer: usage errors, a config error is
 # never retried, the restart budget stops a crash loop, a crash resumes to
 # bit-identical weights, a corrupt checkpoint is skipped (not deleted), a
-# NaN rolls back and skips data, a foreign trainer without heartbeats is
+# NaN or a loss spike rolls back and skips data, a foreign trainer without heartbeats is
 # restarted after an output hang, and the report's outputs exist.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
@@ -51,6 +51,13 @@ LLM_TRAIN_FAULT=crash@7 "$WRAP" --no-srun --ckpt-dir "$T/crash" $WRAP_FAST -- "$
 grep '"event":"launch"' "$T/crash/ledger.jsonl" | grep -q '"resume_step":5' || fail "crash: not resumed from step 5"
 cmp -s "$T/ref/final_weights" "$T/crash/final_weights" || fail "crash: final weights differ from the reference"
 
+# -- LLM_TRAIN_CKPT_INTERVAL=auto: after the crash the next attempt gets a
+#    Young/Daly interval in steps from the measured checkpoint cost
+LLM_TRAIN_CKPT_INTERVAL=auto LLM_TRAIN_FAULT=crash@8 "$WRAP" --no-srun --ckpt-dir "$T/auto" $WRAP_FAST --mtbf 100 \
+	-- "$TRAINER" --steps 20 >"$T/auto.out" 2>&1 || { cat "$T/auto.out"; fail "auto interval run failed"; }
+grep '"event":"launch"' "$T/auto/ledger.jsonl" | sed -n 2p | grep -q '"ckpt_interval":"[1-9][0-9]*"' ||
+	fail "auto: no interval in steps for the second attempt"
+
 # -- corrupt checkpoint: a 12-step run, its newest shard corrupted, then
 #    20 steps: step 12 is skipped (kept on disk), resume at 10, same weights
 "$WRAP" --no-srun --ckpt-dir "$T/cor" $WRAP_FAST -- "$TRAINER" --steps 12 >"$T/cor.out" 2>&1 || fail "cor: first run"
@@ -70,6 +77,13 @@ LLM_TRAIN_FAULT=nan@17 "$WRAP" --no-srun --ckpt-dir "$T/nan" $WRAP_FAST --rollba
 grep '"event":"launch"' "$T/nan/ledger.jsonl" | tail -1 | grep '"resume_step":10' | grep -q '"skip_batches":10' ||
 	fail "nan: not resumed at 10 skipping 10 batches"
 cmp -s "$T/ref/final_weights" "$T/nan/final_weights" && fail "nan: weights equal the reference though data was skipped"
+
+# -- a loss spike that persisted (exit 85, as after the runtime's own
+#    in-memory skip failed): the same rollback
+LLM_TRAIN_FAULT=spike@9 "$WRAP" --no-srun --ckpt-dir "$T/spike" $WRAP_FAST --rollback-steps 5 --skip-batches 2 \
+	-- "$TRAINER" --steps 20 >"$T/spike.out" 2>&1 || { cat "$T/spike.out"; fail "spike run failed"; }
+grep '"event":"launch"' "$T/spike/ledger.jsonl" | tail -1 | grep '"resume_step":0' | grep -q '"skip_batches":11' ||
+	fail "spike: not resumed at 0 skipping 11 batches"
 
 # -- foreign trainer, no heartbeats: output progress; attempt 0 goes silent
 cat >"$T/foreign.sh" <<'SH'
