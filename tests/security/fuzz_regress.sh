@@ -11,7 +11,7 @@ for t in opts policy topology shard config ckpt safetensors; do
 	[ -d "$s/regress/$t" ] && dirs="$dirs $s/regress/$t"
 	# shellcheck disable=SC2086
 	if out=$("$b/regress_$t" $dirs 2>&1); then
-		echo "ok: $t: $out"
+		echo "ok: $t: $(printf "%s\n" "$out" | tail -n 1)"
 	else
 		echo "FAIL: $t: $out"
 		fail=1
