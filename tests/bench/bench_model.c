@@ -63,7 +63,7 @@ int main(int argc, char **argv)
             t0 = now(CLOCK_MONOTONIC);
             c0 = now(CLOCK_PROCESS_CPUTIME_ID);
         }
-        size_t base = ((size_t)s * M) % (got - M - 1);
+        size_t base = got > (size_t)M + 1 ? ((size_t)s * M) % (got - M - 1) : 0;
         for (int i = 0; i < M; i++) {
             tok[i] = text[base + i];
             tgt[i] = text[base + i + 1];

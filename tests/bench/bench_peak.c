@@ -27,20 +27,31 @@ int main(void)
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ca);
 #pragma omp parallel reduction(+ : sink)
         {
-            __m512 acc[12];
-            for (int i = 0; i < 12; i++)
-                acc[i] = _mm512_set1_ps(0.f);
+            /* twelve named accumulators so they stay in registers */
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+            __m512 a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
             __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3c00);
             for (long it = 0; it < iters / 12; it++) {
-                for (int i = 0; i < 12; i++)
-                    acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
-                __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]),
-                                 "+v"(acc[4]), "+v"(acc[5]), "+v"(acc[6]), "+v"(acc[7]),
-                                 "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
+                a0 = _mm512_dpbf16_ps(a0, x, y);
+                a1 = _mm512_dpbf16_ps(a1, x, y);
+                a2 = _mm512_dpbf16_ps(a2, x, y);
+                a3 = _mm512_dpbf16_ps(a3, x, y);
+                a4 = _mm512_dpbf16_ps(a4, x, y);
+                a5 = _mm512_dpbf16_ps(a5, x, y);
+                a6 = _mm512_dpbf16_ps(a6, x, y);
+                a7 = _mm512_dpbf16_ps(a7, x, y);
+                a8 = _mm512_dpbf16_ps(a8, x, y);
+                a9 = _mm512_dpbf16_ps(a9, x, y);
+                a10 = _mm512_dpbf16_ps(a10, x, y);
+                a11 = _mm512_dpbf16_ps(a11, x, y);
+                /* opaque to the compiler: keeps the twelve chains apart */
+                __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5),
+                                 "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
             }
-            for (int i = 1; i < 12; i++)
-                acc[0] = _mm512_add_ps(acc[0], acc[i]);
-            sink += _mm512_reduce_add_ps(acc[0]);
+            a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                               _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+            a0 = _mm512_add_ps(a0, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+            sink += _mm512_reduce_add_ps(a0);
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cb);

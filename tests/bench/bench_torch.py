@@ -12,6 +12,10 @@ cfgpath, prec, B, T, steps, textpath = sys.argv[1], sys.argv[2], int(sys.argv[3]
     int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '2')))
 torch.manual_seed(0)
+# BENCH_FLUSH_DENORMAL=1: flush denormals to zero (PyTorch's fp32 CPU path
+# can slow down badly on denormal values; off by default = PyTorch as is)
+if os.environ.get('BENCH_FLUSH_DENORMAL') == '1':
+    torch.set_flush_denormal(True)
 cfg = llama_ref.load_config(cfgpath)
 d, V, F, L = cfg['d_model'], cfg['vocab_size'], cfg['d_ff'], cfg['n_layers']
 hd = d // cfg['n_heads']
