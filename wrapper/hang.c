@@ -73,7 +73,7 @@ double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *s
 }
 
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
-                 double timeout, double pause_cap_s, double *stale)
+                 double timeout, double startup_s, double pause_cap_s, double *stale)
 {
 	bool any = false;
 	for (int i = 0; i < n; i++)
@@ -94,7 +94,8 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 		 * it already: then this rank is stuck, not saving. */
 		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
 		              hb[i].step >= top;
-		double limit = paused ? pause_cap_s : timeout;
+		bool starting = !hb[i].valid || hb[i].phase == PH_INIT;
+		double limit = paused ? pause_cap_s : starting ? startup_s : timeout;
 		double s = now - last;
 		if (s > limit && (worst < 0 || s > worst_stale)) {
 			worst = i;

@@ -40,14 +40,16 @@ struct wr_hang_cfg {
 
 double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *st);
 
-/* The rank that made no progress for longer than the timeout, or -1.
- * A rank without a heartbeat counts from `since` (the launch) once any rank
- * has one; load/save phases use pause_cap_s instead of the timeout, unless
- * another rank has reached a later step (a rank left behind in a save is
- * stuck, not saving). The
- * stalled rank is the one silent the longest; *stale gets its silence. */
+/* The rank that made no progress for longer than its limit, or -1.
+ * Limits: `timeout` in training; load/save pause detection (pause_cap_s)
+ * unless another rank has reached a later step (a rank left behind in a
+ * save is stuck, not saving); a rank still in init, or without a heartbeat
+ * while others have one, gets startup_s, the latter counted from `since`
+ * (when this attempt's first heartbeat appeared). No heartbeat at all:
+ * nothing to judge. The stalled rank is the one silent the longest;
+ * *stale gets its silence. */
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
-                 double timeout, double pause_cap_s, double *stale);
+                 double timeout, double startup_s, double pause_cap_s, double *stale);
 
 /* A rank whose last step took more than factor x the median of all ranks
  * (and at least min_s longer): returns the slowest such rank or -1. */

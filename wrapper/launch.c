@@ -119,11 +119,13 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 	char *argv[] = { (char *)tool, "ckpt-list", (char *)dir, NULL };
 	int rc = wr_run_capture(argv, obuf, sizeof obuf, ebuf, sizeof ebuf);
 	/* Every stderr line is a checkpoint the tool refused: report it. */
-	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln && rc != 127; ln = strtok_r(NULL, "\n", &save)) {
 		fprintf(stderr, "llm-train-wrap: checkpoint skipped: %s\n", ln);
 		if (l && rc == 0)
 			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s}", "why", ln));
 	}
+	if (rc == 127)
+		return -2;   /* no such tool */
 	if (rc != 0) {
 		fprintf(stderr, "llm-train-wrap: %s ckpt-list %s failed (exit %d)\n", tool, dir, rc);
 		return -1;
@@ -180,13 +182,17 @@ int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
 int wr_launch(const struct wr_launch *c, struct wr_step *s)
 {
 	char *argv[512];
-	char exc[WR_MAX_NODES * (WR_NODE_LEN + 1) + 16], nn[32], nt[32];
+	char exc[WR_MAX_NODES * (WR_NODE_LEN + 1) + 16], nn[32], nt[32], jn[160];
 	int k = 0;
 	if (!c->direct) {
 		argv[k++] = (char *)c->srun;
 		argv[k++] = "--kill-on-bad-exit=1";
 		if (c->overlap)
 			argv[k++] = "--overlap";
+		if (c->name) {
+			snprintf(jn, sizeof jn, "--job-name=%s", c->name);
+			argv[k++] = jn;
+		}
 		if (c->exclude && c->exclude->n > 0) {
 			size_t o = (size_t)snprintf(exc, sizeof exc, "--exclude=");
 			for (int i = 0; i < c->exclude->n && o < sizeof exc; i++)

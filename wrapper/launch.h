@@ -18,8 +18,8 @@ struct wr_ckpt {
 
 /* Runs `tool ckpt-list dir`; fills up to max entries, newest first. Lines
  * the tool prints on stderr (corrupt checkpoints) are echoed and recorded
- * in the ledger as checkpoint_skipped. Returns the count, or -1 when the
- * tool cannot run or fails (message printed). */
+ * in the ledger as checkpoint_skipped. Returns the count, -2 when the
+ * tool does not exist, or -1 when it fails (message printed). */
 int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
                  struct wr_ledger *l);
 
@@ -39,6 +39,7 @@ struct wr_launch {
 	int nodes, ntasks;         /* 0: srun's defaults (the whole allocation) */
 	bool direct;               /* run cmd without srun (outside Slurm, tests) */
 	bool overlap;              /* share resources still held by a dying step */
+	const char *name;          /* srun --job-name of the step (NULL: none) */
 };
 
 struct wr_step {

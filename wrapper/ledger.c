@@ -52,6 +52,13 @@ void wr_ledger_close(struct wr_ledger *l)
 	l->f = NULL;
 }
 
+static bool verbose;
+
+void wr_ledger_verbose(bool on)
+{
+	verbose = on;
+}
+
 void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields)
 {
 	json_t *o = json_object();
@@ -64,6 +71,8 @@ void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields)
 	json_decref(o);
 	if (!s)
 		return;
+	if (verbose)
+		fprintf(stderr, "llm-train-wrap: ledger: %s\n", s);
 	if (l->f && (fprintf(l->f, "%s\n", s) < 0 || fflush(l->f) != 0))
 		fprintf(stderr, "llm-train-wrap: writing %s: %s\n", l->path, strerror(errno));
 	free(s);
@@ -97,7 +106,7 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
-int wr_ledger_load(const char *path, struct wr_history *h)
+int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 {
 	memset(h, 0, sizeof *h);
 	h->max_resume_step = -1;
@@ -126,6 +135,13 @@ int wr_ledger_load(const char *path, struct wr_history *h)
 			run_start = t;
 			closed = false;
 			h->runs++;
+			if (job && strcmp(str(o, "job"), job) != 0) {
+				h->restarts = 0;     /* another job: its budget is not ours */
+				h->nrestart_times = 0;
+				h->pending = false;
+				h->max_resume_step = h->skip_until_step = -1;
+				h->need_agree = false;
+			}
 		} else if (strcmp(ev, "launch") == 0) {
 			h->attempts_total++;
 		} else if (strcmp(ev, "attempt") == 0 && h->nattempts < WR_HIST_MAX) {

@@ -25,6 +25,9 @@ void wr_ledger_close(struct wr_ledger *l);
  * Takes the reference to fields (may be NULL). */
 void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields);
 
+/* With on, every event is also printed on stderr (-v). */
+void wr_ledger_verbose(bool on);
+
 /* json array of node names */
 json_t *wr_nodes_json(const struct wr_nodes *s);
 
@@ -54,7 +57,10 @@ struct wr_history {
 };
 
 /* Reads the ledger at path into h (an absent file is an empty history).
- * Lines that do not parse are skipped with a warning on stderr. */
-int wr_ledger_load(const char *path, struct wr_history *h);
+ * Lines that do not parse are skipped with a warning on stderr. The
+ * restart budget (restarts, their times, a pending requeue) counts only
+ * runs of job (requeues keep the job id); a new job in the same run dir
+ * starts with a full budget. job NULL: count every run. */
+int wr_ledger_load(const char *path, const char *job, struct wr_history *h);
 
 #endif

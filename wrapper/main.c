@@ -140,16 +140,17 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct wr_ledger led;
+	wr_ledger_verbose(o.verbose > 0);
 	if (wr_ledger_open(&led, run_dir) != 0)
 		return LLMT_EXIT_IO;
 	mkdir(o.ckpt_dir, 0700);
+	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	static struct wr_history h;
-	if (wr_ledger_load(led.path, &h) != 0) {
+	if (wr_ledger_load(led.path, job, &h) != 0) {
 		fprintf(stderr, PROG ": cannot read %s: %s\n", led.path, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
 
-	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	int run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6);
 	bool in_slurm = *job && !o.no_srun;
 	const char *nodelist = getenv("SLURM_JOB_NODELIST");
@@ -196,7 +197,6 @@ int main(int argc, char **argv)
 	long skip_until = h.pending ? h.skip_until_step : -1;
 	bool need_agree = h.pending && h.need_agree;
 	long rollback_from = -1;   /* resume step at the last rollback: skips apply to ckpts at or before it */
-	int first_attempt = h.attempts_total;
 	int attempt = h.attempts_total, no_progress = 0, numeric_repeats = 0, exit_code = 0;
 	struct wr_steptimes st = { .n = 0 };
 	for (int i = 0; i < h.nattempts; i++)
@@ -209,6 +209,13 @@ int main(int argc, char **argv)
 		if (strcmp(o.ckpt_tool, "none") != 0) {
 			static struct wr_ckpt ck[1024];
 			int n = wr_ckpt_list(o.ckpt_tool, o.ckpt_dir, ck, 1024, &led);
+			if (n == -2 && !o.ckpt_tool_given) {
+				/* no llm-train here: a foreign trainer resumes by itself */
+				fprintf(stderr, PROG ": %s not found: checkpoints are left to the trainer "
+				        "(--ckpt-tool PATH or none to say so)\n", o.ckpt_tool);
+				o.ckpt_tool = "none";
+				n = 0;
+			}
 			if (n < 0) {
 				wr_ledger_event(&led, "end", json_pack("{s:i,s:s}", "exit_code", LLMT_EXIT_SOFTWARE, "why", "checkpoint tool failed"));
 				return LLMT_EXIT_SOFTWARE;
@@ -221,7 +228,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": no checkpoint fits (step <= %ld%s): fresh start\n", max_resume,
 				        need_agree ? ", replicas agree" : "");
 			}
-			set_env("LLM_TRAIN_RESUME", resume);
+			if (strcmp(o.ckpt_tool, "none") != 0)
+				set_env("LLM_TRAIN_RESUME", resume);
 		}
 		long skip = 0;
 		if (skip_until >= 0 && (rollback_from < 0 || resume_step <= rollback_from)) {
@@ -257,8 +265,9 @@ int main(int argc, char **argv)
 		                        .nodes = custom ? nodes_step : 0, .ntasks = custom ? (ntasks ? ntasks : nodes_step * tpn) : 0,
 		                        .direct = !in_slurm,
 		                        /* a killed step may hold its CPUs until a dead node is
-		                         * declared down: the next one must not wait for it */
-		                        .overlap = attempt > first_attempt };
+		                         * declared down or a restarted slurmctld learns it
+		                         * ended: every step shares, so the next never waits */
+		                        .overlap = true, .name = WR_STEP_NAME };
 		int nranks = lc.ntasks > 0 ? lc.ntasks : (in_slurm ? ntasks_job : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7));
 		if (nranks < 1)
 			nranks = 1;
@@ -285,6 +294,8 @@ int main(int argc, char **argv)
 
 		/* ---- what happened ---- */
 		int code = wo.e.exited ? wo.e.exit_code : 128 + wo.e.term_signal;
+		if (in_slurm && code != 0)
+			wr_cancel_leftover_steps(job);
 		if (in_slurm && (code != 0 || wo.e.hung)) {
 			struct wr_nodes bad;
 			if (wr_node_states("sinfo", nodelist, &bad) == 0)
@@ -415,7 +426,7 @@ int main(int argc, char **argv)
 
 	/* ---- the end of the job ---- */
 	static struct wr_history fin;
-	wr_ledger_load(led.path, &fin);
+	wr_ledger_load(led.path, NULL, &fin);
 	struct wr_report_cfg rc = { .run_dir = run_dir, .metrics = metrics_path(run_dir, o.ckpt_dir), .gnuplot = LLMT_GNUPLOT,
 	                            .job = job, .now = wr_now() };
 	struct wr_goodput g;

@@ -31,7 +31,9 @@ static void help(void)
 {
 	printf("usage: " PROG " [options] -- COMMAND [ARGS...]\n"
 	       "Runs COMMAND as a Slurm step (srun), restarts it, rolls it back or requeues the job\n"
-	       "when it fails, and reports goodput at the end.\n"
+	       "when it fails, and reports goodput at the end. srun options go through srun's input\n"
+	       "environment (e.g. SLURM_MPI_TYPE=pmix). Use `exec " PROG "` in the batch script so\n"
+	       "--signal=B:USR1@T reaches it.\n"
 	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
 	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
 	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
@@ -60,7 +62,7 @@ static void help(void)
 	       "  --tick S                watch period (default 1)\n"
 	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
 	       "                          node (default SlurmdTimeout + 10)\n"
-	       "  -v, --verbose\n", LLMT_SRUN);
+	       "  -v, --verbose           print every ledger event on stderr too\n", LLMT_SRUN);
 }
 
 static double num_arg(const char *opt, const char *v, double lo, double hi)
@@ -149,7 +151,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_PROG: o->progress_out = true; break;
 		case O_SRUN: o->srun = optarg; break;
 		case O_NOSRUN: o->no_srun = true; break;
-		case O_TOOL: o->ckpt_tool = optarg; break;
+		case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
 		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
 		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;

@@ -11,7 +11,7 @@ struct opts {
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
 	double spares, grace, mtbf, tick, node_wait, hang_startup, strag_factor, strag_min;
 	int shrink;          /* -1: from the plugin's options */
-	bool requeue, progress_out, no_srun;
+	bool requeue, progress_out, no_srun, ckpt_tool_given;
 	int verbose;
 	char **cmd;
 };

@@ -41,28 +41,56 @@ int wr_hostnames(const char *list, char ***out)
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
 {
 	extern char **environ;
+	static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
 	*tp = *pp = 1;
 	*dp = 0;
 	*dp_auto = false;
+	const char *spec = NULL, *tpv = NULL, *ppv = NULL, *dpv = NULL;
 	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "SLURM_SPANK__SLURM_SPANK_OPTION_", 32) != 0 || !strstr(*e, "llm_train"))
+		if (strncmp(*e, pre, sizeof pre - 1) != 0)
 			continue;
-		const char *v = strchr(*e, '=');
-		if (!v || !strstr(v, "p="))
+		const char *name = *e + sizeof pre - 1, *v = strchr(name, '=');
+		if (!v)
 			continue;
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", v + 1);
-		for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-			if (strncmp(kv, "tp=", 3) == 0)
-				*tp = atoi(kv + 3);
-			else if (strncmp(kv, "pp=", 3) == 0)
-				*pp = atoi(kv + 3);
-			else if (strcmp(kv, "dp=auto") == 0)
-				*dp_auto = true;
-			else if (strncmp(kv, "dp=", 3) == 0)
-				*dp = atoi(kv + 3);
+		size_t len = (size_t)(v - name);
+		v++;
+		if (len == 9 && strncmp(name, "llm_train", 9) == 0)
+			spec = v;
+		else if (len == 6 && strncmp(name, "llm_tp", 6) == 0)
+			tpv = v;
+		else if (len == 6 && strncmp(name, "llm_pp", 6) == 0)
+			ppv = v;
+		else if (len == 6 && strncmp(name, "llm_dp", 6) == 0)
+			dpv = v;
+	}
+	/* A training job of the plugin: dp defaults to auto (from the task
+	 * count). --llm-train=SPEC first, then the separate options override it. */
+	if (spec || tpv || ppv || dpv)
+		*dp_auto = true;
+	char buf[4200];
+	snprintf(buf, sizeof buf, "%s", spec ? spec : "");
+	for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		if (strncmp(kv, "tp=", 3) == 0)
+			*tp = atoi(kv + 3);
+		else if (strncmp(kv, "pp=", 3) == 0)
+			*pp = atoi(kv + 3);
+		else if (strncmp(kv, "dp=", 3) == 0) {
+			*dp_auto = strcmp(kv + 3, "auto") == 0;
+			*dp = *dp_auto ? 0 : atoi(kv + 3);
 		}
 	}
+	if (tpv)
+		*tp = atoi(tpv);
+	if (ppv)
+		*pp = atoi(ppv);
+	if (dpv) {
+		*dp_auto = strcmp(dpv, "auto") == 0;
+		*dp = *dp_auto ? 0 : atoi(dpv);
+	}
+	if (*tp < 1)
+		*tp = 1;
+	if (*pp < 1)
+		*pp = 1;
 }
 
 static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a3)
@@ -115,4 +143,25 @@ double wr_slurmd_timeout(void)
 	if (p && (p = strchr(p, '=')) && sscanf(p + 1, "%lf", &t) == 1 && t > 0)
 		return t;
 	return 300;
+}
+
+int wr_cancel_leftover_steps(const char *job)
+{
+	static char out[1 << 16];
+	char err[1024];
+	char *argv[] = { "squeue", "-h", "-s", "-j", (char *)job, "-o", "%i %j", NULL };
+	if (!job || !*job || wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+		return 0;
+	int n = 0;
+	for (char *save = NULL, *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+		char id[64], name[128];
+		if (sscanf(ln, "%63s %127s", id, name) != 2 || strcmp(name, WR_STEP_NAME) != 0)
+			continue;
+		fprintf(stderr, PROG ": step %s is still listed after its srun ended: scancel\n", id);
+		char *cv[] = { "scancel", id, NULL };
+		wr_shield_children(false);
+		if (wr_run_capture(cv, err, sizeof err, err, sizeof err) == 0)
+			n++;
+	}
+	return n;
 }

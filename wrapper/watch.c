@@ -150,6 +150,7 @@ struct ctx {
 	struct wr_steptimes mine; /* this attempt's step times */
 	bool killing;             /* the wrapper is ending the step (hang) */
 	bool first_seen;          /* srun reported a task ending badly */
+	double first_hb;          /* content time of this attempt's first heartbeat (-1: none) */
 };
 
 static void write_all(int fd, const char *p, size_t n)
@@ -183,6 +184,7 @@ static void on_line(struct ctx *x, const char *line, bool is_err)
 	}
 	if (strstr(line, "srun: error: Timed out waiting for job step to complete"))
 		x->o->e.kill_timeout = true;
+
 	if (strncmp(line, "srun: ", 6) == 0 || strncmp(line, "llm-train-wrap: ", 16) == 0)
 		return;
 	if (x->c->progress_from_output) {
@@ -240,6 +242,8 @@ static void read_heartbeats(struct ctx *x)
 		struct wr_hb h;
 		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch) {
 			x->hb[r] = h;
+			if (x->first_hb < 0 || h.time < x->first_hb)
+				x->first_hb = h.time;   /* the ranks of this attempt are up */
 			if (h.phase == PH_TRAIN || h.phase == PH_SAVE || h.phase == PH_DONE) {
 				if (h.step > x->seen_step[r] && h.step > c->resume_step) {
 					if (x->seen_step[r] >= 0 && h.last_step_s > 0) {
@@ -309,6 +313,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	}
 	for (int r = 0; r < n; r++)
 		x.seen_step[r] = -1;
+	x.first_hb = -1;
 	o->t_launch = wr_now();
 	o->t_first_step = -1;
 	o->last_step = c->resume_step;
@@ -390,15 +395,17 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		x.last_tick = now;
 
 		double timeout = wr_hang_timeout(&c->hang, st);
+		double startup = c->hang.startup_s > 0 ? c->hang.startup_s : c->hang.cap_s;
 		int hung = -1;
 		double stale = 0;
 		if (c->progress_from_output) {
 			struct wr_hb one = { .valid = true, .time = x.last_line, .phase = PH_TRAIN };
-			if (wr_hang_find(&one, 1, now, o->t_launch, timeout, c->hang.pause_cap_s, &stale) == 0)
+			if (wr_hang_find(&one, 1, now, o->t_launch, timeout, startup, c->hang.pause_cap_s, &stale) == 0)
 				hung = 0;
 		} else if (c->nranks > 0) {
 			read_heartbeats(&x);
-			hung = wr_hang_find(x.hb, c->nranks, now, o->t_launch, timeout, c->hang.pause_cap_s, &stale);
+			hung = wr_hang_find(x.hb, c->nranks, now, x.first_hb >= 0 ? x.first_hb : o->t_launch, timeout,
+			                    startup, c->hang.pause_cap_s, &stale);
 			bool any = false;
 			for (int r = 0; r < c->nranks; r++)
 				any = any || x.hb[r].valid;

@@ -78,28 +78,37 @@ static void test_find(void **state)
 	double stale = 0;
 	struct wr_hb r[4] = { hb(10, 100, PH_TRAIN, 1), hb(10, 101, PH_TRAIN, 1),
 	                      hb(9, 90, PH_TRAIN, 1), hb(10, 100, PH_TRAIN, 1) };
-	assert_int_equal(wr_hang_find(r, 4, 105, 0, 20, 600, &stale), -1);
-	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);   /* silent 25 s */
+	assert_int_equal(wr_hang_find(r, 4, 105, 0, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), 2);   /* silent 25 s */
 	assert_true(stale == 25);
-	assert_int_equal(wr_hang_find(r, 4, 125, 0, 20, 600, &stale), 2);   /* all over: the oldest */
+	assert_int_equal(wr_hang_find(r, 4, 125, 0, 20, 50, 600, &stale), 2);   /* all over: the oldest */
 	r[2].phase = PH_SAVE;                          /* behind the others: stuck, not paused */
-	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), 2);
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), 2);
 	r[2].step = 10;                                                      /* paused */
-	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), -1);
-	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 600, &stale), 2);   /* stuck save */
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 50, 600, &stale), 2);   /* stuck save */
 	r[2].phase = PH_DONE;
-	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
 	/* Old heartbeats from an earlier attempt count from the launch. */
 	struct wr_hb o[2] = { hb(10, 50, PH_TRAIN, 1), hb(3, 205, PH_TRAIN, 1) };
-	assert_int_equal(wr_hang_find(o, 2, 210, 200, 20, 600, &stale), -1);
-	assert_int_equal(wr_hang_find(o, 2, 221, 200, 20, 600, &stale), 0);
+	assert_int_equal(wr_hang_find(o, 2, 210, 200, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(o, 2, 221, 200, 20, 50, 600, &stale), 0);
 	/* No heartbeat at all: nothing to judge. A missing one among others
-	 * counts from the launch. */
+	 * counts from `since`. */
 	struct wr_hb z[2];
 	memset(z, 0, sizeof z);
-	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), -1);
 	z[0] = hb(1, 990, PH_TRAIN, 1);
-	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 600, &stale), 1);
+	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), 1);
+	/* ... counted from the attempt's first heartbeat, with the startup limit */
+	z[0].time = 1025;
+	assert_int_equal(wr_hang_find(z, 2, 1030, 990, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(z, 2, 1041, 990, 20, 50, 600, &stale), 1);
+	/* a rank still in init gets the startup limit too */
+	z[1] = hb(0, 1000, PH_INIT, 0);
+	z[0].time = 1040;
+	assert_int_equal(wr_hang_find(z, 2, 1045, 990, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(z, 2, 1051, 990, 20, 50, 600, &stale), 1);
 }
 
 static void test_straggler(void **state)

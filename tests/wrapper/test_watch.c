@@ -13,6 +13,7 @@
 
 #include "wrapper/ledger.h"
 #include "wrapper/report.h"
+#include "wrapper/slurm.h"
 #include "wrapper/watch.h"
 
 static char tmpdir[256];
@@ -105,7 +106,7 @@ static void test_ledger_roundtrip(void **state)
 	char dir[400];
 	snprintf(dir, sizeof dir, "%s/run/a", tmpdir);
 	assert_int_equal(wr_ledger_open(&l, dir), 0);
-	wr_ledger_event(&l, "start", json_pack("{s:i}", "run", 0));
+	wr_ledger_event(&l, "start", json_pack("{s:i,s:s}", "run", 0, "job", "7"));
 	wr_ledger_event(&l, "launch", json_pack("{s:i}", "attempt", 0));
 	wr_ledger_event(&l, "attempt", json_pack("{s:i,s:f,s:f,s:f,s:i,s:i,s:f,s:s,s:i}", "attempt", 0, "t_launch", 10.0,
 	                "t_first_step", 12.0, "t_end", 30.0, "resume_step", 0, "last_step", 15, "step_s", 1.0,
@@ -118,12 +119,12 @@ static void test_ledger_roundtrip(void **state)
 	                "skip_until_step", (json_int_t)-1, "need_agree", 1));
 	wr_ledger_event(&l, "requeue", NULL);
 	fputs("this is not json\n", l.f);
-	wr_ledger_event(&l, "start", json_pack("{s:i}", "run", 1));
+	wr_ledger_event(&l, "start", json_pack("{s:i,s:s}", "run", 1, "job", "7"));
 	wr_ledger_event(&l, "launch", json_pack("{s:i}", "attempt", 1));
 	wr_ledger_close(&l);
 
 	struct wr_history h;
-	assert_int_equal(wr_ledger_load(l.path, &h), 0);
+	assert_int_equal(wr_ledger_load(l.path, "7", &h), 0);
 	assert_int_equal(h.runs, 2);
 	assert_int_equal(h.attempts_total, 2);
 	assert_int_equal(h.restarts, 1);
@@ -137,9 +138,15 @@ static void test_ledger_roundtrip(void **state)
 	assert_int_equal(h.nattempts, 1);
 	assert_int_equal(h.attempts[0].last_step, 15);
 	assert_true(h.last_run_cut);      /* run 1 has no end yet */
+	/* Another job in the same run dir: a full restart budget, the rest kept. */
+	assert_int_equal(wr_ledger_load(l.path, "8", &h), 0);
+	assert_int_equal(h.restarts, 0);
+	assert_false(h.pending);
+	assert_int_equal(h.attempts_total, 2);
+	assert_true(wr_nodes_has(&h.excluded, "n3"));
 
 	snprintf(dir, sizeof dir, "%s/none.jsonl", tmpdir);
-	assert_int_equal(wr_ledger_load(dir, &h), 0);
+	assert_int_equal(wr_ledger_load(dir, NULL, &h), 0);
 	assert_int_equal(h.runs, 0);
 }
 
@@ -162,6 +169,28 @@ static void test_loss_points(void **state)
 	assert_int_equal(wr_loss_points(m, d), -1);
 }
 
+static void test_plugin_layout(void **state)
+{
+	(void)state;
+	int tp, pp, dp;
+	bool aut;
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train");
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp");
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 1 && pp == 1 && dp == 0 && !aut);      /* not a plugin job: no shrink */
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train", "tp=8,pp=2,ckpt-interval=10", 1);
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 8 && pp == 2 && dp == 0 && aut);       /* dp defaults to auto */
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train", "tp=4,pp=1,dp=4", 1);
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 4 && dp == 4 && !aut);
+	setenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp", "auto", 1);   /* overrides the spec */
+	wr_plugin_layout(&tp, &pp, &dp, &aut);
+	assert_true(tp == 4 && dp == 0 && aut);
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train");
+	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_sdc),
 		cmocka_unit_test(test_ledger_roundtrip),
 		cmocka_unit_test(test_loss_points),
+		cmocka_unit_test(test_plugin_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

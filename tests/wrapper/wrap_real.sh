@@ -14,6 +14,9 @@
 #   and data skip, the job finishes (weights differ: data was skipped);
 # - preemption (SIGUSR1 to the batch shell): checkpoint, exit 87, requeue,
 #   resume in the job's next run, bit-identical weights;
+# - a corrupted checkpoint shard: skipped (reported, kept), resume from
+#   the one before, bit-identical weights;
+# - a crash loop stops when the restart budget is spent;
 # - a config error (missing model file) is never retried.
 # RT_SRC/RT_BUILD: where llm-train's sources and build are (default the tree).
 set -u
@@ -113,6 +116,28 @@ wait $prebg || fail "pre: no step-8 checkpoint to preempt"
 finish pre "$pre" same
 [ "$(count requeue "$W/pre/ledger.jsonl")" = 1 ] || fail "pre: not requeued"
 [ "$(cluster_job_field "$pre" Restarts)" = 1 ] || fail "pre: Slurm did not requeue the job"
+
+# corrupted checkpoint shard: a first job stops at step 15 (crash, no
+# restart budget) after checkpoints 4, 8, 12; one shard of step 12 is
+# overwritten in the middle; a second job in the same dir: llm-train
+# ckpt-list refuses step 12 (reported, kept aside, never deleted), the run
+# resumes from step 8 and ends with the unfaulted weights
+j=$(LLM_TRAIN_FAULT=crash@15:0; export LLM_TRAIN_FAULT; job cor --max-restarts 0) || fail "sbatch cor"
+cluster_sbatch_wait "$j" 120 >/dev/null && fail "cor: the first job did not stop"
+shard=$W/cor/step_00000012/rank_00001.bin
+[ -s "$shard" ] || { cat "$W/cor.out"; fail "cor: no $shard"; }
+printf 'garbage!' | dd of="$shard" bs=1 seek=$(( $(stat -c %s "$shard") / 2 )) conv=notrunc 2>/dev/null
+j=$(job cor) || fail "sbatch cor (2)"
+finish cor "$j" same
+grep -l 'garbage!' "$W/cor"/step_00000012*/rank_00001.bin >/dev/null 2>&1 || fail "cor: the corrupt shard is gone"
+[ "$(count checkpoint_skipped "$W/cor/ledger.jsonl" step_00000012)" -ge 1 ] || fail "cor: corrupt checkpoint not reported"
+grep '"event":"launch"' "$W/cor/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' || fail "cor: not resumed from 8"
+
+# crash loop: rank 0 aborts at step 3 in every attempt; budget 1 restart
+j=$(LLM_TRAIN_FAULT='crash!@3:0'; export LLM_TRAIN_FAULT; job loop --max-restarts 1) || fail "sbatch loop"
+cluster_sbatch_wait "$j" 120 >/dev/null && fail "loop: a crash loop completed"
+[ "$(count launch "$W/loop/ledger.jsonl")" = 2 ] || fail "loop: not 2 launches"
+grep '"act":"stop"' "$W/loop/ledger.jsonl" | grep -q budget || fail "loop: not stopped by the budget"
 
 j=$(job cfg -- --model "$W/no-such-model.yaml") || fail "sbatch cfg"
 cluster_sbatch_wait "$j" 60 >/dev/null && fail "cfg: a config error completed"
