@@ -25,6 +25,7 @@ except ImportError as e:
     sys.exit(77)
 sys.path.insert(0, os.path.join(top_srcdir, 'tests', 'reference'))
 import llama_ref
+from ref_dump import read_dump
 
 TEXT = '/usr/share/common-licenses/GPL-3'
 B, T, STEPS = 2, 32, 5
@@ -48,15 +49,7 @@ def run(cfgpath, d):
     if r.returncode != 0:
         print(r.stdout + r.stderr)
         sys.exit(1)
-    params = []
-    for line in open(os.path.join(d, 'params.txt')):
-        n, nd, s0, s1, off, numel, nodecay = line.split()
-        shape = (int(s0), int(s1)) if nd == '2' else (int(s0),)
-        params.append((n, shape, int(off), int(numel), int(nodecay)))
-    rd = lambda f, dt: np.fromfile(os.path.join(d, f), dtype=dt)
-    return params, rd('params.bin', np.float32), rd('grads.bin', np.float32), \
-        rd('tokens.bin', np.int32), rd('targets.bin', np.int32), rd('logits.bin', np.float32), \
-        [float(x) for x in open(os.path.join(d, 'losses.txt'))]
+    return read_dump(d)
 
 
 def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_ref
+from ref_dump import read_dump
 
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_builddir = os.environ.get('top_builddir', top_srcdir)
@@ -45,15 +46,7 @@ def run_c(cfgpath, prec, outdir, extra_env=None):
     if r.returncode != 0:
         print(r.stderr)
         sys.exit(1)
-    params = []
-    for line in open(os.path.join(outdir, 'params.txt')):
-        n, nd, s0, s1, off, numel, nodecay = line.split()
-        shape = (int(s0), int(s1)) if nd == '2' else (int(s0),)
-        params.append((n, shape, int(off), int(numel), int(nodecay)))
-    rd = lambda f, dt: np.fromfile(os.path.join(outdir, f), dtype=dt)
-    return params, rd('params.bin', np.float32), rd('grads.bin', np.float32), \
-        rd('tokens.bin', np.int32), rd('targets.bin', np.int32), rd('logits.bin', np.float32), \
-        [float(x) for x in open(os.path.join(outdir, 'losses.txt'))]
+    return read_dump(outdir)
 
 
 def torch_grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
