@@ -52,18 +52,6 @@ def run(cfgpath, d):
     return read_dump(d)
 
 
-def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
-    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, requires_grad=True)
-         for n, s, off, k, _ in params}
-    if autocast:
-        with torch.autocast('cpu', dtype=torch.bfloat16):
-            logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    else:
-        logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    loss.backward()
-    return logits.detach(), loss.item(), {n: P[n].grad for n in P}
-
-
 def train_losses(cfg, params, flat, text):
     P = {n: torch.tensor(flat[off:off + k].reshape(s), requires_grad=True)
          for n, s, off, k, _ in params}
@@ -92,8 +80,8 @@ for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
     tok = torch.tensor(tok, dtype=torch.int64).view(B, T)
     tgt = torch.tensor(tgt, dtype=torch.int64).view(B, T)
     ours = torch.tensor(logits).view(B, T, -1)
-    l64, loss64, g64 = grads(cfg, params, flat, tok, tgt, torch.float64)
-    lb, _, gb = grads(cfg, params, flat, tok, tgt, torch.float32, True)
+    l64, loss64, g64 = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float64)
+    lb, _, gb = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32, True)
     ro, rt = rel(ours, l64), rel(lb, l64)
     check('%s gpu logits' % tag, ro, min(0.05, 2 * rt + 0.01))
     check('%s gpu loss' % tag, abs(losses[0] - loss64) / loss64, 0.01)
