@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void job_control_mark(spank_t sp)
-{
-	/* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a
-	 * training job, independent of how the options reached the job. */
-	spank_err_t rc = spank_job_control_setenv(sp, "LLM_TRAIN", "1", 1);
-	if (rc != ESPANK_SUCCESS)
-		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
-}
-
 int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av)
 {
 	(void)ac;
@@ -30,11 +21,8 @@ int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av)
 	job.account = getenv("SBATCH_ACCOUNT");
 	struct llmt_opts o;
 	struct llmt_policy *p = NULL;
-	char err[LLMT_ERRLEN];
-	if (llmt_prepare(&job, &o, &p, err, sizeof(err)) != 0) {
-		slurm_error(LLMT_MSG "%s", err);
+	if (llmt_prepare_or_log(&job, &o, &p) != 0)
 		return -1;
-	}
 	if (o.explain) {
 		llmt_explain(stdout, &o, p, NULL, NULL, 0, 0, 0);
 		fflush(stdout);
@@ -43,6 +31,6 @@ int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	llmt_policy_free(p);
-	job_control_mark(sp);
+	llmt_job_control_mark(sp);
 	return 0;
 }

@@ -22,15 +22,10 @@ int llmt_local_init_post_opt(spank_t sp, int ac, char **av)
 	job.account = getenv("SLURM_JOB_ACCOUNT");
 	struct llmt_opts o;
 	struct llmt_policy *p = NULL;
-	char err[LLMT_ERRLEN];
-	if (llmt_prepare(&job, &o, &p, err, sizeof(err)) != 0) {
-		slurm_error(LLMT_MSG "%s", err);
+	if (llmt_prepare_or_log(&job, &o, &p) != 0)
 		return -1;
-	}
 	llmt_policy_free(p);
-	spank_err_t rc = spank_job_control_setenv(sp, "LLM_TRAIN", "1", 1);
-	if (rc != ESPANK_SUCCESS)
-		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
+	llmt_job_control_mark(sp);
 	return 0;
 }
 
@@ -80,11 +75,8 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	job.nodelist = nl;
 	struct llmt_opts o;
 	struct llmt_policy *p = NULL;
-	char err[LLMT_ERRLEN];
-	if (llmt_prepare(&job, &o, &p, err, sizeof(err)) != 0) {
-		slurm_error(LLMT_MSG "%s", err);
+	if (llmt_prepare_or_log(&job, &o, &p) != 0)
 		return -1;
-	}
 	if (!o.explain) {
 		llmt_policy_free(p);
 		return 0;
@@ -95,6 +87,7 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	if (nl && nnodes > 0 && nnodes <= LLMT_MAX_NODES) {
 		tpn = calloc(nnodes, sizeof(*tpn));
 		const char *s = getenv("SLURM_STEP_TASKS_PER_NODE");
+		char err[LLMT_ERRLEN];  /* a bad value falls back to the block split */
 		if (tpn && !(s && llmt_tasks_per_node_parse(s, nnodes, tpn, err, sizeof(err)) == 0)) {
 			for (uint32_t i = 0; i < nnodes; i++)
 				tpn[i] = ntasks / nnodes + (i < ntasks % nnodes ? 1 : 0);

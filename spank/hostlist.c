@@ -11,6 +11,29 @@
 
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
 
+/* The parsed hostlist of expr when it names at most max hosts (their
+ * number in *count); NULL with err otherwise. */
+static hostlist_t open_bounded(const char *expr, unsigned max, int *count,
+			       char *err, size_t errlen)
+{
+	if (!expr) {
+		SET_ERR("empty hostlist");
+		return NULL;
+	}
+	hostlist_t hl = slurm_hostlist_create(expr);
+	if (!hl) {
+		SET_ERR("bad hostlist '%.120s'", expr);
+		return NULL;
+	}
+	*count = slurm_hostlist_count(hl);
+	if (*count < 0 || (unsigned)*count > max) {
+		SET_ERR("hostlist '%.120s' names %d hosts (most %u)", expr, *count, max);
+		slurm_hostlist_destroy(hl);
+		return NULL;
+	}
+	return hl;
+}
+
 int llmt_hostlist_foreach(const char *expr, unsigned max,
 			  int (*fn)(const char *name, void *arg), void *arg,
 			  char *err, size_t errlen)
@@ -20,25 +43,12 @@ int llmt_hostlist_foreach(const char *expr, unsigned max,
 	int count;
 	unsigned n = 0;
 
-	if (!expr) {
-		SET_ERR("empty hostlist");
-		return -1;
-	}
-	if (strlen(expr) >= LLMT_HOSTLIST_MAX * 8) {
+	if (expr && strlen(expr) >= LLMT_HOSTLIST_MAX * 8) {
 		SET_ERR("hostlist longer than %d bytes", LLMT_HOSTLIST_MAX * 8);
 		return -1;
 	}
-	hl = slurm_hostlist_create(expr);
-	if (!hl) {
-		SET_ERR("bad hostlist '%.120s'", expr);
+	if (!(hl = open_bounded(expr, max, &count, err, errlen)))
 		return -1;
-	}
-	count = slurm_hostlist_count(hl);
-	if (count < 0 || (unsigned)count > max) {
-		SET_ERR("hostlist '%.120s' names %d hosts (most %u)", expr, count, max);
-		slurm_hostlist_destroy(hl);
-		return -1;
-	}
 	while ((h = slurm_hostlist_shift(hl))) {
 		size_t len = strlen(h);
 		int rc = 0;
@@ -85,21 +95,9 @@ int llmt_hostlist_expand(const char *expr, unsigned max,
 	int count, rc;
 
 	*names = NULL;
-	if (!expr) {
-		SET_ERR("empty hostlist");
+	if (!(hl = open_bounded(expr, max, &count, err, errlen)))
 		return -1;
-	}
-	hl = slurm_hostlist_create(expr);
-	if (!hl) {
-		SET_ERR("bad hostlist '%.120s'", expr);
-		return -1;
-	}
-	count = slurm_hostlist_count(hl);
 	slurm_hostlist_destroy(hl);
-	if (count < 0 || (unsigned)count > max) {
-		SET_ERR("hostlist '%.120s' names %d hosts (most %u)", expr, count, max);
-		return -1;
-	}
 	c.cap = (unsigned)count;
 	c.names = calloc(c.cap ? c.cap : 1, LLMT_HOST_MAX);
 	if (!c.names) {

@@ -320,6 +320,24 @@ int llmt_prepare(const struct llmt_job_info *job, struct llmt_opts *o,
 	return 0;
 }
 
+int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
+			struct llmt_policy **pol)
+{
+	char err[LLMT_ERRLEN];
+	if (llmt_prepare(job, o, pol, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+void llmt_job_control_mark(spank_t sp)
+{
+	spank_err_t rc = spank_job_control_setenv(sp, "LLM_TRAIN", "1", 1);
+	if (rc != ESPANK_SUCCESS)
+		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
+}
+
 const char *const llmt_rank_vars[] = {
 	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 	"LLM_TRAIN_TP", "LLM_TRAIN_PP", "LLM_TRAIN_DP",

@@ -92,6 +92,12 @@ struct llmt_policy *llmt_policy_open(const char *path, char *err, size_t errlen)
  * validate against job. On error returns -1 with err; *pol is freed. */
 int llmt_prepare(const struct llmt_job_info *job, struct llmt_opts *o,
 		 struct llmt_policy **pol, char *err, size_t errlen);
+/* llmt_prepare for a context callback: the error goes to slurm_error. */
+int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
+			struct llmt_policy **pol);
+/* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a training
+ * job, independent of how the options reached the job; failure is logged. */
+void llmt_job_control_mark(spank_t sp);
 
 /* Settings-only environment (no rank): the LLM_TRAIN_* settings of the
  * contract for the batch step and --llm-explain. */

@@ -25,6 +25,7 @@ except ImportError as e:
     sys.exit(77)
 sys.path.insert(0, os.path.join(top_srcdir, 'tests', 'reference'))
 import llama_ref
+from ref_dump import read_dump
 
 TEXT = '/usr/share/common-licenses/GPL-3'
 B, T, STEPS = 2, 32, 5
@@ -48,27 +49,7 @@ def run(cfgpath, d):
     if r.returncode != 0:
         print(r.stdout + r.stderr)
         sys.exit(1)
-    params = []
-    for line in open(os.path.join(d, 'params.txt')):
-        n, nd, s0, s1, off, numel, nodecay = line.split()
-        shape = (int(s0), int(s1)) if nd == '2' else (int(s0),)
-        params.append((n, shape, int(off), int(numel), int(nodecay)))
-    rd = lambda f, dt: np.fromfile(os.path.join(d, f), dtype=dt)
-    return params, rd('params.bin', np.float32), rd('grads.bin', np.float32), \
-        rd('tokens.bin', np.int32), rd('targets.bin', np.int32), rd('logits.bin', np.float32), \
-        [float(x) for x in open(os.path.join(d, 'losses.txt'))]
-
-
-def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
-    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, requires_grad=True)
-         for n, s, off, k, _ in params}
-    if autocast:
-        with torch.autocast('cpu', dtype=torch.bfloat16):
-            logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    else:
-        logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    loss.backward()
-    return logits.detach(), loss.item(), {n: P[n].grad for n in P}
+    return read_dump(d)
 
 
 def train_losses(cfg, params, flat, text):
@@ -99,8 +80,8 @@ for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
     tok = torch.tensor(tok, dtype=torch.int64).view(B, T)
     tgt = torch.tensor(tgt, dtype=torch.int64).view(B, T)
     ours = torch.tensor(logits).view(B, T, -1)
-    l64, loss64, g64 = grads(cfg, params, flat, tok, tgt, torch.float64)
-    lb, _, gb = grads(cfg, params, flat, tok, tgt, torch.float32, True)
+    l64, loss64, g64 = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float64)
+    lb, _, gb = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32, True)
     ro, rt = rel(ours, l64), rel(lb, l64)
     check('%s gpu logits' % tag, ro, min(0.05, 2 * rt + 0.01))
     check('%s gpu loss' % tag, abs(losses[0] - loss64) / loss64, 0.01)

@@ -26,6 +26,7 @@
 #include "model.h"
 #include "optim.h"
 #include "parallel.h"
+#include "ref_dump.h"
 
 static int failures;
 
@@ -99,18 +100,6 @@ static int load_cfg(const char *path, llmt_config *c)
 
 static const llmt_adamw_cfg ADAMW = {0.9, 0.95, 1e-8, 0.1, 0.0};
 
-static int write_file(const char *dir, const char *name, const void *p, size_t bytes)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, bytes, f) != bytes || fclose(f)) {
-        fprintf(stderr, "gpu_test: cannot write %s\n", path);
-        return -1;
-    }
-    return 0;
-}
-
 /* ref: same outputs as tests/reference/ref_model.c, computed on the GPU */
 static int cmd_ref(char **a)
 {
@@ -125,21 +114,9 @@ static int cmd_ref(char **a)
     if (!g)
         return 70;
     llmt_model *h = llmt_gmodel_host(g);
-    int np;
-    const llmt_param_info *pi = llmt_model_params(h, &np);
-    size_t n = llmt_model_nparams(h);
+    if (ref_dump_params("gpu_test", h, out))
+        return 74;
     char path[4096];
-    snprintf(path, sizeof path, "%s/params.txt", out);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return 74;
-    for (int i = 0; i < np; i++)
-        fprintf(f, "%s %d %lld %lld %zu %zu %d\n", pi[i].name, pi[i].ndim,
-                (long long)pi[i].shape[0], (long long)pi[i].shape[1], pi[i].offset, pi[i].numel,
-                pi[i].no_decay);
-    fclose(f);
-    if (write_file(out, "params.bin", llmt_model_master(h), n * 4))
-        return 74;
     int32_t *tok = malloc(sizeof *tok * M), *tgt = malloc(sizeof *tgt * M);
     float *logits = malloc(sizeof *logits * (size_t)M * c.vocab_size);
     snprintf(path, sizeof path, "%s/losses.txt", out);
@@ -155,10 +132,7 @@ static int cmd_ref(char **a)
         fprintf(lf, "%.9g\n", loss);
         if (s == 0) {
             if (llmt_gmodel_logits(g, logits) || llmt_gmodel_download_grads(g) ||
-                write_file(out, "tokens.bin", tok, (size_t)M * 4) ||
-                write_file(out, "targets.bin", tgt, (size_t)M * 4) ||
-                write_file(out, "logits.bin", logits, (size_t)M * c.vocab_size * 4) ||
-                write_file(out, "grads.bin", llmt_model_grads(h), n * 4))
+                ref_dump_step0("gpu_test", h, out, tok, tgt, logits, M, c.vocab_size))
                 return 74;
         }
         if (s < steps && llmt_gmodel_adamw(g, 1e-3, 1.0, &ADAMW, s + 1))

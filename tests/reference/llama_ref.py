@@ -78,3 +78,18 @@ def forward(cfg, P, tokens, targets):
     lse = torch.logsumexp(lf, dim=-1)
     loss = F.cross_entropy(lf, targets.reshape(-1)) + cfg['z_loss'] * (lse ** 2).mean()
     return logits, loss
+
+
+def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
+    """Logits, loss and every gradient of one forward and backward from the
+    flat weights (params: the table of ref_dump.read_dump) in dtype;
+    autocast: under CPU bf16 autocast."""
+    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, requires_grad=True)
+         for n, s, off, k, _ in params}
+    if autocast:
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            logits, loss = forward(cfg, P, tok, tgt)
+    else:
+        logits, loss = forward(cfg, P, tok, tgt)
+    loss.backward()
+    return logits.detach(), loss.item(), {n: P[n].grad for n in P}

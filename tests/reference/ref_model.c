@@ -10,18 +10,7 @@
 #include <string.h>
 #include "model.h"
 #include "optim.h"
-
-static int write_file(const char *dir, const char *name, const void *p, size_t bytes)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, bytes, f) != bytes || fclose(f)) {
-        fprintf(stderr, "ref_model: cannot write %s\n", path);
-        return -1;
-    }
-    return 0;
-}
+#include "ref_dump.h"
 
 int main(int argc, char **argv)
 {
@@ -57,18 +46,9 @@ int main(int argc, char **argv)
     int np;
     const llmt_param_info *pi = llmt_model_params(m, &np);
     size_t n = llmt_model_nparams(m);
+    if (ref_dump_params("ref_model", m, out))
+        return 74;
     char path[4096];
-    snprintf(path, sizeof path, "%s/params.txt", out);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return 74;
-    for (int i = 0; i < np; i++)
-        fprintf(f, "%s %d %lld %lld %zu %zu %d\n", pi[i].name, pi[i].ndim,
-                (long long)pi[i].shape[0], (long long)pi[i].shape[1], pi[i].offset, pi[i].numel,
-                pi[i].no_decay);
-    fclose(f);
-    if (write_file(out, "params.bin", llmt_model_master(m), n * 4))
-        return 74;
     int M = B * T;
     int32_t *tok = malloc(sizeof *tok * M), *tgt = malloc(sizeof *tgt * M);
     float *mm = calloc(n, 4), *vv = calloc(n, 4);
@@ -90,11 +70,8 @@ int main(int argc, char **argv)
             return 70;
         fprintf(lf, "%.9g\n", loss);
         if (s == 0) {
-            if (write_file(out, "tokens.bin", tok, (size_t)M * 4) ||
-                write_file(out, "targets.bin", tgt, (size_t)M * 4) ||
-                write_file(out, "logits.bin", llmt_model_logits(m, 0),
-                           (size_t)M * c.vocab_size * 4) ||
-                write_file(out, "grads.bin", llmt_model_grads(m), n * 4))
+            if (ref_dump_step0("ref_model", m, out, tok, tgt, llmt_model_logits(m, 0), M,
+                               c.vocab_size))
                 return 74;
         }
         if (s == steps)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_ref
+from ref_dump import read_dump
 
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_builddir = os.environ.get('top_builddir', top_srcdir)
@@ -45,28 +46,7 @@ def run_c(cfgpath, prec, outdir, extra_env=None):
     if r.returncode != 0:
         print(r.stderr)
         sys.exit(1)
-    params = []
-    for line in open(os.path.join(outdir, 'params.txt')):
-        n, nd, s0, s1, off, numel, nodecay = line.split()
-        shape = (int(s0), int(s1)) if nd == '2' else (int(s0),)
-        params.append((n, shape, int(off), int(numel), int(nodecay)))
-    rd = lambda f, dt: np.fromfile(os.path.join(outdir, f), dtype=dt)
-    return params, rd('params.bin', np.float32), rd('grads.bin', np.float32), \
-        rd('tokens.bin', np.int32), rd('targets.bin', np.int32), rd('logits.bin', np.float32), \
-        [float(x) for x in open(os.path.join(outdir, 'losses.txt'))]
-
-
-def torch_grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
-    P = {}
-    for n, shape, off, numel, _ in params:
-        P[n] = torch.tensor(flat[off:off + numel].reshape(shape), dtype=dtype, requires_grad=True)
-    if autocast:
-        with torch.autocast('cpu', dtype=torch.bfloat16):
-            logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    else:
-        logits, loss = llama_ref.forward(cfg, P, tok, tgt)
-    loss.backward()
-    return logits.detach(), loss.item(), {n: P[n].grad for n in P}, P
+    return read_dump(outdir)
 
 
 def torch_train_losses(cfg, params, flat, text, steps):
@@ -105,9 +85,9 @@ for cfgpath in configs:
         tok = torch.tensor(tok, dtype=torch.int64).view(B, T)
         tgt = torch.tensor(tgt, dtype=torch.int64).view(B, T)
         ours_logits = torch.tensor(logits).view(B, T, -1)
-        l64, loss64, g64, _ = torch_grads(cfg, params, flat, tok, tgt, torch.float64)
+        l64, loss64, g64 = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float64)
         if prec == 'fp32':
-            l32, loss32, g32, _ = torch_grads(cfg, params, flat, tok, tgt, torch.float32)
+            l32, loss32, g32 = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32)
             worst = 0.0
             check('%s fp32 logits' % tag, rel(ours_logits, l32), 1e-5)
             check('%s fp32 loss' % tag, abs(losses[0] - loss32) / loss32, 1e-5)
@@ -123,7 +103,7 @@ for cfgpath in configs:
                   % (tag, rel(ours_logits, l32), rel(l32, l64), losses[0], loss32, worst,
                      len(params), STEPS, lr))
         else:
-            lb, lossb, gb, _ = torch_grads(cfg, params, flat, tok, tgt, torch.float32, True)
+            lb, lossb, gb = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32, True)
             worst, worst_t = 0.0, 0.0
             ro, rt = rel(ours_logits, l64), rel(lb, l64)
             check('%s %s logits' % (tag, prec), ro, min(0.05, 2 * rt + 0.01))

@@ -37,6 +37,26 @@ static int env_put(char **env, const char *k, const char *v, int overwrite)
 	return ESPANK_SUCCESS;
 }
 
+static void env_del(char **env, const char *k)
+{
+	int i = env_find(env, k);
+	if (i >= 0) {
+		free(env[i]);
+		env[i] = NULL;
+	}
+}
+
+/* The getenv calls' copy-out: v into buf[len], as Slurm reports it. */
+static spank_err_t copy_out(const char *v, char *buf, int len)
+{
+	if (!v)
+		return ESPANK_ENV_NOEXIST;
+	if (strlen(v) >= (size_t)len)
+		return ESPANK_NOSPACE;
+	strcpy(buf, v);
+	return ESPANK_SUCCESS;
+}
+
 static void env_clear(char **env)
 {
 	for (int i = 0; i < FAKE_MAX_ENV; i++) {
@@ -247,13 +267,7 @@ spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len)
 		return ESPANK_BAD_ARG;
 	if (fake.ctx != S_CTX_REMOTE)
 		return ESPANK_NOT_REMOTE;
-	const char *v = fake_env_get(var);
-	if (!v)
-		return ESPANK_ENV_NOEXIST;
-	if (strlen(v) >= (size_t)len)
-		return ESPANK_NOSPACE;
-	strcpy(buf, v);
-	return ESPANK_SUCCESS;
+	return copy_out(fake_env_get(var), buf, len);
 }
 
 spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite)
@@ -274,11 +288,7 @@ spank_err_t spank_unsetenv(spank_t sp, const char *var)
 		return ESPANK_BAD_ARG;
 	if (fake.ctx != S_CTX_REMOTE)
 		return ESPANK_NOT_REMOTE;
-	int i = env_find(fake.env, var);
-	if (i >= 0) {
-		free(fake.env[i]);
-		fake.env[i] = NULL;
-	}
+	env_del(fake.env, var);
 	return ESPANK_SUCCESS;
 }
 
@@ -297,13 +307,7 @@ spank_err_t spank_job_control_getenv(spank_t sp, const char *name, char *buf, in
 		return ESPANK_BAD_ARG;
 	if (fake.ctx != S_CTX_LOCAL && fake.ctx != S_CTX_ALLOCATOR)
 		return ESPANK_NOT_LOCAL;
-	const char *v = fake_ctl_get(name);
-	if (!v)
-		return ESPANK_ENV_NOEXIST;
-	if (strlen(v) >= (size_t)len)
-		return ESPANK_NOSPACE;
-	strcpy(buf, v);
-	return ESPANK_SUCCESS;
+	return copy_out(fake_ctl_get(name), buf, len);
 }
 
 spank_err_t spank_job_control_unsetenv(spank_t sp, const char *name)
@@ -312,10 +316,6 @@ spank_err_t spank_job_control_unsetenv(spank_t sp, const char *name)
 		return ESPANK_BAD_ARG;
 	if (fake.ctx != S_CTX_LOCAL && fake.ctx != S_CTX_ALLOCATOR)
 		return ESPANK_NOT_LOCAL;
-	int i = env_find(fake.ctl_env, name);
-	if (i >= 0) {
-		free(fake.ctl_env[i]);
-		fake.ctl_env[i] = NULL;
-	}
+	env_del(fake.ctl_env, name);
 	return ESPANK_SUCCESS;
 }
