@@ -2,15 +2,11 @@
 # The RPMs, end to end: `make dist`, `rpmbuild -ta` of that tarball into a
 # scratch topdir, then every expected path, the Slurm-tied release and
 # dependency, %config(noreplace), no .la, an unpacked scratch root, rpmlint.
-# Skips (77) only when rpmbuild is not installed.
+# Skips (77) only when rpmbuild is not installed (after checking the
+# tarball, which needs no rpm).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
-
-if ! command -v rpmbuild >/dev/null 2>&1; then
-	echo "SKIP: rpmbuild not installed (Debian package rpm)"
-	exit 77
-fi
 
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -27,7 +23,7 @@ ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")
 tarball=$pkg-$ver.tar.gz
 # make dist writes the tarball into the build tree; move it out at once so
 # the tree stays clean (distcheck's distcleancheck looks for leftovers).
-if ! make -s -C "$top_builddir" dist >"$tmp/dist.log" 2>&1; then
+if ! ${MAKE:-make} -s -C "$top_builddir" dist >"$tmp/dist.log" 2>&1; then
 	tail -20 "$tmp/dist.log"
 	die "make dist failed"
 fi
@@ -45,9 +41,25 @@ for f in packaging/slurm-llm-train.spec packaging/slurm-llm-train.spec.in \
 	etc/examples/multi-node-gpu.sbatch doc/contracts.md doc/llm_train.8 \
 	doc/llm-train.yaml.5 doc/llm-train.1 doc/llm-train-wrap.1 \
 	doc/llm-train-plan.1 tests/packaging/rpm.sh tests/packaging/man.sh \
-	include/llmt/exitcodes.h configure; do
+	packaging/slurm-llm-train.rpmlintrc include/llmt/exitcodes.h configure; do
 	grep -qx "$pkg-$ver/$f" "$tmp/dist.list" || fail "tarball lacks $f"
 done
+# Every file under version control is in the tarball (distcheck and
+# rpmbuild -ta build from it): only .gitignore files may be left out.
+if [ -e "$top_srcdir/.git" ] && command -v git >/dev/null 2>&1; then
+	sed "s|^$pkg-$ver/||" "$tmp/dist.list" | sort -u >"$tmp/dist.files"
+	git -C "$top_srcdir" ls-files | grep -v '\(^\|/\)\.gitignore$' | sort -u >"$tmp/git.files"
+	missing=$(comm -13 "$tmp/dist.files" "$tmp/git.files")
+	[ -z "$missing" ] || fail "files under git but not in the tarball (add them to EXTRA_DIST or _SOURCES):" $missing
+else
+	echo "note: not a git checkout, tarball completeness against git not checked"
+fi
+[ $fails = 0 ] || exit 1
+
+if ! command -v rpmbuild >/dev/null 2>&1; then
+	echo "SKIP: rpmbuild not installed (Debian package rpm); the tarball was checked"
+	exit 77
+fi
 
 # ---- rpmbuild -ta ---------------------------------------------------------
 # --nodeps: Debian's rpm has an empty RPM database, so the Fedora/EL
