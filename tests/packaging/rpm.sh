@@ -94,11 +94,31 @@ done
 [ $fails = 0 ] || { ls -R "$top/RPMS" "$top/SRPMS"; exit 1; }
 ok "RPMs: $(cd "$top" && ls RPMS/*/*.rpm SRPMS/*.rpm | tr '\n' ' ')"
 
+# The CUDA variant (rpmbuild --with cuda) swaps -runtime for -runtime-cuda,
+# which provides -runtime; checked on the shipped spec without building.
+spec=$tmp/spec
+tar xzf "$tmp/$tarball" -O "$pkg-$ver/packaging/$pkg.spec" >"$spec" || fail "no spec in the tarball"
+rpmspec -q --with cuda --qf '%{NAME} provides:%{PROVIDES}\n' "$spec" >"$tmp/cuda.q" 2>&1
+grep -q "^$pkg-runtime-cuda provides:$pkg-runtime\$" "$tmp/cuda.q" \
+	|| fail "--with cuda does not give $pkg-runtime-cuda providing $pkg-runtime: $(cat "$tmp/cuda.q")"
+grep -q "^$pkg-runtime provides" "$tmp/cuda.q" && fail "--with cuda still builds $pkg-runtime"
+
 # ---- the release and the dependency tie the plugin to this Slurm ----------
 [ "$(rpm -qp --qf '%{RELEASE}' "$main")" = "$rel" ] || fail "release of $main is not $rel"
 rpm -qp --requires "$main" >"$tmp/req"
 grep -Eq "^slurm(\(x86-64\)|\($arch\))? = $sv\$" "$tmp/req" \
 	|| { cat "$tmp/req"; fail "plugin package does not require slurm = $sv"; }
+
+# A build whose Slurm is not the one the Release names stops after configure.
+if rpmbuild -bc --nodeps --define "_topdir $tmp/mismatch" --define 'slurm_version 99.99.9' \
+	"$spec" --define "_sourcedir $tmp" >"$tmp/mismatch.log" 2>&1; then
+	fail "rpmbuild with slurm_version 99.99.9 against Slurm $sv did not fail"
+elif ! grep -q 'configure found another Slurm than 99.99.9' "$tmp/mismatch.log"; then
+	tail -5 "$tmp/mismatch.log"; fail "slurm_version mismatch failed for another reason"
+else
+	ok "a Release naming another Slurm (99.99.9) is refused at build time"
+fi
+rm -rf "$tmp/mismatch"
 
 # ---- every expected path, in the right package ----------------------------
 plugdir=/usr/lib64/slurm
