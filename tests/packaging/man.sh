@@ -105,6 +105,7 @@ long_opts() { # dir page
 }
 long_opts wrapper llm-train-wrap.1
 long_opts runtime llm-train.1
+long_opts spank llm-train-plan.1
 
 # The checkpoint commands the wrapper relies on (doc/contracts.md).
 for c in ckpt-verify ckpt-list; do
