@@ -40,7 +40,7 @@ for f in packaging/slurm-llm-train.spec packaging/slurm-llm-train.spec.in \
 	etc/examples/single-node.sbatch etc/examples/multi-node-cpu.sbatch \
 	etc/examples/multi-node-gpu.sbatch doc/contracts.md doc/llm_train.8 \
 	doc/llm-train.yaml.5 doc/llm-train.1 doc/llm-train-wrap.1 \
-	doc/llm-train-plan.1 tests/packaging/rpm.sh tests/packaging/man.sh \
+	doc/llm-train-plan.1 tests/packaging/rpm.sh tests/packaging/man.sh tests/packaging/examples.sh \
 	packaging/slurm-llm-train.rpmlintrc include/llmt/exitcodes.h configure; do
 	grep -qx "$pkg-$ver/$f" "$tmp/dist.list" || fail "tarball lacks $f"
 done
