@@ -150,6 +150,11 @@ rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$main" >"$tmp/flags"
 for c in /etc/slurm/plugstack.conf.d/llm-train.conf /etc/slurm/llm-train.yaml; do
 	grep -q "^cn $c\$" "$tmp/flags" || fail "$c is not %config(noreplace): $(grep " $c\$" "$tmp/flags")"
 done
+# The plugin refuses a policy not owned by root or writable by others.
+rpm -qp --qf '[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILENAMES}\n]' "$main" >"$tmp/modes"
+for c in /etc/slurm/plugstack.conf.d/llm-train.conf /etc/slurm/llm-train.yaml; do
+	grep -q "^-rw-r--r-- root:root $c\$" "$tmp/modes" || fail "$c is not -rw-r--r-- root:root: $(grep " $c\$" "$tmp/modes")"
+done
 rpm -qp --qf '[%{FILEFLAGS:fflags}|%{FILEMODES:perms}|%{FILENAMES}\n]' \
 	"$main" "$wrap" "$runtime" >"$tmp/allflags"
 nonconf=$(awk -F'|' '$3 ~ /^\/etc\// && $2 !~ /^d/ && $1 !~ /c/ {print $3}' "$tmp/allflags")
