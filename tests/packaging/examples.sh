@@ -33,6 +33,15 @@ if "$plan" --policy "$policy" --nodes 'cpu001' --tasks-per-node 4 \
 	fail "llm-train-plan accepted a checkpoint dir outside the policy's roots"
 fi
 
+# The example policy in llm-train.yaml(5) is one the plugin accepts.
+sed -n '/^\.SH EXAMPLE/,/^\.fi/p' "$top_srcdir/doc/llm-train.yaml.5" | sed '1,2d;$d' |
+	sed 's/\\-/-/g' >"$tmp/man-policy.yaml"
+grep -q '^node_types:' "$tmp/man-policy.yaml" || fail "no example policy found in doc/llm-train.yaml.5"
+if ! "$plan" --policy "$tmp/man-policy.yaml" --nodes 'gpu[001-002]' --tasks-per-node 8 \
+	--layout tp=8,dp=auto,ckpt-dir=/lustre/me/run1,nccl=ib --env --no-map >"$tmp/plan.out" 2>&1; then
+	fail "the example policy of llm-train.yaml(5) is refused: $(grep -v 'note:' "$tmp/plan.out")"
+fi
+
 sbatch_opt() { # file option: value of "#SBATCH --option=value"
 	sed -n "s/^#SBATCH .*--$2=\([^ ]*\).*/\1/p" "$1" | tail -1
 }
