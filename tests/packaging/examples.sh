@@ -3,7 +3,8 @@
 # its --llm-train layout, checkpoint dir and restart budget pass the sample
 # policy etc/llm-train.yaml as the plugin checks them (llm-train-plan runs
 # the plugin's own code); and every option its command line gives
-# llm-train-wrap and llm-train is one those commands list in --help.
+# llm-train-wrap and llm-train is one those commands list in --help. The
+# example policy printed in llm-train.yaml(5) passes the policy reader too.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
