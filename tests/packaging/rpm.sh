@@ -174,6 +174,19 @@ if [ -f "$so" ]; then
 else
 	fail "no $plugdir/llm_train.so in the scratch root"
 fi
+# Hardening of every packaged ELF file: full RELRO (relro + bind now), a
+# stack that is not executable, no RPATH (the CPU build needs none); the
+# plugin exports only what Slurm looks up.
+for f in $(find "$root" -type f); do
+	file -b "$f" | grep -q '^ELF' || continue
+	rel=${f#"$root"}
+	readelf -lW "$f" | grep -q 'GNU_RELRO' || fail "$rel: no RELRO"
+	readelf -dW "$f" | grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' || fail "$rel: not linked with -z now"
+	readelf -lW "$f" | grep 'GNU_STACK' | grep -q 'RWE' && fail "$rel: executable stack"
+	readelf -dW "$f" | grep -Eq '\((RPATH|RUNPATH)\)' && fail "$rel: has an RPATH: $(readelf -dW "$f" | grep -E 'RPATH|RUNPATH')"
+done
+extra=$(nm -D --defined-only "$so" 2>/dev/null | awk '{print $3}' | grep -Ev '^(slurm_spank_[a-z_]+|plugin_[a-z_]+|spank_plugin_version|_init|_fini)$')
+[ -z "$extra" ] || fail "llm_train.so exports more than slurm_spank_* and plugin_*:" $extra
 for c in llm-train llm-train-wrap llm-train-plan; do
 	[ -x "$root/usr/bin/$c" ] || fail "/usr/bin/$c missing or not executable in the scratch root"
 done
