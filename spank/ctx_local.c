@@ -1,0 +1,109 @@
+/* ctx_local.c: srun (local context). init_post_opt checks the options
+ * against the policy; local_user_init, the first point where srun knows
+ * the step's task count, checks the layout against it and, with
+ * --llm-explain, prints the rank map and every task's environment and
+ * refuses to launch. */
+#include "plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+int llmt_local_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (!llmt_raw_any())
+		return 0;
+	struct llmt_job_info job;
+	memset(&job, 0, sizeof(job));
+	job.partition = getenv("SLURM_JOB_PARTITION");
+	job.account = getenv("SLURM_JOB_ACCOUNT");
+	struct llmt_opts o;
+	struct llmt_policy *p = NULL;
+	char err[LLMT_ERRLEN];
+	if (llmt_prepare(&job, &o, &p, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s", err);
+		return -1;
+	}
+	llmt_policy_free(p);
+	spank_err_t rc = spank_job_control_setenv(sp, "LLM_TRAIN", "1", 1);
+	if (rc != ESPANK_SUCCESS)
+		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
+	return 0;
+}
+
+/* The node list srun's step will use, when srun's environment tells it:
+ * inside an allocation whose node count equals the step's. */
+static const char *step_nodelist(uint32_t nnodes)
+{
+	const char *nl = getenv("SLURM_STEP_NODELIST");
+	if (nl && *nl)
+		return nl;
+	nl = getenv("SLURM_JOB_NODELIST");
+	const char *nn = getenv("SLURM_JOB_NUM_NODES");
+	if (!nl || !*nl || !nn || strtoul(nn, NULL, 10) != nnodes)
+		return NULL;
+	return nl;
+}
+
+int llmt_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (!llmt_raw_any())
+		return 0;
+	uint32_t ntasks = 0, nnodes = 0, job_id = 0, step_id = 0;
+	spank_err_t rc = spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the step's task count: %s", spank_strerror(rc));
+		return -1;
+	}
+	rc = spank_get_item(sp, S_JOB_NNODES, &nnodes);
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the step's node count: %s", spank_strerror(rc));
+		return -1;
+	}
+	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
+		job_id = 0;
+	if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS)
+		step_id = 0;
+
+	const char *nl = step_nodelist(nnodes);
+	struct llmt_job_info job;
+	memset(&job, 0, sizeof(job));
+	job.ntasks = ntasks;
+	job.nnodes = nnodes;
+	job.partition = getenv("SLURM_JOB_PARTITION");
+	job.account = getenv("SLURM_JOB_ACCOUNT");
+	job.nodelist = nl;
+	struct llmt_opts o;
+	struct llmt_policy *p = NULL;
+	char err[LLMT_ERRLEN];
+	if (llmt_prepare(&job, &o, &p, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s", err);
+		return -1;
+	}
+	if (!o.explain) {
+		llmt_policy_free(p);
+		return 0;
+	}
+	/* Tasks per node: srun's block distribution over the step's nodes
+	 * (what SLURM_STEP_TASKS_PER_NODE will say on the nodes). */
+	unsigned *tpn = NULL;
+	if (nl && nnodes > 0 && nnodes <= LLMT_MAX_NODES) {
+		tpn = calloc(nnodes, sizeof(*tpn));
+		const char *s = getenv("SLURM_STEP_TASKS_PER_NODE");
+		if (tpn && !(s && llmt_tasks_per_node_parse(s, nnodes, tpn, err, sizeof(err)) == 0)) {
+			for (uint32_t i = 0; i < nnodes; i++)
+				tpn[i] = ntasks / nnodes + (i < ntasks % nnodes ? 1 : 0);
+		}
+	}
+	llmt_explain(stdout, &o, p, tpn ? nl : NULL, tpn, 0, job_id, step_id);
+	fflush(stdout);
+	free(tpn);
+	llmt_policy_free(p);
+	slurm_error(LLMT_MSG "explain mode: step not launched");
+	return -1;
+}

@@ -1,0 +1,310 @@
+/* ctx_remote.c: slurmstepd (remote context). user_init computes the
+ * step's rank map (the same on every node, from the step node list, the
+ * tasks per node, the topology and the node types); task_init gives each
+ * task its environment. Errors found in user_init are postponed to
+ * task_init, where the task refuses to start with the message on its
+ * stderr (srun never sees a user_init failure). The batch step gets the
+ * job-wide settings only, never a rank, so the wrapper is not mistaken
+ * for rank 0. */
+#include "plugin.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <slurm/slurm.h>
+
+#include "plan.h"
+
+#define LLMT_NODELIST_MAX (64u << 10)
+
+static struct {
+	int ready;            /* user_init done for (job_id, step_id) */
+	uint32_t job_id, step_id;
+	int training;
+	int batch;
+	int failed;
+	char err[LLMT_ERRLEN];
+	struct llmt_opts opts;
+	struct llmt_policy *policy;
+	struct llmt_topology *topo;
+	struct llmt_plan *plan;
+	struct llmt_env env;  /* scratch for task_init (one task per process) */
+} rs;
+
+static void remote_reset(void)
+{
+	if (rs.plan)
+		llmt_plan_free(rs.plan);
+	if (rs.topo)
+		llmt_topology_free(rs.topo);
+	if (rs.policy)
+		llmt_policy_free(rs.policy);
+	rs.plan = NULL;
+	rs.topo = NULL;
+	rs.policy = NULL;
+	rs.ready = rs.training = rs.batch = rs.failed = 0;
+	rs.err[0] = '\0';
+}
+
+__attribute__((format(printf, 1, 2)))
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rs.err, sizeof(rs.err), fmt, ap);
+	va_end(ap);
+	rs.failed = 1;
+	return 0;    /* reported in task_init */
+}
+
+/* spank_getenv into buf; "" when absent. -1 when it does not fit. */
+static int job_getenv(spank_t sp, const char *name, char *buf, int len)
+{
+	buf[0] = '\0';
+	spank_err_t rc = spank_getenv(sp, name, buf, len);
+	if (rc == ESPANK_SUCCESS || rc == ESPANK_ENV_NOEXIST) {
+		if (rc != ESPANK_SUCCESS)
+			buf[0] = '\0';
+		return 0;
+	}
+	snprintf(rs.err, sizeof(rs.err), "reading %s: %s", name, spank_strerror(rc));
+	rs.failed = 1;
+	return -1;
+}
+
+static int set_env(spank_t sp, const char *name, const char *value)
+{
+	spank_err_t rc = spank_setenv(sp, name, value, 1);
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "spank_setenv(%s): %s", name, spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int unset_env(spank_t sp, const char *name)
+{
+	spank_err_t rc = spank_unsetenv(sp, name);
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "spank_unsetenv(%s): %s", name, spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Batch step: job-wide settings, no rank variables (unset if inherited). */
+static int batch_step(spank_t sp)
+{
+	struct llmt_job_info job;
+	char part[LLMT_NAME_MAX], acct[LLMT_NAME_MAX];
+	memset(&job, 0, sizeof(job));
+	if (job_getenv(sp, "SLURM_JOB_PARTITION", part, sizeof(part)) ||
+	    job_getenv(sp, "SLURM_JOB_ACCOUNT", acct, sizeof(acct)))
+		return 0;
+	job.partition = part;
+	job.account = acct;
+	char err[LLMT_ERRLEN];
+	if (llmt_prepare(&job, &rs.opts, &rs.policy, err, sizeof(err)) != 0)
+		return fail("%s", err);
+	if (llmt_settings_env(&rs.opts, rs.policy, rs.job_id, &rs.env, err, sizeof(err)) != 0)
+		return fail("%s", err);
+	for (int i = 0; llmt_rank_vars[i]; i++)
+		if (unset_env(sp, llmt_rank_vars[i]) != 0)
+			return fail("cannot unset %s", llmt_rank_vars[i]);
+	for (unsigned i = 0; i < rs.env.n; i++)
+		if (set_env(sp, rs.env.var[i].name, rs.env.var[i].value) != 0)
+			return fail("cannot set %s", rs.env.var[i].name);
+	return 0;
+}
+
+static int training_step(spank_t sp)
+{
+	uint32_t ntasks = 0, nnodes = 0;
+	spank_err_t rc;
+	if ((rc = spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks)) != ESPANK_SUCCESS)
+		return fail("cannot get the task count: %s", spank_strerror(rc));
+	if ((rc = spank_get_item(sp, S_JOB_NNODES, &nnodes)) != ESPANK_SUCCESS)
+		return fail("cannot get the node count: %s", spank_strerror(rc));
+
+	char part[LLMT_NAME_MAX], acct[LLMT_NAME_MAX], tpn_s[4096];
+	char *nodelist = malloc(LLMT_NODELIST_MAX);
+	unsigned *tpn = NULL;
+	if (!nodelist)
+		return fail("out of memory");
+	if (job_getenv(sp, "SLURM_JOB_PARTITION", part, sizeof(part)) ||
+	    job_getenv(sp, "SLURM_JOB_ACCOUNT", acct, sizeof(acct)) ||
+	    job_getenv(sp, "SLURM_STEP_NODELIST", nodelist, (int)LLMT_NODELIST_MAX) ||
+	    job_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", tpn_s, sizeof(tpn_s)))
+		goto out;
+	if (!nodelist[0]) {
+		fail("SLURM_STEP_NODELIST is not set in the step");
+		goto out;
+	}
+	if (nnodes == 0 || nnodes > LLMT_MAX_NODES) {
+		fail("step node count out of range");
+		goto out;
+	}
+	tpn = calloc(nnodes, sizeof(*tpn));
+	if (!tpn) {
+		fail("out of memory");
+		goto out;
+	}
+	char err[LLMT_ERRLEN];
+	if (llmt_tasks_per_node_parse(tpn_s, nnodes, tpn, err, sizeof(err)) != 0) {
+		fail("SLURM_STEP_TASKS_PER_NODE: %s", err);
+		goto out;
+	}
+
+	struct llmt_job_info job;
+	memset(&job, 0, sizeof(job));
+	job.ntasks = ntasks;
+	job.nnodes = nnodes;
+	job.partition = part;
+	job.account = acct;
+	job.nodelist = nodelist;
+	if (llmt_prepare(&job, &rs.opts, &rs.policy, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	if (rs.opts.explain) {
+		fail("--llm-explain: nothing is run (use it with srun or sbatch)");
+		goto out;
+	}
+	char tpath[LLMT_PATH_MAX];
+	char conf[LLMT_PATH_MAX];
+	const char *sc = getenv("SLURM_CONF");
+	if (!sc) {
+		if (job_getenv(sp, "SLURM_CONF", conf, sizeof(conf)))
+			goto out;
+		sc = conf[0] ? conf : NULL;
+	}
+	int tr = llmt_policy_topology_path(rs.policy, sc, tpath, sizeof(tpath));
+	if (tr < 0) {
+		fail("topology path too long");
+		goto out;
+	}
+	if (tr == 0 && llmt_topology_load(tpath, &rs.topo, err, sizeof(err)) != 0) {
+		fail("topology: %s", err);
+		goto out;
+	}
+	struct llmt_layout lay = { rs.opts.tp, rs.opts.pp, rs.opts.dp };
+	if (llmt_plan_build(nodelist, tpn, 0, rs.topo, rs.policy, lay, NULL, &rs.plan, err,
+			    sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	if (rs.plan->ntasks != ntasks || rs.plan->nnodes != nnodes) {
+		fail("rank map covers a different step than Slurm's (tasks or nodes differ)");
+		goto out;
+	}
+out:
+	free(tpn);
+	free(nodelist);
+	return 0;
+}
+
+int llmt_remote_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	uint32_t job_id = 0, step_id = 0;
+	spank_err_t rc;
+	if ((rc = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS ||
+	    (rc = spank_get_item(sp, S_JOB_STEPID, &step_id)) != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the job/step id: %s", spank_strerror(rc));
+		return -1;
+	}
+	if (rs.ready && rs.job_id == job_id && rs.step_id == step_id)
+		return 0;    /* called again for the same step: idempotent */
+	remote_reset();
+	rs.ready = 1;
+	rs.job_id = job_id;
+	rs.step_id = step_id;
+
+	llmt_raw_from_job_env(sp);
+	if (!llmt_raw_any())
+		return 0;
+	if (step_id == SLURM_EXTERN_CONT || step_id == SLURM_INTERACTIVE_STEP)
+		return 0;
+	rs.training = 1;
+	if (step_id == SLURM_BATCH_SCRIPT) {
+		rs.batch = 1;
+		return batch_step(sp);
+	}
+	return training_step(sp);
+}
+
+int llmt_remote_task_init(spank_t sp, int ac, char **av)
+{
+	if (!rs.ready) {
+		int r = llmt_remote_user_init(sp, ac, av);
+		if (r != 0)
+			return r;
+	}
+	if (!rs.training)
+		return 0;
+	if (rs.failed) {
+		slurm_error(LLMT_MSG "task refused: %s", rs.err);
+		return -1;
+	}
+	if (rs.batch)
+		return 0;
+
+	uint32_t gid = 0, nodeid = 0;
+	int lid = -1;
+	spank_err_t rc;
+	if ((rc = spank_get_item(sp, S_TASK_GLOBAL_ID, &gid)) != ESPANK_SUCCESS ||
+	    (rc = spank_get_item(sp, S_TASK_ID, &lid)) != ESPANK_SUCCESS ||
+	    (rc = spank_get_item(sp, S_JOB_NODEID, &nodeid)) != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the task ids: %s", spank_strerror(rc));
+		return -1;
+	}
+	const struct llmt_plan *pl = rs.plan;
+	if (!pl || gid >= pl->ntasks) {
+		slurm_error(LLMT_MSG "task %u is outside the rank map", gid);
+		return -1;
+	}
+	const struct llmt_rm_task *k = &pl->map->task[gid];
+	if (k->node != nodeid || (int)k->local_rank != lid) {
+		slurm_error(LLMT_MSG "task refused: task %u is not where a block distribution puts it "
+			    "(node %u, local %d; expected %u, %u): use -m block", gid, nodeid, lid,
+			    k->node, k->local_rank);
+		return -1;
+	}
+	struct llmt_env_input in;
+	memset(&in, 0, sizeof(in));
+	in.task = k;
+	in.layout = pl->map->layout;
+	in.world_size = pl->ntasks;
+	in.local_world_size = pl->nodes[k->node].ntasks;
+	in.node_gpus = pl->nodes[k->node].gpus;
+	in.nic = llmt_plan_nic(pl, gid);
+	in.master_addr = llmt_plan_master(pl);
+	in.job_id = rs.job_id;
+	in.step_id = rs.step_id;
+	in.opts = &rs.opts;
+	in.policy = rs.policy;
+	char err[LLMT_ERRLEN];
+	if (llmt_envgen(&in, &rs.env, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "task refused: environment of task %u: %s", gid, err);
+		return -1;
+	}
+	/* A variable of ours that this step does not set must not leak in
+	 * from the batch step or the submitting shell. */
+	for (int i = 0; llmt_rank_vars[i]; i++)
+		if (!llmt_env_get(&rs.env, llmt_rank_vars[i]) && unset_env(sp, llmt_rank_vars[i]) != 0)
+			return -1;
+	for (unsigned i = 0; i < rs.env.n; i++)
+		if (set_env(sp, rs.env.var[i].name, rs.env.var[i].value) != 0)
+			return -1;
+	return 0;
+}
+
+int llmt_remote_exit(spank_t sp, int ac, char **av)
+{
+	(void)sp;
+	(void)ac;
+	(void)av;
+	remote_reset();
+	return 0;
+}

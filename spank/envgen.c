@@ -1,0 +1,189 @@
+/* Environment of one task per doc/contracts.md: torchrun variables, the
+ * LLM_TRAIN_* coordinates and settings, CUDA_VISIBLE_DEVICES and the
+ * chosen NCCL profile with ${...} substituted. Fixed-size output. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "envgen.h"
+
+#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+
+unsigned llmt_master_port(uint32_t job_id, uint32_t step_id)
+{
+	return 20000u + (job_id % 625u) * 16u + (step_id % 16u);
+}
+
+static int subst_value(const char *name, size_t nlen, const struct llmt_env_input *in,
+		       char *val, size_t vlen)
+{
+	if (nlen == 3 && !strncmp(name, "nic", 3))
+		snprintf(val, vlen, "%s", in && in->nic ? in->nic : "");
+	else if (nlen == 3 && !strncmp(name, "gpu", 3))
+		snprintf(val, vlen, "%d", in ? (int)in->task->gpu : 0);
+	else if (nlen == 10 && !strncmp(name, "local_rank", 10))
+		snprintf(val, vlen, "%u", in ? in->task->local_rank : 0);
+	else if (nlen == 4 && !strncmp(name, "rank", 4))
+		snprintf(val, vlen, "%u", in ? in->task->rank : 0);
+	else if (nlen == 16 && !strncmp(name, "local_world_size", 16))
+		snprintf(val, vlen, "%u", in ? in->local_world_size : 0);
+	else
+		return -1;
+	return 0;
+}
+
+static int subst(const char *tmpl, const struct llmt_env_input *in, char *buf, size_t len,
+		 char *err, size_t errlen)
+{
+	size_t off = 0;
+	char v[LLMT_NAME_MAX + 16];
+
+	for (const char *p = tmpl; *p;) {
+		const char *piece = p;
+		size_t plen = 1;
+		if (p[0] == '$' && p[1] == '{') {
+			const char *e = strchr(p + 2, '}');
+			if (!e) {
+				SET_ERR("unterminated ${ in '%.100s'", tmpl);
+				return -1;
+			}
+			if (subst_value(p + 2, (size_t)(e - p - 2), in, v, sizeof(v))) {
+				SET_ERR("unknown ${%.*s} in '%.100s' (known: nic gpu local_rank rank local_world_size)",
+					(int)(e - p - 2 > 32 ? 32 : e - p - 2), p + 2, tmpl);
+				return -1;
+			}
+			piece = v;
+			plen = strlen(v);
+			p = e + 1;
+		} else {
+			p++;
+		}
+		if (buf) {
+			if (off + plen >= len) {
+				SET_ERR("value of '%.100s' too long after substitution", tmpl);
+				return -1;
+			}
+			memcpy(buf + off, piece, plen);
+		}
+		off += plen;
+	}
+	if (buf)
+		buf[off] = 0;
+	return 0;
+}
+
+int llmt_env_subst(const char *tmpl, const struct llmt_env_input *in, char *buf, size_t len,
+		   char *err, size_t errlen)
+{
+	return subst(tmpl, in, buf, len, err, errlen);
+}
+
+int llmt_env_subst_check(const char *tmpl, char *err, size_t errlen)
+{
+	return subst(tmpl, NULL, NULL, 0, err, errlen);
+}
+
+static int put(struct llmt_env *env, const char *name, char *err, size_t errlen,
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int put(struct llmt_env *env, const char *name, char *err, size_t errlen,
+	       const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+	if (env->n >= LLMT_ENV_MAX) {
+		SET_ERR("too many environment variables (most %d)", LLMT_ENV_MAX);
+		return -1;
+	}
+	struct llmt_env_var *v = &env->var[env->n];
+	if (strlen(name) >= sizeof(v->name)) {
+		SET_ERR("variable name %.64s too long", name);
+		return -1;
+	}
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	va_start(ap, fmt);
+	w = vsnprintf(v->value, sizeof(v->value), fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof(v->value)) {
+		SET_ERR("value of %s too long", name);
+		return -1;
+	}
+	env->n++;
+	return 0;
+}
+
+int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err, size_t errlen)
+{
+	const struct llmt_rm_task *t = in->task;
+	const struct llmt_opts *o = in->opts;
+	const struct llmt_policy *p = in->policy;
+	char iv[32];
+
+	env->n = 0;
+	if (!in->master_addr || !*in->master_addr) {
+		SET_ERR("no MASTER_ADDR (host of rank 0)");
+		return -1;
+	}
+#define PUT(name, ...) do { if (put(env, name, err, errlen, __VA_ARGS__)) return -1; } while (0)
+	PUT("LLM_TRAIN", "1");
+	PUT("RANK", "%u", t->rank);
+	PUT("WORLD_SIZE", "%u", in->world_size);
+	PUT("LOCAL_RANK", "%u", t->local_rank);
+	PUT("LOCAL_WORLD_SIZE", "%u", in->local_world_size);
+	PUT("MASTER_ADDR", "%s", in->master_addr);
+	PUT("MASTER_PORT", "%u", llmt_master_port(in->job_id, in->step_id));
+	PUT("LLM_TRAIN_TP", "%u", in->layout.tp);
+	PUT("LLM_TRAIN_PP", "%u", in->layout.pp);
+	PUT("LLM_TRAIN_DP", "%u", in->layout.dp);
+	PUT("LLM_TRAIN_TP_RANK", "%u", t->tp_rank);
+	PUT("LLM_TRAIN_PP_RANK", "%u", t->pp_rank);
+	PUT("LLM_TRAIN_DP_RANK", "%u", t->dp_rank);
+	PUT("LLM_TRAIN_GPU", "%d", (int)t->gpu);
+	PUT("LLM_TRAIN_NIC", "%s", in->nic ? in->nic : "");
+	if (in->node_gpus) {
+		char list[LLMT_ENV_VALUE_MAX];
+		size_t off = 0;
+		unsigned n = in->local_world_size < in->node_gpus ? in->local_world_size : in->node_gpus;
+		list[0] = 0;
+		for (unsigned g = 0; g < n && off < sizeof(list); g++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%u", g ? "," : "", g);
+		PUT("CUDA_VISIBLE_DEVICES", "%s", list);
+	}
+	if (o->ckpt_dir[0]) {
+		PUT("LLM_TRAIN_CKPT_DIR", "%s", o->ckpt_dir);
+		PUT("LLM_TRAIN_HEARTBEAT_DIR", "%s/heartbeat", o->ckpt_dir);
+	}
+	llmt_interval_format(&o->ckpt_interval, iv, sizeof(iv));
+	PUT("LLM_TRAIN_CKPT_INTERVAL", "%s", iv);
+	PUT("LLM_TRAIN_RESTARTS", "%d", o->restarts < 0 ? (int)p->defaults.restarts : o->restarts);
+	PUT("LLM_TRAIN_RESTART_WINDOW", "%u", p->limits.restart_window_s);
+	PUT("LLM_TRAIN_HEARTBEAT_TIMEOUT", "%u", p->defaults.heartbeat_timeout_s);
+	PUT("LLM_TRAIN_HEARTBEAT_STARTUP", "%u", p->defaults.heartbeat_startup_s);
+	PUT("LLM_TRAIN_NCCL_PROFILE", "%s", o->nccl_profile);
+	if (o->nccl_profile[0]) {
+		const struct llmt_nccl_profile *pr = llmt_policy_profile(p, o->nccl_profile);
+		if (!pr) {
+			SET_ERR("nccl profile '%s' is not defined by the policy", o->nccl_profile);
+			return -1;
+		}
+		for (unsigned i = 0; i < pr->nvars; i++) {
+			char val[LLMT_ENV_VALUE_MAX];
+			char e[256];
+			if (subst(pr->vars[i].value, in, val, sizeof(val), e, sizeof(e))) {
+				SET_ERR("nccl profile %s, %s: %s", pr->name, pr->vars[i].name, e);
+				return -1;
+			}
+			PUT(pr->vars[i].name, "%s", val);
+		}
+	}
+#undef PUT
+	return 0;
+}
+
+const char *llmt_env_get(const struct llmt_env *env, const char *name)
+{
+	for (unsigned i = 0; i < env->n; i++)
+		if (!strcmp(env->var[i].name, name))
+			return env->var[i].value;
+	return NULL;
+}

@@ -1,0 +1,65 @@
+/* health.h: node health, pure part. Classifies kernel log lines (NVIDIA
+ * Xid, machine checks, APEI/PCIe/EDAC uncorrected errors), filters them by
+ * time and formats a drain reason. No I/O here (see health_io.h). */
+#ifndef LLMT_HEALTH_H
+#define LLMT_HEALTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum llmt_hw_kind {
+	LLMT_HW_NONE = 0,
+	LLMT_HW_XID,     /* "NVRM: Xid (PCI:...): 79, ..." */
+	LLMT_HW_MCE,     /* machine check: uncorrected CPU/memory error */
+	LLMT_HW_GHES,    /* APEI "[Hardware Error]" of fatal/recoverable severity */
+	LLMT_HW_PCIE,    /* "PCIe Bus Error: severity=Uncorrected" */
+	LLMT_HW_EDAC,    /* EDAC uncorrected memory error */
+};
+
+/* One kernel log record split into its timestamp and message. Accepts
+ * /dev/kmsg records "prio,seq,usec,flags;message" and dmesg text
+ * "[  sec.usec] message". ts_us is monotonic microseconds since boot, or
+ * -1 when the line carries no time. */
+struct llmt_kline {
+	int64_t ts_us;
+	const char *msg;
+	size_t msg_len;
+};
+
+/* 0 when the line is a record, -1 for an empty line or a kmsg continuation
+ * line (those start with a space and carry key=value dictionary data). */
+int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out);
+
+/* The kind of hardware error the message reports; *xid gets the Xid code
+ * for LLMT_HW_XID (else -1). */
+enum llmt_hw_kind llmt_hw_classify(const char *msg, size_t len, int *xid);
+const char *llmt_hw_kind_name(enum llmt_hw_kind kind);
+
+/* Xid codes that NVIDIA documents as caused by the application (13 graphics
+ * engine exception, 31 MMU fault, 43 GPU stopped processing, 45 preemptive
+ * cleanup): they do not condemn the node. */
+int llmt_xid_is_application(int xid);
+
+/* Running scan state: fed line by line, remembers the first error. */
+struct llmt_health_scan {
+	int64_t since_us;        /* lines older than this are ignored */
+	unsigned lines;          /* records looked at */
+	unsigned errors;         /* hardware errors found */
+	enum llmt_hw_kind first_kind;
+	int first_xid;
+	char first[160];         /* first error message, sanitised */
+};
+
+void llmt_health_scan_init(struct llmt_health_scan *s, int64_t since_us);
+/* Returns 1 when this line was a counted hardware error. */
+int llmt_health_scan_line(struct llmt_health_scan *s, const char *line, size_t len);
+
+/* Copies src into dst (size n >= 1) keeping printable ASCII only; quotes,
+ * backslashes and control characters become '_' so the result is safe as a
+ * single scontrol argument and a single log line. */
+void llmt_sanitize(char *dst, size_t n, const char *src, size_t len);
+
+/* "llm_train: <check>: <detail>" sanitised, at most n-1 chars. */
+void llmt_health_reason(char *dst, size_t n, const char *check, const char *detail);
+
+#endif

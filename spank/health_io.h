@@ -1,0 +1,39 @@
+/* health_io.h: node health, I/O part. Reads the kernel log (bounded in
+ * bytes and time), counts GPU device nodes, checks free space and runs an
+ * admin command (scontrol) with a timeout. Root-safe: no symlinks followed. */
+#ifndef LLMT_HEALTH_IO_H
+#define LLMT_HEALTH_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "health.h"
+
+#define LLMT_KLOG_MAX_BYTES (8u << 20)  /* never read more than this */
+#define LLMT_KLOG_MAX_LINE 1024         /* longer lines are cut here */
+
+/* Current CLOCK_MONOTONIC in microseconds (the kernel log's clock). */
+int64_t llmt_monotonic_us(void);
+
+/* Scans the kernel log at path (NULL or "" means /dev/kmsg) for hardware
+ * errors with a timestamp >= since_us, reading at most max_bytes and for at
+ * most timeout_ms. A regular file must be owned by root (or by the calling
+ * user) and not writable by group or others; symlinks are refused.
+ * Returns 0 (scan filled), -1 with err set. */
+int llmt_klog_scan(const char *path, int64_t since_us, size_t max_bytes, int timeout_ms,
+                   struct llmt_health_scan *scan, char *err, size_t errlen);
+
+/* Number of /dev/nvidiaN device nodes in dev_dir (NULL means /dev);
+ * -1 with err set when the directory cannot be read. */
+int llmt_gpu_count(const char *dev_dir, char *err, size_t errlen);
+
+/* Free bytes for unprivileged users on the file system holding the
+ * absolute path root (statvfs). 0 or -1 with err set. */
+int llmt_free_bytes(const char *root, uint64_t *avail, char *err, size_t errlen);
+
+/* Runs argv[0] (an absolute path) with argv, stdin/stdout/stderr on
+ * /dev/null, killing it after timeout_ms. Returns its exit status, or -1
+ * (err set) when it could not run, died by a signal or timed out. */
+int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errlen);
+
+#endif

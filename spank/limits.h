@@ -1,0 +1,16 @@
+/* Size limits shared by the plugin's pure modules: every buffer that holds
+ * user or admin input is fixed-size, so nothing a user sends makes the
+ * plugin allocate without bound. */
+#ifndef LLMT_LIMITS_H
+#define LLMT_LIMITS_H
+
+#define LLMT_SPEC_MAX     4096   /* longest --llm-train=SPEC accepted (bytes) */
+#define LLMT_PATH_MAX     1024   /* longest path (checkpoint dir, policy, topology) */
+#define LLMT_NAME_MAX     64     /* profile, node type, partition, account names */
+#define LLMT_HOST_MAX     128    /* one host name */
+#define LLMT_HOSTLIST_MAX 8192   /* one hostlist expression in policy/topology */
+#define LLMT_VALUE_MAX    256    /* one NCCL variable value (before substitution) */
+#define LLMT_MAX_TASKS    1048576u /* most tasks a rank map accepts */
+#define LLMT_MAX_NODES    262144u  /* most nodes in a topology or a step */
+
+#endif

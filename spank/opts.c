@@ -1,0 +1,588 @@
+/* Options of a training job: --llm-train=SPEC and --llm-* parsing into
+ * struct llmt_opts, defaults from the policy, and validation against the
+ * task count and the policy's limits. Pure: no Slurm, no filesystem. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostlist.h"
+#include "opts.h"
+#include "policy.h"
+
+#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+
+void llmt_opts_init(struct llmt_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->restarts = -1;
+}
+
+/* Strict unsigned decimal: digits only, 1..max. */
+static int parse_uint(const char *key, const char *s, unsigned long long max,
+		      unsigned long long *out, char *err, size_t errlen)
+{
+	unsigned long long v = 0;
+	if (!s || !*s) {
+		SET_ERR("--llm-train: %s needs a number", key);
+		return -1;
+	}
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p)) {
+			SET_ERR("--llm-train: %s=%.64s is not a number", key, s);
+			return -1;
+		}
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (max - d) / 10) {
+			SET_ERR("--llm-train: %s=%.64s is too large (max %llu)", key, s, max);
+			return -1;
+		}
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_size(const char *key, const char *s, unsigned *out,
+		      char *err, size_t errlen)
+{
+	unsigned long long v;
+	if (parse_uint(key, s, LLMT_MAX_TASKS, &v, err, errlen))
+		return -1;
+	if (v == 0) {
+		SET_ERR("--llm-train: %s=%s must be at least 1", key, s);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+int llmt_interval_parse(const char *s, struct llmt_interval *iv,
+			char *err, size_t errlen)
+{
+	char num[32];
+	size_t n;
+	unsigned long long v;
+	char unit = 0;
+
+	if (!s || !*s) {
+		SET_ERR("--llm-train: ckpt-interval needs a value (N steps, Ns/Nm/Nh or auto)");
+		return -1;
+	}
+	if (!strcmp(s, "auto")) {
+		iv->kind = LLMT_IVAL_AUTO;
+		iv->count = 0;
+		iv->unit = 0;
+		return 0;
+	}
+	n = strlen(s);
+	if (n >= sizeof(num)) {
+		SET_ERR("--llm-train: ckpt-interval=%.40s... is too long", s);
+		return -1;
+	}
+	memcpy(num, s, n + 1);
+	if (n > 1 && strchr("smh", num[n - 1])) {
+		unit = num[n - 1];
+		num[n - 1] = 0;
+	}
+	for (const char *p = num; *p; p++)
+		if (!isdigit((unsigned char)*p)) {
+			SET_ERR("--llm-train: ckpt-interval=%s is not N, Ns, Nm, Nh or auto", s);
+			return -1;
+		}
+	if (parse_uint("ckpt-interval", num, 1000000000ULL, &v, err, errlen))
+		return -1;
+	if (v == 0) {
+		SET_ERR("--llm-train: ckpt-interval=%s must be at least 1", s);
+		return -1;
+	}
+	iv->kind = unit ? LLMT_IVAL_SECONDS : LLMT_IVAL_STEPS;
+	iv->count = v;
+	iv->unit = unit;
+	return 0;
+}
+
+void llmt_interval_format(const struct llmt_interval *iv, char *buf, size_t len)
+{
+	switch (iv->kind) {
+	case LLMT_IVAL_STEPS:
+		snprintf(buf, len, "%llu", (unsigned long long)iv->count);
+		break;
+	case LLMT_IVAL_SECONDS:
+		snprintf(buf, len, "%llu%c", (unsigned long long)iv->count, iv->unit);
+		break;
+	default:
+		snprintf(buf, len, "auto");
+	}
+}
+
+uint64_t llmt_interval_seconds(const struct llmt_interval *iv)
+{
+	if (iv->kind != LLMT_IVAL_SECONDS)
+		return 0;
+	switch (iv->unit) {
+	case 'h': return iv->count * 3600;
+	case 'm': return iv->count * 60;
+	default: return iv->count;
+	}
+}
+
+/* A name (profile): letters, digits, '_', '-', '.'; 1..LLMT_NAME_MAX-1. */
+static int check_name(const char *key, const char *v, char *err, size_t errlen)
+{
+	size_t n = v ? strlen(v) : 0;
+	if (n == 0 || n >= LLMT_NAME_MAX) {
+		SET_ERR("--llm-train: %s=%.64s must be 1 to %d characters", key, v ? v : "",
+			LLMT_NAME_MAX - 1);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("_-.", v[i])) {
+			SET_ERR("--llm-train: %s=%.64s: only letters, digits, '_', '-', '.' allowed", key, v);
+			return -1;
+		}
+	return 0;
+}
+
+static int parse_bool(const char *key, const char *v, int *out, char *err, size_t errlen)
+{
+	if (!v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")) {
+		*out = 0;
+		return 0;
+	}
+	SET_ERR("--llm-train: %s=%.64s is not 0/1/yes/no", key, v);
+	return -1;
+}
+
+int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
+		  char *err, size_t errlen)
+{
+	const char *k = key;
+	unsigned long long v;
+
+	if (!k || !*k) {
+		SET_ERR("--llm-train: empty option name");
+		return -1;
+	}
+	if (!strncmp(k, "llm-", 4))
+		k += 4;
+	if (val && strlen(val) >= LLMT_SPEC_MAX) {
+		SET_ERR("--llm-%s: value longer than %d bytes", k, LLMT_SPEC_MAX - 1);
+		return -1;
+	}
+	o->enabled = 1;
+	if (!strcmp(k, "train"))
+		return llmt_opts_parse_spec(o, val, err, errlen);
+	if (!strcmp(k, "tp") || !strcmp(k, "pp")) {
+		unsigned *dst = k[0] == 't' ? &o->tp : &o->pp;
+		if (parse_size(k, val, dst, err, errlen))
+			return -1;
+		o->set |= k[0] == 't' ? LLMT_SET_TP : LLMT_SET_PP;
+		return 0;
+	}
+	if (!strcmp(k, "dp")) {
+		if (val && !strcmp(val, "auto")) {
+			o->dp = 0;
+			o->dp_auto = 1;
+		} else {
+			if (parse_size(k, val, &o->dp, err, errlen))
+				return -1;
+			o->dp_auto = 0;
+		}
+		o->set |= LLMT_SET_DP;
+		return 0;
+	}
+	if (!strcmp(k, "ckpt-dir")) {
+		size_t n = val ? strlen(val) : 0;
+		if (n == 0 || n >= sizeof(o->ckpt_dir)) {
+			SET_ERR("--llm-train: ckpt-dir must be 1 to %d characters", LLMT_PATH_MAX - 1);
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (iscntrl((unsigned char)val[i])) {
+				SET_ERR("--llm-train: ckpt-dir holds a control character");
+				return -1;
+			}
+		if (val[0] != '/') {
+			SET_ERR("--llm-train: ckpt-dir=%.200s is not an absolute path", val);
+			return -1;
+		}
+		memcpy(o->ckpt_dir, val, n + 1);
+		o->set |= LLMT_SET_CKPT_DIR;
+		return 0;
+	}
+	if (!strcmp(k, "ckpt-interval")) {
+		if (llmt_interval_parse(val, &o->ckpt_interval, err, errlen))
+			return -1;
+		o->set |= LLMT_SET_CKPT_INTERVAL;
+		return 0;
+	}
+	if (!strcmp(k, "restarts")) {
+		if (parse_uint("restarts", val, 100000, &v, err, errlen))
+			return -1;
+		o->restarts = (int)v;
+		o->set |= LLMT_SET_RESTARTS;
+		return 0;
+	}
+	if (!strcmp(k, "nccl") || !strcmp(k, "nccl-profile")) {
+		if (check_name(k, val, err, errlen))
+			return -1;
+		snprintf(o->nccl_profile, sizeof(o->nccl_profile), "%s", val);
+		o->set |= LLMT_SET_NCCL;
+		return 0;
+	}
+	if (!strcmp(k, "explain")) {
+		if (parse_bool(k, val, &o->explain, err, errlen))
+			return -1;
+		o->set |= LLMT_SET_EXPLAIN;
+		return 0;
+	}
+	SET_ERR("--llm-train: unknown key '%.64s' (known: tp pp dp ckpt-dir ckpt-interval restarts nccl explain)", key);
+	return -1;
+}
+
+int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
+			 char *err, size_t errlen)
+{
+	char buf[LLMT_SPEC_MAX];
+	size_t n;
+	char *item, *save = NULL;
+
+	o->enabled = 1;
+	if (!spec || !*spec)
+		return 0;
+	n = strlen(spec);
+	if (n >= sizeof(buf)) {
+		SET_ERR("--llm-train: SPEC longer than %d bytes", LLMT_SPEC_MAX - 1);
+		return -1;
+	}
+	memcpy(buf, spec, n + 1);
+	/* Empty items ("tp=2,,pp=2", trailing comma) are mistakes: refuse. */
+	if (buf[0] == ',' || buf[n - 1] == ',' || strstr(buf, ",,")) {
+		SET_ERR("--llm-train: empty item in '%.200s'", spec);
+		return -1;
+	}
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		if (eq)
+			*eq = 0;
+		if (!strcmp(item, "train") || !strcmp(item, "llm-train")) {
+			SET_ERR("--llm-train: unknown key '%.64s'", item);
+			return -1;
+		}
+		if (eq && !eq[1]) {
+			SET_ERR("--llm-train: %.64s= has no value", item);
+			return -1;
+		}
+		if (!eq && strcmp(item, "explain")) {
+			SET_ERR("--llm-train: '%.64s' needs a value (%.64s=...)", item, item);
+			return -1;
+		}
+		if (llmt_opts_set(o, item, eq ? eq + 1 : NULL, err, errlen))
+			return -1;
+	}
+	return 0;
+}
+
+void llmt_opts_apply_defaults(struct llmt_opts *o, const struct llmt_policy *pol)
+{
+	struct llmt_policy builtin;
+	const struct llmt_policy *p = pol;
+	if (!p) {
+		llmt_policy_defaults(&builtin);
+		p = &builtin;
+	}
+	if (!(o->set & LLMT_SET_TP))
+		o->tp = p->defaults.tp;
+	if (!(o->set & LLMT_SET_PP))
+		o->pp = p->defaults.pp;
+	if (!(o->set & LLMT_SET_DP)) {
+		o->dp = p->defaults.dp;
+		o->dp_auto = p->defaults.dp == 0;
+	}
+	if (!(o->set & LLMT_SET_CKPT_INTERVAL))
+		o->ckpt_interval = p->defaults.ckpt_interval;
+	if (!(o->set & LLMT_SET_RESTARTS))
+		o->restarts = (int)p->defaults.restarts;
+	if (!(o->set & LLMT_SET_NCCL))
+		snprintf(o->nccl_profile, sizeof(o->nccl_profile), "%s", p->defaults.nccl_profile);
+}
+
+int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
+			  char *err, size_t errlen)
+{
+	size_t n = strlen(dir);
+	const char *c;
+
+	if (dir[0] != '/') {
+		SET_ERR("--llm-train: ckpt-dir=%.200s is not an absolute path", dir);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (iscntrl((unsigned char)dir[i])) {
+			SET_ERR("--llm-train: ckpt-dir holds a control character");
+			return -1;
+		}
+	/* Walk components: refuse "." and "..", which defeat a prefix check. */
+	for (c = dir; *c;) {
+		while (*c == '/')
+			c++;
+		const char *e = strchr(c, '/');
+		size_t len = e ? (size_t)(e - c) : strlen(c);
+		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) {
+			SET_ERR("--llm-train: ckpt-dir=%.200s has a '.' or '..' component", dir);
+			return -1;
+		}
+		c += len;
+	}
+	if (!p || p->limits.nroots == 0)
+		return 0;
+	for (unsigned i = 0; i < p->limits.nroots; i++) {
+		const char *r = p->limits.ckpt_roots[i];
+		size_t rl = strlen(r);
+		while (rl > 1 && r[rl - 1] == '/')
+			rl--;
+		if (rl == 1 && r[0] == '/')
+			return 0;
+		if (!strncmp(dir, r, rl) && (dir[rl] == 0 || dir[rl] == '/'))
+			return 0;
+	}
+	{
+		char roots[512];
+		size_t off = 0;
+		roots[0] = 0;
+		for (unsigned i = 0; i < p->limits.nroots && off < sizeof(roots); i++) {
+			int w = snprintf(roots + off, sizeof(roots) - off, "%s%s", i ? " " : "",
+					 p->limits.ckpt_roots[i]);
+			if (w < 0)
+				break;
+			off += (size_t)w;
+		}
+		SET_ERR("--llm-train: ckpt-dir=%.200s is not under an allowed root (%s)", dir, roots);
+	}
+	return -1;
+}
+
+struct nt_ctx {
+	const struct llmt_policy *p;
+	unsigned min_domain;   /* smallest NVLink domain among the job's nodes */
+	unsigned gpu_nodes;
+	unsigned cpu_nodes;
+};
+
+static unsigned type_domain(const struct llmt_node_type *t)
+{
+	if (t->gpus_per_node == 0)
+		return 0;          /* CPU node: the node, counted in tasks */
+	return t->nvlink_block ? t->nvlink_block : t->gpus_per_node;
+}
+
+static int nt_visit(const char *host, void *arg)
+{
+	struct nt_ctx *c = arg;
+	const struct llmt_node_type *t = llmt_policy_node_type(c->p, host);
+	unsigned d = t ? type_domain(t) : 0;
+	if (d == 0) {
+		c->cpu_nodes++;
+	} else {
+		c->gpu_nodes++;
+		if (!c->min_domain || d < c->min_domain)
+			c->min_domain = d;
+	}
+	return 0;
+}
+
+static const struct llmt_limit *find_limit(const struct llmt_limit *l, unsigned n, const char *name)
+{
+	if (!name || !*name)
+		return NULL;
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(l[i].name, name))
+			return &l[i];
+	return NULL;
+}
+
+static int check_cap(const char *what, const struct llmt_limit *l, unsigned nnodes,
+		     unsigned gpus, char *err, size_t errlen)
+{
+	if (!l)
+		return 0;
+	if (l->max_nodes && nnodes > l->max_nodes) {
+		SET_ERR("--llm-train: %u nodes exceed the %s '%s' limit of %u nodes",
+			nnodes, what, l->name, l->max_nodes);
+		return -1;
+	}
+	if (l->max_gpus && gpus > l->max_gpus) {
+		SET_ERR("--llm-train: %u GPUs exceed the %s '%s' limit of %u GPUs",
+			gpus, what, l->name, l->max_gpus);
+		return -1;
+	}
+	return 0;
+}
+
+int llmt_opts_validate(struct llmt_opts *o, const struct llmt_policy *pol,
+		       const struct llmt_job_info *job, char *err, size_t errlen)
+{
+	struct llmt_policy *builtin = NULL;
+	const struct llmt_policy *p = pol;
+	struct nt_ctx nt = { 0 };
+	unsigned ntasks = job ? job->ntasks : 0;
+	unsigned nnodes = job ? job->nnodes : 0;
+	unsigned long long tpp;
+	int rc = -1;
+
+	if (!p) {
+		builtin = malloc(sizeof(*builtin));
+		if (!builtin) {
+			SET_ERR("--llm-train: out of memory");
+			return -1;
+		}
+		llmt_policy_defaults(builtin);
+		p = builtin;
+	}
+	if (o->tp == 0 || o->pp == 0) {
+		SET_ERR("--llm-train: tp and pp must be at least 1");
+		goto out;
+	}
+	tpp = (unsigned long long)o->tp * o->pp;
+	if (tpp > LLMT_MAX_TASKS) {
+		SET_ERR("--llm-train: tp=%u x pp=%u is too large", o->tp, o->pp);
+		goto out;
+	}
+	if (ntasks) {
+		if (o->dp_auto || o->dp == 0) {
+			if (ntasks % tpp) {
+				SET_ERR("--llm-train: tp=%u x pp=%u does not divide the %u tasks (dp=auto)",
+					o->tp, o->pp, ntasks);
+				goto out;
+			}
+			o->dp = (unsigned)(ntasks / tpp);
+		} else if (tpp * o->dp != ntasks) {
+			SET_ERR("--llm-train: tp=%u x pp=%u x dp=%u = %llu, but the job has %u tasks",
+				o->tp, o->pp, o->dp, tpp * o->dp, ntasks);
+			goto out;
+		}
+	} else if (!o->dp_auto && o->dp && tpp * o->dp > LLMT_MAX_TASKS) {
+		SET_ERR("--llm-train: tp x pp x dp is too large");
+		goto out;
+	}
+
+	/* TP within one NVLink domain. */
+	nt.p = p;
+	if (job && job->nodelist && *job->nodelist) {
+		if (llmt_hostlist_foreach(job->nodelist, LLMT_MAX_NODES, nt_visit, &nt,
+					  err, errlen) < 0)
+			goto out;
+	} else {
+		for (unsigned i = 0; i < p->nnode_types; i++) {
+			unsigned d = type_domain(&p->node_types[i]);
+			if (d && (!nt.min_domain || d < nt.min_domain))
+				nt.min_domain = d;
+		}
+		if (p->nnode_types == 0)
+			nt.cpu_nodes = 1;
+	}
+	if (nt.min_domain && o->tp > nt.min_domain) {
+		SET_ERR("--llm-train: tp=%u is larger than the NVLink domain (%u GPUs)",
+			o->tp, nt.min_domain);
+		goto out;
+	}
+	if (nt.cpu_nodes && ntasks && nnodes) {
+		/* CPU nodes: the domain is the node; with an uneven spread the
+		 * rank map checks each node later. */
+		unsigned per = ntasks / nnodes;
+		if (ntasks % nnodes == 0 && o->tp > per) {
+			SET_ERR("--llm-train: tp=%u is larger than the %u tasks per node (TP stays in one node)",
+				o->tp, per);
+			goto out;
+		}
+	}
+
+	if (o->restarts < 0 || (unsigned)o->restarts > p->limits.max_restarts) {
+		SET_ERR("--llm-train: restarts=%d exceeds the policy limit of %u",
+			o->restarts, p->limits.max_restarts);
+		goto out;
+	}
+	if (o->nccl_profile[0] && !llmt_policy_profile(p, o->nccl_profile)) {
+		SET_ERR("--llm-train: nccl profile '%s' is not defined by the policy", o->nccl_profile);
+		goto out;
+	}
+	if (o->ckpt_dir[0] && llmt_ckpt_dir_allowed(o->ckpt_dir, p, err, errlen))
+		goto out;
+	{
+		unsigned gpus = (nt.gpu_nodes || (!job || !job->nodelist)) && nt.min_domain ? ntasks : 0;
+		if (check_cap("partition", find_limit(p->limits.partitions, p->limits.npartitions,
+						      job ? job->partition : NULL),
+			      nnodes, gpus, err, errlen))
+			goto out;
+		if (check_cap("account", find_limit(p->limits.accounts, p->limits.naccounts,
+						    job ? job->account : NULL),
+			      nnodes, gpus, err, errlen))
+			goto out;
+	}
+	rc = 0;
+out:
+	free(builtin);
+	return rc;
+}
+
+static int append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+	if (*off) {
+		if (*off + 1 >= len)
+			return -1;
+		buf[(*off)++] = ',';
+		buf[*off] = 0;
+	}
+	va_start(ap, fmt);
+	w = vsnprintf(buf + *off, len - *off, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= len - *off)
+		return -1;
+	*off += (size_t)w;
+	return 0;
+}
+
+int llmt_opts_format(const struct llmt_opts *o, char *buf, size_t len)
+{
+	char iv[32];
+	size_t off = 0;
+	int rc = 0;
+
+	if (!len)
+		return -1;
+	buf[0] = 0;
+	if (o->set & LLMT_SET_TP)
+		rc |= append(buf, len, &off, "tp=%u", o->tp);
+	if (o->set & LLMT_SET_PP)
+		rc |= append(buf, len, &off, "pp=%u", o->pp);
+	if (o->set & LLMT_SET_DP) {
+		if (o->dp_auto)
+			rc |= append(buf, len, &off, "dp=auto");
+		else
+			rc |= append(buf, len, &off, "dp=%u", o->dp);
+	}
+	if (o->set & LLMT_SET_CKPT_DIR)
+		rc |= append(buf, len, &off, "ckpt-dir=%s", o->ckpt_dir);
+	if (o->set & LLMT_SET_CKPT_INTERVAL) {
+		llmt_interval_format(&o->ckpt_interval, iv, sizeof(iv));
+		rc |= append(buf, len, &off, "ckpt-interval=%s", iv);
+	}
+	if (o->set & LLMT_SET_RESTARTS)
+		rc |= append(buf, len, &off, "restarts=%d", o->restarts);
+	if (o->set & LLMT_SET_NCCL)
+		rc |= append(buf, len, &off, "nccl=%s", o->nccl_profile);
+	if (o->set & LLMT_SET_EXPLAIN)
+		rc |= append(buf, len, &off, "explain=%d", o->explain);
+	return rc ? -1 : 0;
+}

@@ -1,0 +1,111 @@
+/* Options of a training job: --llm-train[=SPEC] and the separate --llm-*
+ * options, parsed into struct llmt_opts and checked against the layout,
+ * the task count and the admin policy. Pure: no Slurm, no files. */
+#ifndef LLMT_OPTS_H
+#define LLMT_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "limits.h"
+
+struct llmt_policy;
+
+/* Checkpoint interval: N steps, a time (Ns, Nm, Nh) or auto. */
+enum llmt_ival_kind {
+	LLMT_IVAL_UNSET = 0,
+	LLMT_IVAL_STEPS,
+	LLMT_IVAL_SECONDS,
+	LLMT_IVAL_AUTO,
+};
+struct llmt_interval {
+	enum llmt_ival_kind kind;
+	uint64_t count;  /* steps, or the number in `unit` */
+	char unit;       /* 0 for steps/auto, else 's', 'm' or 'h' as written */
+};
+
+/* Which fields the user set (bits of llmt_opts.set). */
+enum {
+	LLMT_SET_TP            = 1u << 0,
+	LLMT_SET_PP            = 1u << 1,
+	LLMT_SET_DP            = 1u << 2,
+	LLMT_SET_CKPT_DIR      = 1u << 3,
+	LLMT_SET_CKPT_INTERVAL = 1u << 4,
+	LLMT_SET_RESTARTS      = 1u << 5,
+	LLMT_SET_NCCL          = 1u << 6,
+	LLMT_SET_EXPLAIN       = 1u << 7,
+};
+
+struct llmt_opts {
+	int enabled;          /* --llm-train given (or any --llm-* option) */
+	unsigned tp, pp, dp;  /* 0 = not set; dp 0 with dp_auto = auto */
+	int dp_auto;          /* dp=auto: dp = ntasks / (tp*pp) */
+	char ckpt_dir[LLMT_PATH_MAX];      /* "" = not set */
+	struct llmt_interval ckpt_interval;
+	int restarts;         /* -1 = not set */
+	char nccl_profile[LLMT_NAME_MAX];  /* "" = not set */
+	int explain;          /* print map and env, run nothing */
+	unsigned set;         /* LLMT_SET_* bits the user set */
+};
+
+void llmt_opts_init(struct llmt_opts *o);
+
+/* Parse SPEC of --llm-train=SPEC: comma-separated key=value items,
+ *   tp=N pp=N dp=N|auto ckpt-dir=/abs ckpt-interval=N|Ns|Nm|Nh|auto
+ *   restarts=N nccl=NAME (alias nccl-profile) explain (alias explain=1|0)
+ * NULL or "" only enables. Sets o->enabled. Later items override earlier.
+ * Returns 0, or -1 with one line in err naming the bad item/value. */
+int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
+			 char *err, size_t errlen);
+
+/* Set one option by key: the spec keys above, with or without an "llm-"
+ * prefix ("llm-tp", "tp", "llm-nccl-profile", ...). val may be NULL for
+ * "explain" (and for "train": same as parse_spec(NULL)); "train" with a
+ * value parses it as a SPEC. Returns 0 or -1 with err. */
+int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
+		  char *err, size_t errlen);
+
+/* Parse a checkpoint interval text into *iv. 0 or -1 with err. */
+int llmt_interval_parse(const char *s, struct llmt_interval *iv,
+			char *err, size_t errlen);
+/* Format an interval as the contract writes it: "100", "30m", "auto". */
+void llmt_interval_format(const struct llmt_interval *iv, char *buf, size_t len);
+/* Interval in seconds for time kinds, 0 otherwise. */
+uint64_t llmt_interval_seconds(const struct llmt_interval *iv);
+
+/* What the job is, as far as the calling context knows it. */
+struct llmt_job_info {
+	unsigned ntasks;        /* 0 = unknown (checks needing it are skipped) */
+	unsigned nnodes;        /* 0 = unknown */
+	const char *partition;  /* NULL/"" = unknown */
+	const char *account;    /* NULL/"" = unknown */
+	const char *nodelist;   /* hostlist of the step/job, NULL = unknown */
+};
+
+/* Fill fields the user did not set from the policy's defaults (NULL
+ * policy: built-in defaults). Never overrides what the user set. */
+void llmt_opts_apply_defaults(struct llmt_opts *o, const struct llmt_policy *p);
+
+/* Check the options: layout (tp*pp*dp == ntasks, dp=auto computed here
+ * and written back into o->dp), tp within the smallest NVLink domain of
+ * the node types in play (the nodes of job->nodelist when given, else all
+ * node types; nodes without GPUs: the node, i.e. ntasks/nnodes), restart
+ * budget within limits, NCCL profile known, checkpoint dir absolute,
+ * clean (no "." or ".." components) and lexically under an allowed root,
+ * node/GPU caps of the partition and the account.
+ * Returns 0, or -1 with one line in err naming the bad value. */
+int llmt_opts_validate(struct llmt_opts *o, const struct llmt_policy *p,
+		       const struct llmt_job_info *job,
+		       char *err, size_t errlen);
+
+/* Lexical check: dir is absolute, has no "."/".." components, no control
+ * characters, and is (under) one of the policy's allowed roots (no roots
+ * = any clean absolute path). 0 ok, -1 with err. Filesystem checks
+ * (owner, symlinks) are the caller's. */
+int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
+			  char *err, size_t errlen);
+
+/* Canonical SPEC text of the options the user set (parse_spec(format(o))
+ * gives the same options): for passing on and for --llm-explain. */
+int llmt_opts_format(const struct llmt_opts *o, char *buf, size_t len);
+
+#endif

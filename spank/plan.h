@@ -1,0 +1,52 @@
+/* A step's plan: the step nodelist and tasks per node joined with the
+ * topology and the policy's node types into rank-map input, the rank map
+ * itself and its cost next to Slurm's default order. Shared by the
+ * plugin's remote context, --llm-explain and llm-train-plan. Pure apart
+ * from hostlist expansion (libslurm). */
+#ifndef LLMT_PLAN_H
+#define LLMT_PLAN_H
+
+#include <stddef.h>
+#include "limits.h"
+#include "cost.h"
+#include "policy.h"
+#include "rankmap.h"
+#include "topology.h"
+
+/* Parse SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE ("4(x3),2,1")
+ * into out[nnodes]; the counts must cover exactly nnodes nodes.
+ * 0 or -1 with err. */
+int llmt_tasks_per_node_parse(const char *s, unsigned nnodes, unsigned *out,
+			      char *err, size_t errlen);
+
+struct llmt_plan {
+	unsigned nnodes, ntasks;
+	char (*names)[LLMT_HOST_MAX];            /* [nnodes], Slurm order */
+	struct llmt_rm_node *nodes;              /* [nnodes], name -> names[i] */
+	const struct llmt_node_type **types;     /* [nnodes], NULL = no type */
+	struct llmt_rankmap *map;                /* the chosen map */
+	struct llmt_cost cost;                   /* of map */
+	int slurm_feasible;                      /* Slurm's order keeps TP in domains */
+	struct llmt_cost slurm_cost;             /* of Slurm's order (identity) */
+	struct llmt_cost_model model;
+};
+
+/* nodelist: hostlist in Slurm order; tasks_per_node: as parsed above, or
+ * NULL for `uniform` tasks on every node; topo may be NULL (no topology:
+ * every node on its own leaf); policy never NULL (built-in defaults);
+ * cm NULL = default model. Returns 0 with *out or -1 with err. */
+int llmt_plan_build(const char *nodelist, const unsigned *tasks_per_node,
+		    unsigned uniform, const struct llmt_topology *topo,
+		    const struct llmt_policy *policy, struct llmt_layout layout,
+		    const struct llmt_cost_model *cm, struct llmt_plan **out,
+		    char *err, size_t errlen);
+
+/* The NIC name of Slurm task id t ("" when none). */
+const char *llmt_plan_nic(const struct llmt_plan *p, unsigned t);
+
+/* The host of rank 0 (MASTER_ADDR). */
+const char *llmt_plan_master(const struct llmt_plan *p);
+
+void llmt_plan_free(struct llmt_plan *p);
+
+#endif

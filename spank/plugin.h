@@ -1,0 +1,120 @@
+/* plugin.h: glue shared by the llm_train.so callbacks: the option table
+ * and its raw values, the plugstack arguments, the policy loader with its
+ * ownership check, and the per-context entry points llm_train.c calls. */
+#ifndef LLMT_PLUGIN_H
+#define LLMT_PLUGIN_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <slurm/spank.h>
+
+#include "limits.h"
+#include "opts.h"
+#include "policy.h"
+#include "envgen.h"
+
+#define LLMT_MSG "llm_train: "
+#define LLMT_ERRLEN 2048
+
+/* Options, in the order --help shows them. */
+enum llmt_opt_id {
+	LLMT_OPT_TRAIN = 0,
+	LLMT_OPT_TP,
+	LLMT_OPT_PP,
+	LLMT_OPT_DP,
+	LLMT_OPT_CKPT_DIR,
+	LLMT_OPT_CKPT_INTERVAL,
+	LLMT_OPT_RESTARTS,
+	LLMT_OPT_NCCL,
+	LLMT_OPT_EXPLAIN,
+	LLMT_NOPTS
+};
+
+/* What the user gave, unparsed; bounded (longer values are flagged and
+ * refused, never stored). Filled by the option callbacks and, in remote
+ * and job-script contexts, from the SLURM_SPANK_* variables sbatch leaves. */
+struct llmt_raw_opts {
+	int given[LLMT_NOPTS];
+	int too_long[LLMT_NOPTS];
+	char val[LLMT_NOPTS][LLMT_SPEC_MAX + 1];
+};
+extern struct llmt_raw_opts llmt_raw;
+
+/* Plugstack arguments (admin-controlled, plugstack.conf):
+ *   policy=PATH      the policy (default LLMT_DEFAULT_POLICY)
+ *   kernel_log=PATH  kernel log for the health checks (default /dev/kmsg);
+ *                    "%n" is replaced by the node name (emulated clusters)
+ *   state_dir=PATH   root-owned dir for the kernel-log marks
+ *                    (default /run/slurm-llm-train)
+ *   dev_dir=PATH     where /dev/nvidiaN are counted (default /dev)
+ *   scontrol=PATH    scontrol used to drain (default /usr/bin/scontrol) */
+struct llmt_conf {
+	char policy[LLMT_PATH_MAX];
+	char kernel_log[LLMT_PATH_MAX];
+	char state_dir[LLMT_PATH_MAX];
+	char dev_dir[LLMT_PATH_MAX];
+	char scontrol[LLMT_PATH_MAX];
+};
+extern struct llmt_conf llmt_conf;
+
+const char *llmt_opt_name(int id);
+/* Resets llmt_conf, parses av and registers every option
+ * with spank_option_register. 0 or -1 (reported). */
+int llmt_plugin_init(spank_t sp, int ac, char **av);
+int llmt_conf_parse(int ac, char **av, struct llmt_conf *c, char *err, size_t errlen);
+/* Name of the environment variable Slurm uses to carry option id into
+ * the job: SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_<name, '-' -> '_'>. */
+void llmt_opt_env_name(int id, char *buf, size_t len);
+/* Remote context: fill options not given on the command line from the
+ * job environment (sbatch's options reach the batch step this way). */
+void llmt_raw_from_job_env(spank_t sp);
+/* Job-script context: same from spank_option_getopt and getenv(). */
+void llmt_raw_from_getopt(spank_t sp);
+/* Forget every option (tests: a new process). */
+void llmt_raw_reset(void);
+/* 1 if any option was given. */
+int llmt_raw_any(void);
+
+/* Options from llmt_raw: --llm-train SPEC first, then each separate
+ * option (they override the SPEC). 0 or -1 with err. */
+int llmt_opts_from_raw(struct llmt_opts *o, char *err, size_t errlen);
+
+/* Opens the policy without following links, checks it is root-owned and
+ * not writable by others, parses it. Missing file: built-in defaults.
+ * Returns a heap policy or NULL with err ("path:line:col: why"). */
+struct llmt_policy *llmt_policy_open(const char *path, char *err, size_t errlen);
+
+/* Everything up to a validated option set: policy, options, defaults,
+ * validate against job. On error returns -1 with err; *pol is freed. */
+int llmt_prepare(const struct llmt_job_info *job, struct llmt_opts *o,
+		 struct llmt_policy **pol, char *err, size_t errlen);
+
+/* Settings-only environment (no rank): the LLM_TRAIN_* settings of the
+ * contract for the batch step and --llm-explain. */
+int llmt_settings_env(const struct llmt_opts *o, const struct llmt_policy *p,
+		      uint32_t job_id, struct llmt_env *out, char *err, size_t errlen);
+/* 1 if name is one of the per-rank variables (RANK, LOCAL_RANK, ...). */
+int llmt_is_rank_var(const char *name);
+extern const char *const llmt_rank_vars[];
+
+/* --llm-explain output for allocator/local contexts. nodelist may be
+ * NULL (sbatch: nodes unknown), tpn NULL = uniform. */
+void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *p,
+		  const char *nodelist, const unsigned *tpn, unsigned uniform,
+		  uint32_t job_id, uint32_t step_id);
+
+/* Per-context entry points (one file each). */
+int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av);
+int llmt_local_init_post_opt(spank_t sp, int ac, char **av);
+int llmt_local_user_init(spank_t sp, int ac, char **av);
+int llmt_remote_user_init(spank_t sp, int ac, char **av);
+int llmt_remote_task_init(spank_t sp, int ac, char **av);
+int llmt_remote_exit(spank_t sp, int ac, char **av);
+int llmt_job_prolog(spank_t sp, int ac, char **av);
+int llmt_job_epilog(spank_t sp, int ac, char **av);
+
+#endif

@@ -1,0 +1,230 @@
+/* test_health.c: the node-health parts of llm_train.so with plain inputs:
+ * kmsg/dmesg record parsing, hardware error classification, time
+ * filtering, sanitising, and the bounded I/O helpers on temp files. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "health.h"
+#include "health_io.h"
+
+static void test_split_kmsg_and_dmesg(void **state)
+{
+	(void)state;
+	struct llmt_kline k;
+	const char *a = "6,339,5140900,-;NVRM: hello\n";
+	assert_int_equal(llmt_kline_split(a, strlen(a), &k), 0);
+	assert_int_equal(k.ts_us, 5140900);
+	assert_int_equal(k.msg_len, strlen("NVRM: hello"));
+	assert_memory_equal(k.msg, "NVRM: hello", k.msg_len);
+
+	const char *b = "[ 1234.5] mce: x";
+	assert_int_equal(llmt_kline_split(b, strlen(b), &k), 0);
+	assert_int_equal(k.ts_us, 1234500000);
+	assert_memory_equal(k.msg, "mce: x", 6);
+
+	const char *c = " SUBSYSTEM=pci";
+	assert_int_equal(llmt_kline_split(c, strlen(c), &k), -1);
+	assert_int_equal(llmt_kline_split("\n", 1, &k), -1);
+
+	const char *d = "no time here";
+	assert_int_equal(llmt_kline_split(d, strlen(d), &k), 0);
+	assert_int_equal(k.ts_us, -1);
+	/* digits overflowing are not a time */
+	const char *e = "[99999999999999999999999.1] x";
+	assert_int_equal(llmt_kline_split(e, strlen(e), &k), 0);
+	assert_int_equal(k.ts_us, -1);
+}
+
+static void test_classify(void **state)
+{
+	(void)state;
+	int xid;
+	const char *m = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_XID);
+	assert_int_equal(xid, 79);
+	m = "NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_XID);
+	assert_int_equal(xid, 48);
+	m = "pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_PCIE);
+	m = "pcieport 0000:00:03.1: PCIe Bus Error: severity=Corrected, type=Physical Layer";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
+	m = "mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4: b200000000070f0f";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_MCE);
+	m = "{1}[Hardware Error]: event severity: fatal";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_GHES);
+	m = "{1}[Hardware Error]: event severity: corrected";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
+	m = "EDAC MC0: 1 UE memory read error on CPU_SrcID#0";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_EDAC);
+	m = "EDAC MC0: 1 CE memory read error";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
+	m = "eth0: link up";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
+	assert_int_equal(xid, -1);
+	assert_true(llmt_xid_is_application(13));
+	assert_false(llmt_xid_is_application(79));
+}
+
+static void test_scan_filters_by_time_and_kind(void **state)
+{
+	(void)state;
+	struct llmt_health_scan s;
+	llmt_health_scan_init(&s, 1000);
+	const char *lines[] = {
+		"3,1,500,-;NVRM: Xid (PCI:0000:3b:00): 79, before the job",
+		"3,2,1500,-;NVRM: Xid (PCI:0000:3b:00): 31, app fault",
+		"6,3,1600,-;eth0 up",
+		"3,4,2000,-;NVRM: Xid (PCI:0000:3b:00): 94, \"contained\" ECC\terror",
+		"NVRM: Xid (PCI:0000:3b:00): 79, no time",
+		"3,5,3000,-;NVRM: Xid (PCI:0000:3c:00): 79, later",
+	};
+	for (unsigned i = 0; i < 6; i++)
+		llmt_health_scan_line(&s, lines[i], strlen(lines[i]));
+	assert_int_equal(s.lines, 6);
+	assert_int_equal(s.errors, 2);
+	assert_int_equal(s.first_kind, LLMT_HW_XID);
+	assert_int_equal(s.first_xid, 94);
+	assert_null(strchr(s.first, '"'));
+	assert_null(strchr(s.first, '\t'));
+}
+
+static void test_reason_sanitised(void **state)
+{
+	(void)state;
+	char r[64];
+	llmt_health_reason(r, sizeof(r), "kernel log", "a\"b'c\\d\ne`f and a very long tail that is cut off here");
+	assert_string_equal(r, "llm_train: kernel log: a_b_c_d_e_f and a very long tail that is");
+	assert_int_equal(strlen(r), 63);
+}
+
+static char dir[128];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/llmt-health-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void put(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+static void test_klog_file_scan(void **state)
+{
+	(void)state;
+	char p[256], err[512];
+	struct llmt_health_scan s;
+	snprintf(p, sizeof(p), "%s/klog", dir);
+	/* one line much longer than LLMT_KLOG_MAX_LINE, then an error line */
+	size_t big = 3 * LLMT_KLOG_MAX_LINE;
+	char *text = malloc(big + 200);
+	assert_non_null(text);
+	memset(text, 'x', big);
+	snprintf(text + big, 200, "\n[ 10.0] NVRM: Xid (PCI:0000:01:00): 119, GSP timeout\n");
+	put(p, text, 0644);
+	free(text);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 1);
+	assert_int_equal(s.first_xid, 119);
+	/* since after the line: clean */
+	assert_int_equal(llmt_klog_scan(p, 11000000, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 0);
+	/* byte bound: reading only the first bytes misses the error */
+	assert_int_equal(llmt_klog_scan(p, 0, 100, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 0);
+	/* writable by others: refused */
+	chmod(p, 0666);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "writable"));
+	/* relative path and missing file */
+	assert_int_equal(llmt_klog_scan("rel/klog", 0, 0, 1000, &s, err, sizeof(err)), -1);
+	snprintf(p, sizeof(p), "%s/missing", dir);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "missing"));
+}
+
+static void test_real_kmsg_readable(void **state)
+{
+	(void)state;
+	char err[512];
+	struct llmt_health_scan s;
+	if (access("/dev/kmsg", R_OK) != 0)
+		skip();
+	/* bounded: must come back, and this machine's log has records */
+	assert_int_equal(llmt_klog_scan(NULL, 0, 0, 2000, &s, err, sizeof(err)), 0);
+	assert_true(s.lines > 0);
+}
+
+static void test_gpu_count_and_space(void **state)
+{
+	(void)state;
+	char p[256], err[512];
+	const char *names[] = { "nvidia0", "nvidia12", "nvidiactl", "nvidia-caps", "nvidia", "nvidia1x" };
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+		put(p, "", 0644);
+	}
+	assert_int_equal(llmt_gpu_count(dir, err, sizeof(err)), 2);
+	snprintf(p, sizeof(p), "%s/nodir", dir);
+	assert_int_equal(llmt_gpu_count(p, err, sizeof(err)), -1);
+	uint64_t avail = 0;
+	assert_int_equal(llmt_free_bytes(dir, &avail, err, sizeof(err)), 0);
+	assert_true(avail > 0);
+	assert_int_equal(llmt_free_bytes("relative", &avail, err, sizeof(err)), -1);
+}
+
+static void test_run_bounded(void **state)
+{
+	(void)state;
+	char err[512];
+	char *ok[] = { (char *)"/bin/true", NULL };
+	assert_int_equal(llmt_run_bounded(ok, 2000, err, sizeof(err)), 0);
+	char *bad[] = { (char *)"/bin/false", NULL };
+	assert_int_equal(llmt_run_bounded(bad, 2000, err, sizeof(err)), 1);
+	char *slow[] = { (char *)"/bin/sleep", (char *)"30", NULL };
+	assert_int_equal(llmt_run_bounded(slow, 200, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "timed out"));
+	char *rel[] = { (char *)"scontrol", NULL };
+	assert_int_equal(llmt_run_bounded(rel, 200, err, sizeof(err)), -1);
+	char *missing[] = { (char *)"/nonexistent/scontrol", NULL };
+	assert_int_equal(llmt_run_bounded(missing, 2000, err, sizeof(err)), 127);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split_kmsg_and_dmesg),
+		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_scan_filters_by_time_and_kind),
+		cmocka_unit_test(test_reason_sanitised),
+		cmocka_unit_test_setup_teardown(test_klog_file_scan, setup, teardown),
+		cmocka_unit_test(test_real_kmsg_readable),
+		cmocka_unit_test_setup_teardown(test_gpu_count_and_space, setup, teardown),
+		cmocka_unit_test(test_run_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
