@@ -48,7 +48,7 @@ done
 # rpmbuild -ta build from it): only .gitignore files may be left out.
 if [ -e "$top_srcdir/.git" ] && command -v git >/dev/null 2>&1; then
 	sed "s|^$pkg-$ver/||" "$tmp/dist.list" | sort -u >"$tmp/dist.files"
-	git -C "$top_srcdir" ls-files | grep -v '\(^\|/\)\.gitignore$' | sort -u >"$tmp/git.files"
+	git -C "$top_srcdir" ls-files | grep -Ev '(^|/)\.git(ignore|attributes)$' | sort -u >"$tmp/git.files"
 	missing=$(comm -13 "$tmp/dist.files" "$tmp/git.files")
 	[ -z "$missing" ] || fail "files under git but not in the tarball (add them to EXTRA_DIST or _SOURCES):" $missing
 else
