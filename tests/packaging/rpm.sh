@@ -45,7 +45,7 @@ for f in packaging/slurm-llm-train.spec packaging/slurm-llm-train.spec.in \
 	grep -qx "$pkg-$ver/$f" "$tmp/dist.list" || fail "tarball lacks $f"
 done
 # Every file under version control is in the tarball (distcheck and
-# rpmbuild -ta build from it): only .gitignore files may be left out.
+# rpmbuild -ta build from it): only .gitignore/.gitattributes stay out.
 if [ -e "$top_srcdir/.git" ] && command -v git >/dev/null 2>&1; then
 	sed "s|^$pkg-$ver/||" "$tmp/dist.list" | sort -u >"$tmp/dist.files"
 	git -C "$top_srcdir" ls-files | grep -Ev '(^|/)\.git(ignore|attributes)$' | sort -u >"$tmp/git.files"
