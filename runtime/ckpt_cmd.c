@@ -1,0 +1,398 @@
+/* ckpt_cmd.c: the checkpoint subcommands of llm-train (ckpt-verify,
+ * ckpt-list, export, import) and --init-from: Hugging Face config.json
+ * <-> llmt_config, and weights between checkpoints and safetensors. */
+#include "ckpt_int.h"
+#include "safetensors.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- ckpt-verify / ckpt-list ------------------------------------------ */
+int llmt_ckpt_cmd_verify(int argc, char **argv)
+{
+	char err[2048];
+	ck_manifest m;
+	int rc;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: llm-train ckpt-verify STEP_DIR\n");
+		return LLMT_EXIT_USAGE;
+	}
+	rc = ck_validate_dir(argv[1], 0, &m, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "%s\n", err);
+		return rc == LLMT_EXIT_NOINPUT ? rc : LLMT_EXIT_DATA;
+	}
+	printf("%s: valid checkpoint of step %ld (tp=%d pp=%d dp=%d, %d files)\n", argv[1], m.step, m.tp, m.pp,
+	       m.dp, m.src.nfiles);
+	ck_manifest_free(&m);
+	return 0;
+}
+
+static void report_bad(const char *path, const char *why, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "llm-train: ckpt-list: %s: invalid: %s\n", path, why);
+}
+
+int llmt_ckpt_cmd_list(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int quick = 0, n;
+	char **paths;
+	long *steps;
+	struct stat st;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (argv[i][0] != '-' && !dir)
+			dir = argv[i];
+		else {
+			fprintf(stderr, "usage: llm-train ckpt-list [--quick] CKPT_DIR\n");
+			return LLMT_EXIT_USAGE;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "usage: llm-train ckpt-list [--quick] CKPT_DIR\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "llm-train: ckpt-list: %s: no such directory\n", dir);
+		return LLMT_EXIT_NOINPUT;
+	}
+	n = ck_list(dir, quick, &paths, &steps, report_bad, NULL);
+	if (n < 0) {
+		fprintf(stderr, "llm-train: ckpt-list: %s: %s\n", dir, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	for (int i = 0; i < n; i++) {
+		printf("%ld %s\n", steps[i], paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
+	free(steps);
+	return 0;
+}
+
+/* ---- Hugging Face config.json ------------------------------------------ */
+static json_t *hf_config(const llmt_config *c, llmt_ckpt_dtype dt)
+{
+	json_t *o = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:b, s:i, s:s, s:b, s:b, s:s, s:f, s:n}",
+	                      "architectures", c->qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM",
+	                      "model_type", c->qk_norm ? "qwen3" : "llama",
+	                      "hidden_size", c->d_model, "intermediate_size", c->d_ff,
+	                      "num_attention_heads", c->n_heads, "num_key_value_heads", c->n_kv_heads,
+	                      "num_hidden_layers", c->n_layers, "head_dim", c->d_model / c->n_heads,
+	                      "rms_norm_eps", c->norm_eps, "rope_theta", c->rope_theta,
+	                      "vocab_size", c->vocab_size, "tie_word_embeddings", c->tie_embeddings,
+	                      "max_position_embeddings", c->max_seq, "hidden_act", "silu",
+	                      "attention_bias", 0, "mlp_bias", 0,
+	                      "torch_dtype", dt == LLMT_CKPT_BF16 ? "bfloat16" : "float32",
+	                      "initializer_range", c->init_std, "rope_scaling");
+	return o;
+}
+
+static int hf_int(json_t *o, const char *k, int *v, int dflt, const char *path, char *err, size_t errlen)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!x && dflt >= 0) {
+		*v = dflt;
+		return 0;
+	}
+	if (!json_is_integer(x) || json_integer_value(x) <= 0 || json_integer_value(x) > (1 << 30)) {
+		ck_fmt(err, errlen, "%s: %s: missing or not a positive integer", path, k);
+		return -1;
+	}
+	*v = (int)json_integer_value(x);
+	return 0;
+}
+
+/* Read HFDIR/config.json into c. 0 or an exit code. */
+static int hf_read_config(const char *hfdir, llmt_config *c, char *err, size_t errlen)
+{
+	char path[4300];
+	json_error_t je;
+	json_t *o, *x;
+	const char *mt, *act;
+	int rc = LLMT_EXIT_USAGE, hd = 0;
+
+	ck_fmt(path, sizeof path, "%s/config.json", hfdir);
+	o = json_load_file(path, 0, &je);
+	if (!o) {
+		struct stat st;
+		ck_fmt(err, errlen, "%s: %s", path, stat(path, &st) ? "missing" : je.text);
+		return stat(path, &st) ? LLMT_EXIT_NOINPUT : LLMT_EXIT_USAGE;
+	}
+	llmt_config_defaults(c);
+	mt = json_string_value(json_object_get(o, "model_type"));
+	if (!mt || (strcmp(mt, "llama") && strcmp(mt, "qwen3") && strcmp(mt, "mistral"))) {
+		ck_fmt(err, errlen, "%s: model_type %s: only llama, mistral and qwen3 are supported", path, mt ? mt : "(none)");
+		goto out;
+	}
+	c->qk_norm = !strcmp(mt, "qwen3");
+	if (hf_int(o, "hidden_size", &c->d_model, -1, path, err, errlen) ||
+	    hf_int(o, "intermediate_size", &c->d_ff, -1, path, err, errlen) ||
+	    hf_int(o, "num_attention_heads", &c->n_heads, -1, path, err, errlen) ||
+	    hf_int(o, "num_hidden_layers", &c->n_layers, -1, path, err, errlen) ||
+	    hf_int(o, "vocab_size", &c->vocab_size, -1, path, err, errlen) ||
+	    hf_int(o, "num_key_value_heads", &c->n_kv_heads, c->n_heads, path, err, errlen) ||
+	    hf_int(o, "max_position_embeddings", &c->max_seq, 2048, path, err, errlen) ||
+	    hf_int(o, "head_dim", &hd, c->d_model / c->n_heads, path, err, errlen))
+		goto out;
+	if (hd * c->n_heads != c->d_model) {
+		ck_fmt(err, errlen, "%s: head_dim %d * num_attention_heads %d != hidden_size %d: not supported", path, hd,
+		       c->n_heads, c->d_model);
+		goto out;
+	}
+	if ((x = json_object_get(o, "rms_norm_eps")))
+		c->norm_eps = json_number_value(x);
+	if ((x = json_object_get(o, "rope_theta")))
+		c->rope_theta = json_number_value(x);
+	c->tie_embeddings = json_is_true(json_object_get(o, "tie_word_embeddings"));
+	if (!json_is_null(x = json_object_get(o, "rope_scaling")) && x) {
+		ck_fmt(err, errlen, "%s: rope_scaling is set: not supported", path);
+		goto out;
+	}
+	if (json_is_true(json_object_get(o, "attention_bias")) || json_is_true(json_object_get(o, "mlp_bias"))) {
+		ck_fmt(err, errlen, "%s: attention_bias/mlp_bias: not supported", path);
+		goto out;
+	}
+	act = json_string_value(json_object_get(o, "hidden_act"));
+	if (act && strcmp(act, "silu")) {
+		ck_fmt(err, errlen, "%s: hidden_act %s: only silu is supported", path, act);
+		goto out;
+	}
+	if (c->norm_eps <= 0 || c->rope_theta <= 0) {
+		ck_fmt(err, errlen, "%s: rms_norm_eps and rope_theta must be positive", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+/* ---- export ------------------------------------------------------------ */
+typedef struct { ck_source *src; int kind; const int *tix; llmt_ckpt_dtype dt; } export_ctx;
+
+static int export_fill(int i, void *dst, void *arg, char *err, size_t errlen)
+{
+	export_ctx *x = arg;
+
+	return ck_source_read_tensor(x->src, x->kind, x->tix[i], dst, x->dt, err, errlen);
+}
+
+int llmt_ckpt_cmd_export(int argc, char **argv)
+{
+	const char *from = NULL, *out = NULL;
+	llmt_ckpt_dtype dt = LLMT_CKPT_BF16;
+	char err[2048], stepdir[4096], path[4300];
+	ck_manifest m;
+	llmt_config cfg;
+	st_tensor *t = NULL;
+	int *tix = NULL, rc, kind, n = 0;
+	struct stat sb;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "bf16"))
+				dt = LLMT_CKPT_BF16;
+			else if (!strcmp(argv[i], "fp32") || !strcmp(argv[i], "f32"))
+				dt = LLMT_CKPT_F32;
+			else {
+				fprintf(stderr, "llm-train: export: --dtype %s: use bf16 or fp32\n", argv[i]);
+				return LLMT_EXIT_USAGE;
+			}
+		} else if (argv[i][0] != '-' && !from) {
+			from = argv[i];
+		} else if (argv[i][0] != '-' && !out) {
+			out = argv[i];
+		} else {
+			from = NULL;
+			break;
+		}
+	}
+	if (!from || !out) {
+		fprintf(stderr, "usage: llm-train export [--dtype bf16|fp32] CKPT OUTDIR\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if ((rc = llmt_ckpt_resolve(from, stepdir, sizeof stepdir, err, sizeof err)) != 0 ||
+	    (rc = ck_validate_dir(stepdir, 0, &m, err, sizeof err)) != 0) {
+		fprintf(stderr, "llm-train: export: %s\n", err);
+		return rc;
+	}
+	if (ck_config_from_json(m.model, &cfg, err, sizeof err) != 0) {
+		fprintf(stderr, "llm-train: export: %s/manifest.json: %s\n", stepdir, err);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_DATA;
+	}
+	kind = ck_source_find_kind(&m.src, "master");
+	if (kind < 0)
+		kind = ck_source_find_kind(&m.src, "weights");
+	if (kind < 0) {
+		fprintf(stderr, "llm-train: export: %s: no master weights stored\n", stepdir);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_DATA;
+	}
+	ck_fmt(path, sizeof path, "%s/model.safetensors", out);
+	if (stat(path, &sb) == 0) {
+		fprintf(stderr, "llm-train: export: %s exists: not overwritten (choose another OUTDIR)\n", path);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_USAGE;
+	}
+	if (ck_mkdir_p(out) != 0) {
+		fprintf(stderr, "llm-train: export: %s: %s\n", out, strerror(errno));
+		ck_manifest_free(&m);
+		return LLMT_EXIT_IO;
+	}
+	t = calloc((size_t)m.src.ntensors + 1, sizeof *t);
+	tix = calloc((size_t)m.src.ntensors + 1, sizeof *tix);
+	for (int i = 0; i < m.src.ntensors; i++) {
+		const ck_tensor *ct = &m.src.tensors[i];
+		int has = 0;
+		for (int p = 0; p < m.src.npieces; p++)
+			has |= m.src.pieces[p].kind == kind && m.src.pieces[p].tensor == i;
+		if (!has)
+			continue;
+		ck_fmt(t[n].name, sizeof t[n].name, "%s", ct->name);
+		t[n].ndim = ct->ndim;
+		t[n].shape[0] = ct->shape[0];
+		t[n].shape[1] = ct->shape[1];
+		t[n].dtype = dt;
+		tix[n++] = i;
+	}
+	export_ctx x = { &m.src, kind, tix, dt };
+	rc = st_write(path, t, n, export_fill, &x, err, sizeof err);
+	if (!rc) {
+		json_t *hc = hf_config(&cfg, dt);
+		char *txt = json_dumps(hc, JSON_INDENT(2));
+		json_decref(hc);
+		ck_fmt(path, sizeof path, "%s/config.json", out);
+		if (!txt || ck_write_file_atomic(path, txt, strlen(txt), err, sizeof err) != 0)
+			rc = LLMT_EXIT_IO;
+		free(txt);
+	}
+	if (!rc)
+		rc = ck_fsync_dir(out) ? LLMT_EXIT_IO : 0;
+	if (rc)
+		fprintf(stderr, "llm-train: export: %s\n", err);
+	else
+		printf("%s: %d tensors (%s) from %s\n", out, n, dt == LLMT_CKPT_BF16 ? "bf16" : "fp32", stepdir);
+	free(t);
+	free(tix);
+	ck_manifest_free(&m);
+	return rc;
+}
+
+/* ---- import and --init-from ------------------------------------------- */
+int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err, size_t errlen)
+{
+	llmt_config cfg;
+	ck_source s;
+	char e2[1024];
+	int rc, kind;
+
+	if ((rc = hf_read_config(hfdir, &cfg, err, errlen)) != 0)
+		return rc;
+	if (st->config && ck_config_compare(&cfg, st->config, e2, sizeof e2) != 0) {
+		ck_fmt(err, errlen, "%s: does not match this model: %s", hfdir, e2);
+		return LLMT_EXIT_USAGE;
+	}
+	if ((rc = st_open_dir(hfdir, &s, err, errlen)) != 0)
+		return rc;
+	kind = ck_source_find_kind(&s, "weights");
+	for (int k = 0; k < st->nbufs && !rc; k++) {
+		const llmt_ckpt_buf *b = &st->bufs[k];
+		ck_cut *cuts;
+		int n;
+		if (strcmp(b->kind, "master") && strcmp(b->kind, "weights"))
+			continue;
+		n = ck_cut_range(st->params, st->nparams, b->lo, b->hi, 0, &cuts, err, errlen);
+		if (n < 0) {
+			rc = LLMT_EXIT_SOFTWARE;
+			break;
+		}
+		rc = ck_source_fill(&s, kind, st->params, cuts, n, b, err, errlen);
+		free(cuts);
+	}
+	ck_source_free(&s);
+	return rc;
+}
+
+int llmt_ckpt_cmd_import(int argc, char **argv)
+{
+	char err[2048];
+	llmt_config cfg;
+	ck_source s;
+	llmt_param_info *tab;
+	size_t nflat = 0;
+	float *flat;
+	int rc, kind, nt;
+
+	if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
+		fprintf(stderr, "usage: llm-train import HF_DIR CKPT_DIR\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if ((rc = hf_read_config(argv[1], &cfg, err, sizeof err)) != 0 ||
+	    (rc = st_open_dir(argv[1], &s, err, sizeof err)) != 0) {
+		fprintf(stderr, "llm-train: import: %s\n", err);
+		return rc;
+	}
+	kind = ck_source_find_kind(&s, "weights");
+	nt = s.ntensors;
+	tab = calloc((size_t)s.ntensors + 1, sizeof *tab);
+	for (int i = 0; i < s.ntensors; i++) {
+		llmt_param_info *p = &tab[i];
+		ck_fmt(p->name, sizeof p->name, "%s", s.tensors[i].name);
+		p->ndim = s.tensors[i].ndim;
+		p->shape[0] = s.tensors[i].shape[0];
+		p->shape[1] = s.tensors[i].shape[1];
+		p->split_dim = -1;
+		p->offset = nflat;
+		p->numel = (size_t)(s.tensors[i].rows * s.tensors[i].cols);
+		nflat += p->numel;
+	}
+	flat = malloc((nflat ? nflat : 1) * sizeof *flat);
+	rc = flat && tab ? 0 : LLMT_EXIT_SOFTWARE;
+	if (rc)
+		ck_fmt(err, sizeof err, "out of memory (%zu parameters)", nflat);
+	for (int i = 0; i < s.ntensors && !rc; i++)
+		rc = ck_source_read_tensor(&s, kind, i, flat + tab[i].offset, LLMT_CKPT_F32, err, sizeof err);
+	ck_source_free(&s);
+	if (!rc) {
+		llmt_ckpt_state st = { .rank = 0, .world = 1, .tp = 1, .pp = 1, .dp = 1, .config = &cfg, .params = tab,
+		                       .nparams = nt, .nflat = nflat, .nbufs = 1,
+		                       .train_json = "{\"imported_from\":\"safetensors\"}" };
+		llmt_ckpt_writer *w;
+		char e2[1024], dir[4300];
+		struct stat sb;
+		st.bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, flat, 0, nflat, 1, 0 };
+		ck_fmt(dir, sizeof dir, "%s/step_00000000", argv[2]);
+		if (stat(dir, &sb) == 0) {
+			ck_fmt(err, sizeof err, "%s exists: not overwritten (choose another CKPT_DIR)", dir);
+			rc = LLMT_EXIT_USAGE;
+		} else if (!(w = llmt_ckpt_writer_new(argv[2], 0, err, sizeof err))) {
+			rc = LLMT_EXIT_IO;
+		} else {
+			rc = llmt_ckpt_save(w, 0, &st, err, sizeof err);
+			int r2 = llmt_ckpt_wait(w, e2, sizeof e2);
+			if (!rc && r2) {
+				rc = r2;
+				ck_fmt(err, sizeof err, "%s", e2);
+			}
+			llmt_ckpt_writer_free(w);
+		}
+	}
+	if (rc)
+		fprintf(stderr, "llm-train: import: %s\n", err);
+	else
+		printf("%s/step_00000000: imported %zu parameters from %s\n", argv[2], nflat, argv[1]);
+	free(flat);
+	free(tab);
+	return rc;
+}

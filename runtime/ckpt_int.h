@@ -1,0 +1,171 @@
+/* ckpt_int.h: internals shared by the ckpt_*.c files: the range math
+ * (logical boxes), the stored-checkpoint description (a "source": files,
+ * tensors, pieces) and checked file helpers. Not part of the API. */
+#ifndef LLMT_CKPT_INT_H
+#define LLMT_CKPT_INT_H
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "ckpt.h"
+#include "llmt/exitcodes.h"
+
+#define CK_FORMAT "llmt-ckpt"
+#define CK_VERSION 1
+#define CK_NAME_MAX 96
+
+/* ---- range math (ckpt_range.c, pure) ---------------------------------- */
+/* A logical 2-D view of a tensor: [rows, cols] (1-D tensors: [n, 1]). A box
+ * is rows [r0, r0+nr) x cols [c0, c0+nc), row-major wherever it is stored. */
+typedef struct ck_box {
+	int64_t r0, nr, c0, nc;
+} ck_box;
+
+/* The box a local table entry holds and the logical view. -1 when the
+ * entry is inconsistent (numel != box area, split out of range). */
+int ck_param_box(const llmt_param_info *p, int64_t *rows, int64_t *cols, ck_box *b);
+
+/* A box cut from a flat range: param index, logical box, and the index of
+ * its first element relative to the flat range start. Every cut box is
+ * contiguous in the flat buffer (a partial row, or full local rows). */
+typedef struct ck_cut {
+	int param;
+	ck_box box;
+	size_t at;          /* flat index - range lo */
+} ck_cut;
+
+/* Cut flat range [lo, hi) of the table into boxes (at most 3 per entry).
+ * skip (saving): CK_SKIP_TIED leaves out tied_copy entries, CK_SKIP_TPREP
+ * entries replicated over TP (split_dim -1; written by tp_rank 0 only). Returns the count (cuts
+ * malloc'd into *out) or -1 on an inconsistent table (err says which). */
+int ck_cut_range(const llmt_param_info *params, int n, size_t lo, size_t hi,
+                 int skip, ck_cut **out, char *err, size_t errlen);
+
+#define CK_SKIP_TIED 1
+#define CK_SKIP_TPREP 2
+
+/* Intersection of two boxes; 0 when empty. */
+int ck_box_intersect(const ck_box *a, const ck_box *b, ck_box *out);
+
+/* The DP share of a replicated buffer of n elements: [*lo, *hi). */
+void ck_dp_share(size_t n, int dp, int dp_rank, size_t *lo, size_t *hi);
+
+size_t ck_dtype_size(llmt_ckpt_dtype t);
+const char *ck_dtype_name(llmt_ckpt_dtype t);     /* "f32", "bf16" */
+int ck_dtype_parse(const char *s, llmt_ckpt_dtype *t);
+/* n elements from src (type st) to dst (type dt); bf16 <- f32 rounds to
+ * nearest even (NaN kept NaN). */
+void ck_convert(void *dst, llmt_ckpt_dtype dt, const void *src, llmt_ckpt_dtype st, size_t n);
+
+/* ---- stored checkpoint (ckpt_source.c) -------------------------------- */
+typedef struct ck_tensor {
+	char name[CK_NAME_MAX];
+	int ndim;
+	int64_t shape[2];
+	int64_t rows, cols;
+} ck_tensor;
+
+typedef struct ck_piece {
+	int tensor, kind, file;
+	llmt_ckpt_dtype dtype;
+	uint64_t offset;       /* bytes into the file */
+	ck_box box;
+} ck_piece;
+
+typedef struct ck_file {
+	char name[64];         /* relative to the step directory */
+	uint64_t size;
+	uint64_t xxh3;
+	int has_sum;
+	int fd;                /* -1 until opened */
+	void *hs;              /* XXH3 state while reads go in file order */
+	uint64_t hashed;       /* bytes [0, hashed) are in hs */
+} ck_file;
+
+typedef struct ck_blob {
+	char name[64];
+	int rank, file;
+	uint64_t offset, size;
+} ck_blob;
+
+typedef struct ck_source {
+	char dir[4096];
+	ck_file *files; int nfiles;
+	ck_tensor *tensors; int ntensors;     /* sorted by name */
+	char (*kinds)[32]; int nkinds;
+	ck_piece *pieces; int npieces;        /* sorted by (kind, tensor) */
+	ck_blob *blobs; int nblobs;
+} ck_source;
+
+void ck_source_free(ck_source *s);
+int ck_source_find_tensor(const ck_source *s, const char *name);
+int ck_source_find_kind(const ck_source *s, const char *kind);
+/* Sort tensors and pieces, check every piece lies inside its tensor and
+ * its file, and that each (kind, tensor) is covered exactly by area.
+ * 0, or 65 with err. */
+int ck_source_finish(ck_source *s, char *err, size_t errlen);
+/* Fill `nb` bytes-typed boxes: for flat range cut `cut` of buffer b (of
+ * table params) read every overlapping piece of kind `kind`. 0 or code. */
+int ck_source_fill(ck_source *s, int kind, const llmt_param_info *params,
+                   const ck_cut *cuts, int ncuts, const llmt_ckpt_buf *b,
+                   char *err, size_t errlen);
+/* Read a whole logical tensor of kind into dst (type dt). 0 or code. */
+int ck_source_read_tensor(ck_source *s, int kind, int tensor, void *dst,
+                          llmt_ckpt_dtype dt, char *err, size_t errlen);
+/* Hash file i on the fly while it is read front to back (the loader's
+ * reads of its own shard), so verifying it needs no second pass. */
+int ck_source_track(ck_source *s, int i);
+/* Verify size and checksum of file i (finishing a tracked hash). 0 or
+ * 65/74 with err. */
+int ck_source_verify_file(ck_source *s, int i, char *err, size_t errlen);
+
+/* ---- manifest (ckpt_manifest.c) --------------------------------------- */
+typedef struct ck_manifest {
+	long step;
+	int64_t created_ns;
+	int tp, pp, dp, world;
+	int replicas_agree;    /* 1, 0, -1 */
+	json_t *model;         /* config object (owned) */
+	char *train_json;      /* text (owned) */
+	ck_source src;
+} ck_manifest;
+
+json_t *ck_config_to_json(const llmt_config *c);
+int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errlen);
+/* 0 same architecture; else 1 and the differing field in err. */
+int ck_config_compare(const llmt_config *stored, const llmt_config *want, char *err, size_t errlen);
+
+/* Parse dir/manifest.json into m. 0, or 65 (bad manifest) / 66 (missing)
+ * with "path: reason". Shard sizes are checked against the disk when
+ * check_sizes. */
+int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err, size_t errlen);
+void ck_manifest_free(ck_manifest *m);
+
+/* Full validation of a step directory (manifest, sizes, checksums unless
+ * quick; a checkpoint saved while DP replicas disagreed is invalid too).
+ * 0 or 65/66 with one line in err. */
+int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, size_t errlen);
+
+/* Valid checkpoints of ckpt_dir, newest first (by creation time, then
+ * step). Invalid ones are reported through report() (may be NULL).
+ * Returns the count, paths malloc'd into *paths and steps into *steps. */
+typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
+int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, void *arg);
+
+/* ---- file helpers (ckpt_fs.c) ----------------------------------------- */
+/* snprintf that returns 1 when the output was cut (paths, messages). */
+int ck_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ck_write_all(int fd, const void *buf, size_t n);
+int ck_pread_all(int fd, void *buf, size_t n, uint64_t off);   /* 0, -1 errno, -2 short */
+int ck_fsync_dir(const char *dir);
+/* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
+int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
+/* Whole small file into a malloc'd NUL-terminated buffer. */
+char *ck_read_small(const char *path, size_t max, size_t *len);
+int ck_mkdir_p(const char *dir);
+/* Hash a whole file (XXH3-64) and return its size. 0 or -1 errno. */
+int ck_hash_file(int fd, uint64_t *hash, uint64_t *size);
+int64_t ck_now_ns(void);
+int ck_parse_step_name(const char *name, long *step);   /* step_%08ld */
+
+#endif

@@ -1,0 +1,390 @@
+/* ckpt_manifest.c: manifest.json of a checkpoint (jansson): the model
+ * config as JSON, parsing a manifest into a ck_manifest, validating a step
+ * directory (manifest, sizes, checksums) and listing the valid ones.
+ *
+ * manifest.json (written by ckpt_write.c, last, tmp + fsync + rename):
+ *   format "llmt-ckpt", version 1, step, created_ns, created (ISO UTC),
+ *   layout {tp, pp, dp, world}, model {llmt_config fields},
+ *   training {opaque object from the loop}, replicas_agree (bool or null),
+ *   replica_hashes [per rank XXH3 of its DP-replicated buffers],
+ *   kinds [{name, dtype f32|bf16}], tensors [{name, shape}] sorted by name,
+ *   files [{name rank_NNNNN.bin, rank, size, xxh3 (16 hex)}],
+ *   pieces [[tensor, kind, file, byte offset, r0, nr, c0, nc]]: a box of
+ *     the tensor's [rows, cols] view (1-D: [n, 1]) stored row-major,
+ *   blobs [{name, rank, file, offset, size}] (per-rank opaque bytes).
+ * Every (kind, tensor) is covered exactly once by its pieces. */
+#include "ckpt_int.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+json_t *ck_config_to_json(const llmt_config *c)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:b, s:f, s:f, s:I}",
+	                 "vocab_size", c->vocab_size, "d_model", c->d_model, "n_layers", c->n_layers,
+	                 "n_heads", c->n_heads, "n_kv_heads", c->n_kv_heads, "d_ff", c->d_ff,
+	                 "max_seq", c->max_seq, "rope_theta", c->rope_theta, "norm_eps", c->norm_eps,
+	                 "qk_norm", c->qk_norm, "tie_embeddings", c->tie_embeddings,
+	                 "z_loss", c->z_loss, "init_std", c->init_std, "seed", (json_int_t)c->seed);
+}
+
+static int get_int(const json_t *o, const char *k, int *v, char *err, size_t errlen)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (json_is_boolean(x)) {
+		*v = json_is_true(x);
+		return 0;
+	}
+	if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > (1 << 30)) {
+		ck_fmt(err, errlen, "model.%s: missing or not a small integer", k);
+		return -1;
+	}
+	*v = (int)json_integer_value(x);
+	return 0;
+}
+
+static int get_num(const json_t *o, const char *k, double *v, char *err, size_t errlen)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!json_is_number(x)) {
+		ck_fmt(err, errlen, "model.%s: missing or not a number", k);
+		return -1;
+	}
+	*v = json_number_value(x);
+	return 0;
+}
+
+int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errlen)
+{
+	llmt_config_defaults(c);
+	if (!json_is_object(o)) {
+		ck_fmt(err, errlen, "model: not an object");
+		return -1;
+	}
+	if (get_int(o, "vocab_size", &c->vocab_size, err, errlen) || get_int(o, "d_model", &c->d_model, err, errlen) ||
+	    get_int(o, "n_layers", &c->n_layers, err, errlen) || get_int(o, "n_heads", &c->n_heads, err, errlen) ||
+	    get_int(o, "n_kv_heads", &c->n_kv_heads, err, errlen) || get_int(o, "d_ff", &c->d_ff, err, errlen) ||
+	    get_int(o, "max_seq", &c->max_seq, err, errlen) || get_num(o, "rope_theta", &c->rope_theta, err, errlen) ||
+	    get_num(o, "norm_eps", &c->norm_eps, err, errlen) || get_int(o, "qk_norm", &c->qk_norm, err, errlen) ||
+	    get_int(o, "tie_embeddings", &c->tie_embeddings, err, errlen))
+		return -1;
+	if (json_is_number(json_object_get(o, "z_loss")))
+		c->z_loss = json_number_value(json_object_get(o, "z_loss"));
+	if (json_is_number(json_object_get(o, "init_std")))
+		c->init_std = json_number_value(json_object_get(o, "init_std"));
+	if (json_is_integer(json_object_get(o, "seed")))
+		c->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
+	return 0;
+}
+
+int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, size_t errlen)
+{
+#define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %d, this run %d", a->f, b->f); return 1; }
+#define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %g, this run %g", a->f, b->f); return 1; }
+	CMPI(vocab_size) CMPI(d_model) CMPI(n_layers) CMPI(n_heads) CMPI(n_kv_heads) CMPI(d_ff)
+	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps)
+#undef CMPI
+#undef CMPD
+	return 0;
+}
+
+void ck_manifest_free(ck_manifest *m)
+{
+	json_decref(m->model);
+	free(m->train_json);
+	ck_source_free(&m->src);
+	memset(m, 0, sizeof *m);
+}
+
+#define BAD(...) do { ck_fmt(err, errlen, __VA_ARGS__); rc = LLMT_EXIT_DATA; goto out; } while (0)
+
+static int json_u64(const json_t *x, uint64_t *v)
+{
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return -1;
+	*v = (uint64_t)json_integer_value(x);
+	return 0;
+}
+
+int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err, size_t errlen)
+{
+	char path[4200];
+	json_error_t je;
+	json_t *root = NULL, *a, *x;
+	const char *fmt;
+	int rc = 0;
+	struct stat st;
+
+	memset(m, 0, sizeof *m);
+	ck_fmt(m->src.dir, sizeof m->src.dir, "%s", dir);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		ck_fmt(err, errlen, "%s: no such checkpoint directory", dir);
+		return LLMT_EXIT_NOINPUT;
+	}
+	ck_fmt(path, sizeof path, "%s/manifest.json", dir);
+	if (stat(path, &st) != 0) {
+		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint)", path);
+		return LLMT_EXIT_DATA;
+	}
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		BAD("%s: bad manifest: line %d: %s", path, je.line, je.text);
+	fmt = json_string_value(json_object_get(root, "format"));
+	if (!fmt || strcmp(fmt, CK_FORMAT) || json_integer_value(json_object_get(root, "version")) != CK_VERSION)
+		BAD("%s: bad manifest: not an %s version %d manifest", path, CK_FORMAT, CK_VERSION);
+	x = json_object_get(root, "step");
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		BAD("%s: bad manifest: step", path);
+	m->step = (long)json_integer_value(x);
+	m->created_ns = json_integer_value(json_object_get(root, "created_ns"));
+	if (json_unpack_ex(root, &je, 0, "{s:{s:i, s:i, s:i, s:i}}", "layout", "tp", &m->tp, "pp", &m->pp,
+	                   "dp", &m->dp, "world", &m->world) != 0 || m->tp < 1 || m->pp < 1 || m->dp < 1 ||
+	    m->world != m->tp * m->pp * m->dp)
+		BAD("%s: bad manifest: layout", path);
+	x = json_object_get(root, "replicas_agree");
+	m->replicas_agree = json_is_boolean(x) ? json_is_true(x) : -1;
+	m->model = json_incref(json_object_get(root, "model"));
+	if (!json_is_object(m->model))
+		BAD("%s: bad manifest: model", path);
+	x = json_object_get(root, "training");
+	m->train_json = json_dumps(json_is_object(x) ? x : json_object(), JSON_COMPACT);
+
+	/* kinds */
+	a = json_object_get(root, "kinds");
+	if (!json_is_array(a))
+		BAD("%s: bad manifest: kinds", path);
+	m->src.nkinds = (int)json_array_size(a);
+	m->src.kinds = calloc((size_t)m->src.nkinds + 1, sizeof *m->src.kinds);
+	llmt_ckpt_dtype *kdt = calloc((size_t)m->src.nkinds + 1, sizeof *kdt);
+	for (int i = 0; i < m->src.nkinds; i++) {
+		const char *n = json_string_value(json_object_get(json_array_get(a, i), "name"));
+		const char *d = json_string_value(json_object_get(json_array_get(a, i), "dtype"));
+		if (!n || strlen(n) >= 32 || !d || ck_dtype_parse(d, &kdt[i])) {
+			free(kdt);
+			BAD("%s: bad manifest: kinds[%d]", path, i);
+		}
+		ck_fmt(m->src.kinds[i], 32, "%s", n);
+	}
+	/* tensors */
+	a = json_object_get(root, "tensors");
+	if (!json_is_array(a)) {
+		free(kdt);
+		BAD("%s: bad manifest: tensors", path);
+	}
+	m->src.ntensors = (int)json_array_size(a);
+	m->src.tensors = calloc((size_t)m->src.ntensors + 1, sizeof *m->src.tensors);
+	for (int i = 0; i < m->src.ntensors; i++) {
+		ck_tensor *t = &m->src.tensors[i];
+		json_t *o = json_array_get(a, i), *sh = json_object_get(o, "shape");
+		const char *n = json_string_value(json_object_get(o, "name"));
+		t->ndim = (int)json_array_size(sh);
+		if (!n || strlen(n) >= CK_NAME_MAX || t->ndim < 1 || t->ndim > 2) {
+			free(kdt);
+			BAD("%s: bad manifest: tensors[%d]", path, i);
+		}
+		ck_fmt(t->name, sizeof t->name, "%s", n);
+		for (int d = 0; d < t->ndim; d++) {
+			t->shape[d] = json_integer_value(json_array_get(sh, d));
+			if (t->shape[d] <= 0) {
+				free(kdt);
+				BAD("%s: bad manifest: tensor %s shape", path, n);
+			}
+		}
+		t->rows = t->shape[0];
+		t->cols = t->ndim == 2 ? t->shape[1] : 1;
+	}
+	/* files */
+	a = json_object_get(root, "files");
+	if (!json_is_array(a) || json_array_size(a) == 0) {
+		free(kdt);
+		BAD("%s: bad manifest: files", path);
+	}
+	m->src.nfiles = (int)json_array_size(a);
+	m->src.files = calloc((size_t)m->src.nfiles, sizeof *m->src.files);
+	for (int i = 0; i < m->src.nfiles; i++) {
+		ck_file *f = &m->src.files[i];
+		json_t *o = json_array_get(a, i);
+		const char *n = json_string_value(json_object_get(o, "name"));
+		const char *h = json_string_value(json_object_get(o, "xxh3"));
+		char *end;
+		f->fd = -1;
+		if (!n || strlen(n) >= sizeof f->name || strchr(n, '/') || !strcmp(n, "..") ||
+		    json_u64(json_object_get(o, "size"), &f->size) || !h || strlen(h) != 16) {
+			free(kdt);
+			BAD("%s: bad manifest: files[%d]", path, i);
+		}
+		ck_fmt(f->name, sizeof f->name, "%s", n);
+		f->xxh3 = strtoull(h, &end, 16);
+		if (*end) {
+			free(kdt);
+			BAD("%s: bad manifest: files[%d].xxh3", path, i);
+		}
+		f->has_sum = 1;
+	}
+	/* pieces: [tensor, kind, file, offset, r0, nr, c0, nc] */
+	a = json_object_get(root, "pieces");
+	if (!json_is_array(a)) {
+		free(kdt);
+		BAD("%s: bad manifest: pieces", path);
+	}
+	m->src.npieces = (int)json_array_size(a);
+	m->src.pieces = calloc((size_t)m->src.npieces + 1, sizeof *m->src.pieces);
+	for (int i = 0; i < m->src.npieces; i++) {
+		json_t *p = json_array_get(a, i);
+		json_int_t v[8];
+		ck_piece *q = &m->src.pieces[i];
+		if (json_array_size(p) != 8) {
+			free(kdt);
+			BAD("%s: bad manifest: pieces[%d]", path, i);
+		}
+		for (int k = 0; k < 8; k++) {
+			if (!json_is_integer(json_array_get(p, k))) {
+				free(kdt);
+				BAD("%s: bad manifest: pieces[%d]", path, i);
+			}
+			v[k] = json_integer_value(json_array_get(p, k));
+		}
+		if (v[1] < 0 || v[1] >= m->src.nkinds || v[3] < 0) {
+			free(kdt);
+			BAD("%s: bad manifest: pieces[%d]", path, i);
+		}
+		*q = (ck_piece){ (int)v[0], (int)v[1], (int)v[2], kdt[v[1]], (uint64_t)v[3], { v[4], v[5], v[6], v[7] } };
+	}
+	free(kdt);
+	/* blobs */
+	a = json_object_get(root, "blobs");
+	m->src.nblobs = (int)json_array_size(a);
+	m->src.blobs = calloc((size_t)m->src.nblobs + 1, sizeof *m->src.blobs);
+	for (int i = 0; i < m->src.nblobs; i++) {
+		ck_blob *b = &m->src.blobs[i];
+		json_t *o = json_array_get(a, i);
+		const char *n = json_string_value(json_object_get(o, "name"));
+		json_int_t r = json_integer_value(json_object_get(o, "rank"));
+		json_int_t f = json_integer_value(json_object_get(o, "file"));
+		if (!n || strlen(n) >= sizeof b->name || f < 0 || f >= m->src.nfiles ||
+		    json_u64(json_object_get(o, "offset"), &b->offset) || json_u64(json_object_get(o, "size"), &b->size) ||
+		    b->offset + b->size > m->src.files[f].size)
+			BAD("%s: bad manifest: blobs[%d]", path, i);
+		ck_fmt(b->name, sizeof b->name, "%s", n);
+		b->rank = (int)r;
+		b->file = (int)f;
+	}
+	{
+		char e2[512];
+		int r2 = ck_source_finish(&m->src, e2, sizeof e2);
+		if (r2)
+			BAD("%s: bad manifest: %s", path, e2);
+	}
+	if (check_sizes) {
+		for (int i = 0; i < m->src.nfiles; i++) {
+			char fp[4300];
+			ck_fmt(fp, sizeof fp, "%s/%s", dir, m->src.files[i].name);
+			if (stat(fp, &st) != 0)
+				BAD("%s: missing shard: %s", fp, strerror(errno));
+			if ((uint64_t)st.st_size != m->src.files[i].size)
+				BAD("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
+				    (unsigned long long)m->src.files[i].size);
+		}
+	}
+out:
+	json_decref(root);
+	if (rc)
+		ck_manifest_free(m);
+	return rc;
+}
+
+int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, size_t errlen)
+{
+	ck_manifest m;
+	int rc = ck_manifest_load(dir, 1, &m, err, errlen);
+
+	if (rc)
+		return rc;
+	if (m.replicas_agree == 0) {
+		/* DP replicas wrote different shares of a state that had diverged */
+		ck_fmt(err, errlen, "%s: replicas disagreed when it was saved (silent data corruption suspected)", dir);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_DATA;
+	}
+	if (!quick) {
+		for (int i = 0; i < m.src.nfiles && !rc; i++)
+			rc = ck_source_verify_file(&m.src, i, err, errlen);
+	}
+	if (rc || !m_out)
+		ck_manifest_free(&m);
+	else
+		*m_out = m;
+	return rc;
+}
+
+typedef struct { char *path; long step; int64_t created; } list_ent;
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const list_ent *x = a, *y = b;
+
+	if (x->created != y->created)
+		return x->created > y->created ? -1 : 1;
+	if (x->step != y->step)
+		return x->step > y->step ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, void *arg)
+{
+	DIR *d = opendir(ckpt_dir);
+	struct dirent *de;
+	list_ent *v = NULL;
+	int n = 0, cap = 0;
+
+	*paths = NULL;
+	*steps = NULL;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		long step;
+		char path[4200], err[1024];
+		ck_manifest m;
+		if (ck_parse_step_name(de->d_name, &step) != 0)
+			continue;
+		ck_fmt(path, sizeof path, "%s/%s", ckpt_dir, de->d_name);
+		if (ck_validate_dir(path, quick, &m, err, sizeof err) != 0) {
+			if (report)
+				report(path, err, arg);
+			continue;
+		}
+		if (m.step != step) {
+			if (report)
+				report(path, "manifest step does not match the directory name", arg);
+			ck_manifest_free(&m);
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			list_ent *nv = realloc(v, (size_t)cap * sizeof *v);
+			if (!nv) {
+				ck_manifest_free(&m);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (list_ent){ strdup(path), m.step, m.created_ns };
+		ck_manifest_free(&m);
+	}
+	closedir(d);
+	qsort(v, (size_t)n, sizeof *v, cmp_ent);
+	*paths = calloc((size_t)n + 1, sizeof **paths);
+	*steps = calloc((size_t)n + 1, sizeof **steps);
+	for (int i = 0; i < n; i++) {
+		(*paths)[i] = v[i].path;
+		(*steps)[i] = v[i].step;
+	}
+	free(v);
+	return n;
+}

@@ -1,0 +1,808 @@
+/* ckpt_write.c: saving a checkpoint. The training thread snapshots this
+ * rank's share into host memory; a background thread writes and fsyncs the
+ * shard and publishes a per-rank "done" record (size, checksum, pieces)
+ * in the temporary step directory. World rank 0's thread waits for every
+ * record, writes manifest.json last, renames the directory into place,
+ * swaps `latest` and applies retention: the loop never blocks on I/O. */
+#include "ckpt_int.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+struct llmt_ckpt_writer {
+	char dir[4096];
+	int keep;
+	pthread_t th;
+	int running;            /* a thread was started and not joined */
+	int result;             /* of the last finished save */
+	char err[1024];
+	long last_step;
+	/* the job of the thread */
+	long step;
+	char token[48];
+	int rank, world, tp, pp, dp;
+	char *snap;
+	size_t snap_cap, snap_len;
+	json_t *done;           /* this rank's record (pieces, tensors, kinds, blobs) */
+	json_t *model;
+	json_t *training;
+	int agree;
+	pthread_mutex_t mu;
+	int finished;           /* thread has set result */
+};
+
+llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, size_t errlen)
+{
+	llmt_ckpt_writer *w;
+	struct stat st;
+
+	if (!dir || !*dir || strlen(dir) >= sizeof w->dir - 64) {
+		ck_fmt(err, errlen, "checkpoint directory: empty or too long");
+		return NULL;
+	}
+	if (keep < 0) {
+		ck_fmt(err, errlen, "checkpoint retention %d: must be >= 0", keep);
+		return NULL;
+	}
+	if (ck_mkdir_p(dir) != 0 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		ck_fmt(err, errlen, "%s: cannot create checkpoint directory: %s", dir, strerror(errno));
+		return NULL;
+	}
+	w = calloc(1, sizeof *w);
+	if (!w) {
+		ck_fmt(err, errlen, "out of memory");
+		return NULL;
+	}
+	ck_fmt(w->dir, sizeof w->dir, "%s", dir);
+	w->keep = keep;
+	w->last_step = -1;
+	pthread_mutex_init(&w->mu, NULL);
+	return w;
+}
+
+long llmt_ckpt_last_step(const llmt_ckpt_writer *w)
+{
+	return w->last_step;
+}
+
+static void set_result(llmt_ckpt_writer *w, int rc, const char *msg)
+{
+	pthread_mutex_lock(&w->mu);
+	w->result = rc;
+	ck_fmt(w->err, sizeof w->err, "%s", msg ? msg : "");
+	w->finished = 1;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void tmp_dir(const llmt_ckpt_writer *w, char *out, size_t n)
+{
+	ck_fmt(out, n, "%s/.tmp.step_%08ld.%s", w->dir, w->step, w->token);
+}
+
+/* ---- per-rank shard --------------------------------------------------- */
+static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, char *err, size_t errlen)
+{
+	enum { CHUNK = 8 << 20 };
+	char path[4200];
+	const char *fail = getenv("LLMT_TEST_CKPT_FAIL");   /* test hook: "rank" whose write fails */
+	XXH3_state_t *st;
+	int fd;
+
+	ck_fmt(path, sizeof path, "%s/rank_%05d.bin", tdir, w->rank);
+	if (fail && *fail && atoi(fail) == w->rank) {
+		ck_fmt(err, errlen, "%s: write failed: injected by LLMT_TEST_CKPT_FAIL", path);
+		return LLMT_EXIT_IO;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ck_fmt(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	st = XXH3_createState();
+	XXH3_64bits_reset(st);
+	for (size_t off = 0; off < w->snap_len; off += CHUNK) {
+		size_t n = w->snap_len - off < CHUNK ? w->snap_len - off : CHUNK;
+		XXH3_64bits_update(st, w->snap + off, n);
+		if (ck_write_all(fd, w->snap + off, n) != 0) {
+			ck_fmt(err, errlen, "%s: write failed: %s", path, strerror(errno));
+			XXH3_freeState(st);
+			close(fd);
+			return LLMT_EXIT_IO;
+		}
+	}
+	*hash = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	if (fsync(fd) != 0) {
+		ck_fmt(err, errlen, "%s: fsync failed: %s", path, strerror(errno));
+		close(fd);
+		return LLMT_EXIT_IO;
+	}
+	/* durable: its pages need not crowd the training process's memory */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (close(fd) != 0) {
+		ck_fmt(err, errlen, "%s: close failed: %s", path, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	return 0;
+}
+
+static int publish_done(llmt_ckpt_writer *w, const char *tdir, const char *errmsg, char *err, size_t errlen)
+{
+	char path[4200], *txt;
+	int rc;
+
+	if (errmsg)
+		json_object_set_new(w->done, "error", json_string(errmsg));
+	txt = json_dumps(w->done, JSON_COMPACT);
+	if (!txt) {
+		ck_fmt(err, errlen, "out of memory");
+		return LLMT_EXIT_SOFTWARE;
+	}
+	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, w->rank);
+	rc = ck_write_file_atomic(path, txt, strlen(txt), err, errlen);
+	free(txt);
+	return rc ? LLMT_EXIT_IO : 0;
+}
+
+/* ---- rank 0: manifest ------------------------------------------------- */
+static double timeout_s(void)
+{
+	const char *e = getenv("LLM_TRAIN_CKPT_TIMEOUT");
+	double t = e ? atof(e) : 0;
+
+	return t > 0 ? t : 1800;
+}
+
+static json_t *wait_record(const char *tdir, int r, char *err, size_t errlen)
+{
+	char path[4200], failed[4300];
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+	double waited = 0, limit = timeout_s();
+	json_error_t je;
+
+	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, r);
+	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, r);
+	while (access(path, F_OK) != 0) {
+		char *why = ck_read_small(failed, 4096, NULL);
+		if (why) {
+			ck_fmt(err, errlen, "rank %d: %s", r, why);
+			free(why);
+			return NULL;
+		}
+		if (waited > limit) {
+			ck_fmt(err, errlen, "%s: rank %d did not finish its shard within %.0f s", tdir, r, limit);
+			return NULL;
+		}
+		nanosleep(&ts, NULL);
+		waited += (double)ts.tv_nsec / 1e9;
+		if (ts.tv_nsec < 20 * 1000 * 1000)
+			ts.tv_nsec *= 2;
+	}
+	json_t *o = json_load_file(path, 0, &je);
+	if (!o)
+		ck_fmt(err, errlen, "%s: unreadable: %s", path, je.text);
+	return o;
+}
+
+/* global index of name in array arr of objects {"name":...}; appended
+ * (from src) when absent; -1 when present with different content */
+static int merge_named(json_t *arr, json_t *item)
+{
+	const char *n = json_string_value(json_object_get(item, "name"));
+
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		json_t *x = json_array_get(arr, i);
+		if (!strcmp(json_string_value(json_object_get(x, "name")), n))
+			return json_equal(x, item) ? (int)i : -1;
+	}
+	json_array_append(arr, item);
+	return (int)json_array_size(arr) - 1;
+}
+
+static int cmp_json_name(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+	              json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+static int build_manifest(llmt_ckpt_writer *w, const char *tdir, json_t **out, char *err, size_t errlen)
+{
+	json_t *kinds = json_array(), *tensors = json_array(), *files = json_array();
+	json_t *pieces = json_array(), *blobs = json_array(), *hashes = json_array();
+	json_t **recs = calloc((size_t)w->world, sizeof *recs);
+	int rc = 0, agree = 1;
+
+	for (int r = 0; r < w->world && !rc; r++) {
+		if (!(recs[r] = wait_record(tdir, r, err, errlen)))
+			rc = LLMT_EXIT_IO;
+		else if (json_is_string(json_object_get(recs[r], "error"))) {
+			ck_fmt(err, errlen, "rank %d: %s", r, json_string_value(json_object_get(recs[r], "error")));
+			rc = LLMT_EXIT_IO;
+		}
+	}
+	/* tensors sorted by name so the manifest is stable */
+	for (int r = 0; r < w->world && !rc; r++) {
+		json_t *t = json_object_get(recs[r], "tensors");
+		for (size_t i = 0; i < json_array_size(t); i++)
+			if (merge_named(tensors, json_array_get(t, i)) < 0) {
+				ck_fmt(err, errlen, "rank %d: tensor %s has another shape on another rank", r,
+				         json_string_value(json_object_get(json_array_get(t, i), "name")));
+				rc = LLMT_EXIT_SOFTWARE;
+			}
+	}
+	if (!rc) {
+		size_t n = json_array_size(tensors);
+		json_t **v = calloc(n + 1, sizeof *v), *sorted = json_array();
+		for (size_t i = 0; i < n; i++)
+			v[i] = json_array_get(tensors, i);
+		qsort(v, n, sizeof *v, cmp_json_name);
+		for (size_t i = 0; i < n; i++)
+			json_array_append(sorted, v[i]);
+		free(v);
+		json_decref(tensors);
+		tensors = sorted;
+	}
+	for (int r = 0; r < w->world && !rc; r++) {
+		json_t *rec = recs[r], *lk = json_object_get(rec, "kinds"), *lt = json_object_get(rec, "tensors");
+		json_t *lp = json_object_get(rec, "pieces"), *lb = json_object_get(rec, "blobs"), *x;
+		int *kmap = calloc(json_array_size(lk) + 1, sizeof *kmap);
+		int *tmap = calloc(json_array_size(lt) + 1, sizeof *tmap);
+		for (size_t i = 0; i < json_array_size(lk) && !rc; i++)
+			if ((kmap[i] = merge_named(kinds, json_array_get(lk, i))) < 0) {
+				ck_fmt(err, errlen, "rank %d: kind %s has another dtype on another rank", r,
+				         json_string_value(json_object_get(json_array_get(lk, i), "name")));
+				rc = LLMT_EXIT_SOFTWARE;
+			}
+		for (size_t i = 0; i < json_array_size(lt); i++)
+			tmap[i] = merge_named(tensors, json_array_get(lt, i));
+		json_array_append_new(files, json_pack("{s:O, s:i, s:O, s:O}", "name", json_object_get(rec, "file"),
+		                                       "rank", r, "size", json_object_get(rec, "size"),
+		                                       "xxh3", json_object_get(rec, "xxh3")));
+		for (size_t i = 0; i < json_array_size(lp) && !rc; i++) {
+			json_t *p = json_array_get(lp, i);   /* [tensor, kind, offset, r0, nr, c0, nc] */
+			json_array_append_new(pieces, json_pack("[i, i, i, O, O, O, O, O]",
+			        tmap[json_integer_value(json_array_get(p, 0))], kmap[json_integer_value(json_array_get(p, 1))], r,
+			        json_array_get(p, 2), json_array_get(p, 3), json_array_get(p, 4), json_array_get(p, 5),
+			        json_array_get(p, 6)));
+		}
+		for (size_t i = 0; i < json_array_size(lb); i++) {
+			json_t *b = json_deep_copy(json_array_get(lb, i));
+			json_object_set_new(b, "rank", json_integer(r));
+			json_object_set_new(b, "file", json_integer(r));
+			json_array_append_new(blobs, b);
+		}
+		x = json_object_get(rec, "agree");
+		if (json_is_false(x))
+			agree = 0;
+		else if (!json_is_true(x) && agree == 1)
+			agree = -1;
+		json_array_append(hashes, json_object_get(rec, "replica_hash"));
+		free(kmap);
+		free(tmap);
+	}
+	if (!rc) {
+		time_t now = time(NULL);
+		char iso[32];
+		strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+		*out = json_pack("{s:s, s:i, s:I, s:I, s:s, s:{s:i, s:i, s:i, s:i}, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
+		                 "format", CK_FORMAT, "version", CK_VERSION, "step", (json_int_t)w->step,
+		                 "created_ns", (json_int_t)ck_now_ns(), "created", iso,
+		                 "layout", "tp", w->tp, "pp", w->pp, "dp", w->dp, "world", w->world,
+		                 "model", w->model, "training", w->training,
+		                 "replicas_agree", agree < 0 ? json_null() : json_boolean(agree),
+		                 "replica_hashes", hashes, "kinds", kinds, "tensors", tensors, "files", files,
+		                 "pieces", pieces, "blobs", blobs);
+		if (!*out) {
+			ck_fmt(err, errlen, "manifest: cannot build JSON");
+			rc = LLMT_EXIT_SOFTWARE;
+		}
+	}
+	for (int r = 0; r < w->world; r++)
+		json_decref(recs[r]);
+	free(recs);
+	json_decref(kinds);
+	json_decref(tensors);
+	json_decref(files);
+	json_decref(pieces);
+	json_decref(blobs);
+	json_decref(hashes);
+	return rc;
+}
+
+static void remove_step_dir(const char *path)
+{
+	char f[4600], parent[4200], *slash;
+	DIR *d;
+	struct dirent *de;
+
+	/* manifest first: a half-removed checkpoint is invalid, never chosen */
+	ck_fmt(f, sizeof f, "%s/manifest.json", path);
+	if (unlink(f) != 0)
+		return;
+	ck_fmt(parent, sizeof parent, "%s", path);
+	if ((slash = strrchr(parent, '/'))) {
+		*slash = 0;
+		ck_fsync_dir(parent);
+	}
+	if (!(d = opendir(path)))
+		return;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "rank_", 5) == 0) {
+			ck_fmt(f, sizeof f, "%s/%s", path, de->d_name);
+			unlink(f);
+		}
+	closedir(d);
+	rmdir(path);
+}
+
+/* Leftovers of saves that never completed (a crash, a failed write): the
+ * temporary directories (and failure notes) of steps up to the one just
+ * completed, other than our own. Saves of one run are sequential, so none
+ * of them can still be in progress; they never held a manifest. */
+static void remove_stale_tmp(const llmt_ckpt_writer *w)
+{
+	DIR *d = opendir(w->dir);
+	struct dirent *de;
+	char own[128], path[4400];
+
+	if (!d)
+		return;
+	ck_fmt(own, sizeof own, ".tmp.step_%08ld.%s", w->step, w->token);
+	while ((de = readdir(d))) {
+		char num[32];
+		long step;
+		size_t n;
+		if (strncmp(de->d_name, ".tmp.step_", 10) != 0)
+			continue;
+		n = strspn(de->d_name + 10, "0123456789");
+		if (n < 8 || n > 20 || de->d_name[10 + n] != '.' || !strncmp(de->d_name, own, strlen(own)))
+			continue;
+		memcpy(num, de->d_name + 10, n);
+		num[n] = 0;
+		step = atol(num);
+		if (step > w->step)
+			continue;
+		ck_fmt(path, sizeof path, "%s/%s", w->dir, de->d_name);
+		if (strstr(de->d_name, ".failed")) {
+			unlink(path);
+			continue;
+		}
+		DIR *t = opendir(path);
+		struct dirent *te;
+		char f[4700];
+		if (!t)
+			continue;
+		while ((te = readdir(t)))
+			if (strncmp(te->d_name, "rank_", 5) == 0 || strncmp(te->d_name, "manifest.json", 13) == 0) {
+				ck_fmt(f, sizeof f, "%s/%s", path, te->d_name);
+				unlink(f);
+			}
+		closedir(t);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
+static void retention(llmt_ckpt_writer *w, const char *keep_path)
+{
+	char **paths;
+	long *steps;
+	int n, kept = 0;
+
+	if (w->keep <= 0)
+		return;
+	n = ck_list(w->dir, 1, &paths, &steps, NULL, NULL);
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(paths[i], keep_path) || kept < w->keep) {
+			kept++;
+			continue;
+		}
+		remove_step_dir(paths[i]);
+	}
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(steps);
+}
+
+static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t errlen)
+{
+	char path[4300], final[4200], latest[64];
+	json_t *man = NULL;
+	char *txt;
+	int rc;
+	struct stat st;
+
+	if ((rc = build_manifest(w, tdir, &man, err, errlen)) != 0)
+		return rc;
+	txt = json_dumps(man, JSON_INDENT(1));
+	json_decref(man);
+	ck_fmt(path, sizeof path, "%s/manifest.json", tdir);
+	if (!txt || ck_write_file_atomic(path, txt, strlen(txt), err, errlen) != 0) {
+		free(txt);
+		return LLMT_EXIT_IO;
+	}
+	free(txt);
+	for (int r = 0; r < w->world; r++) {
+		ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, r);
+		unlink(path);
+	}
+	ck_fmt(final, sizeof final, "%s/step_%08ld", w->dir, w->step);
+	if (lstat(final, &st) == 0) {
+		/* the same step from an abandoned timeline (rollback): kept aside */
+		ck_fmt(path, sizeof path, "%s/step_%08ld.superseded.%s", w->dir, w->step, w->token);
+		if (rename(final, path) != 0) {
+			ck_fmt(err, errlen, "%s: cannot move the older checkpoint aside: %s", final, strerror(errno));
+			return LLMT_EXIT_IO;
+		}
+	}
+	if (rename(tdir, final) != 0) {
+		ck_fmt(err, errlen, "%s: rename failed: %s", final, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	if (ck_fsync_dir(w->dir) != 0) {
+		ck_fmt(err, errlen, "%s: fsync failed: %s", w->dir, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	ck_fmt(path, sizeof path, "%s/latest", w->dir);
+	ck_fmt(latest, sizeof latest, "step_%08ld\n", w->step);
+	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
+		return LLMT_EXIT_IO;
+	remove_stale_tmp(w);
+	retention(w, final);
+	return 0;
+}
+
+/* A rank that cannot publish its record says so next to the directory,
+ * so rank 0 does not wait for it. */
+static void publish_failure(const llmt_ckpt_writer *w, const char *tdir, const char *why)
+{
+	char failed[4300], e2[1024];
+
+	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, w->rank);
+	ck_write_file_atomic(failed, why, strlen(why), e2, sizeof e2);
+}
+
+static void *writer_main(void *arg)
+{
+	llmt_ckpt_writer *w = arg;
+	char tdir[4200], err[1024] = "", err2[1024];
+	uint64_t hash = 0;
+	struct stat sb;
+	int rc;
+
+	tmp_dir(w, tdir, sizeof tdir);
+	errno = 0;
+	if (ck_mkdir_p(tdir) != 0 || stat(tdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		ck_fmt(err, sizeof err, "%s: cannot create: %s", tdir, errno ? strerror(errno) : "not a directory");
+		publish_failure(w, tdir, err);
+		set_result(w, LLMT_EXIT_IO, err);
+		return NULL;
+	}
+	rc = write_shard(w, tdir, &hash, err, sizeof err);
+	if (rc == 0) {
+		char hx[20];
+		ck_fmt(hx, sizeof hx, "%016llx", (unsigned long long)hash);
+		json_object_set_new(w->done, "size", json_integer((json_int_t)w->snap_len));
+		json_object_set_new(w->done, "xxh3", json_string(hx));
+	}
+	/* publish even a failure, so rank 0 does not wait for this rank */
+	if (publish_done(w, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
+		if (rc == 0) {
+			rc = LLMT_EXIT_IO;
+			ck_fmt(err, sizeof err, "%s", err2);
+		}
+		publish_failure(w, tdir, err);
+	}
+	if (rc == 0 && w->rank == 0)
+		rc = finalize(w, tdir, err, sizeof err);
+	set_result(w, rc, rc ? err : NULL);
+	return NULL;
+}
+
+/* ---- training thread -------------------------------------------------- */
+static int join(llmt_ckpt_writer *w, char *err, size_t errlen)
+{
+	int rc;
+
+	if (w->running) {
+		pthread_join(w->th, NULL);
+		w->running = 0;
+		json_decref(w->done);
+		json_decref(w->model);
+		json_decref(w->training);
+		w->done = w->model = w->training = NULL;
+		if (w->result == 0 && w->rank == 0)
+			w->last_step = w->step;
+	}
+	rc = w->result;
+	if (rc)
+		ck_fmt(err, errlen, "checkpoint step %ld: %s", w->step, w->err);
+	w->result = 0;
+	w->finished = 0;
+	return rc;
+}
+
+int llmt_ckpt_wait(llmt_ckpt_writer *w, char *err, size_t errlen)
+{
+	return w ? join(w, err, errlen) : 0;
+}
+
+int llmt_ckpt_poll(llmt_ckpt_writer *w, char *err, size_t errlen)
+{
+	int fin;
+
+	if (!w->running)
+		return 1;
+	pthread_mutex_lock(&w->mu);
+	fin = w->finished;
+	pthread_mutex_unlock(&w->mu);
+	if (!fin)
+		return 0;
+	int rc = join(w, err, errlen);
+	return rc ? rc : 1;
+}
+
+void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
+{
+	char err[1024];
+
+	if (!w)
+		return;
+	if (join(w, err, sizeof err) != 0)
+		fprintf(stderr, "llm-train: %s\n", err);
+	pthread_mutex_destroy(&w->mu);
+	free(w->snap);
+	free(w);
+}
+
+/* The snapshot copy, in 4 MiB chunks over the OpenMP threads (the loop's
+ * threads are idle while it waits here): the stall is memory bandwidth. */
+typedef struct { char *dst; const char *src; size_t n; } copy_job;
+
+static int parallel_copy(const copy_job *jobs, int nj)
+{
+	enum { CH = 4 << 20 };
+	size_t nc = 0, k = 0;
+	copy_job *ch;
+
+	for (int i = 0; i < nj; i++)
+		nc += (jobs[i].n + CH - 1) / CH;
+	if (!(ch = malloc((nc + 1) * sizeof *ch)))
+		return -1;
+	for (int i = 0; i < nj; i++)
+		for (size_t o = 0; o < jobs[i].n; o += CH)
+			ch[k++] = (copy_job){ jobs[i].dst + o, jobs[i].src + o, jobs[i].n - o < CH ? jobs[i].n - o : CH };
+#pragma omp parallel for schedule(dynamic, 1)
+	for (long c = 0; c < (long)nc; c++)
+		memcpy(ch[c].dst, ch[c].src, ch[c].n);
+	free(ch);
+	return 0;
+}
+
+static uint64_t replica_hash(const llmt_ckpt_state *st)
+{
+	XXH3_state_t *h = XXH3_createState();
+	uint64_t r;
+
+	XXH3_64bits_reset(h);
+	for (int i = 0; i < st->nbufs; i++) {
+		const llmt_ckpt_buf *b = &st->bufs[i];
+		if (b->replicated)
+			XXH3_64bits_update(h, b->data, (b->hi - b->lo) * ck_dtype_size(b->dtype));
+	}
+	r = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return r;
+}
+
+/* Check st and cut this rank's write share into pieces, filling the done
+ * record and the snapshot. */
+static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, size_t errlen)
+{
+	ck_cut *cuts[LLMT_CKPT_MAX_BUFS] = { 0 };
+	int ncuts[LLMT_CKPT_MAX_BUFS] = { 0 };
+	size_t wlo[LLMT_CKPT_MAX_BUFS], total = 0;
+	json_t *kinds = json_array(), *tensors = json_array(), *pieces = json_array(), *blobs = json_array();
+	int *tix = calloc((size_t)st->nparams + 1, sizeof *tix);
+	int rc = 0;
+
+	for (int i = 0; i < st->nparams; i++)
+		tix[i] = -1;
+	for (int k = 0; k < st->nbufs && !rc; k++) {
+		const llmt_ckpt_buf *b = &st->bufs[k];
+		size_t lo = b->lo, hi = b->hi;
+		if (!b->kind || !*b->kind || strlen(b->kind) >= 32 || b->lo > b->hi || b->hi > st->nflat ||
+		    (b->replicated && (b->lo != 0 || b->hi != st->nflat)) || (!b->data && b->hi > b->lo)) {
+			ck_fmt(err, errlen, "checkpoint buffer %d (%s): bad range", k, b->kind ? b->kind : "?");
+			rc = LLMT_EXIT_SOFTWARE;
+			break;
+		}
+		if (b->replicated)
+			ck_dp_share(st->nflat, st->dp, st->dp_rank, &lo, &hi);
+		wlo[k] = lo;
+		ncuts[k] = ck_cut_range(st->params, st->nparams, lo, hi,
+		                        CK_SKIP_TIED | (st->tp_rank != 0 ? CK_SKIP_TPREP : 0), &cuts[k], err, errlen);
+		if (ncuts[k] < 0) {
+			ncuts[k] = 0;
+			rc = LLMT_EXIT_SOFTWARE;
+			break;
+		}
+		json_array_append_new(kinds, json_pack("{s:s, s:s}", "name", b->kind, "dtype", ck_dtype_name(b->dtype)));
+		for (int c = 0; c < ncuts[k]; c++)
+			total += (size_t)(cuts[k][c].box.nr * cuts[k][c].box.nc) * ck_dtype_size(b->dtype);
+	}
+	for (int i = 0; i < st->nblobs; i++)
+		total += (st->blobs[i].len + 7) & ~(size_t)7;
+	if (!rc && total > w->snap_cap) {
+		char *ns = realloc(w->snap, total);
+		if (!ns) {
+			ck_fmt(err, errlen, "checkpoint snapshot: out of memory (%zu bytes)", total);
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			w->snap = ns;
+			w->snap_cap = total;
+		}
+	}
+	size_t off = 0;
+	int nj = 0, maxj = 0;
+	for (int k = 0; k < st->nbufs; k++)
+		maxj += ncuts[k];
+	copy_job *jobs = malloc(((size_t)maxj + 1) * sizeof *jobs);
+	if (!jobs && !rc) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	for (int k = 0; k < st->nbufs && !rc; k++) {
+		const llmt_ckpt_buf *b = &st->bufs[k];
+		size_t es = ck_dtype_size(b->dtype);
+		for (int c = 0; c < ncuts[k]; c++) {
+			const ck_cut *ct = &cuts[k][c];
+			const llmt_param_info *p = &st->params[ct->param];
+			size_t n = (size_t)(ct->box.nr * ct->box.nc) * es;
+			if (tix[ct->param] < 0) {
+				json_t *sh = p->ndim == 2 ? json_pack("[I, I]", (json_int_t)p->shape[0], (json_int_t)p->shape[1])
+				                          : json_pack("[I]", (json_int_t)p->shape[0]);
+				tix[ct->param] = (int)json_array_size(tensors);
+				json_array_append_new(tensors, json_pack("{s:s, s:o}", "name", p->name, "shape", sh));
+			}
+			jobs[nj++] = (copy_job){ w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n };
+			json_array_append_new(pieces, json_pack("[i, i, I, I, I, I, I]", tix[ct->param], k, (json_int_t)off,
+			                                        (json_int_t)ct->box.r0, (json_int_t)ct->box.nr,
+			                                        (json_int_t)ct->box.c0, (json_int_t)ct->box.nc));
+			off += n;
+		}
+	}
+	for (int i = 0; i < st->nblobs && !rc; i++) {
+		const llmt_ckpt_blob *bl = &st->blobs[i];
+		if (!bl->name || strlen(bl->name) >= 64 || (bl->len && !bl->data)) {
+			ck_fmt(err, errlen, "checkpoint blob %d: bad name or data", i);
+			rc = LLMT_EXIT_SOFTWARE;
+			break;
+		}
+		memcpy(w->snap + off, bl->data, bl->len);
+		memset(w->snap + off + bl->len, 0, ((bl->len + 7) & ~(size_t)7) - bl->len);
+		json_array_append_new(blobs, json_pack("{s:s, s:I, s:I}", "name", bl->name, "offset", (json_int_t)off,
+		                                       "size", (json_int_t)bl->len));
+		off += (bl->len + 7) & ~(size_t)7;
+	}
+	w->snap_len = off;
+	if (!rc && parallel_copy(jobs, nj) != 0) {
+		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	free(jobs);
+	for (int k = 0; k < LLMT_CKPT_MAX_BUFS; k++)
+		free(cuts[k]);
+	free(tix);
+	if (!rc) {
+		char fname[32];
+		ck_fmt(fname, sizeof fname, "rank_%05d.bin", st->rank);
+		w->done = json_pack("{s:i, s:s, s:o, s:o, s:o, s:o}", "rank", st->rank, "file", fname, "kinds", kinds,
+		                    "tensors", tensors, "pieces", pieces, "blobs", blobs);
+	} else {
+		json_decref(kinds);
+		json_decref(tensors);
+		json_decref(pieces);
+		json_decref(blobs);
+	}
+	return rc;
+}
+
+int llmt_ckpt_save(llmt_ckpt_writer *w, long step, const llmt_ckpt_state *st, char *err, size_t errlen)
+{
+	char perr[1024] = "";
+	int prev, rc, agree = -1;
+	uint64_t h = 0;
+
+	/* the previous save first (its failure is reported below, after the
+	 * collectives every rank must take part in) */
+	prev = join(w, perr, sizeof perr);
+	memset(w->token, 0, sizeof w->token);
+	if (st->rank == 0)
+		ck_fmt(w->token, sizeof w->token, "%llx.%lx", (unsigned long long)ck_now_ns(), (long)getpid());
+	if (st->world_comm && llmt_comm_bcast_bytes(st->world_comm, w->token, sizeof w->token, 0) != 0) {
+		ck_fmt(err, errlen, "checkpoint step %ld: communication failure", step);
+		return LLMT_EXIT_TRANSIENT;
+	}
+	if (!st->world_comm && st->world > 1) {
+		/* ranks simulated in one process (unit tests) share a token */
+		const char *tok = getenv("LLMT_TEST_CKPT_TOKEN");
+		if (!tok || !*tok) {
+			ck_fmt(err, errlen, "checkpoint step %ld: world of %d ranks without a communicator", step, st->world);
+			return LLMT_EXIT_SOFTWARE;
+		}
+		ck_fmt(w->token, sizeof w->token, "%s", tok);
+	}
+	w->token[sizeof w->token - 1] = 0;
+	h = replica_hash(st);
+	if (st->dp == 1) {
+		agree = 1;
+	} else if (st->dp_comm) {
+		uint64_t *all = calloc((size_t)st->dp, sizeof *all);
+		if (!all || llmt_comm_allgather_bytes(st->dp_comm, &h, all, sizeof h) != 0) {
+			free(all);
+			ck_fmt(err, errlen, "checkpoint step %ld: communication failure", step);
+			return LLMT_EXIT_TRANSIENT;
+		}
+		agree = 1;
+		for (int i = 1; i < st->dp; i++)
+			if (all[i] != all[0])
+				agree = 0;
+		free(all);
+	}
+	if (prev) {
+		ck_fmt(err, errlen, "%s", perr);
+		return prev;
+	}
+	if (step < 0 || st->world < 1 || st->rank < 0 || st->rank >= st->world || st->tp * st->pp * st->dp != st->world ||
+	    !st->config || st->nbufs > LLMT_CKPT_MAX_BUFS || st->nblobs > LLMT_CKPT_MAX_BLOBS) {
+		ck_fmt(err, errlen, "checkpoint step %ld: bad state description", step);
+		return LLMT_EXIT_SOFTWARE;
+	}
+	w->step = step;
+	w->rank = st->rank;
+	w->world = st->world;
+	w->tp = st->tp;
+	w->pp = st->pp;
+	w->dp = st->dp;
+	if ((rc = snapshot(w, st, err, errlen)) != 0)
+		return rc;
+	{
+		char hx[20];
+		ck_fmt(hx, sizeof hx, "%016llx", (unsigned long long)h);
+		json_object_set_new(w->done, "replica_hash", json_string(hx));
+		json_object_set_new(w->done, "agree", agree < 0 ? json_null() : json_boolean(agree));
+	}
+	w->model = ck_config_to_json(st->config);
+	if (st->train_json) {
+		json_error_t je;
+		w->training = json_loads(st->train_json, 0, &je);
+		if (!json_is_object(w->training)) {
+			ck_fmt(err, errlen, "checkpoint step %ld: training state is not a JSON object: %s", step, je.text);
+			json_decref(w->done);
+			json_decref(w->model);
+			json_decref(w->training);
+			w->done = w->model = w->training = NULL;
+			return LLMT_EXIT_SOFTWARE;
+		}
+	} else {
+		w->training = json_object();
+	}
+	w->finished = 0;
+	w->result = 0;
+	if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
+		ck_fmt(err, errlen, "checkpoint step %ld: cannot start the writer thread", step);
+		return LLMT_EXIT_SOFTWARE;
+	}
+	w->running = 1;
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* comm.h: the one communication interface of the runtime. A llmt_comm is a
+ * group of ranks (world, or a TP/PP/DP group split from it). Backends: MPI
+ * (comm_mpi.c, Open MPI) now; NCCL (GPU issue) implements the same calls.
+ * Every reduction is deterministic: the same inputs give bit-identical
+ * results on every member (DP replicas must stay bit-identical). */
+#ifndef LLMT_COMM_H
+#define LLMT_COMM_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct llmt_comm llmt_comm;
+
+/* World from the environment (MPI_Init inside). Returns NULL with a
+ * message on stderr when the backend cannot start. */
+llmt_comm *llmt_comm_world(int *argc, char ***argv);
+/* New group of the members that pass the same color, ordered by key
+ * (collective over c). */
+llmt_comm *llmt_comm_split(llmt_comm *c, int color, int key);
+void llmt_comm_free(llmt_comm *c);     /* a split group */
+void llmt_comm_finalize(llmt_comm *world);
+int llmt_comm_rank(const llmt_comm *c);
+int llmt_comm_size(const llmt_comm *c);
+
+/* All return 0 on success, -1 on a communication failure (the caller
+ * exits with LLMT_EXIT_TRANSIENT). n counts elements. */
+int llmt_comm_allreduce_sum_f32(llmt_comm *c, float *buf, size_t n);
+int llmt_comm_allreduce_max_f64(llmt_comm *c, double *buf, size_t n);
+int llmt_comm_allreduce_sum_f64(llmt_comm *c, double *buf, size_t n);
+/* rank r receives the sum of block r (n elements per rank) of every
+ * member's send buffer (size n * size). */
+int llmt_comm_reduce_scatter_sum_f32(llmt_comm *c, const float *send, float *recv, size_t n);
+/* every member's n elements, concatenated by rank into recv (n * size). */
+int llmt_comm_allgather_f32(llmt_comm *c, const float *send, float *recv, size_t n);
+int llmt_comm_allgather_bytes(llmt_comm *c, const void *send, void *recv, size_t bytes);
+int llmt_comm_bcast_bytes(llmt_comm *c, void *buf, size_t bytes, int root);
+int llmt_comm_send_bytes(llmt_comm *c, const void *buf, size_t bytes, int peer, int tag);
+int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int tag);
+int llmt_comm_barrier(llmt_comm *c);
+/* Abort every member (used on fatal errors so no rank hangs). */
+void llmt_comm_abort(llmt_comm *c, int exit_code);
+
+#endif

@@ -1,0 +1,48 @@
+/* config.h: the model configuration (sizes and numerics of a Llama-family
+ * decoder) and its YAML file reader (libyaml). Pure data plus one loader;
+ * the caller turns a load failure into exit code 64 (LLMT_EXIT_USAGE). */
+#ifndef LLMT_CONFIG_H
+#define LLMT_CONFIG_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct llmt_config {
+    int vocab_size;      /* tokens (256 for byte level) */
+    int d_model;         /* hidden width */
+    int n_layers;
+    int n_heads;         /* query heads; head_dim = d_model / n_heads */
+    int n_kv_heads;      /* key/value heads (GQA); default n_heads */
+    int d_ff;            /* SwiGLU inner width */
+    int max_seq;         /* longest sequence (rotary table size) */
+    double rope_theta;   /* rotary base, default 10000 */
+    double norm_eps;     /* RMSNorm epsilon, default 1e-5 */
+    int qk_norm;         /* 1: RMSNorm over head_dim on q and k (Qwen3/OLMo2 style) */
+    int tie_embeddings;  /* 1: LM head shares the embedding matrix */
+    double z_loss;       /* coefficient of mean(logsumexp^2), 0 = off */
+    double init_std;     /* std of the normal init, default 0.02 */
+    uint64_t seed;       /* init seed, default 1234 */
+} llmt_config;
+
+/* Defaults for every optional field; required sizes set to 0. */
+void llmt_config_defaults(llmt_config *c);
+
+/* Read a YAML mapping of the keys above from path. Unknown keys, duplicate
+ * keys, non-numeric or out-of-range values and missing required keys
+ * (vocab_size, d_model, n_layers, n_heads, d_ff, max_seq) are refused:
+ * returns -1 and writes "path:line: reason" into err. 0 on success. */
+int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen);
+
+/* Consistency checks (d_model % n_heads, n_heads % n_kv_heads, even
+ * head_dim, positive sizes...). -1 with a reason in err. */
+int llmt_config_validate(const llmt_config *c, char *err, size_t errlen);
+
+static inline int llmt_config_head_dim(const llmt_config *c) { return c->d_model / c->n_heads; }
+
+/* Number of logical parameters (tied embedding counted once). */
+int64_t llmt_config_n_params(const llmt_config *c);
+
+/* Model FLOPs per trained token for MFU: 6*N + 6*L*T*d (N from
+ * llmt_config_n_params, T = sequence length used). */
+double llmt_config_flops_per_token(const llmt_config *c, int T);
+
+#endif

@@ -1,0 +1,108 @@
+/* faults.c: parser and triggers of LLM_TRAIN_FAULT (tests only; nothing
+ * happens unless the variable is set). */
+#include "faults.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "llmt/exitcodes.h"
+
+static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang" };
+
+int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err, size_t errlen)
+{
+	char buf[512], *save = NULL, *item;
+
+	memset(fs, 0, sizeof(*fs));
+	if (!spec || !*spec)
+		return 0;
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "LLM_TRAIN_FAULT: too long");
+		return -1;
+	}
+	strcpy(buf, spec);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *at = strchr(item, '@'), *end, *colon;
+		int k, always = 0;
+		long step, rank = -1;
+		if (!at) {
+			snprintf(err, errlen, "LLM_TRAIN_FAULT=%s: want kind@step[:rank]", spec);
+			return -1;
+		}
+		*at = 0;
+		if (at > item && at[-1] == '!') {
+			always = 1;
+			at[-1] = 0;
+		}
+		for (k = 0; k < LLMT_FAULT_NKINDS; k++)
+			if (!strcmp(item, kinds[k]))
+				break;
+		if (k == LLMT_FAULT_NKINDS) {
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang)", item);
+			return -1;
+		}
+		colon = strchr(at + 1, ':');
+		if (colon)
+			*colon = 0;
+		errno = 0;
+		step = strtol(at + 1, &end, 10);
+		if (errno || end == at + 1 || *end || step < 0) {
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: bad step '%s'", at + 1);
+			return -1;
+		}
+		if (colon) {
+			rank = strtol(colon + 1, &end, 10);
+			if (end == colon + 1 || *end || rank < 0) {
+				snprintf(err, errlen, "LLM_TRAIN_FAULT: bad rank '%s'", colon + 1);
+				return -1;
+			}
+		}
+		if (fs->n == LLMT_MAX_FAULTS) {
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: more than %d faults", LLMT_MAX_FAULTS);
+			return -1;
+		}
+		if (!always && attempt != 0)
+			continue;
+		fs->f[fs->n].kind = (llmt_fault_kind)k;
+		fs->f[fs->n].step = step;
+		fs->f[fs->n].rank = (int)rank;
+		fs->f[fs->n].always = always;
+		fs->n++;
+	}
+	return 0;
+}
+
+int llmt_faults_from_env(llmt_faults *fs, char *err, size_t errlen)
+{
+	const char *a = getenv("LLM_TRAIN_ATTEMPT");
+	int attempt = a && *a ? atoi(a) : 0;
+
+	return llmt_faults_parse(fs, getenv("LLM_TRAIN_FAULT"), attempt, err, errlen);
+}
+
+int llmt_fault_at(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank)
+{
+	for (int i = 0; i < fs->n; i++)
+		if (fs->f[i].kind == kind && fs->f[i].step == step && (fs->f[i].rank < 0 || fs->f[i].rank == rank))
+			return 1;
+	return 0;
+}
+
+void llmt_faults_fire_process(const llmt_faults *fs, long step, int rank)
+{
+	if (llmt_fault_at(fs, LLMT_FAULT_CRASH, step, rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault crash@%ld\n", rank, step);
+		abort();
+	}
+	if (llmt_fault_at(fs, LLMT_FAULT_EXIT75, step, rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault exit75@%ld\n", rank, step);
+		fflush(NULL);
+		_exit(LLMT_EXIT_TRANSIENT);
+	}
+	if (llmt_fault_at(fs, LLMT_FAULT_HANG, step, rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault hang@%ld\n", rank, step);
+		for (;;)
+			pause();
+	}
+}

@@ -1,0 +1,142 @@
+/* heartbeat.c: heartbeat file writer with a refresh thread for phases in
+ * which the main thread may block for long (checkpoint I/O, startup). */
+#include "heartbeat.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *names[] = { "init", "load", "train", "save", "done" };
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int running, stop;
+	char path[4096], tmp[4200];
+	long step;
+	llmt_hb_phase phase;
+	double last;
+	double period;
+} hb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+const char *llmt_hb_phase_name(llmt_hb_phase p)
+{
+	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "init";
+}
+
+int llmt_hb_format(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p, double last_step_s)
+{
+	return snprintf(buf, len, "%ld %lld %s %.6f\n", step, time_ns, llmt_hb_phase_name(p), last_step_s);
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* called with hb.mu held */
+static void write_locked(void)
+{
+	char line[160];
+	FILE *f;
+	int n = llmt_hb_format(line, sizeof(line), hb.step, now_ns(), hb.phase, hb.last);
+
+	f = fopen(hb.tmp, "w");
+	if (!f)
+		return; /* a missed beat is reported by the wrapper; never fatal here */
+	if (fwrite(line, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		return;
+	}
+	if (fclose(f) == 0)
+		rename(hb.tmp, hb.path);
+}
+
+static void *ticker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&hb.mu);
+	while (!hb.stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)hb.period;
+		ts.tv_nsec += (long)((hb.period - (double)(time_t)hb.period) * 1e9);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&hb.cv, &hb.mu, &ts);
+		if (!hb.stop && hb.phase != LLMT_HB_TRAIN && hb.phase != LLMT_HB_DONE)
+			write_locked();
+	}
+	pthread_mutex_unlock(&hb.mu);
+	return NULL;
+}
+
+int llmt_hb_start(const char *dir, int rank, double period_s)
+{
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "llm-train: heartbeat dir %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	pthread_mutex_lock(&hb.mu);
+	snprintf(hb.path, sizeof(hb.path), "%s/rank_%05d", dir, rank);
+	snprintf(hb.tmp, sizeof(hb.tmp), "%s.tmp", hb.path);
+	hb.step = 0;
+	hb.phase = LLMT_HB_INIT;
+	hb.last = 0;
+	hb.period = period_s > 0.05 ? period_s : 0.05;
+	hb.stop = 0;
+	write_locked();
+	pthread_mutex_unlock(&hb.mu);
+	{
+		FILE *f = fopen(hb.path, "r");
+		if (!f) {
+			fprintf(stderr, "llm-train: heartbeat file %s: %s\n", hb.path, strerror(errno));
+			return -1;
+		}
+		fclose(f);
+	}
+	if (pthread_create(&hb.th, NULL, ticker, NULL)) {
+		fprintf(stderr, "llm-train: cannot start the heartbeat thread\n");
+		return -1;
+	}
+	hb.running = 1;
+	return 0;
+}
+
+void llmt_hb_set(long step, llmt_hb_phase p, double last_step_s)
+{
+	if (!hb.path[0])
+		return;
+	pthread_mutex_lock(&hb.mu);
+	hb.step = step;
+	hb.phase = p;
+	hb.last = last_step_s;
+	write_locked();
+	pthread_mutex_unlock(&hb.mu);
+}
+
+void llmt_hb_stop(llmt_hb_phase final_phase)
+{
+	if (!hb.path[0])
+		return;
+	pthread_mutex_lock(&hb.mu);
+	hb.phase = final_phase;
+	write_locked();
+	hb.stop = 1;
+	pthread_cond_signal(&hb.cv);
+	pthread_mutex_unlock(&hb.mu);
+	if (hb.running)
+		pthread_join(hb.th, NULL);
+	hb.running = 0;
+	hb.path[0] = 0;
+}

@@ -1,0 +1,24 @@
+/* heartbeat.h: the per-rank heartbeat file the wrapper watches:
+ * DIR/rank_NNNNN holding "<step> <unix_time_ns> <phase> <last_step_seconds>",
+ * rewritten with tmp + rename. During init/load/save a background thread
+ * rewrites it every few seconds; during train only the loop does (once per
+ * step), so a hung step shows as a stale time. */
+#ifndef LLMT_HEARTBEAT_H
+#define LLMT_HEARTBEAT_H
+#include <stddef.h>
+
+typedef enum { LLMT_HB_INIT, LLMT_HB_LOAD, LLMT_HB_TRAIN, LLMT_HB_SAVE, LLMT_HB_DONE } llmt_hb_phase;
+
+const char *llmt_hb_phase_name(llmt_hb_phase p);
+/* Pure: the line for these values (with newline) into buf. */
+int llmt_hb_format(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p, double last_step_s);
+
+/* Start: creates dir if needed. Returns 0, or -1 with a message (the
+ * caller exits LLMT_EXIT_IO). period_s: refresh during long phases. */
+int llmt_hb_start(const char *dir, int rank, double period_s);
+/* Record the state and rewrite the file now. */
+void llmt_hb_set(long step, llmt_hb_phase p, double last_step_s);
+/* Final write (phase as given) and stop the thread. */
+void llmt_hb_stop(llmt_hb_phase final_phase);
+
+#endif

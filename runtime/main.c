@@ -1,0 +1,232 @@
+/* main.c: the llm-train command: `llm-train [train] OPTIONS` trains;
+ * subcommands tokenize, ckpt-verify, ckpt-list, export and import are
+ * dispatched to their modules. Usage errors exit 64 with one line. */
+#include "config.h"
+#include <errno.h>
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "llmt/exitcodes.h"
+#include "ckpt.h"
+#include "comm.h"
+#include "parallel.h"
+#include "tokenize.h"
+#include "train.h"
+
+static const char usage[] =
+	"usage: llm-train [train] --model CFG.yaml --data DIR [--steps N] [--micro-batch B] [--seq T]\n"
+	"         [--grad-accum A] [--lr X] [--min-lr X] [--warmup N] [--weight-decay X] [--beta1 X]\n"
+	"         [--beta2 X] [--eps X] [--grad-clip X] [--seed S] [--ckpt-dir DIR]\n"
+	"         [--ckpt-interval N|Ns|Nm|Nh|auto] [--ckpt-keep K] [--precision bf16|fp32]\n"
+	"         [--sdc-interval N] [--max-bad-steps K] [--spike-factor X] [--resume CKPT]\n"
+	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
+	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
+	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
+	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
+	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
+	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
+	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
+	"  LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
+
+static int bad(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "llm-train: %s %s: %s (llm-train --help)\n", opt, val, want);
+	return LLMT_EXIT_USAGE;
+}
+
+static int num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
+		char want[96];
+		snprintf(want, sizeof(want), "want a number in [%g, %g]", lo, hi);
+		return bad(opt, s, want);
+	}
+	return 0;
+}
+
+static int integer(const char *opt, const char *s, long lo, long hi, long *out)
+{
+	char *end, want[96];
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		snprintf(want, sizeof(want), "want an integer in [%ld, %ld]", lo, hi);
+		return bad(opt, s, want);
+	}
+	*out = (long)v;
+	return 0;
+}
+
+/* Parse the train options into o. 0, 64, or -1 for --help. */
+static int parse_train(int argc, char **argv, llmt_train_opts *o)
+{
+	enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
+		O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_SDC, O_BAD, O_SPIKE,
+		O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
+		{ "steps", required_argument, NULL, O_STEPS }, { "micro-batch", required_argument, NULL, O_MB },
+		{ "seq", required_argument, NULL, O_SEQ }, { "grad-accum", required_argument, NULL, O_GA },
+		{ "lr", required_argument, NULL, O_LR }, { "min-lr", required_argument, NULL, O_MINLR },
+		{ "warmup", required_argument, NULL, O_WARM }, { "weight-decay", required_argument, NULL, O_WD },
+		{ "beta1", required_argument, NULL, O_B1 }, { "beta2", required_argument, NULL, O_B2 },
+		{ "eps", required_argument, NULL, O_EPS }, { "grad-clip", required_argument, NULL, O_CLIP },
+		{ "seed", required_argument, NULL, O_SEED }, { "ckpt-dir", required_argument, NULL, O_CKDIR },
+		{ "ckpt-interval", required_argument, NULL, O_CKINT }, { "ckpt-keep", required_argument, NULL, O_KEEP },
+		{ "precision", required_argument, NULL, O_PREC }, { "sdc-interval", required_argument, NULL, O_SDC },
+		{ "max-bad-steps", required_argument, NULL, O_BAD }, { "spike-factor", required_argument, NULL, O_SPIKE },
+		{ "resume", required_argument, NULL, O_RESUME }, { "init-from", required_argument, NULL, O_INIT },
+		{ "run-dir", required_argument, NULL, O_RUN }, { "peak-gflops", required_argument, NULL, O_PEAK },
+		{ "mtbf", required_argument, NULL, O_MTBF }, { "quiet", no_argument, NULL, O_QUIET },
+		{ "val-data", required_argument, NULL, O_VAL }, { "eval-interval", required_argument, NULL, O_EVAL },
+		{ "eval-batches", required_argument, NULL, O_EVALB },
+		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
+	};
+	const char *interval = getenv("LLM_TRAIN_CKPT_INTERVAL"), *e;
+	int c, rc = 0;
+	long v;
+	double d;
+
+	o->ckpt_dir = (e = getenv("LLM_TRAIN_CKPT_DIR")) && *e ? e : NULL;
+	o->run_dir = (e = getenv("LLM_TRAIN_RUN_DIR")) && *e ? e : NULL;
+	o->hb_dir = (e = getenv("LLM_TRAIN_HEARTBEAT_DIR")) && *e ? e : NULL;
+	o->resume = getenv("LLM_TRAIN_RESUME");
+	if ((e = getenv("LLM_TRAIN_SKIP_BATCHES")) && *e &&
+	    integer("LLM_TRAIN_SKIP_BATCHES", e, 0, 1L << 40, &o->skip_batches))
+		return LLMT_EXIT_USAGE;
+	optind = 1;
+	opterr = 0;
+	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MODEL: o->model_path = optarg; break;
+		case O_DATA: o->data_dir = optarg; break;
+		case O_STEPS: rc = integer("--steps", optarg, 1, 1L << 40, &o->steps); break;
+		case O_MB: rc = integer("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
+		case O_SEQ: rc = integer("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
+		case O_GA: rc = integer("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
+		case O_LR: rc = num("--lr", optarg, 0, 10, &o->lr); break;
+		case O_MINLR: rc = num("--min-lr", optarg, 0, 10, &o->min_lr); break;
+		case O_WARM: rc = integer("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
+		case O_WD: rc = num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
+		case O_B1: rc = num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
+		case O_B2: rc = num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
+		case O_EPS: rc = num("--eps", optarg, 1e-30, 1, &o->adamw.eps); break;
+		case O_CLIP: rc = num("--grad-clip", optarg, 0, 1e30, &o->adamw.grad_clip); break;
+		case O_SEED: rc = num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
+		case O_CKDIR: o->ckpt_dir = optarg; break;
+		case O_CKINT: interval = optarg; break;
+		case O_KEEP: rc = integer("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
+		case O_PREC:
+			if (!strcmp(optarg, "bf16"))
+				o->prec = LLMT_BF16;
+			else if (!strcmp(optarg, "fp32"))
+				o->prec = LLMT_FP32;
+			else
+				rc = bad("--precision", optarg, "want bf16 or fp32");
+			break;
+		case O_SDC: rc = integer("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
+		case O_BAD: rc = integer("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
+		case O_SPIKE: rc = num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
+		case O_RESUME: o->resume = optarg; break;
+		case O_INIT: o->init_from = optarg; break;
+		case O_RUN: o->run_dir = optarg; break;
+		case O_PEAK: rc = num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
+		case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
+		case O_QUIET: o->quiet = 1; break;
+		case O_VAL: o->val_dir = optarg; break;
+		case O_EVAL: rc = integer("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
+		case O_EVALB: rc = integer("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
+		case O_HELP: return -1;
+		default:
+			fprintf(stderr, "llm-train: unknown or incomplete option '%s' (llm-train --help)\n",
+				argv[optind - 1]);
+			return LLMT_EXIT_USAGE;
+		}
+	}
+	if (rc)
+		return rc;
+	if (optind < argc) {
+		fprintf(stderr, "llm-train: unexpected argument '%s' (llm-train --help)\n", argv[optind]);
+		return LLMT_EXIT_USAGE;
+	}
+	if (!o->model_path || !o->data_dir) {
+		fprintf(stderr, "llm-train: --model and --data are required (llm-train --help)\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if (interval && *interval && llmt_parse_interval(interval, o))
+		return bad("--ckpt-interval", interval, "want N (steps), Ns, Nm, Nh or auto");
+	if (o->min_lr < 0)
+		o->min_lr = o->lr / 10;
+	if (o->min_lr > o->lr)
+		return bad("--min-lr", "", "must not exceed --lr");
+	if (o->peak_gflops == 0 && (e = getenv("LLM_TRAIN_PEAK_GFLOPS")) && *e &&
+	    num("LLM_TRAIN_PEAK_GFLOPS", e, 0, 1e12, &o->peak_gflops))
+		return LLMT_EXIT_USAGE;
+	if (o->peak_gflops == 0)
+		/* per-core peak measured on the reference machine (AVX-512 BF16
+		 * dot products 233 GFLOP/s, fp32 FMA 116): an estimate; give
+		 * --peak-gflops for another CPU */
+		o->peak_gflops = (o->prec == LLMT_BF16 ? 233.5 : 116.5) * omp_get_max_threads();
+	return 0;
+}
+
+static int train_main(int argc, char **argv)
+{
+	llmt_train_opts o;
+	llmt_parallel p;
+	llmt_comm *world;
+	int rc;
+
+	llmt_train_defaults(&o);
+	rc = parse_train(argc, argv, &o);
+	if (rc < 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	world = llmt_comm_world(&argc, &argv);
+	if (!world)
+		return LLMT_EXIT_TRANSIENT;
+	if (llmt_parallel_init(&p, world)) {
+		llmt_comm_finalize(world);
+		return LLMT_EXIT_USAGE;
+	}
+	rc = llmt_train(&o, &p);
+	llmt_parallel_free(&p);
+	llmt_comm_finalize(world);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+		{ "tokenize", llmt_tokenize_main },
+		{ "ckpt-verify", llmt_ckpt_cmd_verify },
+		{ "ckpt-list", llmt_ckpt_cmd_list },
+		{ "export", llmt_ckpt_cmd_export },
+		{ "import", llmt_ckpt_cmd_import },
+		{ "train", train_main },
+	};
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc > 1 && argv[1][0] != '-') {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[1], cmds[i].name))
+				return cmds[i].fn(argc - 1, argv + 1);
+		fprintf(stderr, "llm-train: unknown command '%s' (llm-train --help)\n", argv[1]);
+		return LLMT_EXIT_USAGE;
+	}
+	return train_main(argc, argv);
+}

@@ -1,0 +1,283 @@
+/* safetensors.c: writing and reading the safetensors format by hand: it is
+ * a length-prefixed JSON header (jansson) and raw little-endian tensors;
+ * Debian ships no C library for it. Reading maps each tensor to one stored
+ * piece of a ck_source, so the checkpoint loader does the rest. */
+#include "safetensors.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *st_dtype(llmt_ckpt_dtype t)
+{
+	return t == LLMT_CKPT_BF16 ? "BF16" : t == LLMT_CKPT_F16 ? "F16" : "F32";
+}
+
+static void put_le64(unsigned char *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+int st_write(const char *path, const st_tensor *t, int n, st_fill_fn fill, void *arg,
+             char *err, size_t errlen)
+{
+	json_t *hdr = json_object();
+	char tmp[4300], *txt = NULL, *buf = NULL;
+	size_t hlen, cap = 0;
+	uint64_t off = 0;
+	unsigned char len8[8];
+	int fd = -1, rc = 0;
+
+	json_object_set_new(hdr, "__metadata__", json_pack("{s:s}", "format", "pt"));
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes = (uint64_t)t[i].shape[0] * (t[i].ndim == 2 ? (uint64_t)t[i].shape[1] : 1) *
+		                 ck_dtype_size(t[i].dtype);
+		json_t *sh = t[i].ndim == 2 ? json_pack("[I, I]", (json_int_t)t[i].shape[0], (json_int_t)t[i].shape[1])
+		                            : json_pack("[I]", (json_int_t)t[i].shape[0]);
+		json_object_set_new(hdr, t[i].name, json_pack("{s:s, s:o, s:[I, I]}", "dtype", st_dtype(t[i].dtype),
+		                                               "shape", sh, "data_offsets", (json_int_t)off,
+		                                               (json_int_t)(off + bytes)));
+		off += bytes;
+		if (bytes > cap)
+			cap = bytes;
+	}
+	txt = json_dumps(hdr, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(hdr);
+	if (!txt)
+		return ck_fmt(err, errlen, "%s: cannot build the header", path), LLMT_EXIT_SOFTWARE;
+	hlen = strlen(txt);
+	size_t padded = (hlen + 7) & ~(size_t)7;
+	char *h2 = realloc(txt, padded + 1);
+	if (!h2) {
+		free(txt);
+		return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
+	}
+	txt = h2;
+	memset(txt + hlen, ' ', padded - hlen);
+	put_le64(len8, padded);
+	ck_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ck_fmt(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+		free(txt);
+		return LLMT_EXIT_IO;
+	}
+	if (ck_write_all(fd, len8, 8) || ck_write_all(fd, txt, padded)) {
+		ck_fmt(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+		rc = LLMT_EXIT_IO;
+	}
+	free(txt);
+	if (!rc && !(buf = malloc(cap ? cap : 1))) {
+		ck_fmt(err, errlen, "out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	for (int i = 0; i < n && !rc; i++) {
+		size_t bytes = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1) *
+		               ck_dtype_size(t[i].dtype);
+		if ((rc = fill(i, buf, arg, err, errlen)) != 0)
+			break;
+		if (ck_write_all(fd, buf, bytes)) {
+			ck_fmt(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+			rc = LLMT_EXIT_IO;
+		}
+	}
+	free(buf);
+	if (!rc && fsync(fd) != 0) {
+		ck_fmt(err, errlen, "%s: fsync failed: %s", tmp, strerror(errno));
+		rc = LLMT_EXIT_IO;
+	}
+	close(fd);
+	if (!rc && rename(tmp, path) != 0) {
+		ck_fmt(err, errlen, "%s: rename failed: %s", path, strerror(errno));
+		rc = LLMT_EXIT_IO;
+	}
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int st_read_header(ck_source *s, const char *name, char *err, size_t errlen)
+{
+	char path[4300];
+	unsigned char len8[8];
+	char *hdr = NULL;
+	json_t *root = NULL;
+	json_error_t je;
+	struct stat sb;
+	uint64_t hlen;
+	int fd, rc = 0, kind, file;
+	const char *key;
+	json_t *val;
+
+	ck_fmt(path, sizeof path, "%s/%s", s->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ck_fmt(err, errlen, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_IO;
+	}
+	if (fstat(fd, &sb) != 0 || ck_pread_all(fd, len8, 8, 0) != 0 ||
+	    (hlen = get_le64(len8)) == 0 || hlen > (100u << 20) || 8 + hlen > (uint64_t)sb.st_size) {
+		ck_fmt(err, errlen, "%s: not a safetensors file (bad header length)", path);
+		close(fd);
+		return LLMT_EXIT_DATA;
+	}
+	hdr = malloc(hlen + 1);
+	if (!hdr || ck_pread_all(fd, hdr, hlen, 8) != 0) {
+		ck_fmt(err, errlen, "%s: cannot read the header", path);
+		free(hdr);
+		close(fd);
+		return LLMT_EXIT_DATA;
+	}
+	hdr[hlen] = 0;
+	root = json_loads(hdr, JSON_REJECT_DUPLICATES, &je);
+	free(hdr);
+	if (!json_is_object(root)) {
+		ck_fmt(err, errlen, "%s: bad header JSON: %s", path, je.text);
+		json_decref(root);
+		close(fd);
+		return LLMT_EXIT_DATA;
+	}
+	/* file, kind */
+	file = s->nfiles;
+	ck_file *nf = realloc(s->files, (size_t)(file + 1) * sizeof *nf);
+	if (!nf) {
+		json_decref(root);
+		close(fd);
+		return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
+	}
+	s->files = nf;
+	memset(&s->files[file], 0, sizeof *nf);
+	ck_fmt(s->files[file].name, sizeof s->files[file].name, "%s", name);
+	s->files[file].size = (uint64_t)sb.st_size;
+	s->files[file].fd = fd;
+	s->nfiles++;
+	kind = ck_source_find_kind(s, "weights");
+	if (kind < 0) {
+		char (*nk)[32] = realloc(s->kinds, (size_t)(s->nkinds + 1) * sizeof *nk);
+		if (!nk) {
+			json_decref(root);
+			return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
+		}
+		s->kinds = nk;
+		ck_fmt(s->kinds[s->nkinds], 32, "weights");
+		kind = s->nkinds++;
+	}
+	json_object_foreach(root, key, val) {
+		const char *dt = json_string_value(json_object_get(val, "dtype"));
+		json_t *sh = json_object_get(val, "shape"), *of = json_object_get(val, "data_offsets");
+		llmt_ckpt_dtype t;
+		ck_tensor tn = { 0 };
+		int64_t b, e;
+		if (!strcmp(key, "__metadata__"))
+			continue;
+		if (strlen(key) >= CK_NAME_MAX || !dt || !json_is_array(sh) || json_array_size(of) != 2) {
+			ck_fmt(err, errlen, "%s: tensor %s: bad header entry", path, key);
+			rc = LLMT_EXIT_DATA;
+			break;
+		}
+		if (strcmp(dt, "F32") && strcmp(dt, "BF16") && strcmp(dt, "F16")) {
+			ck_fmt(err, errlen, "%s: tensor %s: dtype %s not supported (F32, BF16, F16 are)", path, key, dt);
+			rc = LLMT_EXIT_DATA;
+			break;
+		}
+		ck_dtype_parse(dt, &t);
+		tn.ndim = (int)json_array_size(sh);
+		if (tn.ndim < 1 || tn.ndim > 2) {
+			ck_fmt(err, errlen, "%s: tensor %s: %d dimensions (1 or 2 supported)", path, key, tn.ndim);
+			rc = LLMT_EXIT_DATA;
+			break;
+		}
+		for (int d = 0; d < tn.ndim; d++)
+			tn.shape[d] = json_integer_value(json_array_get(sh, d));
+		tn.rows = tn.shape[0];
+		tn.cols = tn.ndim == 2 ? tn.shape[1] : 1;
+		b = json_integer_value(json_array_get(of, 0));
+		e = json_integer_value(json_array_get(of, 1));
+		if (tn.rows <= 0 || tn.cols <= 0 || b < 0 || e - b != tn.rows * tn.cols * (int64_t)ck_dtype_size(t) ||
+		    (uint64_t)(8 + hlen) + (uint64_t)e > (uint64_t)sb.st_size) {
+			ck_fmt(err, errlen, "%s: tensor %s: shape and data_offsets disagree or exceed the file", path, key);
+			rc = LLMT_EXIT_DATA;
+			break;
+		}
+		ck_fmt(tn.name, sizeof tn.name, "%s", key);
+		ck_tensor *nt = realloc(s->tensors, (size_t)(s->ntensors + 1) * sizeof *nt);
+		ck_piece *np = realloc(s->pieces, (size_t)(s->npieces + 1) * sizeof *np);
+		if (nt)
+			s->tensors = nt;
+		if (np)
+			s->pieces = np;
+		if (!nt || !np) {
+			ck_fmt(err, errlen, "out of memory");
+			rc = LLMT_EXIT_SOFTWARE;
+			break;
+		}
+		s->tensors[s->ntensors] = tn;
+		s->pieces[s->npieces++] = (ck_piece){ s->ntensors, kind, file, t, 8 + hlen + (uint64_t)b,
+		                                      { 0, tn.rows, 0, tn.cols } };
+		s->ntensors++;
+	}
+	json_decref(root);
+	return rc;
+}
+
+int st_open_dir(const char *hfdir, ck_source *s, char *err, size_t errlen)
+{
+	char path[4300];
+	struct stat sb;
+	int rc;
+
+	memset(s, 0, sizeof *s);
+	ck_fmt(s->dir, sizeof s->dir, "%s", hfdir);
+	ck_fmt(path, sizeof path, "%s/model.safetensors", hfdir);
+	if (stat(path, &sb) == 0) {
+		rc = st_read_header(s, "model.safetensors", err, errlen);
+	} else {
+		json_error_t je;
+		json_t *idx, *map, *v;
+		const char *k;
+		ck_fmt(path, sizeof path, "%s/model.safetensors.index.json", hfdir);
+		idx = json_load_file(path, 0, &je);
+		if (!idx) {
+			ck_fmt(err, errlen, "%s: neither model.safetensors nor model.safetensors.index.json", hfdir);
+			return LLMT_EXIT_NOINPUT;
+		}
+		map = json_object_get(idx, "weight_map");
+		rc = json_is_object(map) ? 0 : LLMT_EXIT_DATA;
+		if (rc)
+			ck_fmt(err, errlen, "%s: no weight_map", path);
+		json_object_foreach(map, k, v) {
+			const char *f = json_string_value(v);
+			int seen = 0;
+			if (rc)
+				break;
+			if (!f || strchr(f, '/') || strlen(f) >= 64) {
+				ck_fmt(err, errlen, "%s: bad file name for %s", path, k);
+				rc = LLMT_EXIT_DATA;
+				break;
+			}
+			for (int i = 0; i < s->nfiles; i++)
+				seen |= !strcmp(s->files[i].name, f);
+			if (!seen)
+				rc = st_read_header(s, f, err, errlen);
+		}
+		json_decref(idx);
+	}
+	if (!rc)
+		rc = ck_source_finish(s, err, errlen);
+	if (rc)
+		ck_source_free(s);
+	return rc;
+}

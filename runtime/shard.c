@@ -1,0 +1,139 @@
+/* shard.c: checked reading and writing of llm.c token shards. */
+#include "shard.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "llmt/exitcodes.h"
+
+int llmt_shard_open(llmt_shard *s, const char *path, char *err, size_t errlen)
+{
+	int32_t hdr[LLMT_SHARD_HEADER_INTS];
+	struct stat st;
+	ssize_t got;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_DATA;
+	}
+	if (fstat(s->fd, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto bad;
+	}
+	got = pread(s->fd, hdr, sizeof(hdr), 0);
+	if (got != (ssize_t)sizeof(hdr)) {
+		snprintf(err, errlen, "%s: truncated header (%lld of %d bytes)", path,
+			(long long)(got < 0 ? 0 : got), LLMT_SHARD_HEADER_BYTES);
+		goto bad;
+	}
+	if (hdr[0] != LLMT_SHARD_MAGIC) {
+		snprintf(err, errlen, "%s: bad magic %d (want %d): not an llm.c token shard",
+			path, hdr[0], LLMT_SHARD_MAGIC);
+		goto bad;
+	}
+	if (hdr[1] != LLMT_SHARD_VERSION) {
+		snprintf(err, errlen, "%s: unsupported shard version %d (want %d, uint16 tokens)",
+			path, hdr[1], LLMT_SHARD_VERSION);
+		goto bad;
+	}
+	if (hdr[2] < 0) {
+		snprintf(err, errlen, "%s: negative token count %d", path, hdr[2]);
+		goto bad;
+	}
+	s->ntok = (uint64_t)(uint32_t)hdr[2];
+	if ((uint64_t)st.st_size != LLMT_SHARD_HEADER_BYTES + 2 * s->ntok) {
+		snprintf(err, errlen, "%s: %s: header says %llu tokens (%llu bytes) but the file has %lld bytes",
+			path, (uint64_t)st.st_size < LLMT_SHARD_HEADER_BYTES + 2 * s->ntok ? "truncated" : "trailing bytes",
+			(unsigned long long)s->ntok,
+			(unsigned long long)(LLMT_SHARD_HEADER_BYTES + 2 * s->ntok), (long long)st.st_size);
+		goto bad;
+	}
+	s->path = strdup(path);
+	if (!s->path) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto bad;
+	}
+	return 0;
+bad:
+	close(s->fd);
+	s->fd = -1;
+	return LLMT_EXIT_DATA;
+}
+
+int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint16_t *out,
+	int vocab, char *err, size_t errlen)
+{
+	size_t want = n * 2, done = 0;
+
+	if (off + n > s->ntok) {
+		snprintf(err, errlen, "%s: read of tokens %llu..%llu past the end (%llu)", s->path,
+			(unsigned long long)off, (unsigned long long)(off + n), (unsigned long long)s->ntok);
+		return LLMT_EXIT_DATA;
+	}
+	while (done < want) {
+		ssize_t r = pread(s->fd, (char *)out + done, want - done,
+			(off_t)(LLMT_SHARD_HEADER_BYTES + off * 2 + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(err, errlen, "%s: %s at token %llu", s->path,
+				r < 0 ? strerror(errno) : "unexpected end of file (changed while training?)",
+				(unsigned long long)(off + done / 2));
+			return r < 0 ? LLMT_EXIT_IO : LLMT_EXIT_DATA;
+		}
+		done += (size_t)r;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (out[i] >= vocab) {
+			snprintf(err, errlen, "%s: token %u at index %llu is outside the vocabulary (%d)",
+				s->path, out[i], (unsigned long long)(off + i), vocab);
+			return LLMT_EXIT_DATA;
+		}
+	return 0;
+}
+
+void llmt_shard_close(llmt_shard *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->path);
+	s->path = NULL;
+	s->fd = -1;
+}
+
+int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen)
+{
+	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_SHARD_MAGIC, LLMT_SHARD_VERSION, 0 };
+	char tmp[4096];
+	FILE *f;
+
+	if (n > INT32_MAX) {
+		snprintf(err, errlen, "%s: %zu tokens do not fit one shard (max %d)", path, n, INT32_MAX);
+		return LLMT_EXIT_IO;
+	}
+	hdr[2] = (int32_t)n;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	if (fwrite(hdr, sizeof(hdr), 1, f) != 1 || (n && fwrite(tok, 2, n, f) != n)) {
+		snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+		fclose(f);
+		unlink(tmp);
+		return LLMT_EXIT_IO;
+	}
+	if (fclose(f) || rename(tmp, path)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return LLMT_EXIT_IO;
+	}
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* shard.h: llm.c token shards: a 256 x int32 header (magic 20240520,
+ * version 1, token count) then count uint16 tokens. Opening checks the
+ * header against the file size; reading checks tokens against the vocab. */
+#ifndef LLMT_SHARD_H
+#define LLMT_SHARD_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define LLMT_SHARD_MAGIC 20240520
+#define LLMT_SHARD_VERSION 1
+#define LLMT_SHARD_HEADER_INTS 256
+#define LLMT_SHARD_HEADER_BYTES (LLMT_SHARD_HEADER_INTS * 4)
+
+typedef struct {
+	char *path;
+	int fd;
+	uint64_t ntok;
+} llmt_shard;
+
+/* Open and check. Returns 0, or an exit code (LLMT_EXIT_DATA for a wrong
+ * header or a size that does not match, LLMT_EXIT_NOINPUT when missing)
+ * with one line in err naming the file. */
+int llmt_shard_open(llmt_shard *s, const char *path, char *err, size_t errlen);
+/* Read n tokens from token index off. Returns 0 or LLMT_EXIT_DATA/IO
+ * (short read: the file changed; a token >= vocab) with err set. */
+int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint16_t *out,
+	int vocab, char *err, size_t errlen);
+void llmt_shard_close(llmt_shard *s);
+
+/* Write a shard (tmp file + rename). Returns 0 or LLMT_EXIT_IO with err. */
+int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen);
+
+#endif

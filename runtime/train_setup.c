@@ -1,0 +1,338 @@
+/* train_setup.c: what the training loop needs before its first step
+ * (config, data, checkpoint dir, heartbeat, model, optimizer, pipeline,
+ * starting state) and its checkpoint glue (state, save, resume). Every
+ * outcome goes through an all-rank agreement, so no rank proceeds alone. */
+#include "train_int.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "llmt/exitcodes.h"
+
+double llmt_tr_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The largest code over all ranks: every rank leaves on the same code. */
+int llmt_tr_agree(llmt_parallel *p, int rc)
+{
+	double v = rc;
+
+	if (llmt_comm_allreduce_max_f64(p->all, &v, 1))
+		return LLMT_EXIT_TRANSIENT;
+	return (int)v;
+}
+
+static int mkdir_p(const char *path, char *err, size_t errlen)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			goto bad;
+		*s = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "%.900s: %s", buf, strerror(errno));
+	return LLMT_EXIT_IO;
+}
+
+/* ---- checkpoint state ---------------------------------------------------- */
+static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen)
+{
+	llmt_layout *l = &t->p->l;
+	int np;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->rank = l->rank;
+	cs->world = l->world;
+	cs->tp = l->tp;
+	cs->pp = l->pp;
+	cs->dp = l->dp;
+	cs->tp_rank = l->tp_rank;
+	cs->pp_rank = l->pp_rank;
+	cs->dp_rank = l->dp_rank;
+	cs->config = &t->cfg;
+	cs->params = llmt_model_params(t->m, &np);
+	cs->nparams = np;
+	cs->nflat = llmt_model_nparams(t->m);
+	cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, llmt_model_master(t->m), 0, cs->nflat, 1, 0 };
+	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, t->opt.m, t->opt.lo, t->opt.hi, 0, 0 };
+	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, t->opt.v, t->opt.lo, t->opt.hi, 0, 0 };
+	cs->nbufs = 3;
+	cs->blobs[0] = (llmt_ckpt_blob){ "train", &t->st, sizeof(t->st) };
+	cs->nblobs = 1;
+	if (json) {
+		snprintf(json, jlen,
+			"{\"step\":%lld,\"data_position\":%lld,\"global_batch\":%d,\"seq\":%d,"
+			"\"adam_steps\":%lld,\"bad_steps_in_a_row\":%lld,\"loss_ema\":%.17g,\"data_seed\":%llu,"
+			"\"lr\":%.17g,\"total_steps\":%ld}",
+			(long long)t->st.step, (long long)t->st.pos, t->G, t->o->T, (long long)t->st.opt_t,
+			(long long)t->st.bad_run, t->st.loss_ema, (unsigned long long)t->st.seed,
+			t->o->lr, t->o->steps);
+		cs->train_json = json;
+	}
+	cs->world_comm = t->p->all;
+	cs->dp_comm = l->dp > 1 ? t->p->dp_comm : NULL;
+}
+
+int llmt_tr_save(trainer *t, int sync, double *stall)
+{
+	llmt_ckpt_state cs;
+	char json[1024];
+	double t0 = llmt_tr_now();
+	int rc;
+
+	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
+	ckpt_state(t, &cs, json, sizeof(json));
+	rc = llmt_ckpt_save(t->w, t->st.step, &cs, t->err, sizeof(t->err));
+	*stall = llmt_tr_now() - t0;
+	if (!rc && sync)
+		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
+			(long long)t->st.step, t->err);
+	t->save_stall = *stall;
+	t->save_start = sync ? 0 : t0;
+	if (sync && !rc)
+		t->write_time = llmt_tr_now() - t0;
+	t->last_save_time = llmt_tr_now();
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	return llmt_tr_agree(t->p, rc);
+}
+
+static int resume(trainer *t, const char *from)
+{
+	char path[4096];
+	llmt_ckpt *c;
+	llmt_ckpt_state cs;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc, code = 0;
+
+	rc = llmt_ckpt_resolve(from, path, sizeof(path), t->err, sizeof(t->err));
+	if (rc) {
+		fprintf(stderr, "llm-train: resume from %s: %s\n", from, t->err);
+		return rc;
+	}
+	c = llmt_ckpt_open(path, &code, t->err, sizeof(t->err));
+	if (!c) {
+		fprintf(stderr, "llm-train: resume from %s: %s\n", path, t->err);
+		return code ? code : LLMT_EXIT_DATA;
+	}
+	rc = llmt_ckpt_check_config(c, &t->cfg, t->err, sizeof(t->err));
+	if (!rc)
+		rc = llmt_ckpt_blob_get(c, "train", 0, &blob, &len, t->err, sizeof(t->err));
+	if (!rc) {
+		train_state s;
+		if (len != sizeof(s) || (memcpy(&s, blob, sizeof(s)), s.magic != STATE_MAGIC) || s.version != 1) {
+			snprintf(t->err, sizeof(t->err), "training state blob has the wrong size or version");
+			rc = LLMT_EXIT_DATA;
+		} else {
+			t->st = s;
+		}
+	}
+	free(blob);
+	rc = llmt_tr_agree(t->p, rc);
+	if (!rc) {
+		ckpt_state(t, &cs, NULL, 0);
+		llmt_hb_set(0, LLMT_HB_LOAD, 0);
+		rc = llmt_ckpt_load(c, &cs, t->err, sizeof(t->err));
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (rc) {
+		if (t->err[0])
+			fprintf(stderr, "llm-train: rank %d: resume from %s: %s\n", t->p->l.rank, path, t->err);
+	} else {
+		t->opt.t = (long)t->st.opt_t;
+		llmt_model_sync_compute(t->m);
+		if (t->p->l.rank == 0)
+			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
+				(long long)t->st.step, (long long)t->st.pos);
+	}
+	llmt_ckpt_close(c);
+	return rc;
+}
+
+int llmt_tr_sdc_check(trainer *t)
+{
+	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
+
+	return llmt_sdc_check(t->p, llmt_model_master(t->m), llmt_model_nparams(t->m), (long)t->st.step,
+		t->hosts, dir);
+}
+
+static int setup_optim(trainer *t)
+{
+	int np;
+	const llmt_param_info *pi = llmt_model_params(t->m, &np);
+	llmt_optim_seg *segs = calloc((size_t)np + 1, sizeof(*segs));
+	int rc;
+
+	if (!segs)
+		return LLMT_EXIT_SOFTWARE;
+	for (int i = 0; i < np; i++) {
+		segs[i].offset = pi[i].offset;
+		segs[i].numel = pi[i].numel;
+		segs[i].decay = !pi[i].no_decay;
+		segs[i].in_norm = !pi[i].tied_copy && (pi[i].split_dim >= 0 || t->p->l.tp_rank == 0);
+	}
+	rc = llmt_optim_init(&t->opt, &t->o->adamw, llmt_model_nparams(t->m), segs, np,
+		t->p->l.dp > 1 ? t->p->dp_comm : NULL, t->p->l.world > 1 ? t->p->all : NULL);
+	free(segs);
+	return rc ? LLMT_EXIT_SOFTWARE : 0;
+}
+
+static int gather_hosts(trainer *t)
+{
+	char me[LLMT_HOSTLEN] = { 0 };
+	const char *n = getenv("SLURMD_NODENAME");
+
+	if (n && *n)
+		snprintf(me, sizeof(me), "%s", n);
+	else if (gethostname(me, sizeof(me) - 1))
+		snprintf(me, sizeof(me), "unknown");
+	t->hosts = calloc((size_t)t->p->l.world, LLMT_HOSTLEN);
+	if (!t->hosts)
+		return LLMT_EXIT_SOFTWARE;
+	return llmt_comm_allgather_bytes(t->p->all, me, t->hosts, LLMT_HOSTLEN) ? LLMT_EXIT_TRANSIENT : 0;
+}
+
+int llmt_tr_setup(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_layout *l = &t->p->l;
+	llmt_par mp = { l->tp, l->tp_rank, l->pp, l->pp_rank, l->tp > 1 ? t->p->tp_comm : NULL };
+	int rc = 0, rank = l->rank;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+
+	if (llmt_config_load(o->model_path, &t->cfg, err, el) || llmt_config_validate(&t->cfg, err, el))
+		rc = LLMT_EXIT_USAGE;
+	else if (llmt_model_check_layout(&t->cfg, &mp, err, el))
+		rc = LLMT_EXIT_USAGE;
+	else if (o->T > t->cfg.max_seq) {
+		snprintf(err, el, "--seq %d exceeds max_seq %d of %s", o->T, t->cfg.max_seq, o->model_path);
+		rc = LLMT_EXIT_USAGE;
+	}
+	if (rc && rank == 0)
+		fprintf(stderr, "llm-train: %s\n", err);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->G = o->B * o->A * l->dp;
+	rc = llmt_loader_open(&t->ld, o->data_dir, o->T, t->cfg.vocab_size, o->seed, err, el);
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->cur = &t->ld;
+	if (o->eval_interval > 0) {
+		char vd[4096];
+		snprintf(vd, sizeof(vd), "%s", o->val_dir ? o->val_dir : o->data_dir);
+		if (!o->val_dir)
+			strncat(vd, "/val", sizeof(vd) - strlen(vd) - 1);
+		rc = llmt_loader_open(&t->val, vd, o->T, t->cfg.vocab_size, 1, err, el);
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: validation data: %s\n", rank, err);
+	}
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	/* LLM_TRAIN_RESUME unset (no wrapper): continue from CKPT_DIR when it
+	 * holds a valid checkpoint. Set but empty: a fresh start the wrapper
+	 * chose (e.g. no checkpoint fits a rollback); the checkpoints there are
+	 * kept (a save never writes into an existing step directory). */
+	if (o->ckpt_dir && (!o->resume || !*o->resume)) {
+		char path[4096], e2[256];
+		if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
+			if (!o->resume)
+				t->resume_from = o->ckpt_dir;
+			else if (rank == 0)
+				printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
+					o->ckpt_dir, path);
+		}
+	}
+	if (o->ckpt_dir) {
+		rc = mkdir_p(o->ckpt_dir, err, el);
+		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
+			rc = LLMT_EXIT_IO;
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+	}
+	if (!rc && (o->hb_dir || o->ckpt_dir)) {
+		char hb[4096];
+		snprintf(hb, sizeof(hb), "%s", o->hb_dir ? o->hb_dir : o->ckpt_dir);
+		if (!o->hb_dir)
+			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
+		rc = mkdir_p(hb, err, el);
+		if (!rc && llmt_hb_start(hb, rank, 2.0))
+			rc = LLMT_EXIT_IO;
+		else if (rc)
+			fprintf(stderr, "llm-train: %s\n", err);
+	}
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->m = llmt_model_create(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A));
+	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
+	if (!rc)
+		rc = setup_optim(t);
+	if (!rc && llmt_pipeline_init(&t->pl, t->m, l->pp > 1 ? t->p->pp_comm : NULL, o->A, o->B, o->T))
+		rc = LLMT_EXIT_SOFTWARE;
+	if (!rc)
+		rc = gather_hosts(t);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->st.magic = STATE_MAGIC;
+	t->st.version = 1;
+	t->st.seed = o->seed;
+	t->st.global_batch = t->G;
+	if (o->resume && *o->resume)
+		t->resume_from = o->resume;
+	if (t->resume_from) {
+		rc = resume(t, t->resume_from);
+	} else if (o->init_from) {
+		llmt_ckpt_state cs;
+		ckpt_state(t, &cs, NULL, 0);
+		cs.nbufs = 1;
+		llmt_hb_set(0, LLMT_HB_LOAD, 0);
+		rc = llmt_ckpt_init_from(o->init_from, &cs, err, el);
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: --init-from %s: %s\n", rank, o->init_from, err);
+		llmt_model_sync_compute(t->m);
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (rc)
+		return rc;
+	if (o->skip_batches > 0) {
+		t->st.pos += (int64_t)o->skip_batches * t->G;
+		if (rank == 0)
+			printf("llm-train: skipping %ld global batches of data (position %lld)\n",
+				o->skip_batches, (long long)t->st.pos);
+	}
+	if (rank == 0 && (o->run_dir || o->ckpt_dir)) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/metrics.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
+		if (o->run_dir && mkdir_p(o->run_dir, err, el))
+			fprintf(stderr, "llm-train: %s\n", err);
+		if (!(t->metrics = llmt_metrics_open(path)))
+			rc = LLMT_EXIT_IO;
+		snprintf(path, sizeof(path), "%s/eval.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
+		if (!rc && o->eval_interval > 0 && !(t->evalf = llmt_metrics_open(path)))
+			rc = LLMT_EXIT_IO;
+	}
+	return llmt_tr_agree(t->p, rc);
+}
+

@@ -1,0 +1,80 @@
+# llama_ref.py: the same Llama-family model as runtime/model.c written in
+# plain PyTorch (functional, HF tensor names), used by the reference checks.
+import math
+import torch
+import torch.nn.functional as F
+
+
+def load_config(path):
+    """Parse the flat key: value config (the subset of YAML our configs use)."""
+    c = {}
+    for line in open(path):
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        k, v = [s.strip() for s in line.split(':', 1)]
+        c[k] = v
+    out = dict(vocab_size=int(c['vocab_size']), d_model=int(c['d_model']),
+               n_layers=int(c['n_layers']), n_heads=int(c['n_heads']),
+               d_ff=int(c['d_ff']), rope_theta=float(c.get('rope_theta', 10000)),
+               norm_eps=float(c.get('norm_eps', 1e-5)),
+               qk_norm=c.get('qk_norm', 'false') in ('true', '1', 'yes'),
+               tie=c.get('tie_embeddings', 'true') in ('true', '1', 'yes'),
+               z_loss=float(c.get('z_loss', 0)))
+    out['n_kv_heads'] = int(c.get('n_kv_heads', out['n_heads']))
+    return out
+
+
+def rmsnorm(x, w, eps):
+    xf = x.float() if x.dtype == torch.bfloat16 else x
+    r = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * r * w).to(x.dtype) if x.dtype == torch.bfloat16 else xf * r * w
+
+
+def rope(x, theta):
+    # x: [B, H, T, hd]; HF rotate_half convention
+    T, hd = x.shape[2], x.shape[3]
+    inv = theta ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2.0 / hd)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+    cos = torch.cos(ang).to(x.dtype)
+    sin = torch.sin(ang).to(x.dtype)
+    a, b = x[..., :hd // 2], x[..., hd // 2:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+def forward(cfg, P, tokens, targets):
+    """tokens, targets: [B, T] int64. Returns (logits, loss)."""
+    B, T = tokens.shape
+    d, H, KV = cfg['d_model'], cfg['n_heads'], cfg['n_kv_heads']
+    hd = d // H
+    eps = cfg['norm_eps']
+    x = P['model.embed_tokens.weight'][tokens]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    for l in range(cfg['n_layers']):
+        p = lambda s: P['model.layers.%d.%s' % (l, s)]
+        h = rmsnorm(x, p('input_layernorm.weight'), eps)
+        q = F.linear(h, p('self_attn.q_proj.weight')).view(B, T, H, hd).transpose(1, 2)
+        k = F.linear(h, p('self_attn.k_proj.weight')).view(B, T, KV, hd).transpose(1, 2)
+        v = F.linear(h, p('self_attn.v_proj.weight')).view(B, T, KV, hd).transpose(1, 2)
+        if cfg['qk_norm']:
+            q = rmsnorm(q, p('self_attn.q_norm.weight'), eps)
+            k = rmsnorm(k, p('self_attn.k_norm.weight'), eps)
+        q, k = rope(q, cfg['rope_theta']), rope(k, cfg['rope_theta'])
+        k = k.repeat_interleave(H // KV, dim=1)
+        v = v.repeat_interleave(H // KV, dim=1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+        s = s.masked_fill(~mask, float('-inf'))
+        a = torch.softmax(s.float(), dim=-1).to(v.dtype) @ v
+        a = a.transpose(1, 2).reshape(B, T, H * hd)
+        x = x + F.linear(a, p('self_attn.o_proj.weight'))
+        h = rmsnorm(x, p('post_attention_layernorm.weight'), eps)
+        g = F.linear(h, p('mlp.gate_proj.weight'))
+        u = F.linear(h, p('mlp.up_proj.weight'))
+        x = x + F.linear(F.silu(g) * u, p('mlp.down_proj.weight'))
+    h = rmsnorm(x, P['model.norm.weight'], eps)
+    W = P['model.embed_tokens.weight'] if cfg['tie'] else P['lm_head.weight']
+    logits = F.linear(h, W).float()
+    lf = logits.view(B * T, -1)
+    lse = torch.logsumexp(lf, dim=-1)
+    loss = F.cross_entropy(lf, targets.reshape(-1)) + cfg['z_loss'] * (lse ** 2).mean()
+    return logits, loss

@@ -1,0 +1,38 @@
+# tests/runtime/loop_lib.sh: shared setup of the training-loop integration
+# tests: the emulated cluster, the llm-train binary, a corpus of real text
+# (the King James Bible, scripts/make-corpus) and a train wrapper running
+# llm-train as a real MPI job (srun --mpi=pmix) with a given layout.
+. "$top_srcdir/tests/cluster/lib.sh"
+fail() { echo "FAIL: $*"; exit 1; }
+LT=$top_builddir/runtime/llm-train
+[ -x "$LT" ] || fail "$LT is not built"
+command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed"; exit 77; }
+cluster_need
+export OMP_NUM_THREADS=1
+# Every emulated node is 127.0.0.1: keep Open MPI's TCP on the loopback.
+# Over eth0 (192.0.2.2 here) a connect occasionally fails under load and
+# Open MPI 4.1's TCP BTL then segfaults (seen 1 run in 6 with pp=4).
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+CORPUS=$CLUSTER_WORK/corpus
+LLM_TRAIN=$LT "$top_srcdir/scripts/make-corpus" "$CORPUS" --max-bytes 300000 \
+	--shard-tokens 100000 >/dev/null || fail "make-corpus failed"
+MODEL=$top_srcdir/configs/tiny.yaml
+
+# train TP PP DP [llm-train options...]: run one job (a task that fails
+# ends the step, as the wrapper launches it); prints nothing,
+# returns llm-train's exit status; output in $CLUSTER_WORK/last.out.
+# LAUNCH: a command put before llm-train in each task (optional)
+train() {
+	_tp=$1 _pp=$2 _dp=$3; shift 3
+	_n=$((_tp * _pp * _dp))
+	_nodes=$(( _n < 4 ? _n : 4 ))
+	LLM_TRAIN_TP=$_tp LLM_TRAIN_PP=$_pp LLM_TRAIN_DP=$_dp \
+	timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N "$_nodes" -n "$_n" ${LAUNCH:-} "$LT" --model "$MODEL" --data "$CORPUS" \
+		--seq 64 --lr 1e-3 --warmup 2 --quiet "$@" >"$CLUSTER_WORK/last.out" 2>&1
+}
+
+# losses FILE: the loss column of a metrics file, one a line
+losses() {
+	/usr/bin/python3 -c 'import json,sys
+for l in open(sys.argv[1]): print(json.loads(l)["loss"])' "$1"
+}
