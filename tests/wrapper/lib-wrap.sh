@@ -1,0 +1,39 @@
+# tests/wrapper/lib-wrap.sh: helpers for the wrapper's shell tests (sourced).
+# WRAP is the built llm-train-wrap; TRAINER and CKTOOL the test trainer and
+# its checkpoint tool (test doubles of llm-train, named as such).
+WRAP=$top_builddir/wrapper/llm-train-wrap
+TRAINER=$top_srcdir/tests/wrapper/test-trainer.py
+CKTOOL=$top_srcdir/tests/wrapper/test-ckpt-tool.py
+# Fast settings for tiny steps: watch every 0.1 s, hang after 2 s of silence.
+WRAP_FAST="--ckpt-tool $CKTOOL --tick 0.1 --hang-timeout-min 2 --hang-timeout-max 20 --backoff 0.2 --preempt-grace 10"
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+[ -x "$WRAP" ] || { echo "FAIL: $WRAP not built"; exit 1; }
+[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+
+# wait_file PATH SECONDS: until PATH exists.
+wait_file() {
+	_i=0
+	while [ ! -e "$1" ]; do
+		_i=$((_i + 1)); [ $_i -le $(($2 * 20)) ] || return 1
+		sleep 0.05
+	done
+}
+
+# rank_pid CKPT RANK ATTEMPT: pid of that rank of that attempt (test trainer).
+rank_pid() {
+	wait_file "$1/pids/rank_$(printf %05d "$2").attempt_$3" 30 || return 1
+	cut -d' ' -f1 "$1/pids/rank_$(printf %05d "$2").attempt_$3"
+}
+
+# rank_host CKPT RANK ATTEMPT
+rank_host() {
+	wait_file "$1/pids/rank_$(printf %05d "$2").attempt_$3" 30 || return 1
+	cut -d' ' -f2 "$1/pids/rank_$(printf %05d "$2").attempt_$3"
+}
+
+# count EVENT LEDGER [PATTERN]: ledger lines of that event (matching PATTERN).
+count() {
+	grep "\"event\":\"$1\"" "$2" | grep -c -- "${3:-.}"
+}

@@ -1,0 +1,129 @@
+/* Unit tests of wrapper/classify.c: one table row per kind of step ending. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wrapper/classify.h"
+
+struct row {
+	const char *name;
+	bool exited;
+	int code, term_sig, wrapper_sig;
+	bool hung;
+	bool kill_timeout;
+	const char *hung_node;
+	int task_sig;
+	int task_code;             /* first task's exit code per srun */
+	const char *sig_node;      /* srun names this node for a signal death */
+	const char *down_node;     /* Slurm says this node is down */
+	const char *sdc_node;      /* sdc.json suspect */
+	const char *past_node;     /* one earlier crash on this node */
+	enum wr_class want;
+	const char *want_node;     /* first node in verdict.nodes, or NULL for none */
+};
+
+static const struct row rows[] = {
+	{ "done", true, 0, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "usage", true, 64, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "bad data", true, 65, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "missing input", true, 66, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "usage on a crashing node still stops", true, 64, 0, 0, false, false, 0, 0, 0, 0, 0, 0, "n1", WR_USER_ERROR, NULL },
+	{ "transient", true, 75, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "io error", true, 74, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "internal bug", true, 70, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "python exception", true, 1, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SOFTWARE, NULL },
+	{ "numerical", true, 85, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_NUMERIC, NULL },
+	{ "sdc with suspect", true, 86, 0, 0, false, false, 0, 0, 0, 0, 0, "n3", 0, WR_SDC, "n3" },
+	{ "sdc without suspect", true, 86, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_SDC, NULL },
+	{ "preempted by exit", true, 87, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1", true, 87, 0, SIGUSR1, false, false, 0, 0, 0, 0, 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got TERM, step killed", true, 143, 0, SIGTERM, false, false, 0, SIGTERM, 0, "n1", 0, 0, 0, WR_PREEMPTED, NULL },
+	{ "wrapper got USR1 but step done", true, 0, 0, SIGUSR1, false, false, 0, 0, 0, 0, 0, 0, 0, WR_DONE, NULL },
+	{ "first kill -9 on a node", true, 137, 0, 0, false, false, 0, SIGKILL, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "second crash on the node", true, 137, 0, 0, false, false, 0, SIGSEGV, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "crash elsewhere than before", true, 134, 0, 0, false, false, 0, SIGABRT, 0, "n2", 0, 0, "n1", WR_TRANSIENT, NULL },
+	{ "signal death seen only in exit code", true, 139, 0, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "srun itself killed", false, 0, SIGKILL, 0, false, false, 0, 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "node down beats exit code", true, 75, 0, 0, false, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "node down beats user error", true, 64, 0, 0, false, false, 0, 0, 0, 0, "n4", 0, 0, WR_NODE_FAULT, "n4" },
+	{ "first hang on a node", true, 137, 0, 0, true, false, "n3", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "hang again on the node", true, 137, 0, 0, true, false, "n3", 0, 0, 0, 0, 0, "n3", WR_NODE_FAULT, "n3" },
+	{ "hang, node unknown", true, 137, 0, 0, true, false, "", 0, 0, 0, 0, 0, "n3", WR_TRANSIENT, NULL },
+	{ "task exit 75, rest killed by -K", true, 137, 0, 0, false, false, 0, 0, 75, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task exit 64, rest killed by -K", true, 137, 0, 0, false, false, 0, 0, 64, 0, 0, 0, 0, WR_USER_ERROR, NULL },
+	{ "task crash then wrapper saw hang", true, 137, 0, 0, true, false, "n3", SIGABRT, 0, "n2", 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "task crash then hang, repeat on node", true, 137, 0, 0, true, false, "n3", SIGABRT, 0, "n2", 0, 0, "n2", WR_NODE_FAULT, "n2" },
+	{ "hang, step could not be ended", true, 137, 0, 0, true, true, "n3", 0, 0, 0, 0, 0, 0, WR_NODE_FAULT, "n3" },
+	{ "hang, could not be ended, node unknown", true, 137, 0, 0, true, true, "", 0, 0, 0, 0, 0, 0, WR_TRANSIENT, NULL },
+	{ "hang while node goes down", true, 137, 0, 0, true, false, "n3", 0, 0, 0, "n1", 0, 0, WR_NODE_FAULT, "n1" },
+};
+
+static void test_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const struct row *r = &rows[i];
+		struct wr_ending e;
+		memset(&e, 0, sizeof e);
+		e.exited = r->exited;
+		e.exit_code = r->code;
+		e.term_signal = r->term_sig;
+		e.wrapper_signal = r->wrapper_sig;
+		e.hung = r->hung;
+		e.kill_timeout = r->kill_timeout;
+		if (r->hung_node)
+			strcpy(e.hung_node, r->hung_node);
+		e.task_signal = r->task_sig;
+		e.task_exit_code = r->task_code;
+		wr_nodes_add(&e.signal_nodes, r->sig_node);
+		wr_nodes_add(&e.down_nodes, r->down_node);
+		wr_nodes_add(&e.sdc_suspects, r->sdc_node);
+		struct wr_past past = { WR_TRANSIENT, "" };
+		if (r->past_node)
+			strcpy(past.node, r->past_node);
+		struct wr_verdict v;
+		wr_classify(&e, &past, r->past_node ? 1 : 0, &v);
+		if (v.cls != r->want || (r->want_node ? v.nodes.n < 1 || strcmp(v.nodes.name[0], r->want_node)
+		                                      : v.nodes.n != 0))
+			fail_msg("row '%s': got %s (%d nodes, %s) want %s %s: %s", r->name, wr_class_name(v.cls),
+			         v.nodes.n, v.nodes.n ? v.nodes.name[0] : "-", wr_class_name(r->want),
+			         r->want_node ? r->want_node : "-", v.why);
+		assert_true(v.why[0] != '\0');
+	}
+}
+
+static void test_nodes_set(void **state)
+{
+	(void)state;
+	struct wr_nodes s = { 0 };
+	wr_nodes_add(&s, "a");
+	wr_nodes_add(&s, "a");
+	wr_nodes_add(&s, "");
+	wr_nodes_add(&s, NULL);
+	wr_nodes_add(&s, "b");
+	assert_int_equal(s.n, 2);
+	assert_true(wr_nodes_has(&s, "b"));
+	assert_false(wr_nodes_has(&s, "c"));
+	for (int i = 0; i < 2 * WR_MAX_NODES; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "x%d", i);
+		wr_nodes_add(&s, n);
+	}
+	assert_int_equal(s.n, WR_MAX_NODES);
+	assert_string_equal(wr_class_name(WR_NODE_FAULT), "node_fault");
+	assert_string_equal(wr_class_name((enum wr_class)99), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_nodes_set),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,137 @@
+/* Unit tests of wrapper/hang.c: heartbeat lines, the derived timeout,
+ * the stalled rank (pauses in load/save), stragglers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wrapper/hang.h"
+
+static void test_parse(void **state)
+{
+	(void)state;
+	struct { const char *line; int rc; long step; enum wr_phase ph; const char *host; } rows[] = {
+		{ "12 1700000000000000000 train 0.25\n", 0, 12, PH_TRAIN, "" },
+		{ "0 1700000000500000000 init 0", 0, 0, PH_INIT, "" },
+		{ "100 1700000000000000000 save 1.5 node3\n", 0, 100, PH_SAVE, "node3" },
+		{ "7 1700000000000000000 load 0 n1", 0, 7, PH_LOAD, "n1" },
+		{ "7 1700000000000000000 done 0.1", 0, 7, PH_DONE, "" },
+		{ "7 1700000000000000000 dancing 0.1", -1, 0, PH_NONE, "" },
+		{ "7 1700000000000000000 train", -1, 0, PH_NONE, "" },
+		{ "-1 1700000000000000000 train 0.1", -1, 0, PH_NONE, "" },
+		{ "", -1, 0, PH_NONE, "" },
+		{ "x y z w", -1, 0, PH_NONE, "" },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct wr_hb hb;
+		int rc = wr_hb_parse(rows[i].line, &hb);
+		if (rc != rows[i].rc || hb.valid != (rc == 0) ||
+		    (rc == 0 && (hb.step != rows[i].step || hb.phase != rows[i].ph || strcmp(hb.host, rows[i].host))))
+			fail_msg("line '%s': rc %d step %ld phase %s host '%s'", rows[i].line, rc, hb.step,
+			         wr_phase_name(hb.phase), hb.host);
+	}
+	struct wr_hb hb;
+	wr_hb_parse("3 1700000000250000000 train 0.5", &hb);
+	assert_true(hb.time > 1700000000.2 && hb.time < 1700000000.3);
+	assert_true(hb.last_step_s == 0.5);
+}
+
+static void test_timeout(void **state)
+{
+	(void)state;
+	struct wr_hang_cfg c = { .k = 10, .floor_s = 5, .cap_s = 600, .pause_cap_s = 3600 };
+	struct wr_steptimes st = { 0 };
+	assert_true(wr_hang_timeout(&c, &st) == 600);          /* nothing known: the cap */
+	c.startup_s = 900;
+	assert_true(wr_hang_timeout(&c, &st) == 900);          /* ... or the startup timeout */
+	c.startup_s = 0;
+	wr_steptimes_add(&st, 0.1);
+	assert_true(wr_hang_timeout(&c, &st) == 5);            /* 1 s < floor */
+	wr_steptimes_add(&st, 2);
+	wr_steptimes_add(&st, 3);
+	assert_true(wr_hang_timeout(&c, &st) == 20);           /* median 2 */
+	wr_steptimes_add(&st, 0);                              /* ignored */
+	wr_steptimes_add(&st, -1);
+	assert_int_equal(st.n, 3);
+	for (int i = 0; i < 3 * WR_STEPTIMES; i++)
+		wr_steptimes_add(&st, 100);
+	assert_int_equal(st.n, WR_STEPTIMES);
+	assert_true(wr_hang_timeout(&c, &st) == 600);          /* 1000 > cap */
+	double v[] = { 5, 1, 3, 2 };
+	assert_true(wr_median(v, 4) == 2.5);
+	assert_true(v[0] == 5);                                /* not reordered */
+	assert_true(wr_median(v, 0) == 0);
+}
+
+static struct wr_hb hb(long step, double t, enum wr_phase ph, double last)
+{
+	struct wr_hb h = { .valid = true, .step = step, .time = t, .phase = ph, .last_step_s = last };
+	return h;
+}
+
+static void test_find(void **state)
+{
+	(void)state;
+	double stale = 0;
+	struct wr_hb r[4] = { hb(10, 100, PH_TRAIN, 1), hb(10, 101, PH_TRAIN, 1),
+	                      hb(9, 90, PH_TRAIN, 1), hb(10, 100, PH_TRAIN, 1) };
+	assert_int_equal(wr_hang_find(r, 4, 105, 0, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), 2);   /* silent 25 s */
+	assert_true(stale == 25);
+	assert_int_equal(wr_hang_find(r, 4, 125, 0, 20, 50, 600, &stale), 2);   /* all over: the oldest */
+	r[2].phase = PH_SAVE;                          /* behind the others: stuck, not paused */
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), 2);
+	r[2].step = 10;                                                      /* paused */
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 50, 600, &stale), 2);   /* stuck save */
+	r[2].phase = PH_DONE;
+	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
+	/* Old heartbeats from an earlier attempt count from the launch. */
+	struct wr_hb o[2] = { hb(10, 50, PH_TRAIN, 1), hb(3, 205, PH_TRAIN, 1) };
+	assert_int_equal(wr_hang_find(o, 2, 210, 200, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(o, 2, 221, 200, 20, 50, 600, &stale), 0);
+	/* No heartbeat at all: nothing to judge. A missing one among others
+	 * counts from `since`. */
+	struct wr_hb z[2];
+	memset(z, 0, sizeof z);
+	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), -1);
+	z[0] = hb(1, 990, PH_TRAIN, 1);
+	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), 1);
+	/* ... counted from the attempt's first heartbeat, with the startup limit */
+	z[0].time = 1025;
+	assert_int_equal(wr_hang_find(z, 2, 1030, 990, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(z, 2, 1041, 990, 20, 50, 600, &stale), 1);
+	/* a rank still in init gets the startup limit too */
+	z[1] = hb(0, 1000, PH_INIT, 0);
+	z[0].time = 1040;
+	assert_int_equal(wr_hang_find(z, 2, 1045, 990, 20, 50, 600, &stale), -1);
+	assert_int_equal(wr_hang_find(z, 2, 1051, 990, 20, 50, 600, &stale), 1);
+}
+
+static void test_straggler(void **state)
+{
+	(void)state;
+	double ratio = 0;
+	struct wr_hb r[4] = { hb(10, 1, PH_TRAIN, 1.0), hb(10, 1, PH_TRAIN, 1.1),
+	                      hb(10, 1, PH_TRAIN, 0.9), hb(10, 1, PH_TRAIN, 1.0) };
+	assert_int_equal(wr_straggler(r, 4, 1.5, 0.05, &ratio), -1);
+	r[1].last_step_s = 3.0;
+	assert_int_equal(wr_straggler(r, 4, 1.5, 0.05, &ratio), 1);
+	assert_true(ratio == 3.0);
+	assert_int_equal(wr_straggler(r, 4, 1.5, 5.0, &ratio), -1);      /* not slower by min_s */
+	assert_int_equal(wr_straggler(r, 2, 1.5, 0.05, &ratio), -1);     /* two ranks: no verdict */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_straggler),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,145 @@
+#!/bin/sh
+# tests/wrapper/wrap_real.sh: llm-train-wrap with the real trainer
+# (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx) on the
+# emulated cluster. Faults, each ending with the job finished:
+# (Any other failure on the way, e.g. a rank crashing at startup, is
+# restarted like in production; the checks look at the last attempt.)
+# - kill -9 of one rank mid-step: restart in place, final weights
+#   bit-identical to an unfaulted run (exported safetensors compared);
+# - SIGSTOP of one rank: hang found from its heartbeat, step killed,
+#   restart, bit-identical weights;
+# - one bit flipped in one DP replica (exit 86): rollback to the last
+#   checkpoint whose replicas agreed, bit-identical weights;
+# - NaN in three steps in a row (the runtime gives up: exit 85): rollback
+#   and data skip, the job finishes (weights differ: data was skipped);
+# - preemption (SIGUSR1 to the batch shell): checkpoint, exit 87, requeue,
+#   resume in the job's next run, bit-identical weights;
+# - a corrupted checkpoint shard: skipped (reported, kept), resume from
+#   the one before, bit-identical weights;
+# - a crash loop stops when the restart budget is spent;
+# - a config error (missing model file) is never retried.
+# RT_SRC/RT_BUILD: where llm-train's sources and build are (default the tree).
+set -u
+RT_SRC=${RT_SRC:-$top_srcdir}
+RT_BUILD=${RT_BUILD:-$top_builddir}
+LT=$RT_BUILD/runtime/llm-train
+[ -x "$LT" ] || { echo "SKIP: $LT not built"; exit 77; }
+command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed (corpus)"; exit 77; }
+. "$top_srcdir/tests/cluster/lib.sh"
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+cluster_need
+W=$CLUSTER_WORK
+LLM_TRAIN=$LT "$RT_SRC/scripts/make-corpus" "$W/corpus" --max-bytes 300000 --shard-tokens 100000 >/dev/null ||
+	fail "make-corpus failed"
+export SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2
+unset LLM_TRAIN_FAULT LLM_TRAIN_CKPT_INTERVAL
+STEPS=24
+
+job() {  # NAME [WRAPPER-OPTS] [-- TRAINER-OPTS]: submit a 2-node dp=2 job; print its id
+	_n=$1; shift
+	_wo=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do _wo="$_wo $1"; shift; done
+	[ $# -gt 0 ] && shift
+	cat >"$W/$_n.sh" <<JOB
+#!/bin/sh
+exec "$WRAP" --ckpt-dir "$W/$_n" --ckpt-tool "$LT" --tick 0.1 --hang-timeout-min 4 --hang-timeout-max 60 \\
+	--backoff 0.2 $_wo -- "$LT" --model "$RT_SRC/configs/tiny.yaml" --data "$W/corpus" --seq 64 \\
+	--micro-batch 2 --lr 1e-3 --warmup 2 --steps $STEPS --ckpt-interval 4 --sdc-interval 2 --quiet $*
+JOB
+	chmod +x "$W/$_n.sh"
+	(cd "$W" && sbatch --parsable --requeue --open-mode=append -o "$_n.out" -N2 --ntasks-per-node=1 "$_n.sh")
+}
+
+# real_pid JOBID PROCID: the llm-train process of that task
+real_pid() {
+	for _p in $(pgrep -f "$LT --model"); do
+		_e=$(tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null) || continue
+		echo "$_e" | grep -qx "SLURM_JOB_ID=$1" && echo "$_e" | grep -qx "SLURM_PROCID=$2" && { echo "$_p"; return 0; }
+	done
+	return 1
+}
+
+weights() {  # NAME: export the final checkpoint's weights to W/NAME.ex
+	"$LT" export "$(printf '%s/step_%08d' "$W/$1" $STEPS)" "$W/$1.ex" >/dev/null 2>&1 ||
+		fail "$1: cannot export step $STEPS"
+}
+
+finish() {  # NAME JOBID [same]: completed; with "same", weights equal the reference
+	_st=$(cluster_sbatch_wait "$2" 180) || { cat "$W/$1.out"; fail "$1: job $2 ended $_st"; }
+	weights "$1"
+	if [ "${3:-}" = same ]; then
+		cmp -s "$W/ref.ex/model.safetensors" "$W/$1.ex/model.safetensors" ||
+			{ cat "$W/$1.out"; fail "$1: final weights differ from the unfaulted run"; }
+	fi
+}
+
+# preemption runs beside the others: SIGUSR1 to the batch shell after the
+# step-8 checkpoint; llm-train checkpoints and exits 87; requeue; resume
+pre=$(job pre) || fail "sbatch pre"
+( wait_file "$W/pre/step_00000008/manifest.json" 120 && scancel --batch --signal=USR1 "$pre" ) &
+prebg=$!
+
+j=$(job ref) || fail "sbatch ref"
+finish ref "$j"
+
+j=$(job kill9) || fail "sbatch kill9"
+wait_file "$W/kill9/step_00000008/manifest.json" 120 || fail "kill9: no step-8 checkpoint"
+kill -9 "$(real_pid "$j" 1)" || fail "kill9: no rank 1"
+finish kill9 "$j" same
+[ "$(count failure "$W/kill9/ledger.jsonl" '"signal":9')" = 1 ] || fail "kill9: no signal-9 failure"
+
+j=$(job stop) || fail "sbatch stop"
+wait_file "$W/stop/step_00000008/manifest.json" 120 || fail "stop: no step-8 checkpoint"
+pid=$(real_pid "$j" 1) || fail "stop: no rank 1"
+kill -STOP "$pid"
+finish stop "$j" same
+kill -CONT "$pid" 2>/dev/null
+[ "$(count hang "$W/stop/ledger.jsonl")" = 1 ] || fail "stop: no hang recorded"
+
+j=$(LLM_TRAIN_FAULT=bitflip@10:1; export LLM_TRAIN_FAULT; job sdc) || fail "sbatch sdc"
+finish sdc "$j" same
+[ "$(count failure "$W/sdc/ledger.jsonl" '"class":"sdc"')" = 1 ] || fail "sdc: no sdc failure"
+grep '"event":"launch"' "$W/sdc/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' ||
+	fail "sdc: not resumed from step 8"
+
+j=$(LLM_TRAIN_FAULT=nan@14,nan@15,nan@16; export LLM_TRAIN_FAULT; job nan --rollback-steps 4 --skip-batches 2 -- --max-bad-steps 3) ||
+	fail "sbatch nan"
+finish nan "$j"
+[ "$(count failure "$W/nan/ledger.jsonl" '"class":"numerical"')" = 1 ] || fail "nan: no numerical failure"
+# fails at step 16 (the step after the last heartbeat counts): resume at
+# or before 17 - 4 = 13 (step 12), skip data through step 17 + 2 = 19
+grep '"event":"launch"' "$W/nan/ledger.jsonl" | tail -n 1 | grep '"resume_step":12' | grep -q '"skip_batches":7' ||
+	{ grep launch "$W/nan/ledger.jsonl"; fail "nan: not resumed at 12 skipping 7 batches"; }
+grep -q 'skipping 7 global batches' "$W/nan.out" || fail "nan: llm-train did not skip the data"
+
+wait $prebg || fail "pre: no step-8 checkpoint to preempt"
+finish pre "$pre" same
+[ "$(count requeue "$W/pre/ledger.jsonl")" = 1 ] || fail "pre: not requeued"
+[ "$(cluster_job_field "$pre" Restarts)" = 1 ] || fail "pre: Slurm did not requeue the job"
+
+# corrupted checkpoint shard: a first job stops at step 15 (crash, no
+# restart budget) after checkpoints 4, 8, 12; one shard of step 12 is
+# overwritten in the middle; a second job in the same dir: llm-train
+# ckpt-list refuses step 12 (reported, kept aside, never deleted), the run
+# resumes from step 8 and ends with the unfaulted weights
+j=$(LLM_TRAIN_FAULT=crash@15:0; export LLM_TRAIN_FAULT; job cor --max-restarts 0) || fail "sbatch cor"
+cluster_sbatch_wait "$j" 120 >/dev/null && fail "cor: the first job did not stop"
+shard=$W/cor/step_00000012/rank_00001.bin
+[ -s "$shard" ] || { cat "$W/cor.out"; fail "cor: no $shard"; }
+printf 'garbage!' | dd of="$shard" bs=1 seek=$(( $(stat -c %s "$shard") / 2 )) conv=notrunc 2>/dev/null
+j=$(job cor) || fail "sbatch cor (2)"
+finish cor "$j" same
+grep -l 'garbage!' "$W/cor"/step_00000012*/rank_00001.bin >/dev/null 2>&1 || fail "cor: the corrupt shard is gone"
+[ "$(count checkpoint_skipped "$W/cor/ledger.jsonl" step_00000012)" -ge 1 ] || fail "cor: corrupt checkpoint not reported"
+grep '"event":"launch"' "$W/cor/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' || fail "cor: not resumed from 8"
+
+# crash loop: rank 0 aborts at step 3 in every attempt; budget 1 restart
+j=$(LLM_TRAIN_FAULT='crash!@3:0'; export LLM_TRAIN_FAULT; job loop --max-restarts 1) || fail "sbatch loop"
+cluster_sbatch_wait "$j" 120 >/dev/null && fail "loop: a crash loop completed"
+[ "$(count launch "$W/loop/ledger.jsonl")" = 2 ] || fail "loop: not 2 launches"
+grep '"act":"stop"' "$W/loop/ledger.jsonl" | grep -q budget || fail "loop: not stopped by the budget"
+
+j=$(job cfg -- --model "$W/no-such-model.yaml") || fail "sbatch cfg"
+cluster_sbatch_wait "$j" 60 >/dev/null && fail "cfg: a config error completed"
+[ "$(count launch "$W/cfg/ledger.jsonl")" = 1 ] || fail "cfg: config error retried"
+echo PASS

@@ -1,0 +1,132 @@
+/* hang: heartbeat parsing, the step-time-derived hang timeout and the
+ * stalled-rank and straggler searches. No I/O: watch.c feeds it. */
+#include "hang.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const phases[] = { "none", "init", "load", "train", "save", "done" };
+
+const char *wr_phase_name(enum wr_phase p)
+{
+	return (p >= PH_NONE && p <= PH_DONE) ? phases[p] : "?";
+}
+
+int wr_hb_parse(const char *line, struct wr_hb *hb)
+{
+	long long ns;
+	char ph[16], host[64] = "";
+	memset(hb, 0, sizeof *hb);
+	int k = sscanf(line, "%ld %lld %15s %lf %63s", &hb->step, &ns, ph, &hb->last_step_s, host);
+	if (k < 4 || hb->step < 0 || ns <= 0 || hb->last_step_s < 0)
+		return -1;
+	for (int i = PH_INIT; i <= PH_DONE; i++)
+		if (strcmp(ph, phases[i]) == 0)
+			hb->phase = (enum wr_phase)i;
+	if (hb->phase == PH_NONE)
+		return -1;
+	hb->time = (double)ns / 1e9;
+	snprintf(hb->host, sizeof hb->host, "%s", host);
+	hb->valid = true;
+	return 0;
+}
+
+void wr_steptimes_add(struct wr_steptimes *st, double s)
+{
+	if (!(s > 0))
+		return;
+	st->v[st->next] = s;
+	st->next = (st->next + 1) % WR_STEPTIMES;
+	if (st->n < WR_STEPTIMES)
+		st->n++;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double wr_median(const double *v, int n)
+{
+	if (n <= 0)
+		return 0.0;
+	double tmp[WR_STEPTIMES > 1024 ? WR_STEPTIMES : 1024];
+	if (n > (int)(sizeof tmp / sizeof tmp[0]))
+		n = (int)(sizeof tmp / sizeof tmp[0]);
+	memcpy(tmp, v, (size_t)n * sizeof *v);
+	qsort(tmp, (size_t)n, sizeof *tmp, cmp);
+	return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *st)
+{
+	if (st->n == 0)
+		return c->startup_s > 0 ? c->startup_s : c->cap_s;
+	double t = c->k * wr_median(st->v, st->n);
+	if (t < c->floor_s)
+		t = c->floor_s;
+	if (t > c->cap_s)
+		t = c->cap_s;
+	return t;
+}
+
+int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
+                 double timeout, double startup_s, double pause_cap_s, double *stale)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any = any || hb[i].valid;
+	long top = -1;
+	for (int i = 0; i < n; i++)
+		if (hb[i].valid && hb[i].step > top)
+			top = hb[i].step;
+	int worst = -1;
+	double worst_stale = 0;
+	for (int i = 0; i < n && any; i++) {
+		double last = hb[i].valid ? hb[i].time : since;
+		if (last < since)
+			last = since;   /* a heartbeat left over from an earlier attempt */
+		if (hb[i].valid && hb[i].phase == PH_DONE)
+			continue;
+		/* A save or load pauses the clock, unless other ranks are past
+		 * it already: then this rank is stuck, not saving. */
+		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
+		              hb[i].step >= top;
+		bool starting = !hb[i].valid || hb[i].phase == PH_INIT;
+		double limit = paused ? pause_cap_s : starting ? startup_s : timeout;
+		double s = now - last;
+		if (s > limit && (worst < 0 || s > worst_stale)) {
+			worst = i;
+			worst_stale = s;
+		}
+	}
+	if (stale)
+		*stale = worst_stale;
+	return worst;
+}
+
+int wr_straggler(const struct wr_hb *hb, int n, double factor, double min_s, double *ratio)
+{
+	double v[1024];
+	int m = 0;
+	for (int i = 0; i < n && m < 1024; i++)
+		if (hb[i].valid && hb[i].last_step_s > 0)
+			v[m++] = hb[i].last_step_s;
+	if (m < 3)
+		return -1;   /* a median of two says nothing about who is slow */
+	double med = wr_median(v, m);
+	int worst = -1;
+	for (int i = 0; i < n; i++) {
+		if (!hb[i].valid || hb[i].last_step_s <= 0)
+			continue;
+		double t = hb[i].last_step_s;
+		if (t > factor * med && t - med >= min_s &&
+		    (worst < 0 || t > hb[worst].last_step_s))
+			worst = i;
+	}
+	if (worst >= 0 && ratio)
+		*ratio = med > 0 ? hb[worst].last_step_s / med : 0;
+	return worst;
+}

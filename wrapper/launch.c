@@ -1,0 +1,247 @@
+/* launch: checkpoint choice through the checkpoint tool and the fork/exec
+ * of srun. The tool owns the checkpoint format (manifest, checksums);
+ * here we only read the one manifest flag the recovery policy needs. */
+#define _GNU_SOURCE
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool shield;
+
+void wr_shield_children(bool on)
+{
+	shield = on;
+}
+
+static void child_signals(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	if (shield) {
+		/* A blocked signal stays blocked across exec: the command
+		 * finishes even while Slurm is signalling the requeued job. */
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGHUP);
+		sigaddset(&mask, SIGUSR1);
+		sigaddset(&mask, SIGUSR2);
+	}
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+}
+
+/* Reads both pipes to EOF (bounded by the buffers; the rest is dropped). */
+static void drain2(int ofd, char *out, size_t len, int efd, char *err, size_t errlen)
+{
+	size_t on = 0, en = 0;
+	struct pollfd p[2] = { { ofd, POLLIN, 0 }, { efd, POLLIN, 0 } };
+	int open_ = 2;
+	char junk[4096];
+	while (open_ > 0) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char *buf = i ? err : out;
+			size_t *n = i ? &en : &on, cap = i ? errlen : len;
+			ssize_t r;
+			if (buf && *n + 1 < cap)
+				r = read(p[i].fd, buf + *n, cap - 1 - *n);
+			else
+				r = read(p[i].fd, junk, sizeof junk);
+			if (r > 0 && buf && *n + 1 < cap)
+				*n += (size_t)r;
+			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_--;
+			}
+		}
+	}
+	if (out && len)
+		out[on] = '\0';
+	if (err && errlen)
+		err[en] = '\0';
+}
+
+int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t errlen)
+{
+	int po[2], pe[2];
+	if (pipe2(po, O_CLOEXEC) != 0)
+		return -1;
+	if (pipe2(pe, O_CLOEXEC) != 0) {
+		close(po[0]);
+		close(po[1]);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		child_signals();
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	drain2(po[0], out, len, pe[0], err, errlen);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
+                 struct wr_ledger *l)
+{
+	static char obuf[1 << 20], ebuf[1 << 16];
+	char *argv[] = { (char *)tool, "ckpt-list", (char *)dir, NULL };
+	int rc = wr_run_capture(argv, obuf, sizeof obuf, ebuf, sizeof ebuf);
+	/* Every stderr line is a checkpoint the tool refused: report it. */
+	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln && rc != 127; ln = strtok_r(NULL, "\n", &save)) {
+		fprintf(stderr, "llm-train-wrap: checkpoint skipped: %s\n", ln);
+		if (l && rc == 0)
+			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s}", "why", ln));
+	}
+	if (rc == 127)
+		return -2;   /* no such tool */
+	if (rc != 0) {
+		fprintf(stderr, "llm-train-wrap: %s ckpt-list %s failed (exit %d)\n", tool, dir, rc);
+		return -1;
+	}
+	int n = 0;
+	for (char *save = NULL, *ln = strtok_r(obuf, "\n", &save); ln && n < max;
+	     ln = strtok_r(NULL, "\n", &save)) {
+		char path[4096];
+		long step;
+		if (sscanf(ln, "%ld %4095[^\n]", &step, path) != 2 || step < 0) {
+			fprintf(stderr, "llm-train-wrap: %s ckpt-list: bad line '%s'\n", tool, ln);
+			continue;
+		}
+		out[n].step = step;
+		snprintf(out[n].path, sizeof out[n].path, "%s", path);
+		n++;
+	}
+	return n;
+}
+
+int wr_ckpt_agree(const char *dir)
+{
+	char p[4200];
+	json_error_t err;
+	snprintf(p, sizeof p, "%s/manifest.json", dir);
+	json_t *m = json_load_file(p, 0, &err);
+	if (!m) {
+		fprintf(stderr, "llm-train-wrap: %s: %s\n", p, err.text);
+		return -1;
+	}
+	int r = json_is_true(json_object_get(m, "replicas_agree")) ? 1 : 0;
+	json_decref(m);
+	return r;
+}
+
+int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
+                 struct wr_ledger *l)
+{
+	for (int i = 0; i < n; i++) {
+		if (max_step >= 0 && c[i].step > max_step)
+			continue;
+		if (need_agree && wr_ckpt_agree(c[i].path) != 1) {
+			fprintf(stderr, "llm-train-wrap: %s: replicas did not agree, not used\n", c[i].path);
+			if (l)
+				wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s,s:s}", "path", c[i].path,
+				                "why", "replicas_agree is not true"));
+			continue;
+		}
+		return i;
+	}
+	return -1;
+}
+
+int wr_launch(const struct wr_launch *c, struct wr_step *s)
+{
+	char *argv[512];
+	char exc[WR_MAX_NODES * (WR_NODE_LEN + 1) + 16], nn[32], nt[32], jn[160];
+	int k = 0;
+	if (!c->direct) {
+		argv[k++] = (char *)c->srun;
+		argv[k++] = "--kill-on-bad-exit=1";
+		if (c->overlap)
+			argv[k++] = "--overlap";
+		if (c->name) {
+			snprintf(jn, sizeof jn, "--job-name=%s", c->name);
+			argv[k++] = jn;
+		}
+		if (c->exclude && c->exclude->n > 0) {
+			size_t o = (size_t)snprintf(exc, sizeof exc, "--exclude=");
+			for (int i = 0; i < c->exclude->n && o < sizeof exc; i++)
+				o += (size_t)snprintf(exc + o, sizeof exc - o, "%s%s", i ? "," : "", c->exclude->name[i]);
+			argv[k++] = exc;
+		}
+		if (c->nodes > 0) {
+			snprintf(nn, sizeof nn, "--nodes=%d", c->nodes);
+			argv[k++] = nn;
+		}
+		if (c->ntasks > 0) {
+			snprintf(nt, sizeof nt, "--ntasks=%d", c->ntasks);
+			argv[k++] = nt;
+		}
+	}
+	for (int i = 0; c->cmd[i] && k < 510; i++)
+		argv[k++] = c->cmd[i];
+	argv[k] = NULL;
+
+	int po[2], pe[2];
+	if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
+		fprintf(stderr, "llm-train-wrap: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "llm-train-wrap: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		child_signals();
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		execvp(argv[0], argv);
+		fprintf(stderr, "llm-train-wrap: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);   /* both sides, so no race with a signal */
+	close(po[1]);
+	close(pe[1]);
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	s->pid = pid;
+	s->out_fd = po[0];
+	s->err_fd = pe[0];
+	fprintf(stderr, "llm-train-wrap: launched:");
+	for (int i = 0; i < k; i++)
+		fprintf(stderr, " %s", argv[i]);
+	fprintf(stderr, "\n");
+	return 0;
+}

@@ -1,0 +1,177 @@
+/* options: parsing llm-train-wrap's options (getopt_long, stops at the
+ * command) and their defaults from the environment the plugin sets. */
+#define _GNU_SOURCE
+#include "config.h"
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/llmt/exitcodes.h"
+
+#define PROG "llm-train-wrap"
+
+void wr_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (see " PROG " --help)\n");
+	va_end(ap);
+	exit(LLMT_EXIT_USAGE);
+}
+
+static void help(void)
+{
+	printf("usage: " PROG " [options] -- COMMAND [ARGS...]\n"
+	       "Runs COMMAND as a Slurm step (srun), restarts it, rolls it back or requeues the job\n"
+	       "when it fails, and reports goodput at the end. srun options go through srun's input\n"
+	       "environment (e.g. SLURM_MPI_TYPE=pmix). Use `exec " PROG "` in the batch script so\n"
+	       "--signal=B:USR1@T reaches it.\n"
+	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
+	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
+	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
+	       "  --max-restarts N        restarts per job (default $LLM_TRAIN_RESTARTS or 3); with\n"
+	       "                          $LLM_TRAIN_RESTART_WINDOW set, N per window of that many seconds\n"
+	       "  --restart-window S      the window (seconds)\n"
+	       "  --hang-timeout-min S    hang timeout floor (default 60)\n"
+	       "  --hang-timeout-max S    hang timeout cap (default $LLM_TRAIN_HEARTBEAT_TIMEOUT or 1800)\n"
+	       "  --hang-startup S        timeout before the first step (default\n"
+	       "                          $LLM_TRAIN_HEARTBEAT_STARTUP, else the cap)\n"
+	       "  --hang-factor K         hang timeout = K x median step time (default 10)\n"
+	       "  --backoff S             first backoff after an attempt without progress (default 5)\n"
+	       "  --rollback-steps N      numerical fault: roll back N steps per repeat (default 100)\n"
+	       "  --skip-batches N        numerical fault: skip N batches past the bad step (default 200)\n"
+	       "  --spares N              keep N nodes of the allocation as spares\n"
+	       "  --shrink / --no-shrink  allow a smaller data-parallel layout after a node loss\n"
+	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
+	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
+	       "  --no-requeue            never requeue (stop instead)\n"
+	       "  --progress-from-output  no heartbeats: a hang is no new output line for the timeout\n"
+	       "  --srun PATH             srun to use (default %s)\n"
+	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
+	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
+	       "  --straggler-factor F    report a rank whose step takes F x the median (default 3)...\n"
+	       "  --straggler-min S       ... and S seconds more (default 1)\n"
+	       "  --tick S                watch period (default 1)\n"
+	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
+	       "                          node (default SlurmdTimeout + 10)\n"
+	       "  -v, --verbose           print every ledger event on stderr too\n", LLMT_SRUN);
+}
+
+static double num_arg(const char *opt, const char *v, double lo, double hi)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || !(d >= lo && d <= hi) || !isfinite(d))
+		wr_usage_error("bad %s value '%s' (expected a number in %g..%g)", opt, v, lo, hi);
+	return d;
+}
+
+double wr_env_num(const char *name, double dflt, double lo, double hi)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char opt[80];
+	snprintf(opt, sizeof opt, "$%s", name);
+	return num_arg(opt, v, lo, hi);
+}
+
+void wr_parse_options(int argc, char **argv, struct opts *o)
+{
+	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
+	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
+	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP };
+	static const struct option lo[] = {
+		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
+		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
+		{ "restart-window", required_argument, 0, O_WIN }, { "hang-timeout-min", required_argument, 0, O_HMIN },
+		{ "hang-timeout-max", required_argument, 0, O_HMAX }, { "hang-factor", required_argument, 0, O_HK },
+		{ "backoff", required_argument, 0, O_BACK }, { "rollback-steps", required_argument, 0, O_ROLL },
+		{ "skip-batches", required_argument, 0, O_SKIP }, { "spares", required_argument, 0, O_SPARES },
+		{ "shrink", no_argument, 0, O_SHRINK }, { "no-shrink", no_argument, 0, O_NOSHRINK },
+		{ "preempt-grace", required_argument, 0, O_GRACE }, { "mtbf", required_argument, 0, O_MTBF },
+		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
+		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
+		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
+		{ "node-wait", required_argument, 0, O_NODEWAIT },
+		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN }, { "hang-startup", required_argument, 0, O_HSTART },
+		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+	};
+	memset(o, 0, sizeof *o);
+	o->max_restarts = wr_env_num("LLM_TRAIN_RESTARTS", 3, 0, 1e6);
+	o->window_s = wr_env_num("LLM_TRAIN_RESTART_WINDOW", 0, 0, 1e9);
+	o->hang_min = 60;
+	/* the admin policy's heartbeat limits, as the plugin passes them */
+	o->hang_max = wr_env_num("LLM_TRAIN_HEARTBEAT_TIMEOUT", 1800, 0.1, 1e7);
+	o->hang_startup = wr_env_num("LLM_TRAIN_HEARTBEAT_STARTUP", 0, 0, 1e7);
+	o->hang_k = 10;
+	o->backoff = 5;
+	o->rollback = 100;
+	o->skip = 200;
+	o->grace = 60;
+	o->tick = 1;
+	o->shrink = -1;
+	o->node_wait = -1;
+	o->strag_factor = 3;
+	o->strag_min = 1;
+	o->requeue = true;
+	o->srun = LLMT_SRUN;
+	o->ckpt_tool = "llm-train";
+	int c;
+	bool hang_min_given = false;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
+		switch (c) {
+		case O_CKPT: o->ckpt_dir = optarg; break;
+		case O_RUN: o->run_dir = optarg; break;
+		case O_HB: o->hb_dir = optarg; break;
+		case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
+		case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
+		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); hang_min_given = true; break;
+		case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
+		case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
+		case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
+		case O_ROLL: o->rollback = num_arg("--rollback-steps", optarg, 0, 1e9); break;
+		case O_SKIP: o->skip = num_arg("--skip-batches", optarg, 0, 1e9); break;
+		case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
+		case O_SHRINK: o->shrink = 1; break;
+		case O_NOSHRINK: o->shrink = 0; break;
+		case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
+		case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
+		case O_NOREQ: o->requeue = false; break;
+		case O_PROG: o->progress_out = true; break;
+		case O_SRUN: o->srun = optarg; break;
+		case O_NOSRUN: o->no_srun = true; break;
+		case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
+		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
+		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
+		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
+		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
+		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
+		case 'v': o->verbose++; break;
+		case O_HELP: help(); exit(0);
+		default:
+			wr_usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		wr_usage_error("no command given: " PROG " [options] -- COMMAND");
+	o->cmd = argv + optind;
+	if (o->hang_min > o->hang_max && !hang_min_given)
+		o->hang_min = o->hang_max;   /* a policy cap below the default floor wins */
+	if (o->hang_min > o->hang_max)
+		wr_usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
+	if (!o->ckpt_dir)
+		o->ckpt_dir = getenv("LLM_TRAIN_CKPT_DIR");
+	if (!o->ckpt_dir || !*o->ckpt_dir)
+		wr_usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");
+}

@@ -1,0 +1,26 @@
+/* options: llm-train-wrap's command line and the environment defaults
+ * it reads (the plugin's policy settings); usage errors exit 64 with one
+ * line naming the bad value. */
+#ifndef LLMT_WRAP_OPTIONS_H
+#define LLMT_WRAP_OPTIONS_H
+
+#include <stdbool.h>
+
+struct opts {
+	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
+	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
+	double spares, grace, mtbf, tick, node_wait, hang_startup, strag_factor, strag_min;
+	int shrink;          /* -1: from the plugin's options */
+	bool requeue, progress_out, no_srun, ckpt_tool_given;
+	int verbose;
+	char **cmd;
+};
+
+void wr_parse_options(int argc, char **argv, struct opts *o);
+
+/* A number from the environment (dflt when unset); a bad value is a usage error. */
+double wr_env_num(const char *name, double dflt, double lo, double hi);
+
+void wr_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

@@ -1,0 +1,167 @@
+/* slurm: scontrol calls (hostnames, config, requeue) and the plugin's
+ * option as the batch step sees it. The requeue's scontrol calls block
+ * the signals Slurm sends the requeued run, so they finish. */
+#define _GNU_SOURCE
+#include "slurm.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+
+#define PROG "llm-train-wrap"
+
+/* Expands a Slurm hostlist with scontrol; returns the count (names in out). */
+int wr_hostnames(const char *list, char ***out)
+{
+	static char buf[1 << 18];
+	char err[1024];
+	char *argv[] = { "scontrol", "show", "hostnames", (char *)list, NULL };
+	*out = NULL;
+	if (!list || !*list || wr_run_capture(argv, buf, sizeof buf, err, sizeof err) != 0)
+		return 0;
+	int n = 0, cap = 16;
+	char **v = malloc((size_t)cap * sizeof *v);
+	for (char *save = NULL, *ln = strtok_r(buf, "\n", &save); ln && v; ln = strtok_r(NULL, "\n", &save)) {
+		if (n == cap) {
+			char **nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n++] = strdup(ln);
+	}
+	*out = v;
+	return n;
+}
+
+/* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
+void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
+{
+	extern char **environ;
+	static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
+	*tp = *pp = 1;
+	*dp = 0;
+	*dp_auto = false;
+	const char *spec = NULL, *tpv = NULL, *ppv = NULL, *dpv = NULL;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, pre, sizeof pre - 1) != 0)
+			continue;
+		const char *name = *e + sizeof pre - 1, *v = strchr(name, '=');
+		if (!v)
+			continue;
+		size_t len = (size_t)(v - name);
+		v++;
+		if (len == 9 && strncmp(name, "llm_train", 9) == 0)
+			spec = v;
+		else if (len == 6 && strncmp(name, "llm_tp", 6) == 0)
+			tpv = v;
+		else if (len == 6 && strncmp(name, "llm_pp", 6) == 0)
+			ppv = v;
+		else if (len == 6 && strncmp(name, "llm_dp", 6) == 0)
+			dpv = v;
+	}
+	/* A training job of the plugin: dp defaults to auto (from the task
+	 * count). --llm-train=SPEC first, then the separate options override it. */
+	if (spec || tpv || ppv || dpv)
+		*dp_auto = true;
+	char buf[4200];
+	snprintf(buf, sizeof buf, "%s", spec ? spec : "");
+	for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		if (strncmp(kv, "tp=", 3) == 0)
+			*tp = atoi(kv + 3);
+		else if (strncmp(kv, "pp=", 3) == 0)
+			*pp = atoi(kv + 3);
+		else if (strncmp(kv, "dp=", 3) == 0) {
+			*dp_auto = strcmp(kv + 3, "auto") == 0;
+			*dp = *dp_auto ? 0 : atoi(kv + 3);
+		}
+	}
+	if (tpv)
+		*tp = atoi(tpv);
+	if (ppv)
+		*pp = atoi(ppv);
+	if (dpv) {
+		*dp_auto = strcmp(dpv, "auto") == 0;
+		*dp = *dp_auto ? 0 : atoi(dpv);
+	}
+	if (*tp < 1)
+		*tp = 1;
+	if (*pp < 1)
+		*pp = 1;
+}
+
+static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a3)
+{
+	char out[2048], err[2048];
+	char *argv[] = { (char *)a0, (char *)a1, (char *)a2, (char *)a3, NULL };
+	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, PROG ": %s %s %s %s: exit %d: %s", a0, a1, a2, a3 ? a3 : "", rc, err);
+	return rc;
+}
+
+/* scontrol requeue, keeping the excluded nodes out of the next run. The
+ * exclusion of a running job cannot be updated, so it is held, updated
+ * and released. Returns scontrol's exit code. */
+int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l)
+{
+	char idarg[64], exarg[WR_MAX_NODES * (WR_NODE_LEN + 1) + 32];
+	snprintf(idarg, sizeof idarg, "JobId=%s", job);
+	size_t o = (size_t)snprintf(exarg, sizeof exarg, "ExcNodeList=");
+	for (int i = 0; i < ex->n && o < sizeof exarg; i++)
+		o += (size_t)snprintf(exarg + o, sizeof exarg - o, "%s%s", i ? "," : "", ex->name[i]);
+	wr_ledger_event(l, "requeue", json_pack("{s:s,s:o}", "job", job, "exclude", wr_nodes_json(ex)));
+	fflush(NULL);
+	wr_shield_children(true);
+	if (ex->n == 0)
+		return run_cmd("scontrol", "requeue", job, NULL);
+	int rc = run_cmd("scontrol", "requeuehold", job, NULL);
+	if (rc != 0)
+		return rc;
+	/* From here the job is requeued (held): Slurm signals this run, the
+	 * shielded scontrol calls still finish within KillWait. */
+	int rc1 = run_cmd("scontrol", "update", idarg, exarg);
+	int rc2 = run_cmd("scontrol", "release", job, NULL);
+	if (rc1 || rc2)
+		wr_ledger_event(l, "requeue_incomplete", json_pack("{s:i,s:i}", "update_rc", rc1, "release_rc", rc2));
+	return 0;
+}
+
+/* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
+double wr_slurmd_timeout(void)
+{
+	static char out[1 << 17];
+	char err[512];
+	char *argv[] = { "scontrol", "show", "config", NULL };
+	if (wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+		return 300;
+	const char *p = strstr(out, "\nSlurmdTimeout");
+	double t;
+	if (p && (p = strchr(p, '=')) && sscanf(p + 1, "%lf", &t) == 1 && t > 0)
+		return t;
+	return 300;
+}
+
+int wr_cancel_leftover_steps(const char *job)
+{
+	static char out[1 << 16];
+	char err[1024];
+	char *argv[] = { "squeue", "-h", "-s", "-j", (char *)job, "-o", "%i %j", NULL };
+	if (!job || !*job || wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+		return 0;
+	int n = 0;
+	for (char *save = NULL, *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+		char id[64], name[128];
+		if (sscanf(ln, "%63s %127s", id, name) != 2 || strcmp(name, WR_STEP_NAME) != 0)
+			continue;
+		fprintf(stderr, PROG ": step %s is still listed after its srun ended: scancel\n", id);
+		char *cv[] = { "scancel", id, NULL };
+		wr_shield_children(false);
+		if (wr_run_capture(cv, err, sizeof err, err, sizeof err) == 0)
+			n++;
+	}
+	return n;
+}

@@ -1,0 +1,35 @@
+/* slurm: the wrapper's few direct dealings with Slurm's commands:
+ * expanding a host list, the plugin's layout option, SlurmdTimeout, and
+ * requeueing the job with nodes excluded (scontrol). */
+#ifndef LLMT_WRAP_SLURM_H
+#define LLMT_WRAP_SLURM_H
+
+#include <stdbool.h>
+
+#include "classify.h"
+#include "ledger.h"
+
+/* Expands a Slurm hostlist with scontrol; returns the count (names in *out, malloc'd). */
+int wr_hostnames(const char *list, char ***out);
+
+/* tp/pp/dp from the plugin's options as the job sees them
+ * (SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_{llm_train,llm_tp,llm_pp,llm_dp});
+ * dp_auto: a plugin training job whose dp follows the task count. */
+void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto);
+
+/* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
+double wr_slurmd_timeout(void);
+
+/* scontrol requeue of job, keeping ex out of its next run. Records the
+ * requeue in the ledger first. Returns 0 once the job is requeued. */
+int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l);
+
+/* The name the wrapper gives its steps (srun --job-name). */
+#define WR_STEP_NAME "llm-train-wrap"
+
+/* Cancels steps of job named WR_STEP_NAME that Slurm still lists after
+ * their srun ended (a step whose end the controller missed, e.g. while it
+ * restarted, holds its CPUs and blocks the next step). Returns how many. */
+int wr_cancel_leftover_steps(const char *job);
+
+#endif
