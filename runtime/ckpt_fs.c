@@ -169,7 +169,7 @@ int ck_mkdir_p(const char *dir)
 		if (p[i] == '/' || p[i] == 0) {
 			char c = p[i];
 			p[i] = 0;
-			if (mkdir(p, 0755) != 0 && errno != EEXIST)
+			if (mkdir(p, 0700) != 0 && errno != EEXIST)
 				return -1;
 			p[i] = c;
 		}

@@ -144,7 +144,7 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	m->created_ns = json_integer_value(json_object_get(root, "created_ns"));
 	if (json_unpack_ex(root, &je, 0, "{s:{s:i, s:i, s:i, s:i}}", "layout", "tp", &m->tp, "pp", &m->pp,
 	                   "dp", &m->dp, "world", &m->world) != 0 || m->tp < 1 || m->pp < 1 || m->dp < 1 ||
-	    m->world != m->tp * m->pp * m->dp)
+	    m->world < 1 || m->world % m->tp || (m->world / m->tp) % m->pp || m->world / m->tp / m->pp != m->dp)
 		BAD("%s: bad manifest: layout", path);
 	x = json_object_get(root, "replicas_agree");
 	m->replicas_agree = json_is_boolean(x) ? json_is_true(x) : -1;
@@ -152,7 +152,7 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	if (!json_is_object(m->model))
 		BAD("%s: bad manifest: model", path);
 	x = json_object_get(root, "training");
-	m->train_json = json_dumps(json_is_object(x) ? x : json_object(), JSON_COMPACT);
+	m->train_json = json_is_object(x) ? json_dumps(x, JSON_COMPACT) : strdup("{}");
 
 	/* kinds */
 	a = json_object_get(root, "kinds");
@@ -190,7 +190,7 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 		ck_fmt(t->name, sizeof t->name, "%s", n);
 		for (int d = 0; d < t->ndim; d++) {
 			t->shape[d] = json_integer_value(json_array_get(sh, d));
-			if (t->shape[d] <= 0) {
+			if (t->shape[d] <= 0 || t->shape[d] > INT32_MAX) {
 				free(kdt);
 				BAD("%s: bad manifest: tensor %s shape", path, n);
 			}
@@ -378,7 +378,8 @@ int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		ck_manifest_free(&m);
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof *v, cmp_ent);
+	if (n > 0)
+		qsort(v, (size_t)n, sizeof *v, cmp_ent);
 	*paths = calloc((size_t)n + 1, sizeof **paths);
 	*steps = calloc((size_t)n + 1, sizeof **steps);
 	for (int i = 0; i < n; i++) {

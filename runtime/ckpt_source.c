@@ -118,11 +118,12 @@ int ck_source_finish(ck_source *s, char *err, size_t errlen)
 			const ck_piece *p = &s->pieces[j];
 			const ck_box *b = &p->box;
 			if (b->r0 < 0 || b->nr <= 0 || b->c0 < 0 || b->nc <= 0 ||
-			    b->r0 + b->nr > t->rows || b->c0 + b->nc > t->cols) {
+			    b->r0 > t->rows - b->nr || b->c0 > t->cols - b->nc) {
 				ck_fmt(err, errlen, "tensor %s (%s): piece outside the tensor", t->name, s->kinds[p->kind]);
 				return LLMT_EXIT_DATA;
 			}
-			if (p->offset + (uint64_t)(b->nr * b->nc) * ck_dtype_size(p->dtype) > s->files[p->file].size) {
+			uint64_t nb = (uint64_t)(b->nr * b->nc) * ck_dtype_size(p->dtype);
+			if (nb > s->files[p->file].size || p->offset > s->files[p->file].size - nb) {
 				ck_fmt(err, errlen, "tensor %s (%s): piece beyond the end of %s", t->name,
 				         s->kinds[p->kind], s->files[p->file].name);
 				return LLMT_EXIT_DATA;

@@ -83,7 +83,7 @@ static void *ticker(void *arg)
 
 int llmt_hb_start(const char *dir, int rank, double period_s)
 {
-	if (mkdir(dir, 0777) && errno != EEXIST) {
+	if (mkdir(dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "llm-train: heartbeat dir %s: %s\n", dir, strerror(errno));
 		return -1;
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "bf16.h"
 #include "model_impl.h"
+#include "gpu/gbridge.h"
 
 int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
 {
@@ -208,6 +209,10 @@ void llmt_model_init(llmt_model *m)
 
 void llmt_model_sync_compute(llmt_model *m)
 {
+    if (m->dev) {
+        m->dev->sync_compute(m);
+        return;
+    }
     if (!m->bf)
         return;
     size_t n = m->n;
@@ -218,6 +223,8 @@ void llmt_model_sync_compute(llmt_model *m)
 
 void llmt_model_zero_grad(llmt_model *m)
 {
+    if (m->dev)
+        m->dev->zero_grad(m);
     memset(m->grads, 0, m->n * sizeof(float));
 }
 
@@ -296,6 +303,9 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
         fprintf(stderr, "llm-train: %s\n", err);
         return NULL;
     }
+    llmt_model *dm;
+    if (llmt_dev_create(c, par, prec, B, T, nslots, &dm))
+        return dm;
     if (B < 1 || T < 1 || T > c->max_seq || T > 4096 || nslots < 1) {
         fprintf(stderr, "llm-train: bad micro-batch B=%d T=%d (max_seq %d, at most 4096) slots=%d\n",
                 B, T, c->max_seq, nslots);
@@ -353,6 +363,10 @@ void llmt_model_free(llmt_model *m)
 {
     if (!m)
         return;
+    if (m->dev) {
+        m->dev->destroy(m);
+        return;
+    }
     for (int i = 0; i < m->nallocs; i++)
         free(m->allocs[i]);
     free(m->allocs);
@@ -367,7 +381,12 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count)
 }
 size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
 float *llmt_model_master(llmt_model *m) { return m->master; }
-float *llmt_model_grads(llmt_model *m) { return m->grads; }
+float *llmt_model_grads(llmt_model *m)
+{
+    if (m->dev)
+        m->dev->fetch_grads(m);
+    return m->grads;
+}
 const llmt_config *llmt_model_config(const llmt_model *m) { return &m->c; }
 llmt_prec llmt_model_prec(const llmt_model *m) { return m->prec; }
 int llmt_model_is_first(const llmt_model *m) { return m->first; }
@@ -380,5 +399,7 @@ void llmt_model_stage_layers(const llmt_model *m, int *first, int *count)
 const float *llmt_model_logits(const llmt_model *m, int s)
 {
     (void)s;
+    if (m->dev)
+        return m->dev->logits((llmt_model *)m, s);
     return m->last ? m->logits : NULL;
 }

@@ -52,6 +52,8 @@ struct llmt_model {
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
     void **allocs;
     int nallocs, capallocs;
+    const struct llmt_devops *dev;  /* GPU backend (gpu/gbridge.h); NULL on the CPU */
+    void *devctx;
 };
 
 #endif

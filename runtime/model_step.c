@@ -6,6 +6,7 @@
 #include "kernels.h"
 #include "matmul.h"
 #include "model_impl.h"
+#include "gpu/gbridge.h"
 
 #define DT(m) ((m)->bf ? LLMT_DT_BF16 : LLMT_DT_F32)
 
@@ -81,6 +82,8 @@ static int layer_fwd(llmt_model *m, struct slot *sl, int l)
 int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens, const float *act_in,
                        const int32_t *targets, float *act_out, float *loss_out)
 {
+    if (m->dev)
+        return m->dev->forward(m, s, tokens, act_in, targets, act_out, loss_out);
     struct slot *sl = &m->slots[s];
     int M = m->M, d = m->c.d_model;
     size_t Md = (size_t)M * d;
@@ -166,6 +169,8 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 int llmt_model_backward(llmt_model *m, int s, const float *grad_out, float *grad_in,
                         float grad_scale)
 {
+    if (m->dev)
+        return m->dev->backward(m, s, grad_out, grad_in, grad_scale);
     struct slot *sl = &m->slots[s];
     int M = m->M, d = m->c.d_model;
     size_t Md = (size_t)M * d;

@@ -206,7 +206,8 @@ int st_read_header(ck_source *s, const char *name, char *err, size_t errlen)
 		tn.cols = tn.ndim == 2 ? tn.shape[1] : 1;
 		b = json_integer_value(json_array_get(of, 0));
 		e = json_integer_value(json_array_get(of, 1));
-		if (tn.rows <= 0 || tn.cols <= 0 || b < 0 || e - b != tn.rows * tn.cols * (int64_t)ck_dtype_size(t) ||
+		if (tn.rows <= 0 || tn.cols <= 0 || tn.rows > INT32_MAX || tn.cols > INT32_MAX || b < 0 || e < b ||
+		    e - b != tn.rows * tn.cols * (int64_t)ck_dtype_size(t) ||
 		    (uint64_t)(8 + hlen) + (uint64_t)e > (uint64_t)sb.st_size) {
 			ck_fmt(err, errlen, "%s: tensor %s: shape and data_offsets disagree or exceed the file", path, key);
 			rc = LLMT_EXIT_DATA;

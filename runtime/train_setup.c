@@ -39,11 +39,11 @@ static int mkdir_p(const char *path, char *err, size_t errlen)
 		if (*s != '/')
 			continue;
 		*s = 0;
-		if (mkdir(buf, 0777) && errno != EEXIST)
+		if (mkdir(buf, 0700) && errno != EEXIST)
 			goto bad;
 		*s = '/';
 	}
-	if (mkdir(buf, 0777) && errno != EEXIST)
+	if (mkdir(buf, 0700) && errno != EEXIST)
 		goto bad;
 	return 0;
 bad:

@@ -233,7 +233,7 @@ int llmt_opts_from_raw(struct llmt_opts *o, char *err, size_t errlen)
 struct llmt_policy *llmt_policy_open(const char *path, char *err, size_t errlen)
 {
 	struct llmt_policy *p = NULL;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT) {
 			p = malloc(sizeof(*p));

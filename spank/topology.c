@@ -290,7 +290,8 @@ static int finish(struct parser *ps)
 	}
 
 	/* Merge memberships into one node table. */
-	qsort(ps->ents, ps->nents, sizeof(*ps->ents), cmp_entry);
+	if (ps->nents)
+		qsort(ps->ents, ps->nents, sizeof(*ps->ents), cmp_entry);
 	t->nodes = calloc(ps->nents ? ps->nents : 1, sizeof(*t->nodes));
 	if (!t->nodes) {
 		SET_ERR("%s: out of memory", ps->fname);

@@ -23,11 +23,11 @@ static int mkdir_p(const char *dir)
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST)
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
 			return -1;
 		*s = '/';
 	}
-	return (mkdir(p, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+	return (mkdir(p, 0700) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
 int wr_ledger_open(struct wr_ledger *l, const char *run_dir)

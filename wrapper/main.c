@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	wr_ledger_verbose(o.verbose > 0);
 	if (wr_ledger_open(&led, run_dir) != 0)
 		return LLMT_EXIT_IO;
-	mkdir(o.ckpt_dir, 0755);
+	mkdir(o.ckpt_dir, 0700);
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	static struct wr_history h;
 	if (wr_ledger_load(led.path, job, &h) != 0) {

@@ -151,6 +151,7 @@ struct ctx {
 	bool killing;             /* the wrapper is ending the step (hang) */
 	bool first_seen;          /* srun reported a task ending badly */
 	double first_hb;          /* content time of this attempt's first heartbeat (-1: none) */
+	double doom_at;           /* a rank died: end the step at this time (0: no) */
 };
 
 static void write_all(int fd, const char *p, size_t n)
@@ -177,8 +178,13 @@ static void on_line(struct ctx *x, const char *line, bool is_err)
 			x->first_seen = true;
 			x->o->e.task_signal = sig;
 			x->o->e.task_exit_code = sig ? 0 : code;
-			if (sig)
+			if (sig) {
 				wr_nodes_add(&x->o->e.signal_nodes, node);
+				/* A rank died: the others cannot finish a step or a
+				 * checkpoint without it, and may sit in a collective until
+				 * Slurm's KillWait. End the step a moment later. */
+				x->doom_at = wr_now() + 1.0;
+			}
 		}
 		return;
 	}
@@ -438,6 +444,12 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 				if (o->ckpt_s < 0)
 					o->ckpt_s = 0;
 			}
+		}
+		if (x.doom_at > 0 && now >= x.doom_at && term_at < 0 && kill_at < 0) {
+			fprintf(stderr, "llm-train-wrap: a rank died (signal %d on %s): ending the step\n",
+			        o->e.task_signal, o->e.signal_nodes.n ? o->e.signal_nodes.name[0] : "?");
+			term_at = now;
+			x.killing = true;
 		}
 		/* Escalation: SIGTERM makes srun end the step's tasks; if srun
 		 * is still there kill_grace_s later, SIGKILL its process group. */

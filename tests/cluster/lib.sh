@@ -142,6 +142,10 @@ cluster_env() {
 	LLMT_MUNGE_SOCKET=$CLUSTER_DIR/munge/munge.socket
 	# Nodes share one host: Open MPI's shared-memory transport breaks.
 	OMPI_MCA_btl=self,tcp
+	# Every "node" is this host: keep MPI's TCP traffic on loopback (other
+	# interfaces gave "failed to TCP connect ... Operation now in progress").
+	OMPI_MCA_btl_tcp_if_include=lo
+	OMPI_MCA_oob_tcp_if_include=lo
 	# Open MPI 4.1.4 with the TCP BTL now and then (~3% of 8-rank jobs on a
 	# loaded host) crashes in MPI_Init: a peer's first message arrives
 	# before the receiver registered its handler (call of a NULL callback,
@@ -150,6 +154,7 @@ cluster_env() {
 	OMPI_ALLOW_RUN_AS_ROOT=1
 	OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	export SLURM_CONF LLMT_CLUSTER_DIR LLMT_MUNGE_SOCKET OMPI_MCA_btl OMPI_MCA_mpi_add_procs_cutoff \
+		OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include \
 		OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 }
 

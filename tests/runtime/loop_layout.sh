@@ -39,6 +39,8 @@ run s141 1 4 1 2 4 --precision fp32 --seq 128
 # reversed RANKs must change nothing
 cat >"$CLUSTER_WORK/reverse" <<'SH'
 #!/bin/sh
+# (the plugin's coordinates describe its own RANK: drop them with it)
+unset LLM_TRAIN_TP_RANK LLM_TRAIN_PP_RANK LLM_TRAIN_DP_RANK
 RANK=$((SLURM_NTASKS - 1 - SLURM_PROCID)) WORLD_SIZE=$SLURM_NTASKS exec "$@"
 SH
 chmod +x "$CLUSTER_WORK/reverse"

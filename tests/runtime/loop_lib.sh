@@ -22,12 +22,22 @@ MODEL=$top_srcdir/configs/tiny.yaml
 # ends the step, as the wrapper launches it); prints nothing,
 # returns llm-train's exit status; output in $CLUSTER_WORK/last.out.
 # LAUNCH: a command put before llm-train in each task (optional)
+# The layout goes through the plugin (srun --llm-train=...), which computes
+# the rank map and sets RANK and LLM_TRAIN_* in every task, as in a real job;
+# without the plugin loaded the test sets the same variables itself.
+if srun --help 2>/dev/null | grep -q -- '--llm-train'; then LLMT_VIA_PLUGIN=1; else LLMT_VIA_PLUGIN=0; fi
 train() {
 	_tp=$1 _pp=$2 _dp=$3; shift 3
 	_n=$((_tp * _pp * _dp))
-	_nodes=$(( _n < 4 ? _n : 4 ))
-	LLM_TRAIN_TP=$_tp LLM_TRAIN_PP=$_pp LLM_TRAIN_DP=$_dp \
-	timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N "$_nodes" -n "$_n" ${LAUNCH:-} "$LT" --model "$MODEL" --data "$CORPUS" \
+	# TP groups stay inside a node (the plugin refuses otherwise): tp tasks
+	# per node at least, over at most 4 nodes
+	_nodes=$(( _n / _tp < 4 ? _n / _tp : 4 ))
+	if [ $LLMT_VIA_PLUGIN = 1 ]; then
+		_lay="--llm-train=tp=$_tp,pp=$_pp,dp=$_dp"
+	else
+		_lay="--export=ALL,LLM_TRAIN_TP=$_tp,LLM_TRAIN_PP=$_pp,LLM_TRAIN_DP=$_dp"
+	fi
+	timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N "$_nodes" -n "$_n" --ntasks-per-node=$((_n / _nodes)) "$_lay" ${LAUNCH:-} "$LT" --model "$MODEL" --data "$CORPUS" \
 		--seq 64 --lr 1e-3 --warmup 2 --quiet "$@" >"$CLUSTER_WORK/last.out" 2>&1
 }
 

@@ -1,0 +1,89 @@
+/* gmodel.h: the GPU model: the same stage/shard of the same Llama-family
+ * decoder as model.h, with every layer on one CUDA device (gk_*.cu
+ * kernels, cuBLASLt products, bf16 storage, fp32 accumulation). The
+ * parameter table, initialisation and flat-buffer layout are the CPU
+ * model's (a host llmt_model mirror holds them), so checkpoints, the
+ * optimizer and the loop see the same buffers: upload the master weights
+ * after writing them, download the gradients or the master weights when
+ * the host needs them. On the device: fp32 master, fp32 gradients, bf16
+ * compute copy, and fp32 AdamW state once the device optimizer is used. Tensor parallelism is not supported on
+ * the GPU yet (tp must be 1); pipeline stages work through the host
+ * activation buffers of model.h. */
+#ifndef LLMT_GMODEL_H
+#define LLMT_GMODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "model.h"
+#include "optim.h"
+
+typedef struct llmt_gmodel llmt_gmodel;
+struct llmt_nccl;
+
+/* 1 when a CUDA device is usable; otherwise 0 and the reason in why. */
+int llmt_gpu_available(char *why, size_t len);
+
+/* Select the device from LLM_TRAIN_GPU / LOCAL_RANK; -1 with a message. */
+int llmt_gpu_select(void);
+
+/* As llmt_model_create (prec is bf16) on the current device. */
+llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
+                                int nslots);
+void llmt_gmodel_free(llmt_gmodel *g);
+/* 1 while llmt_gmodel_create builds its host mirror (which must be a CPU
+ * model whatever LLM_TRAIN_GPU says). */
+int llmt_gmodel_building(void);
+
+/* The host mirror: parameter table, host master and gradient buffers. */
+llmt_model *llmt_gmodel_host(llmt_gmodel *g);
+
+/* Host master -> device master (+ bf16 copy). 0 or -1. */
+int llmt_gmodel_upload(llmt_gmodel *g);
+/* Device gradients / master -> the host mirror's buffers. 0 or -1. */
+int llmt_gmodel_download_grads(llmt_gmodel *g);
+int llmt_gmodel_download_master(llmt_gmodel *g);
+int llmt_gmodel_zero_grad(llmt_gmodel *g);
+
+/* As llmt_model_forward / llmt_model_backward (host buffers in and out). */
+int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const float *act_in,
+                        const int32_t *targets, float *act_out, float *loss_out);
+int llmt_gmodel_backward(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
+                         float grad_scale);
+/* Logits of the last forward (last stage) into host memory (M*V). */
+int llmt_gmodel_logits(llmt_gmodel *g, float *out);
+
+/* Data parallelism with ZeRO-1 on the device: after set_dp, a backward
+ * with reduce set (the last micro-batch of a step) reduce-scatters each
+ * gradient bucket (gplan.h: gbucket_shard) over dp on a communication
+ * stream as soon as backward has finished it, so communication overlaps
+ * the rest of backward; dp_wait waits for it (watchdog). step_dp then
+ * computes the global gradient norm, clips (clip <= 0: off), applies
+ * AdamW to this rank's blocks and all-gathers the weights, so every
+ * replica holds the same bits. -1 on a communication failure (exit 75). */
+int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems);
+int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
+                            float grad_scale, int reduce);
+int llmt_gmodel_dp_wait(llmt_gmodel *g);
+int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
+                        double *norm);
+
+/* Sum of squares of the device gradients (fixed order, double). */
+int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out);
+/* Fused AdamW on the device over the whole flat buffer (weight decay per
+ * tensor as optim.c: not on norm weights), gradient multiplied by gscale
+ * (clipping), t 1-based; refreshes the bf16 copy in the same pass. */
+int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw_cfg *cfg,
+                      long t);
+/* The same over the flat range [lo, hi) only. */
+int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, double gscale,
+                            const llmt_adamw_cfg *cfg, long t);
+
+/* Checkpoint snapshot: copy the device master into pinned host memory on a
+ * copy stream (after the work queued so far) while training goes on;
+ * snapshot_wait returns that buffer (n floats) once complete, NULL on error. */
+int llmt_gmodel_snapshot_start(llmt_gmodel *g);
+const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
+
+/* Wait for all queued work; 0 or -1 (CUDA error on stderr). */
+int llmt_gmodel_sync(llmt_gmodel *g);
+
+#endif

@@ -1,0 +1,67 @@
+/* gmodel_impl.h: the private layout of llmt_gmodel shared by gmodel.c
+ * (memory, optimizer, copies) and gmodel_step.c (forward, backward). The
+ * device buffers mirror model_impl.h's, all bf16 activations. */
+#ifndef LLMT_GMODEL_IMPL_H
+#define LLMT_GMODEL_IMPL_H
+#include <cuda_runtime_api.h>
+#include "../bf16.h"
+#include "../model_impl.h"
+#include "gk.h"
+#include "gmm.h"
+#include "gmodel.h"
+#include "gplan.h"
+
+struct glayer_act {
+    float *x_mid;
+    gk_bf16 *h1, *h2;
+    float *rstd1, *rstd2;
+    float *qkv, *qr, *kr;
+    gk_bf16 *q, *k, *v, *P, *att, *gu, *a;
+};
+
+struct gslot {
+    float **xs;
+    struct glayer_act *la;
+    int32_t *tok, *tgt;           /* device */
+    int32_t *eu, *es, *ep;        /* embedding backward plan (device) */
+    int neu;
+    gk_bf16 *xf, *dlog;
+    float *rstdf;
+};
+
+struct llmt_gmodel {
+    llmt_model *h;                /* host mirror: table, init, host buffers */
+    cudaStream_t st, cst, xst;    /* compute, communication, copies */
+    gmm_ctx *mm;
+    float *master, *grads, *m1, *v1;
+    gk_bf16 *wc;
+    float *cos_t, *sin_t;
+    struct gslot *slots;
+    float *qkv_s, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits, *lossrow;
+    float *part, *contrib;
+    double *sumsq;
+    gk_bf16 *O, *dyact, *dgu, *dO, *dS, *dqkv;
+    float *lossrow_h;             /* pinned */
+    int32_t *tok_h;               /* host staging for the embedding plan */
+    int pinned;                   /* host master and gradients page-locked */
+    /* data parallelism */
+    struct llmt_nccl *dp;
+    gbucket *bk;
+    cudaEvent_t *bk_ev;
+    int nbk, bk_sent;
+    int *layer_t0;                /* first tensor index of each local layer */
+    int reducing;
+    int dp_failed;
+    int dp_size, dp_rank;
+    double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
+    /* snapshots */
+    float *snap_h;
+    cudaEvent_t ev_snap, ev_snap_done;
+    int snap_pending;
+    void **dall;
+    int nd, capd;
+};
+
+int gcheck(cudaError_t e, const char *what);
+
+#endif

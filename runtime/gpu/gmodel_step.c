@@ -1,0 +1,361 @@
+/* gmodel_step.c: forward and backward of one micro-batch on the GPU, the
+ * same sequence of operations as model_step.c (cuBLASLt products through
+ * gmm, the rest through gk_*), the bucketed data-parallel gradient
+ * reduce-scatter that overlaps backward, and the ZeRO-1 optimizer step
+ * (each rank updates its blocks, then all-gathers the weights). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include "../comm_nccl.h"
+#include "gmodel_impl.h"
+
+#define BF LLMT_DT_BF16
+#define F32 LLMT_DT_F32
+#define CK(call, what) do { if (gcheck((call), (what))) return -1; } while (0)
+
+/* Y[M][N] = X[M][K] . W^T, W stored [N][K] (bf16 compute copy) */
+static int lin_fwd(llmt_gmodel *g, const void *X, size_t woff, void *Y, llmt_dt yt, int M, int N,
+                   int K)
+{
+    return gmm(g->mm, 1, M, N, K, X, 0, g->wc + woff, 1, BF, Y, yt, 1.0f, 0);
+}
+
+/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W */
+static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, float *dX, int M,
+                   int N, int K, float alpha)
+{
+    if (gmm(g->mm, 1, N, K, M, dY, 1, X, 0, BF, g->grads + woff, F32, alpha, 1))
+        return -1;
+    return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, F32, alpha, 0);
+}
+
+static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
+{
+    const llmt_model *h = g->h;
+    const llmt_config *c = &h->c;
+    const struct layer_off *lo = &h->lo[l];
+    struct glayer_act *a = &sl->la[l];
+    int M = h->M, d = c->d_model, hd = h->hd, BH = h->B * h->Hl, T = h->T;
+    size_t Md = (size_t)M * d;
+    float eps = (float)c->norm_eps;
+    float *x = sl->xs[l];
+    cudaStream_t st = g->st;
+
+    CK(gk_rmsnorm_fwd(x, g->master + lo->ln1, a->h1, a->rstd1, M, d, eps, st), "rmsnorm");
+    float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
+    if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
+        return -1;
+    CK(gk_attn_prep_fwd(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
+                        c->qk_norm ? g->master + lo->qn : NULL,
+                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
+                        g->sin_t, st), "attention prep");
+    if (gmm(g->mm, BH, T, T, hd, a->q, 0, a->k, 1, BF, g->S, F32, 1.0f / sqrtf((float)hd), 0))
+        return -1;
+    CK(gk_softmax_causal_fwd(g->S, a->P, BH, T, st), "softmax");
+    if (gmm(g->mm, BH, T, hd, T, a->P, 0, a->v, 0, BF, g->O, BF, 1.0f, 0))
+        return -1;
+    CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
+    if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd))
+        return -1;
+    CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
+    CK(gk_add(a->x_mid, g->y, Md, st), "add");
+
+    CK(gk_rmsnorm_fwd(a->x_mid, g->master + lo->ln2, a->h2, a->rstd2, M, d, eps, st), "rmsnorm");
+    if (lin_fwd(g, a->h2, lo->gu, a->gu, BF, M, 2 * h->Fl, d))
+        return -1;
+    CK(gk_swiglu_fwd(a->gu, a->a, M, h->Fl, st), "swiglu");
+    if (lin_fwd(g, a->a, lo->down, g->y, F32, M, d, h->Fl))
+        return -1;
+    float *xo = sl->xs[l + 1];
+    CK(cudaMemcpyAsync(xo, a->x_mid, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
+    CK(gk_add(xo, g->y, Md, st), "add");
+    return 0;
+}
+
+int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const float *act_in,
+                        const int32_t *targets, float *act_out, float *loss_out)
+{
+    const llmt_model *h = g->h;
+    struct gslot *sl = &g->slots[s];
+    int M = h->M, d = h->c.d_model;
+    size_t Md = (size_t)M * d;
+    cudaStream_t st = g->st;
+    if (h->first) {
+        /* the embedding backward plan is built here, while the host has
+         * the tokens (pageable copies: the staging buffer is reused) */
+        int32_t *u = g->tok_h, *es = u + M, *ep = es + M + 1;
+        int nu = gembed_plan(tokens, M, h->c.vocab_size, u, es, ep);
+        if (nu < 0) {
+            fprintf(stderr, "llm-train: a token is outside the vocabulary of %d\n",
+                    h->c.vocab_size);
+            return -1;
+        }
+        sl->neu = nu;
+        CK(cudaMemcpyAsync(sl->tok, tokens, (size_t)M * 4, cudaMemcpyHostToDevice, st), "tokens");
+        CK(cudaMemcpyAsync(sl->eu, u, (size_t)nu * 4, cudaMemcpyHostToDevice, st), "plan");
+        CK(cudaMemcpyAsync(sl->es, es, (size_t)(nu + 1) * 4, cudaMemcpyHostToDevice, st), "plan");
+        CK(cudaMemcpyAsync(sl->ep, ep, (size_t)M * 4, cudaMemcpyHostToDevice, st), "plan");
+        CK(cudaStreamSynchronize(st), "plan upload");   /* staging is reused */
+        CK(gk_embed_fwd(g->master + h->off_embed, sl->tok, sl->xs[0], M, d, st), "embedding");
+    } else {
+        CK(cudaMemcpyAsync(sl->xs[0], act_in, Md * 4, cudaMemcpyHostToDevice, st), "act_in");
+    }
+    for (int l = 0; l < h->nl; l++)
+        if (layer_fwd(g, sl, l))
+            return -1;
+    float *xl = sl->xs[h->nl];
+    if (!h->last) {
+        CK(cudaMemcpyAsync(act_out, xl, Md * 4, cudaMemcpyDeviceToHost, st), "act_out");
+        return llmt_gmodel_sync(g);
+    }
+    CK(gk_rmsnorm_fwd(xl, g->master + h->off_norm, sl->xf, sl->rstdf, M, d,
+                      (float)h->c.norm_eps, st), "final norm");
+    if (lin_fwd(g, sl->xf, h->off_head, g->logits, F32, M, h->c.vocab_size, d))
+        return -1;
+    CK(cudaMemcpyAsync(sl->tgt, targets, (size_t)M * 4, cudaMemcpyHostToDevice, st), "targets");
+    CK(gk_xent_fwd(g->logits, sl->tgt, sl->dlog, g->lossrow, M, h->c.vocab_size,
+                   (float)h->c.z_loss, st), "cross-entropy");
+    CK(cudaMemcpyAsync(g->lossrow_h, g->lossrow, (size_t)M * 4, cudaMemcpyDeviceToHost, st),
+       "loss");
+    if (llmt_gmodel_sync(g))
+        return -1;
+    double tot = 0.0;
+    for (int m = 0; m < M; m++)
+        tot += g->lossrow_h[m];
+    if (loss_out)
+        *loss_out = (float)(tot / M);
+    return 0;
+}
+
+int llmt_gmodel_logits(llmt_gmodel *g, float *out)
+{
+    if (!g->h->last)
+        return -1;
+    size_t n = (size_t)g->h->M * g->h->c.vocab_size;
+    CK(cudaMemcpyAsync(out, g->logits, n * 4, cudaMemcpyDeviceToHost, g->st), "logits");
+    return llmt_gmodel_sync(g);
+}
+
+/* launch the all-reduce of every bucket whose tensors are all final */
+static int dp_launch(llmt_gmodel *g, int first_done)
+{
+    if (!g->reducing || g->dp_failed)
+        return g->dp_failed ? -1 : 0;
+    int ready = gbucket_ready(g->bk, g->nbk, first_done);
+    for (; g->bk_sent < ready; g->bk_sent++) {
+        gshard sh;
+        gbucket_shard(&g->bk[g->bk_sent], g->dp_size, g->dp_rank, &sh);
+        cudaEvent_t ev = g->bk_ev[g->bk_sent];
+        CK(cudaEventRecord(ev, g->st), "bucket event");
+        CK(cudaStreamWaitEvent(g->cst, ev, 0), "bucket wait");
+        /* in place: this rank's block of the bucket gets the sum */
+        float *base = g->grads + g->bk[g->bk_sent].lo;
+        if ((sh.blk && llmt_nccl_reduce_scatter_sum_f32(g->dp, base,
+                                                         g->grads + sh.own_lo, sh.blk, g->cst)) ||
+            (sh.hi > sh.tail_lo &&
+             llmt_nccl_allreduce_sum_f32(g->dp, g->grads + sh.tail_lo, g->grads + sh.tail_lo,
+                                         sh.hi - sh.tail_lo, g->cst))) {
+            g->dp_failed = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
+{
+    const llmt_model *h = g->h;
+    const llmt_config *c = &h->c;
+    const struct layer_off *lo = &h->lo[l];
+    struct glayer_act *a = &sl->la[l];
+    int M = h->M, d = c->d_model, hd = h->hd, BH = h->B * h->Hl, T = h->T;
+    int Hh = h->Hl * hd;
+    size_t Md = (size_t)M * d;
+    float *dx = g->dx;
+    cudaStream_t st = g->st;
+
+    CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
+    if (lin_bwd(g, g->dyact, a->a, lo->down, g->da, M, d, h->Fl, 1.0f))
+        return -1;
+    CK(gk_swiglu_bwd(a->gu, g->da, g->dgu, M, h->Fl, st), "swiglu backward");
+    if (lin_bwd(g, g->dgu, a->h2, lo->gu, g->dh, M, 2 * h->Fl, d, 1.0f))
+        return -1;
+    CK(gk_rmsnorm_bwd(a->x_mid, g->master + lo->ln2, a->rstd2, g->dh, dx, g->grads + lo->ln2,
+                      g->part, M, d, st), "rmsnorm backward");
+
+    CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
+    if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
+        return -1;
+    CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
+    float sc = 1.0f / sqrtf((float)hd);
+    if (gmm(g->mm, BH, T, T, hd, g->dO, 0, a->v, 1, BF, g->dP, F32, 1.0f, 0) ||
+        gmm(g->mm, BH, T, hd, T, a->P, 1, g->dO, 0, BF, g->dv, F32, 1.0f, 0))
+        return -1;
+    CK(gk_softmax_causal_bwd(a->P, g->dP, g->dS, BH, T, st), "softmax backward");
+    if (gmm(g->mm, BH, T, hd, T, g->dS, 0, a->k, 0, BF, g->dq, F32, sc, 0) ||
+        gmm(g->mm, BH, T, hd, T, g->dS, 1, a->q, 0, BF, g->dk, F32, sc, 0))
+        return -1;
+    CK(gk_attn_prep_bwd(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
+                        c->qk_norm ? g->master + lo->qn : NULL,
+                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
+                        c->qk_norm ? g->grads + lo->qn : NULL,
+                        c->qk_norm ? g->grads + lo->kn : NULL, g->contrib, g->part, g->cos_t,
+                        g->sin_t, st), "attention prep backward");
+    if (lin_bwd(g, g->dqkv, a->h1, lo->qkv, g->dh, M, h->Wq, d, 1.0f))
+        return -1;
+    CK(gk_rmsnorm_bwd(sl->xs[l], g->master + lo->ln1, a->rstd1, g->dh, dx, g->grads + lo->ln1,
+                      g->part, M, d, st), "rmsnorm backward");
+    return dp_launch(g, g->layer_t0 ? g->layer_t0[l] : 0);
+}
+
+int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
+                            float grad_scale, int reduce)
+{
+    const llmt_model *h = g->h;
+    struct gslot *sl = &g->slots[s];
+    int M = h->M, d = h->c.d_model;
+    size_t Md = (size_t)M * d;
+    cudaStream_t st = g->st;
+    g->reducing = reduce && g->dp;
+    g->bk_sent = 0;
+    if (h->last) {
+        if (lin_bwd(g, sl->dlog, sl->xf, h->off_head, g->dh, M, h->c.vocab_size, d, grad_scale))
+            return -1;
+        CK(cudaMemsetAsync(g->dx, 0, Md * 4, st), "memset");
+        CK(gk_rmsnorm_bwd(sl->xs[h->nl], g->master + h->off_norm, sl->rstdf, g->dh, g->dx,
+                          g->grads + h->off_norm, g->part, M, d, st), "final norm backward");
+    } else {
+        CK(cudaMemcpyAsync(g->dx, grad_out, Md * 4, cudaMemcpyHostToDevice, st), "grad_out");
+    }
+    for (int l = h->nl - 1; l >= 0; l--)
+        if (layer_bwd(g, sl, l))
+            return -1;
+    if (h->first) {
+        CK(gk_embed_bwd(g->grads + h->off_embed, sl->eu, sl->es, sl->ep, sl->neu, g->dx, d, st),
+           "embedding backward");
+    } else {
+        CK(cudaMemcpyAsync(grad_in, g->dx, Md * 4, cudaMemcpyDeviceToHost, st), "grad_in");
+        if (llmt_gmodel_sync(g))
+            return -1;
+    }
+    return dp_launch(g, 0);
+}
+
+int llmt_gmodel_backward(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
+                         float grad_scale)
+{
+    return llmt_gmodel_backward_dp(g, s, grad_out, grad_in, grad_scale, 0);
+}
+
+int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems)
+{
+    int np;
+    const llmt_param_info *pt = llmt_model_params(g->h, &np);
+    size_t *off = malloc(sizeof *off * (size_t)np), *num = malloc(sizeof *num * (size_t)np);
+    int cap = np + 1;
+    g->bk = calloc((size_t)cap, sizeof *g->bk);
+    g->bk_ev = calloc((size_t)cap, sizeof *g->bk_ev);
+    g->layer_t0 = calloc((size_t)g->h->nl + 1, sizeof *g->layer_t0);
+    if (!off || !num || !g->bk || !g->bk_ev || !g->layer_t0) {
+        free(off);
+        free(num);
+        fprintf(stderr, "llm-train: out of memory planning gradient buckets\n");
+        return -1;
+    }
+    for (int i = 0; i < np; i++) {
+        off[i] = pt[i].offset;
+        num[i] = pt[i].numel;
+        for (int l = 0; l < g->h->nl; l++)
+            if (pt[i].offset == g->h->lo[l].ln1)
+                g->layer_t0[l] = i;
+    }
+    g->nbk = gbucket_plan(off, num, np, g->h->n, bucket_elems, g->bk, cap);
+    free(off);
+    free(num);
+    if (g->nbk < 0) {
+        fprintf(stderr, "llm-train: cannot plan gradient buckets\n");
+        return -1;
+    }
+    for (int i = 0; i < g->nbk; i++)
+        if (gcheck(cudaEventCreateWithFlags(&g->bk_ev[i], cudaEventDisableTiming), "event"))
+            return -1;
+    g->dp = dp;
+    g->dp_size = llmt_nccl_size(dp);
+    g->dp_rank = llmt_nccl_rank(dp);
+    return 0;
+}
+
+int llmt_gmodel_dp_wait(llmt_gmodel *g)
+{
+    if (!g->dp)
+        return 0;
+    if (g->dp_failed || llmt_nccl_wait(g->dp, g->cst))
+        return -1;
+    /* the optimizer (compute stream) must see the reduced gradients */
+    CK(cudaEventRecord(g->bk_ev[0], g->cst), "event");
+    CK(cudaStreamWaitEvent(g->st, g->bk_ev[0], 0), "wait");
+    return 0;
+}
+
+int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
+                        double *norm)
+{
+    if (!g->dp)
+        return -1;
+    size_t np = (size_t)g->nbk * 2 * GK_SUMSQ_BLOCKS;
+    if (!g->dp_part && !(g->dp_part = calloc(np + 1, sizeof(double)))) {
+        fprintf(stderr, "llm-train: out of memory\n");
+        return -1;
+    }
+    if (!g->dp_sq && gcheck(cudaMalloc((void **)&g->dp_sq, (np + 1) * sizeof(double)), "malloc"))
+        return -1;
+    /* squares of this rank's reduced blocks; tails (replicated) on rank 0 */
+    CK(cudaMemsetAsync(g->dp_sq, 0, (np + 1) * sizeof(double), g->st), "memset");
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        double *p = g->dp_sq + (size_t)b * 2 * GK_SUMSQ_BLOCKS;
+        if (sh.blk)
+            CK(gk_sumsq(g->grads + sh.own_lo, sh.blk, p, g->st), "sumsq");
+        if (g->dp_rank == 0 && sh.hi > sh.tail_lo)
+            CK(gk_sumsq(g->grads + sh.tail_lo, sh.hi - sh.tail_lo, p + GK_SUMSQ_BLOCKS, g->st),
+               "sumsq");
+    }
+    CK(cudaMemcpyAsync(g->dp_part, g->dp_sq, np * sizeof(double), cudaMemcpyDeviceToHost, g->st),
+       "copy");
+    if (llmt_gmodel_sync(g))
+        return -1;
+    double local = 0.0;
+    for (size_t i = 0; i < np; i++)
+        local += g->dp_part[i];
+    /* the sum over ranks (the same bits on every rank) */
+    CK(cudaMemcpyAsync(g->dp_sq + np, &local, sizeof(double), cudaMemcpyHostToDevice, g->st),
+       "copy");
+    if (llmt_nccl_allreduce_sum_f64(g->dp, g->dp_sq + np, g->dp_sq + np, 1, g->st))
+        return -1;
+    CK(cudaMemcpyAsync(&g->dp_part[np], g->dp_sq + np, sizeof(double), cudaMemcpyDeviceToHost,
+                       g->st), "copy");
+    if (llmt_nccl_wait(g->dp, g->st))
+        return -1;
+    *norm = sqrt(g->dp_part[np]);
+    double gscale = llmt_clip_scale(*norm, clip);
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if ((sh.blk && llmt_gmodel_adamw_range(g, sh.own_lo, sh.own_hi, lr, gscale, cfg, t)) ||
+            (sh.hi > sh.tail_lo && llmt_gmodel_adamw_range(g, sh.tail_lo, sh.hi, lr, gscale, cfg, t)))
+            return -1;
+    }
+    /* every rank's blocks to every rank (in place), then the bf16 copy */
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
+                                              g->master + g->bk[b].lo, sh.blk, g->st))
+            return -1;
+    }
+    CK(gk_f32_to_bf16(g->master, g->wc, g->h->n, g->st), "bf16 copy");
+    return llmt_nccl_wait(g->dp, g->st);
+}

@@ -1,0 +1,172 @@
+/* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
+ * runtime calls the GPU model makes, on host memory (every operation
+ * completes at once, streams and events are tokens), gmm() as a plain
+ * column-major product of the mapping gmm_plan gives cuBLASLt, and a
+ * one-rank NCCL group, so the GPU model's orchestration (gmodel.c,
+ * gmodel_step.c) runs unchanged on a machine without a GPU. Linked only
+ * into that test. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "bf16.h"
+#include "gpu/gmm.h"
+
+static char token;
+
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+    *p = malloc(n);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
+cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaHostRegister(void *p, size_t n, unsigned f)
+{
+    (void)p; (void)n; (void)f;
+    return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void *p) { (void)p; return cudaSuccess; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
+{
+    (void)s;
+    return cudaMemset(p, v, n);
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
+{
+    (void)k;
+    memmove(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{
+    (void)st;
+    return cudaMemcpy(d, s, n, k);
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned f)
+{
+    (void)f;
+    *s = (cudaStream_t)(void *)&token;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
+{
+    (void)s; (void)e; (void)f;
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned f)
+{
+    (void)f;
+    *e = (cudaEvent_t)(void *)&token;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)e; (void)s; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { (void)e; return cudaSuccess; }
+
+/* ---- gmm on the host, through the cuBLASLt mapping ---------------------- */
+struct gmm_ctx { int unused; };
+gmm_ctx *gmm_create(cudaStream_t st, size_t ws)
+{
+    (void)st; (void)ws;
+    return calloc(1, sizeof(gmm_ctx));
+}
+void gmm_free(gmm_ctx *g) { free(g); }
+void gmm_set_stream(gmm_ctx *g, cudaStream_t st) { (void)g; (void)st; }
+
+static float ld(const void *p, size_t i, llmt_dt t)
+{
+    return t == LLMT_DT_BF16 ? bf16_to_f32(((const bf16 *)p)[i]) : ((const float *)p)[i];
+}
+
+int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
+        llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
+{
+    (void)g;
+    gmm_colmajor p;
+    gmm_plan(M, N, K, ta, tb, &p);
+    for (int b = 0; b < batch; b++) {
+        size_t oa = (size_t)b * (size_t)p.stride_a, ob = (size_t)b * (size_t)p.stride_b;
+        size_t oc = (size_t)b * (size_t)p.stride_c;
+        for (int i = 0; i < p.m; i++)
+            for (int j = 0; j < p.n; j++) {
+                float s = 0.f;   /* fp32 accumulation, as CUBLAS_COMPUTE_32F */
+                for (int k = 0; k < p.k; k++) {
+                    size_t ia = p.trans_a ? k + (size_t)i * p.lda : i + (size_t)k * p.lda;
+                    size_t ib = p.trans_b ? j + (size_t)k * p.ldb : k + (size_t)j * p.ldb;
+                    s += ld(B, oa + ia, at) * ld(A, ob + ib, at);   /* A' = our B */
+                }
+                size_t ic = oc + i + (size_t)j * p.ldc;
+                float v = alpha * s + (accumulate ? ld(C, ic, ct) : 0.f);
+                if (ct == LLMT_DT_BF16)
+                    ((bf16 *)C)[ic] = f32_to_bf16(v);
+                else
+                    ((float *)C)[ic] = v;
+            }
+    }
+    return 0;
+}
+
+/* ---- NCCL with one rank (the emulation has one process) ----------------- */
+#include "comm_nccl.h"
+
+struct llmt_nccl { int size; };
+static struct llmt_nccl one = {1};
+
+llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
+{
+    (void)group; (void)timeout_s;
+    return &one;
+}
+void llmt_nccl_free(llmt_nccl *n) { (void)n; }
+int llmt_nccl_rank(const llmt_nccl *n) { (void)n; return 0; }
+int llmt_nccl_size(const llmt_nccl *n) { return n->size; }
+int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
+{
+    (void)n; (void)st;
+    memmove(r, s, c * 4);
+    return 0;
+}
+int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
+{
+    (void)n; (void)st;
+    memmove(r, s, c * 8);
+    return 0;
+}
+int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
+                                     cudaStream_t st)
+{
+    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+}
+int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
+{
+    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+}
+int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)root; (void)st;
+    return 0;
+}
+int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
+    return -1;   /* no peer in a one-rank group */
+}
+int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
+{
+    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
+    return -1;
+}
+int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)
+{
+    (void)n; (void)st;
+    return 0;
+}

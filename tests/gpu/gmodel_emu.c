@@ -1,0 +1,4 @@
+/* gmodel_emu.c: the GPU model sources (runtime/gpu/gmodel*.c) built into
+ * the emulation test, linked against cuda_emu.c instead of the CUDA runtime. */
+#include "gpu/gmodel.c"
+#include "gpu/gmodel_step.c"

@@ -1,0 +1,13 @@
+#!/bin/sh
+# gpu_compare.sh: runs `gpu_test compare` (see gpu_test.c) on configs/tiny.yaml and
+# real English text. SKIP (77) without CUDA in the build or without a GPU.
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+drv=$top_builddir/tests/gpu/gpu_test
+if [ ! -x "$drv" ]; then
+	echo "SKIP: built without CUDA (configure found no CUDA + NCCL)"
+	exit 77
+fi
+for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
+	"$drv" compare "$cfg" /usr/share/common-licenses/GPL-3 || exit $?
+done

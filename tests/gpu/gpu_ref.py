@@ -1,0 +1,121 @@
+# gpu_ref.py: the GPU model against PyTorch (tests/reference/llama_ref.py)
+# on the same weights and tokens, and against our CPU model. Debian's
+# python3-torch is CPU-only, so the PyTorch side runs on the CPU: float64
+# truth and bf16 autocast. Same thresholds as tests/reference/ref_model.py
+# for bf16: logits rel <= min(0.05, 2x torch autocast error + 0.01), every
+# gradient rel <= min(0.08, 2x + 0.01), loss within 1% of float64; plus the
+# losses of 5 AdamW steps within 1% of torch.optim.AdamW in float32.
+# SKIP (77) without CUDA in the build or without a GPU.
+import os, subprocess, sys, tempfile
+top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
+top_builddir = os.environ.get('top_builddir', top_srcdir)
+drv = os.path.join(top_builddir, 'tests', 'gpu', 'gpu_test')
+if not os.access(drv, os.X_OK):
+    print('SKIP: built without CUDA (configure found no CUDA + NCCL)')
+    sys.exit(77)
+r = subprocess.run([drv, 'probe'], capture_output=True, text=True)
+if r.returncode != 0:
+    print(r.stdout.strip() or 'SKIP: no NVIDIA GPU')
+    sys.exit(77 if r.returncode == 77 else 1)
+try:
+    import numpy as np
+    import torch
+except ImportError as e:
+    print('SKIP: %s (install python3-torch and python3-numpy: scripts/install-deps)' % e)
+    sys.exit(77)
+sys.path.insert(0, os.path.join(top_srcdir, 'tests', 'reference'))
+import llama_ref
+
+TEXT = '/usr/share/common-licenses/GPL-3'
+B, T, STEPS = 2, 32, 5
+torch.set_num_threads(max(1, min(8, os.cpu_count() or 1)))
+failures = []
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
+
+
+def check(name, value, limit):
+    if not value <= limit:
+        failures.append('%s: %.3g > %.3g' % (name, value, limit))
+
+
+def run(cfgpath, d):
+    r = subprocess.run([drv, 'ref', cfgpath, 'bf16', str(B), str(T), str(STEPS), TEXT, d],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout + r.stderr)
+        sys.exit(1)
+    params = []
+    for line in open(os.path.join(d, 'params.txt')):
+        n, nd, s0, s1, off, numel, nodecay = line.split()
+        shape = (int(s0), int(s1)) if nd == '2' else (int(s0),)
+        params.append((n, shape, int(off), int(numel), int(nodecay)))
+    rd = lambda f, dt: np.fromfile(os.path.join(d, f), dtype=dt)
+    return params, rd('params.bin', np.float32), rd('grads.bin', np.float32), \
+        rd('tokens.bin', np.int32), rd('targets.bin', np.int32), rd('logits.bin', np.float32), \
+        [float(x) for x in open(os.path.join(d, 'losses.txt'))]
+
+
+def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
+    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, requires_grad=True)
+         for n, s, off, k, _ in params}
+    if autocast:
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            logits, loss = llama_ref.forward(cfg, P, tok, tgt)
+    else:
+        logits, loss = llama_ref.forward(cfg, P, tok, tgt)
+    loss.backward()
+    return logits.detach(), loss.item(), {n: P[n].grad for n in P}
+
+
+def train_losses(cfg, params, flat, text):
+    P = {n: torch.tensor(flat[off:off + k].reshape(s), requires_grad=True)
+         for n, s, off, k, _ in params}
+    opt = torch.optim.AdamW(
+        [{'params': [P[n] for n, _, _, _, nd in params if not nd], 'weight_decay': 0.1},
+         {'params': [P[n] for n, _, _, _, nd in params if nd], 'weight_decay': 0.0}],
+        lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    out, M = [], B * T
+    for s in range(STEPS + 1):
+        chunk = torch.tensor(list(text[s * M:s * M + M + 1]), dtype=torch.int64)
+        opt.zero_grad()
+        _, loss = llama_ref.forward(cfg, P, chunk[:M].view(B, T), chunk[1:].view(B, T))
+        loss.backward()
+        out.append(loss.item())
+        opt.step()
+    return out
+
+
+text = open(TEXT, 'rb').read()
+for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
+                os.path.join(top_srcdir, 'tests', 'reference', 'ref-gqa.yaml')]:
+    cfg = llama_ref.load_config(cfgpath)
+    tag = os.path.basename(cfgpath)
+    with tempfile.TemporaryDirectory() as d:
+        params, flat, g, tok, tgt, logits, losses = run(cfgpath, d)
+    tok = torch.tensor(tok, dtype=torch.int64).view(B, T)
+    tgt = torch.tensor(tgt, dtype=torch.int64).view(B, T)
+    ours = torch.tensor(logits).view(B, T, -1)
+    l64, loss64, g64 = grads(cfg, params, flat, tok, tgt, torch.float64)
+    lb, _, gb = grads(cfg, params, flat, tok, tgt, torch.float32, True)
+    ro, rt = rel(ours, l64), rel(lb, l64)
+    check('%s gpu logits' % tag, ro, min(0.05, 2 * rt + 0.01))
+    check('%s gpu loss' % tag, abs(losses[0] - loss64) / loss64, 0.01)
+    worst, worst_t = 0.0, 0.0
+    for n, shape, off, k, _ in params:
+        r_, t_ = rel(torch.tensor(g[off:off + k]).view(shape), g64[n]), rel(gb[n], g64[n])
+        worst, worst_t = max(worst, r_), max(worst_t, t_)
+        check('%s gpu grad %s' % (tag, n), r_, min(0.08, 2 * t_ + 0.01))
+    tl = train_losses(cfg, params, flat, text)
+    lr_ = max(abs(a - b) / b for a, b in zip(losses, tl))
+    check('%s gpu AdamW losses' % tag, lr_, 0.01)
+    print('%s GPU vs PyTorch (CPU): logits rel %.2e (torch autocast %.2e), loss %.5f vs f64 '
+          '%.5f, worst grad rel %.2e (torch autocast %.2e), %d AdamW losses max rel %.2e'
+          % (tag, ro, rt, losses[0], loss64, worst, worst_t, STEPS, lr_))
+if failures:
+    print('FAIL:\n  ' + '\n  '.join(failures))
+    sys.exit(1)
+print('PASS')
