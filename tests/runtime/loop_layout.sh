@@ -16,7 +16,7 @@ set -u
 run() { # name tp pp dp B A [extra...]
 	_name=$1; shift
 	_tp=$1 _pp=$2 _dp=$3 _b=$4 _a=$5; shift 5
-	train "$_tp" "$_pp" "$_dp" --steps 4 --micro-batch "$_b" --grad-accum "$_a" \
+	rtrain "$CLUSTER_WORK/$_name" "" "$_tp" "$_pp" "$_dp" --steps 4 --micro-batch "$_b" --grad-accum "$_a" \
 		--ckpt-dir "$CLUSTER_WORK/$_name" --ckpt-interval 0 --eval-interval 4 --eval-batches 2 "$@" \
 		|| { cat "$CLUSTER_WORK/last.out"; fail "$_name: llm-train exited $?"; }
 	losses "$CLUSTER_WORK/$_name/metrics.jsonl" >"$CLUSTER_WORK/$_name.loss"

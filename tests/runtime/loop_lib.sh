@@ -41,6 +41,23 @@ train() {
 		--seq 64 --lr 1e-3 --warmup 2 --quiet "$@" >"$CLUSTER_WORK/last.out" 2>&1
 }
 
+# Open MPI 4.1's TCP transport sometimes fails its wire-up on this loaded
+# emulated cluster ("failed to TCP connect ... Operation now in progress",
+# then a crash: open-mpi/ompi#10734, #11508). A run that died of exactly
+# that runs once more from the same start: rtrain DIR COPY args puts DIR
+# back as COPY was (or removes it when COPY is empty) first.
+rtrain() {
+	_dir=$1 _copy=$2; shift 2
+	train "$@"; _rc=$?
+	if grep -q "Open MPI failed to TCP connect" "$CLUSTER_WORK/last.out"; then
+		echo "note: MPI wire-up failure (exit $_rc), running again"
+		rm -rf "$_dir"
+		[ -z "$_copy" ] || cp -r "$_copy" "$_dir"
+		train "$@"; _rc=$?
+	fi
+	return $_rc
+}
+
 # losses FILE: the loss column of a metrics file, one a line
 losses() {
 	/usr/bin/python3 -c 'import json,sys
