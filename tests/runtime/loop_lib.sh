@@ -9,10 +9,6 @@ LT=$top_builddir/runtime/llm-train
 command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed"; exit 77; }
 cluster_need
 export OMP_NUM_THREADS=1
-# Every emulated node is 127.0.0.1: keep Open MPI's TCP on the loopback.
-# Over eth0 (192.0.2.2 here) a connect occasionally fails under load and
-# Open MPI 4.1's TCP BTL then segfaults (seen 1 run in 6 with pp=4).
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 CORPUS=$CLUSTER_WORK/corpus
 LLM_TRAIN=$LT "$top_srcdir/scripts/make-corpus" "$CORPUS" --max-bytes 300000 \
 	--shard-tokens 100000 >/dev/null || fail "make-corpus failed"
