@@ -1,10 +1,11 @@
 /* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
  * runtime calls the GPU model makes, on host memory (every operation
  * completes at once, streams and events are tokens), gmm() as a plain
- * column-major product of the mapping gmm_plan gives cuBLASLt, and a
- * one-rank NCCL group, so the GPU model's orchestration (gmodel.c,
- * gmodel_step.c) runs unchanged on a machine without a GPU. Linked only
- * into that test. */
+ * column-major product of the mapping gmm_plan gives cuBLASLt, and NCCL
+ * groups carried over their MPI communicators, so the GPU model's
+ * orchestration (gmodel.c, gmodel_step.c) runs unchanged on a machine
+ * without a GPU, in one process or as an MPI job. Linked only into the
+ * emulation builds. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,55 +116,76 @@ int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const
     return 0;
 }
 
-/* ---- NCCL with one rank (the emulation has one process) ----------------- */
+/* ---- NCCL over the group's MPI communicator ----------------------------
+ * Device buffers are host memory here, so each NCCL call is the comm.h
+ * collective on the same group (deterministic, as the runtime's MPI
+ * backend); a NULL group is a one-rank communicator (single-process tests). */
 #include "comm_nccl.h"
 
-struct llmt_nccl { int size; };
-static struct llmt_nccl one = {1};
+struct llmt_nccl { llmt_comm *c; int rank, size; };
 
 llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
 {
-    (void)group; (void)timeout_s;
-    return &one;
+    (void)timeout_s;
+    llmt_nccl *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->c = group;
+    n->rank = group ? llmt_comm_rank(group) : 0;
+    n->size = group ? llmt_comm_size(group) : 1;
+    return n;
 }
-void llmt_nccl_free(llmt_nccl *n) { (void)n; }
-int llmt_nccl_rank(const llmt_nccl *n) { (void)n; return 0; }
+void llmt_nccl_free(llmt_nccl *n) { free(n); }
+int llmt_nccl_rank(const llmt_nccl *n) { return n->rank; }
 int llmt_nccl_size(const llmt_nccl *n) { return n->size; }
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    (void)n; (void)st;
+    (void)st;
     memmove(r, s, c * 4);
-    return 0;
+    return n->size > 1 ? llmt_comm_allreduce_sum_f32(n->c, r, c) : 0;
 }
 int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
 {
-    (void)n; (void)st;
+    (void)st;
     memmove(r, s, c * 8);
-    return 0;
+    return n->size > 1 ? llmt_comm_allreduce_sum_f64(n->c, r, c) : 0;
 }
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
                                      cudaStream_t st)
 {
-    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+    if (n->size == 1)
+        return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+    return llmt_comm_reduce_scatter_sum_f32(n->c, s, r, c);
 }
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+    if (n->size == 1)
+        return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+    if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
+        float *tmp = malloc(c * 4 ? c * 4 : 1);
+        if (!tmp)
+            return -1;
+        memcpy(tmp, s, c * 4);
+        int rc = llmt_comm_allgather_f32(n->c, tmp, r, c);
+        free(tmp);
+        return rc;
+    }
+    return llmt_comm_allgather_f32(n->c, s, r, c);
 }
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
 {
-    (void)n; (void)b; (void)bytes; (void)root; (void)st;
-    return 0;
+    (void)st;
+    return n->size > 1 ? llmt_comm_bcast_bytes(n->c, b, bytes, root) : 0;
 }
 int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
-    return -1;   /* no peer in a one-rank group */
+    (void)st;
+    return n->size > 1 ? llmt_comm_send_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    (void)n; (void)b; (void)bytes; (void)peer; (void)st;
-    return -1;
+    (void)st;
+    return n->size > 1 ? llmt_comm_recv_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)
 {
