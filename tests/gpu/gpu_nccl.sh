@@ -12,7 +12,7 @@ fi
 # one process: world size 1, so TP, PP and DP groups have one rank each
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self
 unset LLM_TRAIN_TP LLM_TRAIN_PP LLM_TRAIN_DP RANK WORLD_SIZE
-set -- "$drv" nccl "$top_srcdir/configs/tiny.yaml" /usr/share/common-licenses/GPL-3
+set -- "$drv" nccl "$top_srcdir/configs/tiny.yaml" "${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}"
 if command -v mpirun >/dev/null 2>&1; then
 	exec mpirun -np 1 "$@"
 fi
