@@ -45,6 +45,12 @@ cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, 
 cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T, cudaStream_t st);
 cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int T,
                                   cudaStream_t st);
+/* The same for a chunk of C query rows starting at query r0 against the kc
+ * keys they can see (gplan.h: gattn_chunk): n x C rows of stride kc. */
+cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc, int r0,
+                                 cudaStream_t st);
+cudaError_t gk_softmax_chunk_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int C,
+                                 int kc, int r0, cudaStream_t st);
 cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int H, int hd,
                                cudaStream_t st);
 cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H, int hd,

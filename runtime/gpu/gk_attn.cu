@@ -133,11 +133,14 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
     return GK_LAST_ERROR();
 }
 
-__global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int T)
+/* Rows of a query chunk: n x C rows of kc scores (stride kc); row r is
+ * query r0 + r % C, which sees keys 0 .. r0 + r % C. The full square is
+ * C = kc = T, r0 = 0. */
+__global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int C, int kc, int r0)
 {
     size_t row = blockIdx.x;
-    int i = (int)(row % (size_t)T);
-    const float *s = S + row * T;
+    int i = r0 + (int)(row % (size_t)C);
+    const float *s = S + row * kc;
     float mx = -INFINITY;
     for (int j = threadIdx.x; j <= i; j += blockDim.x)
         mx = fmaxf(mx, s[j]);
@@ -147,36 +150,54 @@ __global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int T)
         sum += expf(s[j] - mx);
     sum = block_sum(sum);
     float inv = 1.0f / sum;
-    for (int j = threadIdx.x; j < T; j += blockDim.x)
-        st_bf(P, row * T + j, j <= i ? expf(s[j] - mx) * inv : 0.f);
+    for (int j = threadIdx.x; j < kc; j += blockDim.x)
+        st_bf(P, row * kc + j, j <= i ? expf(s[j] - mx) * inv : 0.f);
+}
+
+static unsigned softmax_threads(int kc)
+{
+    return gk_row_threads(kc) > 256 ? 256 : gk_row_threads(kc);
+}
+
+extern "C" cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc,
+                                            int r0, cudaStream_t st)
+{
+    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(S, P, C, kc,
+                                                                                  r0);
+    return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T,
                                              cudaStream_t st)
 {
-    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
-                    0, st)(S, P, T);
-    return GK_LAST_ERROR();
+    return gk_softmax_chunk_fwd(S, P, n, T, T, 0, st);
 }
 
-__global__ void k_softmax_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int T)
+__global__ void k_softmax_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int C, int kc,
+                              int r0)
 {
-    size_t row = blockIdx.x, o = row * T;
-    int i = (int)(row % (size_t)T);
+    size_t row = blockIdx.x, o = row * kc;
+    int i = r0 + (int)(row % (size_t)C);
     float dot = 0.f;
     for (int j = threadIdx.x; j <= i; j += blockDim.x)
         dot += ld_bf(P, o + j) * dP[o + j];
     dot = block_sum(dot);
-    for (int j = threadIdx.x; j < T; j += blockDim.x)
+    for (int j = threadIdx.x; j < kc; j += blockDim.x)
         st_bf(dS, o + j, j <= i ? ld_bf(P, o + j) * (dP[o + j] - dot) : 0.f);
+}
+
+extern "C" cudaError_t gk_softmax_chunk_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS,
+                                            int n, int C, int kc, int r0, cudaStream_t st)
+{
+    GK_LAUNCH(k_softmax_bwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(P, dP, dS, C,
+                                                                                  kc, r0);
+    return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS,
                                              int n, int T, cudaStream_t st)
 {
-    GK_LAUNCH(k_softmax_bwd, (unsigned)((size_t)n * T), gk_row_threads(T) > 256 ? 256 : gk_row_threads(T),
-                    0, st)(P, dP, dS, T);
-    return GK_LAST_ERROR();
+    return gk_softmax_chunk_bwd(P, dP, dS, n, T, T, 0, st);
 }
 
 /* e indexes the head-major [B][H][T][hd] tensor */

@@ -10,7 +10,8 @@
 #include "gmm.h"
 
 typedef struct {
-    int batch, M, N, K, ta, tb, at, ct, acc, ala, alb, alc;
+    int batch, M, N, K, ta, tb, at, ct, acc, ala, alb, alc, lda, ldb, ldc, pad;
+    long long sa, sb, sc;
 } gmm_key;
 
 typedef struct {
@@ -115,7 +116,7 @@ static gmm_entry *plan(gmm_ctx *g, const gmm_key *k)
     memset(e, 0, sizeof *e);
     e->key = *k;
     gmm_colmajor p;
-    gmm_plan(k->M, k->N, k->K, k->ta, k->tb, &p);
+    gmm_plan_ld(k->M, k->N, k->K, k->ta, k->tb, k->lda, k->sa, k->ldb, k->sb, k->ldc, k->sc, &p);
     cudaDataType_t in = k->at == LLMT_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType_t out = k->ct == LLMT_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     cublasOperation_t opa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -160,8 +161,9 @@ static gmm_entry *plan(gmm_ctx *g, const gmm_key *k)
     return e;
 }
 
-int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
-        llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
+int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+           int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
+           long long sc, llmt_dt ct, float alpha, int accumulate)
 {
     gmm_key k;
     memset(&k, 0, sizeof k);   /* padding-free, but keep memcmp exact */
@@ -177,6 +179,12 @@ int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const
     k.ala = gmm_align(B);      /* A' of cuBLASLt is our B */
     k.alb = gmm_align(A);
     k.alc = gmm_align(C);
+    k.lda = lda;
+    k.ldb = ldb;
+    k.ldc = ldc;
+    k.sa = batch > 1 ? sa : 0;
+    k.sb = batch > 1 ? sb : 0;
+    k.sc = batch > 1 ? sc : 0;
     gmm_entry *e = plan(g, &k);
     if (!e)
         return -1;

@@ -17,8 +17,20 @@ void gmm_free(gmm_ctx *g);
 /* cuBLASLt calls run on this stream from now on. */
 void gmm_set_stream(gmm_ctx *g, cudaStream_t st);
 
-/* As llmt_mm, with device pointers. 0 or -1 (message on stderr). */
-int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
-        llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate);
+/* C = alpha op(A) op(B) (+ C) over sub-blocks: lda, ldb, ldc are the
+ * row-major row strides of A, B and C, sa, sb, sc their batch strides
+ * (elements; gmm_plan_ld). Device pointers. 0 or -1 (message on stderr). */
+int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+           int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
+           long long sc, llmt_dt ct, float alpha, int accumulate);
+
+/* As llmt_mm (packed operands), with device pointers. */
+static inline int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta,
+                      const void *B, int tb, llmt_dt at, void *C, llmt_dt ct, float alpha,
+                      int accumulate)
+{
+    return gmm_ld(g, batch, M, N, K, A, ta ? M : K, (long long)M * K, ta, B, tb ? K : N,
+                  (long long)N * K, tb, at, C, N, (long long)M * N, ct, alpha, accumulate);
+}
 
 #endif

@@ -78,7 +78,7 @@ static int alloc_dev(llmt_gmodel *g)
     size_t M = (size_t)h->M, d = (size_t)h->c.d_model, n = h->n;
     size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
     size_t V = (size_t)h->c.vocab_size, Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
-    size_t hd = (size_t)h->hd, es = 2;
+    size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
 #define A(p, bytes) do { if (!((p) = dmem(g, (bytes)))) return -1; } while (0)
     A(g->master, n * 4);
     A(g->grads, n * 4);
@@ -109,7 +109,7 @@ static int alloc_dev(llmt_gmodel *g)
             A(a->q, BH * T * hd * es);
             A(a->k, BH * T * hd * es);
             A(a->v, BH * T * hd * es);
-            A(a->P, BH * T * T * es);
+            A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
             A(a->att, M * Hh * es);
             A(a->gu, M * 2 * Fl * es);
             A(a->a, M * Fl * es);
@@ -131,13 +131,13 @@ static int alloc_dev(llmt_gmodel *g)
     size_t wide = d > Wq ? d : Wq;
     wide = wide > Fl ? wide : Fl;
     A(g->qkv_s, M * Wq * 4);
-    A(g->S, BH * T * T * 4);
+    A(g->S, BH * C * T * 4);    /* one query chunk */
     A(g->y, M * d * 4);
     A(g->dx, M * d * 4);
     A(g->dh, M * d * 4);
     A(g->da, M * Fl * 4);
     A(g->datt, M * Hh * 4);
-    A(g->dP, BH * T * T * 4);
+    A(g->dP, BH * C * T * 4);
     A(g->dq, BH * T * hd * 4);
     A(g->dk, BH * T * hd * 4);
     A(g->dv, BH * T * hd * 4);
@@ -145,7 +145,7 @@ static int alloc_dev(llmt_gmodel *g)
     A(g->dyact, big * es);
     A(g->dgu, M * 2 * Fl * es);
     A(g->dO, BH * T * hd * es);
-    A(g->dS, BH * T * T * es);
+    A(g->dS, BH * C * T * es);
     A(g->dqkv, M * Wq * es);
     size_t pw = GK_COLSUM_CHUNKS * wide > GK_COLSUM_MAX * hd ? GK_COLSUM_CHUNKS * wide
                                                               : GK_COLSUM_MAX * hd;
@@ -202,6 +202,7 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
         gcheck(cudaEventCreateWithFlags(&g->ev_snap, cudaEventDisableTiming), "event") ||
         gcheck(cudaEventCreateWithFlags(&g->ev_snap_done, cudaEventDisableTiming), "event"))
         goto fail;
+    g->attn_chunk = gattn_chunk(T);
     if (alloc_dev(g)) {
         fprintf(stderr, "llm-train: out of GPU memory building the model (B=%d T=%d slots=%d)\n",
                 B, T, nslots);
@@ -417,4 +418,14 @@ const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g)
     if (!g->snap_h || gcheck(cudaStreamSynchronize(g->xst), "snapshot"))
         return NULL;
     return g->snap_h;
+}
+
+int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C)
+{
+    /* a shorter chunk that divides T fits the buffers sized for the
+     * create-time one (P: T(T+C)/2 per head; scratch: C x T) */
+    if (C < 1 || C > g->attn_chunk || g->h->T % C)
+        return -1;
+    g->attn_chunk = C;
+    return 0;
 }

@@ -83,6 +83,11 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 int llmt_gmodel_snapshot_start(llmt_gmodel *g);
 const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
 
+/* Attention takes query rows C at a time (default gplan.h's gattn_chunk
+ * of T); a shorter C that divides T may be set (tests). 0, or -1 when C
+ * does not fit. */
+int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C);
+
 /* Wait for all queued work; 0 or -1 (CUDA error on stderr). */
 int llmt_gmodel_sync(llmt_gmodel *g);
 

@@ -44,6 +44,7 @@ struct llmt_gmodel {
     float *lossrow_h;             /* pinned */
     int32_t *tok_h;               /* host staging for the embedding plan */
     int pinned;                   /* host master and gradients page-locked */
+    int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
     /* data parallelism */
     struct llmt_nccl *dp;
     gbucket *bk;

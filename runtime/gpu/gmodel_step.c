@@ -31,6 +31,61 @@ static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, f
     return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, F32, alpha, 0);
 }
 
+/* Causal attention in query chunks of g->attn_chunk rows (gplan.h:
+ * gattn_chunk): chunk c's queries meet keys 0 .. (c+1)C-1 only, so the
+ * blocks above the diagonal are neither computed nor stored. Scores S and
+ * their gradient dP are fp32 scratch of one chunk; P (bf16) is kept per
+ * layer, chunk after chunk. q, k, v, O are head-major [BH][T][hd]. */
+static int attn_fwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd)
+{
+    int C = g->attn_chunk;
+    long long sT = (long long)T * hd;
+    for (int c = 0; c < T / C; c++) {
+        int r0 = c * C, kc = r0 + C;
+        long long sP = (long long)C * kc;
+        gk_bf16 *P = a->P + gattn_p_offset((size_t)BH, C, c);
+        if (gmm_ld(g->mm, BH, C, kc, hd, a->q + (size_t)r0 * hd, hd, sT, 0, a->k, hd, sT, 1, BF,
+                   g->S, kc, sP, F32, 1.0f / sqrtf((float)hd), 0))
+            return -1;
+        CK(gk_softmax_chunk_fwd(g->S, P, BH, C, kc, r0, g->st), "softmax");
+        if (gmm_ld(g->mm, BH, C, hd, kc, P, kc, sP, 0, a->v, hd, sT, 0, BF,
+                   g->O + (size_t)r0 * hd, hd, sT, BF, 1.0f, 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* Backward of attn_fwd from dO: dq, dk, dv (fp32, head-major). dk and dv
+ * collect every chunk's share, in chunk order. */
+static int attn_bwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd)
+{
+    int C = g->attn_chunk, nc = T / C, acc = nc > 1;
+    long long sT = (long long)T * hd;
+    float sc = 1.0f / sqrtf((float)hd);
+    if (acc) {
+        CK(cudaMemsetAsync(g->dk, 0, (size_t)BH * T * hd * 4, g->st), "zero dk");
+        CK(cudaMemsetAsync(g->dv, 0, (size_t)BH * T * hd * 4, g->st), "zero dv");
+    }
+    for (int c = 0; c < nc; c++) {
+        int r0 = c * C, kc = r0 + C;
+        long long sP = (long long)C * kc;
+        const gk_bf16 *P = a->P + gattn_p_offset((size_t)BH, C, c);
+        const gk_bf16 *dO = g->dO + (size_t)r0 * hd, *q = a->q + (size_t)r0 * hd;
+        if (gmm_ld(g->mm, BH, C, kc, hd, dO, hd, sT, 0, a->v, hd, sT, 1, BF, g->dP, kc, sP, F32,
+                   1.0f, 0) ||
+            gmm_ld(g->mm, BH, kc, hd, C, P, kc, sP, 1, dO, hd, sT, 0, BF, g->dv, hd, sT, F32,
+                   1.0f, acc))
+            return -1;
+        CK(gk_softmax_chunk_bwd(P, g->dP, g->dS, BH, C, kc, r0, g->st), "softmax backward");
+        if (gmm_ld(g->mm, BH, C, hd, kc, g->dS, kc, sP, 0, a->k, hd, sT, 0, BF,
+                   g->dq + (size_t)r0 * hd, hd, sT, F32, sc, 0) ||
+            gmm_ld(g->mm, BH, kc, hd, C, g->dS, kc, sP, 1, q, hd, sT, 0, BF, g->dk, hd, sT, F32,
+                   sc, acc))
+            return -1;
+    }
+    return 0;
+}
+
 static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 {
     const llmt_model *h = g->h;
@@ -51,10 +106,7 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
                         c->qk_norm ? g->master + lo->qn : NULL,
                         c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
                         g->sin_t, st), "attention prep");
-    if (gmm(g->mm, BH, T, T, hd, a->q, 0, a->k, 1, BF, g->S, F32, 1.0f / sqrtf((float)hd), 0))
-        return -1;
-    CK(gk_softmax_causal_fwd(g->S, a->P, BH, T, st), "softmax");
-    if (gmm(g->mm, BH, T, hd, T, a->P, 0, a->v, 0, BF, g->O, BF, 1.0f, 0))
+    if (attn_fwd(g, a, BH, T, hd))
         return -1;
     CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
     if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd))
@@ -189,13 +241,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
         return -1;
     CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
-    float sc = 1.0f / sqrtf((float)hd);
-    if (gmm(g->mm, BH, T, T, hd, g->dO, 0, a->v, 1, BF, g->dP, F32, 1.0f, 0) ||
-        gmm(g->mm, BH, T, hd, T, a->P, 1, g->dO, 0, BF, g->dv, F32, 1.0f, 0))
-        return -1;
-    CK(gk_softmax_causal_bwd(a->P, g->dP, g->dS, BH, T, st), "softmax backward");
-    if (gmm(g->mm, BH, T, hd, T, g->dS, 0, a->k, 0, BF, g->dq, F32, sc, 0) ||
-        gmm(g->mm, BH, T, hd, T, g->dS, 1, a->q, 0, BF, g->dk, F32, sc, 0))
+    if (attn_bwd(g, a, BH, T, hd))
         return -1;
     CK(gk_attn_prep_bwd(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
                         c->qk_norm ? g->master + lo->qn : NULL,

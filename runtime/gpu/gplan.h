@@ -92,8 +92,28 @@ typedef struct {
     long long stride_a, stride_b, stride_c;
 } gmm_colmajor;
 void gmm_plan(int M, int N, int K, int ta, int tb, gmm_colmajor *p);
+/* The same with explicit row-major leading dimensions (elements between
+ * rows of A, B, C) and batch strides (elements between batch members):
+ * products over sub-blocks of larger tensors, such as a chunk of query
+ * rows of every head. */
+void gmm_plan_ld(int M, int N, int K, int ta, int tb, int lda, long long sa, int ldb,
+                 long long sb, int ldc, long long sc, gmm_colmajor *p);
 /* Largest power of two (<= 256) dividing the address: the alignment the
  * heuristic is told about. */
 int gmm_align(const void *p);
+
+/* ---- causal attention in query chunks (gattn_plan.c) -------------------
+ * Query rows are taken C at a time; chunk c (rows cC .. cC+C-1) only meets
+ * keys 0 .. (c+1)C-1, so the products, the softmax and the stored
+ * probabilities skip the blocks above the diagonal: about half the work
+ * and memory of the full T x T square at long T. P is stored chunk after
+ * chunk, chunk c as [BH][C][(c+1)C]. */
+/* Chunk length for sequence length T: T itself up to 128 (one chunk, the
+ * square), else the largest of 128, 64 or 32 that divides T (T if none). */
+int gattn_chunk(int T);
+/* Elements before chunk c in the stored P (BH heads, chunk length C). */
+size_t gattn_p_offset(size_t BH, int C, int c);
+/* Elements of the whole stored P for sequence length T. */
+size_t gattn_p_elems(size_t BH, int T, int C);
 
 #endif

@@ -88,12 +88,13 @@ static float ld(const void *p, size_t i, llmt_dt t)
     return t == LLMT_DT_BF16 ? bf16_to_f32(((const bf16 *)p)[i]) : ((const float *)p)[i];
 }
 
-int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
-        llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
+int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+           int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
+           long long sc, llmt_dt ct, float alpha, int accumulate)
 {
     (void)g;
     gmm_colmajor p;
-    gmm_plan(M, N, K, ta, tb, &p);
+    gmm_plan_ld(M, N, K, ta, tb, lda, sa, ldb, sb, ldc, sc, &p);
     for (int b = 0; b < batch; b++) {
         size_t oa = (size_t)b * (size_t)p.stride_a, ob = (size_t)b * (size_t)p.stride_b;
         size_t oc = (size_t)b * (size_t)p.stride_c;

@@ -198,9 +198,56 @@ static void test_mm_plan(void **st)
             colmajor_gemm(&p, B, A, D);   /* A' is our B, B' our A */
             assert_memory_equal(C, D, sizeof C);
         }
+    /* sub-blocks: rows 2..4 of each of 2 batch members of a 6 x 4 A
+     * (ld 4, batch stride 24) times the first 3 columns of a 4 x 5 B
+     * (ld 5, stride 20) into a 3 x 3 block of a 3 x 7 C (ld 7, stride 21) */
+    {
+        float A[48], B[40], C[42], D[42];
+        for (int i = 0; i < 48; i++)
+            A[i] = (float)((i * 3) % 7) - 3;
+        for (int i = 0; i < 40; i++)
+            B[i] = (float)((i * 5) % 9) - 4;
+        memset(D, 0, sizeof D);
+        gmm_colmajor p;
+        gmm_plan_ld(3, 3, 4, 0, 0, 4, 24, 5, 20, 7, 21, &p);
+        assert_int_equal(p.lda, 5);
+        assert_int_equal(p.ldb, 4);
+        assert_int_equal(p.ldc, 7);
+        assert_int_equal(p.stride_a, 20);
+        assert_int_equal(p.stride_b, 24);
+        for (int b = 0; b < 2; b++) {
+            colmajor_gemm(&p, B + 20 * b, A + 24 * b + 2 * 4, D + 21 * b);
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    double s = 0;
+                    for (int k = 0; k < 4; k++)
+                        s += (double)A[24 * b + (2 + i) * 4 + k] * B[20 * b + k * 5 + j];
+                    C[21 * b + i * 7 + j] = (float)s;
+                    assert_true(D[21 * b + i * 7 + j] == C[21 * b + i * 7 + j]);
+                }
+        }
+    }
     assert_int_equal(gmm_align((void *)(uintptr_t)0x1000), 256);
     assert_int_equal(gmm_align((void *)(uintptr_t)0x1010), 16);
     assert_int_equal(gmm_align((void *)(uintptr_t)0x1002), 2);
+}
+
+static void test_attn_chunks(void **st)
+{
+    (void)st;
+    assert_int_equal(gattn_chunk(64), 64);
+    assert_int_equal(gattn_chunk(128), 128);
+    assert_int_equal(gattn_chunk(1024), 128);
+    assert_int_equal(gattn_chunk(192), 64);
+    assert_int_equal(gattn_chunk(160), 32);
+    assert_int_equal(gattn_chunk(131), 131);     /* no divisor: the square */
+    /* chunks of C x C, C x 2C, ... per head: T (T + C) / 2 in all */
+    assert_int_equal(gattn_p_offset(3, 4, 0), 0);
+    assert_int_equal(gattn_p_offset(3, 4, 1), 3 * 16);
+    assert_int_equal(gattn_p_offset(3, 4, 2), 3 * (16 + 32));
+    assert_int_equal(gattn_p_elems(3, 16, 4), 3 * 16 * 20 / 2);
+    assert_int_equal(gattn_p_elems(5, 1024, 128), (size_t)5 * 1024 * 1152 / 2);
+    assert_int_equal(gattn_p_elems(2, 64, 64), 2 * 64 * 64);
 }
 
 int main(void)
@@ -209,7 +256,7 @@ int main(void)
         cmocka_unit_test(test_pick),    cmocka_unit_test(test_wanted),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_buckets), cmocka_unit_test(test_embed),
-        cmocka_unit_test(test_mm_plan),
+        cmocka_unit_test(test_mm_plan), cmocka_unit_test(test_attn_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

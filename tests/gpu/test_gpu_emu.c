@@ -260,12 +260,13 @@ static void small_cfg(llmt_config *c, int gqa)
     c->seed = 7;
 }
 
-/* one stage (pp_rank of pp) on the emulated GPU vs the CPU model */
-static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
+/* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
+ * chunk > 0: attention in query chunks of that many rows */
+static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk)
 {
     llmt_config c;
     small_cfg(&c, gqa);
-    int T = 6, M = B * T, d = c.d_model, V = c.vocab_size;
+    int M = B * T, d = c.d_model, V = c.vocab_size;
     llmt_par par = {1, 0, pp, r, NULL};
     llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
     setenv("LLM_TRAIN_GPU", "0", 1);   /* a GPU model's host mirror stays on the CPU */
@@ -273,11 +274,16 @@ static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
     unsetenv("LLM_TRAIN_GPU");
     assert_non_null(cm);
     assert_non_null(g);
+    if (chunk) {
+        assert_int_equal(llmt_gmodel_set_attn_chunk(g, T + 1), -1);
+        assert_int_equal(llmt_gmodel_set_attn_chunk(g, chunk), 0);
+    }
     llmt_model *h = llmt_gmodel_host(g);
     size_t n = llmt_model_nparams(cm);
     assert_int_equal(n, llmt_model_nparams(h));
     assert_memory_equal(llmt_model_master(cm), llmt_model_master(h), n * 4);
-    int32_t tok[16], tgt[16];
+    int32_t tok[64], tgt[64];
+    assert_true(M <= 64);
     for (int i = 0; i < M; i++) {
         tok[i] = (i * 7 + 3) % V;
         tgt[i] = (i * 5 + 1) % V;
@@ -352,7 +358,13 @@ static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
     llmt_model_free(cm);
     free(act); free(go); free(o1); free(o2); free(gi1); free(gi2);
 }
+static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
+{
+    model_vs_cpu_t(gqa, pp, r, steps, B, 6, 0);
+}
 static void test_model_tied(void **st) { (void)st; model_vs_cpu(0, 1, 0, 1, 2); }
+/* causal attention in 4 query chunks of 4 (gattn_chunk; on a GPU from T > 128) */
+static void test_model_attn_chunks(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4); }
 static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
@@ -479,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_adamw_sumsq),
         cmocka_unit_test(test_model_tied),
+        cmocka_unit_test(test_model_attn_chunks),
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
