@@ -162,7 +162,7 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cu
     if (n->size == 1)
         return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
     if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
-        float *tmp = malloc(c * 4 ? c * 4 : 1);
+        float *tmp = malloc(c ? c * 4 : 1);
         if (!tmp)
             return -1;
         memcpy(tmp, s, c * 4);
