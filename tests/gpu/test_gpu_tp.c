@@ -11,8 +11,9 @@
  *    and weight shard against its slice of the full tensor;
  *  - replicated tensors (norms, embedding, head): gradients and weights
  *    bit-identical on every TP rank;
- * then a one-rank TP group: the NCCL all-reduces are issued (counted by
- * the emulation) and change no bit. Tolerances are test_gpu_emu.c's.
+ * with dp > 1 (pp = 1) instead: the device ZeRO-1 step (run_zero1); then
+ * a one-rank TP group: the NCCL all-reduces are issued (counted by the
+ * emulation) and change no bit. Tolerances are test_gpu_emu.c's.
  * Exit 0 pass, 1 fail. */
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +41,8 @@ static const char *const kinds[] = {
     "loss vs CPU", "loss vs tp=1", "logits vs CPU", "logits vs tp=1", "stage output vs CPU",
     "stage output vs tp=1", "input gradient vs CPU", "input gradient vs tp=1",
     "gradient vs CPU", "gradient vs tp=1 slice", "device AdamW vs optim.c",
-    "weights after AdamW steps vs tp=1 slice",
+    "weights after AdamW steps vs tp=1 slice", "ZeRO-1 norm vs host optimizer",
+    "ZeRO-1 weights vs host optimizer",
 };
 #define NKINDS (int)(sizeof kinds / sizeof *kinds)
 static double worst[NKINDS], limit[NKINDS];
@@ -280,6 +282,84 @@ static void run_config(llmt_parallel *p, int gqa)
     free(lg); free(gg); free(ref); free(mm); free(vv); free(mm1); free(vv1);
 }
 
+/* dp > 1 (pp = 1): the device ZeRO-1 step under TP (bucketed reduce-
+ * scatter over DP during backward, the norm over DP and TP, clip, AdamW,
+ * all-gather) against the host optimizer (optim.c, the loop's) fed the
+ * same local gradients: norm, weights; replicas bit-identical over DP,
+ * replicated tensors over TP. Each DP rank trains on its own tokens. */
+static void run_zero1(llmt_parallel *p, int gqa)
+{
+    static const llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0.5};
+    const llmt_layout *l = &p->l;
+    llmt_config c;
+    cfg_small(&c, gqa);
+    llmt_par par = {l->tp, l->tp_rank, 1, 0, p->tp_comm};
+    llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
+    llmt_nccl *dp = llmt_nccl_create(p->dp_comm, 0);
+    if (!g || !dp || llmt_gmodel_set_dp(g, dp, 300)) {    /* 300: many buckets, tails */
+        check("GPU model with DP", gqa ? "gqa" : "tied", 1, 0);
+        return;
+    }
+    llmt_model *h = llmt_gmodel_host(g);
+    size_t n = llmt_model_nparams(h);
+    int np;
+    const llmt_param_info *pi = llmt_model_params(h, &np);
+    llmt_optim_seg *segs = calloc((size_t)np, sizeof *segs);
+    for (int i = 0; i < np; i++) {   /* train_setup.c's treatment */
+        segs[i].offset = pi[i].offset;
+        segs[i].numel = pi[i].numel;
+        segs[i].decay = !pi[i].no_decay;
+        segs[i].in_norm = !pi[i].tied_copy && (pi[i].split_dim >= 0 || l->tp_rank == 0);
+    }
+    llmt_optim o;
+    if (llmt_optim_init(&o, &ac, n, segs, np, p->dp_comm, p->all)) {
+        check("host optimizer", "", 1, 0);
+        return;
+    }
+    float *local = malloc(n * 4), *ref = malloc(n * 4), *r0 = malloc(n * 4);
+    int32_t tok[M], tgt[M];
+    char what[64];
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < M; i++) {
+            tok[i] = (i * 7 + 3 + 11 * s + 5 * l->dp_rank) % c.vocab_size;
+            tgt[i] = (i * 5 + 1 + 3 * s + 9 * l->dp_rank) % c.vocab_size;
+        }
+        snprintf(what, sizeof what, "%s step %d", gqa ? "gqa" : "tied", s);
+        float loss;
+        double norm = -1, nref = -2;
+        /* this rank's gradients, then the same step with the DP reduction */
+        if (llmt_gmodel_zero_grad(g) || llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &loss) ||
+            llmt_gmodel_backward(g, 0, NULL, NULL, 1.0f) || llmt_gmodel_download_grads(g))
+            check("GPU step", what, 1, 0);
+        memcpy(local, llmt_model_grads(h), n * 4);
+        memcpy(ref, llmt_model_master(h), n * 4);
+        if (llmt_gmodel_zero_grad(g) || llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &loss) ||
+            llmt_gmodel_backward_dp(g, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(g) ||
+            llmt_gmodel_step_dp(g, LR, ac.grad_clip, &ac, s + 1, &norm) ||
+            llmt_gmodel_download_master(g))
+            check("GPU ZeRO-1 step", what, 1, 0);
+        if (llmt_optim_reduce(&o, local, &nref) || llmt_optim_step(&o, ref, LR, nref))
+            check("host optimizer step", what, 1, 0);
+        check("ZeRO-1 norm vs host optimizer", what, fabs(norm - nref) / nref, 1e-9);
+        check("clipping active (norm > clip)", what, ac.grad_clip / norm, 1);
+        check("ZeRO-1 weights vs host optimizer", what, rel(llmt_model_master(h), ref, n), 1e-6);
+        if (world_rank == 0)
+            printf("%s: dp=%d tp=%d: ZeRO-1 norm device %.9f, host %.9f\n", what, l->dp, l->tp,
+                   norm, nref);
+        memcpy(r0, llmt_model_master(h), n * 4);
+        if (llmt_comm_bcast_bytes(p->dp_comm, r0, n * 4, 0) ||
+            memcmp(r0, llmt_model_master(h), n * 4))
+            check("weights bit-identical over DP replicas", what, 1, 0);
+        same_over_tp(p->tp_comm, h, llmt_model_master(h), "weights");
+        /* the host reference continues from the device's weights */
+        llmt_model_sync_compute(h);
+    }
+    llmt_optim_free(&o);
+    free(segs); free(local); free(ref); free(r0);
+    llmt_gmodel_free(g);
+    llmt_nccl_free(dp);
+}
+
 /* a one-rank TP group: the same path (NCCL all-reduces issued) and the
  * same bits as no group at all */
 static void one_rank_group(llmt_comm *self)
@@ -335,17 +415,21 @@ int main(int argc, char **argv)
     if (!world || llmt_parallel_init(&p, world))
         return 1;
     world_rank = p.l.rank;
-    if (p.l.dp != 1) {
-        fprintf(stderr, "test_gpu_tp: run with dp=1 (got tp=%d pp=%d dp=%d)\n", p.l.tp, p.l.pp,
-                p.l.dp);
+    if (p.l.dp > 1 && p.l.pp > 1) {
+        fprintf(stderr, "test_gpu_tp: dp > 1 only with pp=1 (got tp=%d pp=%d dp=%d)\n", p.l.tp,
+                p.l.pp, p.l.dp);
         return 64;
     }
     if (p.tp_comm && llmt_comm_rank(p.tp_comm) != p.l.tp_rank) {
         check("TP communicator rank is the TP rank", "", 1, 0);
         return 1;
     }
-    run_config(&p, 0);
-    run_config(&p, 1);
+    for (int gqa = 0; gqa < 2; gqa++) {
+        if (p.l.dp > 1)
+            run_zero1(&p, gqa);
+        else
+            run_config(&p, gqa);
+    }
     llmt_comm *self = llmt_comm_split(p.all, p.l.rank, 0);
     if (p.l.rank == 0)
         one_rank_group(self);
