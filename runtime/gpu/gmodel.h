@@ -74,7 +74,9 @@ int llmt_gmodel_dp_wait(llmt_gmodel *g);
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
                         double *norm);
 
-/* Sum of squares of the device gradients (fixed order, double). */
+/* Sum of squares of this rank's device gradients (fixed order, double):
+ * the whole flat buffer, so with tp > 1 replicated tensors are in every TP
+ * rank's sum (step_dp's norm counts each element once). */
 int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out);
 /* Fused AdamW on the device over the whole flat buffer (weight decay per
  * tensor as optim.c: not on norm weights), gradient multiplied by gscale
