@@ -30,7 +30,7 @@ struct llmt_devops {
 int llmt_dev_wanted(const char *llm_train_gpu, int have_cuda, char *err, size_t errlen);
 
 /* 1 when the GPU backend takes this model: *out is its model, or NULL
- * after a message on stderr (no device, tp > 1, fp32, out of memory);
+ * after a message on stderr (no device, fp32, out of memory);
  * 0 when the model is built on the CPU. */
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
                     int nslots, llmt_model **out);

@@ -1,13 +1,15 @@
 /* gmodel.c: building the GPU model (device memory, streams, the host
- * mirror that owns the parameter table and init), uploads/downloads, the
- * fused AdamW, gradient norm and checkpoint snapshots. Forward and backward
- * are in gmodel_step.c. Reads the CPU model's private layout
- * (model_impl.h) for the flat offsets so both stay one layout. */
+ * mirror that owns the parameter table and init, the TP communicator),
+ * uploads/downloads, the fused AdamW, gradient norm and checkpoint
+ * snapshots. Forward and backward are in gmodel_step.c. Reads the CPU
+ * model's private layout (model_impl.h) for the flat offsets so both stay
+ * one layout. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
+#include "../comm_nccl.h"
 #include "gmodel_impl.h"
 
 int gcheck(cudaError_t e, const char *what)
@@ -152,6 +154,8 @@ static int alloc_dev(llmt_gmodel *g)
     A(g->part, pw * 4);
     A(g->contrib, M * (size_t)(h->Hl + h->KVl) * hd * 4);
     A(g->sumsq, GK_SUMSQ_BLOCKS * sizeof(double));
+    if (h->c.qk_norm && g->tp)
+        A(g->qkn_g, 2 * hd * 4);
     if (h->last) {
         A(g->logits, M * V * 4);
         A(g->lossrow, M * 4);
@@ -169,11 +173,6 @@ int llmt_gmodel_building(void) { return building; }
 llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
                                 int nslots)
 {
-    if (par->tp != 1) {
-        fprintf(stderr, "llm-train: tp=%d: tensor parallelism is not supported on the GPU "
-                        "backend yet (use tp=1 with pp/dp)\n", par->tp);
-        return NULL;
-    }
     llmt_gmodel *g = calloc(1, sizeof *g);
     if (!g) {
         fprintf(stderr, "llm-train: out of memory building the GPU model\n");
@@ -194,6 +193,15 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
     if (B < 1 || T < 1 || T > c->max_seq || nslots < 1) {
         fprintf(stderr, "llm-train: bad micro-batch B=%d T=%d (max_seq %d) slots=%d\n", B, T,
                 c->max_seq, nslots);
+        goto fail;
+    }
+    /* tensor parallelism: NCCL over the TP group, created before any
+     * device allocation so that every member reaches it (collective). A
+     * one-rank group given by the caller takes the same path: a single GPU
+     * runs the TP all-reduces through NCCL too. */
+    if (par->tp_comm && !(g->tp = llmt_nccl_create(par->tp_comm, 0))) {
+        fprintf(stderr, "llm-train: cannot create the NCCL communicator of the TP group "
+                        "(tp=%d, rank %d)\n", par->tp, par->tp_rank);
         goto fail;
     }
     if (gcheck(cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking), "stream") ||
@@ -253,7 +261,8 @@ void llmt_gmodel_free(llmt_gmodel *g)
     if (!g)
         return;
     if (g->st)
-        cudaStreamSynchronize(g->st);
+        llmt_gmodel_sync(g);
+    llmt_nccl_free(g->tp);
     gmm_free(g->mm);
     for (int i = 0; i < g->nd; i++)
         cudaFree(g->dall[i]);
@@ -272,6 +281,7 @@ void llmt_gmodel_free(llmt_gmodel *g)
     if (g->dp_sq)
         cudaFree(g->dp_sq);
     free(g->layer_t0);
+    free(g->npc);
     if (g->lossrow_h)
         cudaFreeHost(g->lossrow_h);
     if (g->snap_h)
@@ -301,6 +311,10 @@ llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
 int llmt_gmodel_sync(llmt_gmodel *g)
 {
+    /* TP all-reduces may be queued on the compute stream: a lost peer must
+     * become an error under the watchdog, not a hang */
+    if (g->tp)
+        return llmt_nccl_wait(g->tp, g->st);
     return gcheck(cudaStreamSynchronize(g->st), "synchronize");
 }
 

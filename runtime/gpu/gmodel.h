@@ -6,9 +6,13 @@
  * optimizer and the loop see the same buffers: upload the master weights
  * after writing them, download the gradients or the master weights when
  * the host needs them. On the device: fp32 master, fp32 gradients, bf16
- * compute copy, and fp32 AdamW state once the device optimizer is used. Tensor parallelism is not supported on
- * the GPU yet (tp must be 1); pipeline stages work through the host
- * activation buffers of model.h. */
+ * compute copy, and fp32 AdamW state once the device optimizer is used.
+ * Tensor parallelism as model.h (Megatron: column-parallel q/k/v and
+ * gate/up, row-parallel o_proj and down, embedding and LM head
+ * replicated): the sums over the TP group are NCCL all-reduces on the
+ * compute stream over par->tp_comm (the model owns that communicator;
+ * a one-rank tp_comm takes the same path). Pipeline stages work through
+ * the host activation buffers of model.h. */
 #ifndef LLMT_GMODEL_H
 #define LLMT_GMODEL_H
 #include <stddef.h>
@@ -25,7 +29,9 @@ int llmt_gpu_available(char *why, size_t len);
 /* Select the device from LLM_TRAIN_GPU / LOCAL_RANK; -1 with a message. */
 int llmt_gpu_select(void);
 
-/* As llmt_model_create (prec is bf16) on the current device. */
+/* As llmt_model_create (prec is bf16) on the current device; collective
+ * over par->tp_comm when given (the NCCL communicator of the TP group is
+ * created here). */
 llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
                                 int nslots);
 void llmt_gmodel_free(llmt_gmodel *g);
@@ -56,9 +62,11 @@ int llmt_gmodel_logits(llmt_gmodel *g, float *out);
  * gradient bucket (gplan.h: gbucket_shard) over dp on a communication
  * stream as soon as backward has finished it, so communication overlaps
  * the rest of backward; dp_wait waits for it (watchdog). step_dp then
- * computes the global gradient norm, clips (clip <= 0: off), applies
- * AdamW to this rank's blocks and all-gathers the weights, so every
- * replica holds the same bits. -1 on a communication failure (exit 75). */
+ * computes the gradient norm of this pipeline stage (over DP and TP, each
+ * element once: gbucket_norm_ranges; the stages' norms are not combined
+ * here), clips (clip <= 0: off), applies AdamW to this rank's blocks and
+ * all-gathers the weights, so every replica holds the same bits. -1 on a
+ * communication failure (exit 75). */
 int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems);
 int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
                             float grad_scale, int reduce);
@@ -66,7 +74,9 @@ int llmt_gmodel_dp_wait(llmt_gmodel *g);
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
                         double *norm);
 
-/* Sum of squares of the device gradients (fixed order, double). */
+/* Sum of squares of this rank's device gradients (fixed order, double):
+ * the whole flat buffer, so with tp > 1 replicated tensors are in every TP
+ * rank's sum (step_dp's norm counts each element once). */
 int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out);
 /* Fused AdamW on the device over the whole flat buffer (weight decay per
  * tensor as optim.c: not on norm weights), gradient multiplied by gscale
@@ -88,7 +98,8 @@ const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
  * does not fit. */
 int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C);
 
-/* Wait for all queued work; 0 or -1 (CUDA error on stderr). */
+/* Wait for all queued work (under the NCCL watchdog when the model has a
+ * TP communicator); 0 or -1 (CUDA or NCCL error on stderr). */
 int llmt_gmodel_sync(llmt_gmodel *g);
 
 #endif

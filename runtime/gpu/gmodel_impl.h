@@ -45,6 +45,9 @@ struct llmt_gmodel {
     int32_t *tok_h;               /* host staging for the embedding plan */
     int pinned;                   /* host master and gradients page-locked */
     int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
+    /* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
+    struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
+    float *qkn_g;                 /* QK-norm weight gradient scratch [2][hd] */
     /* data parallelism */
     struct llmt_nccl *dp;
     gbucket *bk;
@@ -55,6 +58,8 @@ struct llmt_gmodel {
     int dp_failed;
     int dp_size, dp_rank;
     double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
+    size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
+    int nnpc;
     /* snapshots */
     float *snap_h;
     cudaEvent_t ev_snap, ev_snap_done;

@@ -1,6 +1,7 @@
 /* gmodel_step.c: forward and backward of one micro-batch on the GPU, the
  * same sequence of operations as model_step.c (cuBLASLt products through
- * gmm, the rest through gk_*), the bucketed data-parallel gradient
+ * gmm, the rest through gk_*, the tensor-parallel all-reduces through NCCL
+ * on the compute stream), the bucketed data-parallel gradient
  * reduce-scatter that overlaps backward, and the ZeRO-1 optimizer step
  * (each rank updates its blocks, then all-gathers the weights). */
 #include <math.h>
@@ -86,6 +87,18 @@ static int attn_bwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd)
     return 0;
 }
 
+/* Megatron's f/g: the sum over the TP group of a partial result (output
+ * of a row-parallel linear, input gradient of a column-parallel one), in
+ * place, queued on the compute stream after the kernels that produce it
+ * and before those that read it. Whenever the model has a TP communicator,
+ * even of one rank. */
+static int tp_sum(llmt_gmodel *g, float *buf, size_t n)
+{
+    if (!g->tp)
+        return 0;
+    return llmt_nccl_allreduce_sum_f32(g->tp, buf, buf, n, g->st);
+}
+
 static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 {
     const llmt_model *h = g->h;
@@ -109,7 +122,7 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     if (attn_fwd(g, a, BH, T, hd))
         return -1;
     CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
-    if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd))
+    if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd) || tp_sum(g, g->y, Md))
         return -1;
     CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
     CK(gk_add(a->x_mid, g->y, Md, st), "add");
@@ -118,7 +131,7 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     if (lin_fwd(g, a->h2, lo->gu, a->gu, BF, M, 2 * h->Fl, d))
         return -1;
     CK(gk_swiglu_fwd(a->gu, a->a, M, h->Fl, st), "swiglu");
-    if (lin_fwd(g, a->a, lo->down, g->y, F32, M, d, h->Fl))
+    if (lin_fwd(g, a->a, lo->down, g->y, F32, M, d, h->Fl) || tp_sum(g, g->y, Md))
         return -1;
     float *xo = sl->xs[l + 1];
     CK(cudaMemcpyAsync(xo, a->x_mid, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
@@ -149,7 +162,8 @@ int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const floa
         CK(cudaMemcpyAsync(sl->eu, u, (size_t)nu * 4, cudaMemcpyHostToDevice, st), "plan");
         CK(cudaMemcpyAsync(sl->es, es, (size_t)(nu + 1) * 4, cudaMemcpyHostToDevice, st), "plan");
         CK(cudaMemcpyAsync(sl->ep, ep, (size_t)M * 4, cudaMemcpyHostToDevice, st), "plan");
-        CK(cudaStreamSynchronize(st), "plan upload");   /* staging is reused */
+        if (llmt_gmodel_sync(g))                        /* staging is reused */
+            return -1;
         CK(gk_embed_fwd(g->master + h->off_embed, sl->tok, sl->xs[0], M, d, st), "embedding");
     } else {
         CK(cudaMemcpyAsync(sl->xs[0], act_in, Md * 4, cudaMemcpyHostToDevice, st), "act_in");
@@ -232,7 +246,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     if (lin_bwd(g, g->dyact, a->a, lo->down, g->da, M, d, h->Fl, 1.0f))
         return -1;
     CK(gk_swiglu_bwd(a->gu, g->da, g->dgu, M, h->Fl, st), "swiglu backward");
-    if (lin_bwd(g, g->dgu, a->h2, lo->gu, g->dh, M, 2 * h->Fl, d, 1.0f))
+    if (lin_bwd(g, g->dgu, a->h2, lo->gu, g->dh, M, 2 * h->Fl, d, 1.0f) || tp_sum(g, g->dh, Md))
         return -1;
     CK(gk_rmsnorm_bwd(a->x_mid, g->master + lo->ln2, a->rstd2, g->dh, dx, g->grads + lo->ln2,
                       g->part, M, d, st), "rmsnorm backward");
@@ -243,13 +257,25 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
     if (attn_bwd(g, a, BH, T, hd))
         return -1;
+    /* QK-norm weights are replicated but each TP rank sees only its heads:
+     * their gradient is summed over TP in a scratch (earlier micro-batches
+     * already in the buffer must not be summed again), then added */
+    float *dqw = g->qkn_g ? g->qkn_g : g->grads + lo->qn;
+    float *dkw = g->qkn_g ? g->qkn_g + hd : g->grads + lo->kn;
+    if (g->qkn_g)
+        CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
     CK(gk_attn_prep_bwd(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
                         c->qk_norm ? g->master + lo->qn : NULL,
                         c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
-                        c->qk_norm ? g->grads + lo->qn : NULL,
-                        c->qk_norm ? g->grads + lo->kn : NULL, g->contrib, g->part, g->cos_t,
-                        g->sin_t, st), "attention prep backward");
-    if (lin_bwd(g, g->dqkv, a->h1, lo->qkv, g->dh, M, h->Wq, d, 1.0f))
+                        c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
+                        g->cos_t, g->sin_t, st), "attention prep backward");
+    if (g->qkn_g) {
+        if (tp_sum(g, g->qkn_g, 2 * (size_t)hd))
+            return -1;
+        CK(gk_add(g->grads + lo->qn, g->qkn_g, (size_t)hd, st), "add");
+        CK(gk_add(g->grads + lo->kn, g->qkn_g + hd, (size_t)hd, st), "add");
+    }
+    if (lin_bwd(g, g->dqkv, a->h1, lo->qkv, g->dh, M, h->Wq, d, 1.0f) || tp_sum(g, g->dh, Md))
         return -1;
     CK(gk_rmsnorm_bwd(sl->xs[l], g->master + lo->ln1, a->rstd1, g->dh, dx, g->grads + lo->ln1,
                       g->part, M, d, st), "rmsnorm backward");
@@ -345,30 +371,51 @@ int llmt_gmodel_dp_wait(llmt_gmodel *g)
     return 0;
 }
 
-int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
-                        double *norm)
+/* the flat ranges this rank adds to the global norm (gbucket_norm_ranges
+ * with the host optimizer's rule, train_setup.c) */
+static int plan_norm(llmt_gmodel *g)
 {
-    if (!g->dp)
-        return -1;
-    size_t np = (size_t)g->nbk * 2 * GK_SUMSQ_BLOCKS;
-    if (!g->dp_part && !(g->dp_part = calloc(np + 1, sizeof(double)))) {
+    int np;
+    const llmt_param_info *pt = llmt_model_params(g->h, &np);
+    size_t *off = malloc(sizeof *off * (size_t)np);
+    int *in = malloc(sizeof *in * (size_t)np), cap = 2 * (g->nbk + np);
+    g->npc = malloc(sizeof *g->npc * (size_t)cap);
+    if (!off || !in || !g->npc) {
+        free(off);
+        free(in);
         fprintf(stderr, "llm-train: out of memory\n");
         return -1;
     }
-    if (!g->dp_sq && gcheck(cudaMalloc((void **)&g->dp_sq, (np + 1) * sizeof(double)), "malloc"))
-        return -1;
-    /* squares of this rank's reduced blocks; tails (replicated) on rank 0 */
-    CK(cudaMemsetAsync(g->dp_sq, 0, (np + 1) * sizeof(double), g->st), "memset");
-    for (int b = 0; b < g->nbk; b++) {
-        gshard sh;
-        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        double *p = g->dp_sq + (size_t)b * 2 * GK_SUMSQ_BLOCKS;
-        if (sh.blk)
-            CK(gk_sumsq(g->grads + sh.own_lo, sh.blk, p, g->st), "sumsq");
-        if (g->dp_rank == 0 && sh.hi > sh.tail_lo)
-            CK(gk_sumsq(g->grads + sh.tail_lo, sh.hi - sh.tail_lo, p + GK_SUMSQ_BLOCKS, g->st),
-               "sumsq");
+    for (int i = 0; i < np; i++) {
+        off[i] = pt[i].offset;
+        in[i] = !pt[i].tied_copy && (pt[i].split_dim >= 0 || g->h->par.tp_rank == 0);
     }
+    g->nnpc = gbucket_norm_ranges(g->bk, g->nbk, g->dp_size, g->dp_rank, off, in, np, g->h->n,
+                                  g->npc, cap);
+    free(off);
+    free(in);
+    return g->nnpc < 0 ? -1 : 0;
+}
+
+int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
+                        double *norm)
+{
+    if (!g->dp || (!g->npc && plan_norm(g)))
+        return -1;
+    /* device doubles: [np partials][this rank's sum over DP][one per TP rank] */
+    size_t np = (size_t)g->nnpc * GK_SUMSQ_BLOCKS;
+    int tpn = g->tp ? llmt_nccl_size(g->tp) : 0;
+    size_t nall = np + 1 + (size_t)tpn;
+    if (!g->dp_part && !(g->dp_part = calloc(nall, sizeof(double)))) {
+        fprintf(stderr, "llm-train: out of memory\n");
+        return -1;
+    }
+    if (!g->dp_sq && gcheck(cudaMalloc((void **)&g->dp_sq, nall * sizeof(double)), "malloc"))
+        return -1;
+    CK(cudaMemsetAsync(g->dp_sq, 0, nall * sizeof(double), g->st), "memset");
+    for (int i = 0; i < g->nnpc; i++)
+        CK(gk_sumsq(g->grads + g->npc[i][0], g->npc[i][1] - g->npc[i][0],
+                    g->dp_sq + (size_t)i * GK_SUMSQ_BLOCKS, g->st), "sumsq");
     CK(cudaMemcpyAsync(g->dp_part, g->dp_sq, np * sizeof(double), cudaMemcpyDeviceToHost, g->st),
        "copy");
     if (llmt_gmodel_sync(g))
@@ -376,16 +423,28 @@ int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw
     double local = 0.0;
     for (size_t i = 0; i < np; i++)
         local += g->dp_part[i];
-    /* the sum over ranks (the same bits on every rank) */
+    /* the sum over DP (the same bits on every member), then every TP
+     * rank's sum gathered (a copy, no arithmetic) and added in TP rank
+     * order: the same bits on every rank of the stage, whichever DP
+     * replica (an all-reduce over TP could order the terms differently
+     * from one TP group to another) */
     CK(cudaMemcpyAsync(g->dp_sq + np, &local, sizeof(double), cudaMemcpyHostToDevice, g->st),
        "copy");
-    if (llmt_nccl_allreduce_sum_f64(g->dp, g->dp_sq + np, g->dp_sq + np, 1, g->st))
+    if (llmt_nccl_allreduce_sum_f64(g->dp, g->dp_sq + np, g->dp_sq + np, 1, g->st) ||
+        (g->tp && llmt_nccl_allgather_f32(g->tp, (const float *)(g->dp_sq + np),
+                                          (float *)(g->dp_sq + np + 1), 2, g->st)))
         return -1;
-    CK(cudaMemcpyAsync(&g->dp_part[np], g->dp_sq + np, sizeof(double), cudaMemcpyDeviceToHost,
-                       g->st), "copy");
-    if (llmt_nccl_wait(g->dp, g->st))
+    CK(cudaMemcpyAsync(&g->dp_part[np], g->dp_sq + np, (1 + (size_t)tpn) * sizeof(double),
+                       cudaMemcpyDeviceToHost, g->st), "copy");
+    if (llmt_nccl_wait(g->dp, g->st) || llmt_gmodel_sync(g))
         return -1;
-    *norm = sqrt(g->dp_part[np]);
+    double tot = g->dp_part[np];
+    if (tpn) {
+        tot = 0.0;
+        for (int i = 0; i < tpn; i++)
+            tot += g->dp_part[np + 1 + (size_t)i];
+    }
+    *norm = sqrt(tot);
     double gscale = llmt_clip_scale(*norm, clip);
     for (int b = 0; b < g->nbk; b++) {
         gshard sh;

@@ -71,6 +71,19 @@ typedef struct {
 } gshard;
 void gbucket_shard(const gbucket *b, int dp, int r, gshard *s);
 
+/* The flat ranges whose squares this rank adds to the global gradient
+ * norm after the ZeRO-1 reduce-scatter: in each bucket its own block, and
+ * the tail on DP rank 0 only, cut to the tensors with in_norm[t] set (the
+ * host optimizer's rule: a TP-sharded tensor on every TP rank, a
+ * replicated one on TP rank 0 only, a tied second copy never; tensor t
+ * runs to the next offset, padding included). Summed over DP and TP, each
+ * element of a stage counts once. Up to cap [lo, hi) ranges in increasing
+ * order, touching ones merged; returns the count, -1 when cap is too
+ * small (2 * (nb + ntensors) always suffices). */
+int gbucket_norm_ranges(const gbucket *b, int nb, int dp, int r, const size_t *offset,
+                        const int *in_norm, int ntensors, size_t nflat, size_t (*out)[2],
+                        int cap);
+
 /* ---- embedding backward plan (gembed.c) --------------------------------
  * For tokens tok[M]: the distinct tokens in increasing order (uniq[nuniq]),
  * and for each the positions where it occurs, increasing

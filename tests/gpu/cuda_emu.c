@@ -139,11 +139,17 @@ llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
 void llmt_nccl_free(llmt_nccl *n) { free(n); }
 int llmt_nccl_rank(const llmt_nccl *n) { return n->rank; }
 int llmt_nccl_size(const llmt_nccl *n) { return n->size; }
+static int allreduce_f32(llmt_nccl *n, const float *s, float *r, size_t c)
+{
+    memmove(r, s, c * 4);
+    return n->size > 1 ? llmt_comm_allreduce_sum_f32(n->c, r, c) : 0;
+}
+long llmt_nccl_emu_allreduces;   /* calls of llmt_nccl_allreduce_sum_f32 (for tests) */
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
     (void)st;
-    memmove(r, s, c * 4);
-    return n->size > 1 ? llmt_comm_allreduce_sum_f32(n->c, r, c) : 0;
+    llmt_nccl_emu_allreduces++;
+    return allreduce_f32(n, s, r, c);
 }
 int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
 {
@@ -154,14 +160,16 @@ int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
                                      cudaStream_t st)
 {
+    (void)st;
     if (n->size == 1)
-        return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+        return allreduce_f32(n, s, r, c);
     return llmt_comm_reduce_scatter_sum_f32(n->c, s, r, c);
 }
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
+    (void)st;
     if (n->size == 1)
-        return llmt_nccl_allreduce_sum_f32(n, s, r, c, st);
+        return allreduce_f32(n, s, r, c);
     if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
         float *tmp = malloc(c ? c * 4 : 1);
         if (!tmp)

@@ -10,6 +10,10 @@
  *                               groups (world size 1 each): collectives,
  *                               bucketed DP reduce-scatter overlapping
  *                               backward, ZeRO-1 step, snapshot copy
+ *   tp CONFIG TEXT              tensor parallelism with a one-rank TP
+ *                               group (NCCL all-reduces on one GPU): the
+ *                               same bits as without a group over 3
+ *                               steps, and the TP-aware ZeRO-1 norm
  *   bench CONFIG B T STEPS      tokens/s and MFU of full training steps,
  *                               and the measured cuBLASLt bf16 peak
  * Exit: 0 pass, 1 fail, 77 no GPU. */
@@ -312,6 +316,94 @@ static int cmd_nccl(char **a, int *argc, char ***argv)
     return failures ? 1 : 0;
 }
 
+/* tp: the tensor-parallel code path of the GPU model on one GPU. A real
+ * TP group needs one GPU per rank (NCCL refuses two ranks on one device),
+ * so here the TP group has one rank: the model built with it issues every
+ * TP all-reduce (and the norm's all-gather) through NCCL and must give the
+ * bits of the model built without a group (a one-rank sum is a copy). */
+static int cmd_tp(char **a, int *argc, char ***argv)
+{
+    llmt_comm *world = llmt_comm_world(argc, argv);
+    llmt_parallel p;
+    if (!world || llmt_parallel_init(&p, world))
+        return 1;
+    llmt_config c;
+    if (load_cfg(a[0], &c))
+        return 64;
+    const int B = 2, T = 64, M = B * T, steps = 3;
+    unsigned char *text = read_text(a[1], (size_t)(steps + 1) * M + 1);
+    llmt_par with = {1, 0, 1, 0, p.tp_comm}, without = {1, 0, 1, 0, NULL};
+    llmt_gmodel *ga = llmt_gmodel_create(&c, &with, B, T, 1);
+    llmt_gmodel *gb = llmt_gmodel_create(&c, &without, B, T, 1);
+    check("GPU models built with and without a one-rank TP group", !ga + !gb, 0);
+    if (!ga || !gb)
+        return 1;
+    llmt_model *ha = llmt_gmodel_host(ga), *hb = llmt_gmodel_host(gb);
+    size_t n = llmt_model_nparams(ha), nl = (size_t)M * c.vocab_size;
+    int32_t tok[M], tgt[M];
+    float *la = malloc(nl * 4), *lb = malloc(nl * 4), *ga0 = malloc(n * 4);
+    double ta = 0, tb = 0;
+    for (int s = 0; s <= steps; s++) {
+        batch(text, s, M, tok, tgt, c.vocab_size);
+        float lossa, lossb;
+        double t0 = now_s();
+        int bad = llmt_gmodel_zero_grad(ga) ||
+                  llmt_gmodel_forward(ga, 0, tok, NULL, tgt, NULL, &lossa) ||
+                  llmt_gmodel_backward(ga, 0, NULL, NULL, 1.0f) || llmt_gmodel_sync(ga);
+        double t1 = now_s();
+        bad |= llmt_gmodel_zero_grad(gb) ||
+               llmt_gmodel_forward(gb, 0, tok, NULL, tgt, NULL, &lossb) ||
+               llmt_gmodel_backward(gb, 0, NULL, NULL, 1.0f) || llmt_gmodel_sync(gb);
+        if (s > 0) {        /* step 0 warms up */
+            ta += t1 - t0;
+            tb += now_s() - t1;
+        }
+        bad |= llmt_gmodel_logits(ga, la) || llmt_gmodel_logits(gb, lb) ||
+               llmt_gmodel_download_grads(ga) || llmt_gmodel_download_grads(gb);
+        char what[160];
+        snprintf(what, sizeof what, "step %d: TP path ran (loss %.5f)", s, lossa);
+        check(what, bad, 0);
+        if (bad)
+            return 1;
+        snprintf(what, sizeof what, "step %d: loss, logits, gradient bits that differ", s);
+        check(what, (double)(lossa != lossb) + (memcmp(la, lb, nl * 4) != 0) +
+                    (memcmp(llmt_model_grads(ha), llmt_model_grads(hb), n * 4) != 0), 0);
+        if (s == steps)
+            break;
+        if (llmt_gmodel_adamw(ga, 1e-3, 1.0, &ADAMW, s + 1) ||
+            llmt_gmodel_adamw(gb, 1e-3, 1.0, &ADAMW, s + 1) || llmt_gmodel_download_master(ga) ||
+            llmt_gmodel_download_master(gb))
+            return 1;
+        snprintf(what, sizeof what, "step %d: weight bits after device AdamW that differ", s);
+        check(what, memcmp(llmt_model_master(ha), llmt_model_master(hb), n * 4) != 0, 0);
+    }
+    printf("info forward+backward with the one-rank TP group %.2f ms, without %.2f ms\n",
+           1e3 * ta / steps, 1e3 * tb / steps);
+    /* ZeRO-1 step with the TP-aware norm (one DP, one TP rank): the norm
+     * of the gradients, as on the host */
+    llmt_nccl *dp = llmt_nccl_create(p.dp_comm, 0);
+    double norm = -1;
+    int bad = !dp || llmt_gmodel_set_dp(ga, dp, 4096) || llmt_gmodel_zero_grad(ga) ||
+              llmt_gmodel_forward(ga, 0, tok, NULL, tgt, NULL, &(float){0}) ||
+              llmt_gmodel_backward_dp(ga, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(ga) ||
+              llmt_gmodel_download_grads(ga);
+    if (!bad)
+        memcpy(ga0, llmt_model_grads(ha), n * 4);
+    bad = bad || llmt_gmodel_step_dp(ga, 1e-3, 1.0, &ADAMW, steps + 1, &norm);
+    check("ZeRO-1 step with the TP group ran", bad, 0);
+    if (!bad) {
+        double ref = sqrt(llmt_sumsq_det(ga0, n));
+        check("ZeRO-1 norm (DP sum, TP all-gather) vs host, rel", fabs(norm - ref) / ref, 1e-9);
+    }
+    llmt_gmodel_free(ga);
+    llmt_gmodel_free(gb);
+    llmt_nccl_free(dp);
+    free(la); free(lb); free(ga0); free(text);
+    llmt_parallel_free(&p);
+    llmt_comm_finalize(world);
+    return failures ? 1 : 0;
+}
+
 /* measured peak: a large bf16 product through the same cuBLASLt path */
 static double mm_peak_tflops(void)
 {
@@ -399,7 +491,7 @@ static int cmd_bench(char **a)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: gpu_test probe|ref|compare|nccl|bench ...\n");
+        fprintf(stderr, "usage: gpu_test probe|ref|compare|nccl|tp|bench ...\n");
         return 64;
     }
     /* the CPU model here is the CPU model, whatever the job environment
@@ -417,6 +509,8 @@ int main(int argc, char **argv)
         return cmd_compare(argv + 2);
     if (!strcmp(cmd, "nccl") && argc == 4)
         return cmd_nccl(argv + 2, &argc, &argv);
+    if (!strcmp(cmd, "tp") && argc == 4)
+        return cmd_tp(argv + 2, &argc, &argv);
     if (!strcmp(cmd, "bench") && argc == 6)
         return cmd_bench(argv + 2);
     fprintf(stderr, "gpu_test: bad arguments for '%s'\n", cmd);

@@ -1,6 +1,7 @@
 /* test_gplan.c: unit tests of the GPU backend's host-side logic (runs
  * without a GPU): device choice, the NCCL watchdog's verdicts and exit
- * codes, the gradient bucket plan, the deterministic embedding plan, and
+ * codes, the gradient bucket plan and the norm ranges of each rank, the
+ * deterministic embedding plan, and
  * the row-major -> cuBLASLt column-major mapping (checked by running the
  * mapped problem through a plain column-major product). */
 #include <stdarg.h>
@@ -137,6 +138,54 @@ static void test_buckets(void **st)
     assert_int_equal(s0.tail_lo, 135);
 }
 
+/* the norm ranges of all DP ranks count every in-norm element once and
+ * nothing else, for any bucket size, dp and mask */
+static void test_norm_ranges(void **st)
+{
+    (void)st;
+    size_t num[6] = {10, 2, 30, 2, 30, 5}, off[6], o = 0;
+    for (int i = 0; i < 6; i++) {
+        off[i] = o;
+        o += num[i] + (i == 2);      /* one padding element after tensor 2 */
+    }
+    const int masks[3][6] = {{1, 1, 1, 1, 1, 1}, {0, 1, 1, 0, 1, 0}, {1, 0, 0, 0, 0, 1}};
+    const size_t targets[3] = {1, 32, 1000};
+    gbucket b[8];
+    size_t r[32][2];
+    for (int k = 0; k < 3; k++)
+        for (int m = 0; m < 3; m++)
+            for (int dp = 1; dp <= 4; dp++) {
+                int nb = gbucket_plan(off, num, 6, o, targets[k], b, 8);
+                assert_true(nb > 0);
+                int seen[90] = {0};
+                for (int rk = 0; rk < dp; rk++) {
+                    int n = gbucket_norm_ranges(b, nb, dp, rk, off, masks[m], 6, o, r, 32);
+                    assert_true(n >= 0 && n <= 2 * (nb + 6));
+                    for (int i = 0; i < n; i++) {
+                        assert_true(r[i][0] < r[i][1]);
+                        if (i)
+                            assert_true(r[i - 1][1] < r[i][0]);   /* sorted, merged */
+                        for (size_t e = r[i][0]; e < r[i][1]; e++)
+                            seen[e]++;
+                    }
+                }
+                for (int t = 0; t < 6; t++) {
+                    size_t end = t < 5 ? off[t + 1] : o;
+                    for (size_t e = off[t]; e < end; e++)
+                        if (seen[e] != masks[m][t])
+                            fail_msg("target %zu mask %d dp %d: element %zu counted %d times",
+                                     targets[k], m, dp, e, seen[e]);
+                }
+            }
+    /* one rank, everything in the norm: one range over the whole buffer */
+    int nb = gbucket_plan(off, num, 6, o, 1, b, 8);
+    assert_int_equal(gbucket_norm_ranges(b, nb, 1, 0, off, masks[0], 6, o, r, 32), 1);
+    assert_int_equal(r[0][0], 0);
+    assert_int_equal(r[0][1], o);
+    /* cap too small */
+    assert_int_equal(gbucket_norm_ranges(b, nb, 1, 0, off, masks[1], 6, o, r, 1), -1);
+}
+
 static void test_embed(void **st)
 {
     (void)st;
@@ -255,7 +304,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pick),    cmocka_unit_test(test_wanted),
         cmocka_unit_test(test_watch),
-        cmocka_unit_test(test_buckets), cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_buckets), cmocka_unit_test(test_norm_ranges),
+        cmocka_unit_test(test_embed),
         cmocka_unit_test(test_mm_plan), cmocka_unit_test(test_attn_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

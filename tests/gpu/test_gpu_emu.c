@@ -470,7 +470,7 @@ static void test_refusals(void **st)
     llmt_config c;
     small_cfg(&c, 0);
     llmt_par par = {2, 0, 1, 0, NULL};
-    assert_null(llmt_gmodel_create(&c, &par, 2, 8, 1));      /* tp > 1 */
+    assert_null(llmt_gmodel_create(&c, &par, 2, 8, 1));      /* tp > 1, no TP group */
     llmt_par p1 = {1, 0, 1, 0, NULL};
     assert_null(llmt_gmodel_create(&c, &p1, 2, 64, 1));      /* T > max_seq */
     llmt_gmodel *g = llmt_gmodel_create(&c, &p1, 1, 4, 1);
