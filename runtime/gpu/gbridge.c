@@ -1,7 +1,8 @@
 /* gbridge.c: llmt_dev_create of a build with CUDA: the GPU model behind
- * the model.h API (see gbridge.h); its optimizer is in gbridge_opt.c. CUDA failures inside operations that
- * model.h declares void (upload, zero) end the process with the transient
- * exit code: a failed GPU is a reason to restart elsewhere. */
+ * the model.h API (see gbridge.h; its training optimizer: gbridge_opt.c).
+ * CUDA failures inside operations that model.h declares void (upload,
+ * zero) end the process with the transient exit code: a failed GPU is a
+ * reason to restart elsewhere. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "llmt/exitcodes.h"
