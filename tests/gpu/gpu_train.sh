@@ -10,6 +10,8 @@
 #   step 10 reproduces steps 11-30 (loss, norm) and the step-30 checkpoint
 #   bit for bit (a snapshot that raced the next update would not);
 # - a CPU run resumes the GPU's step-20 checkpoint: steps 21-30 within 3%;
+# - pp=2 with both stages on the GPU (tied embedding exchanged through the
+#   host): 10 steps within 3% of the CPU run;
 # - with two GPUs or more: two data-parallel replicas (mpirun -np 2, one GPU
 #   each: NCCL takes one rank per device) reduce over NCCL during backward
 #   and pass the silent-data-corruption check every 5 steps (bit-identical
@@ -83,7 +85,16 @@ run cpur -1 --ckpt-interval 0 --resume "$W/gpu/step_00000020"
 same gpu cpur 21 30 0.03 || exit 1
 echo "GPU checkpoints: resume bit-identical on the GPU, loaded by the CPU"
 
-command -v mpirun >/dev/null 2>&1 || { echo "PASS (mpirun missing: DP replicas not checked)"; exit 0; }
+command -v mpirun >/dev/null 2>&1 || { echo "PASS (mpirun missing: PP and DP not checked)"; exit 0; }
+# pp=2 on one GPU (two ranks share it; no NCCL group: the activations and
+# the tied embedding gradient cross through the host) against the CPU run
+# shellcheck disable=SC2086
+LLM_TRAIN_GPU=0 LLM_TRAIN_PP=2 timeout 100 mpirun --oversubscribe -np 2 -x LLM_TRAIN_GPU \
+	-x LLM_TRAIN_PP -x OMP_NUM_THREADS "$LT" $args --steps 10 --ckpt-dir "$W/pp" --ckpt-interval 5 \
+	>"$W/pp.out" 2>&1
+rc=$?
+[ $rc = 0 ] || { cat "$W/pp.out"; fail "GPU pp=2 run exited $rc"; }
+same cpu pp 1 10 0.03 || exit 1
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "${ngpu:-0}" -lt 2 ]; then
 	echo "PASS (one GPU: the DP=2 device run needs two, NCCL takes one rank per GPU)"
