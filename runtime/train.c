@@ -206,6 +206,8 @@ static int loop(trainer *t)
 	llmt_schedule sch = { o->lr, o->min_lr, o->warmup, o->steps };
 	int first_stage_loss = l->pp_rank == l->pp - 1 && l->tp_rank == 0;
 	double fpt = llmt_config_flops_per_token(&t->cfg, o->T), last_step_s = 0, stall;
+	/* the CPU estimate says nothing of a GPU's peak */
+	double peak = o->peak_cpu_estimate && strcmp(t->opt->where, "host") ? 0 : o->peak_gflops;
 	int rc = 0;
 
 	t->last_save_time = llmt_tr_now();
@@ -287,7 +289,7 @@ static int loop(trainer *t)
 		if (l->rank == 0) {
 			double tps = (double)t->G * o->T / last_step_s;
 			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
-				o->peak_gflops > 0 ? fpt * tps / (o->peak_gflops * 1e9 * l->world) : NAN,
+				peak > 0 ? fpt * tps / (peak * 1e9 * l->world) : NAN,
 				last_step_s, comm_s, ckpt_s, bad };
 			if (t->metrics && llmt_metrics_write(t->metrics, &mt)) {
 				fclose(t->metrics); /* reported once; training goes on */
