@@ -68,8 +68,9 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm);
  * The loop calls, each step: poke (fault injection, tests), finish, step;
  * at SDC checks master; for a checkpoint snapshot, then saved (at once, or
  * a step later when async is set); on resume or --init-from, load_into then
- * loaded. Every call is collective over the ranks of the job, 0 or -1
- * (a communication or device failure: the caller exits 75). */
+ * loaded. finish, step and snapshot are collective over the job's ranks
+ * (the loop calls the others on every rank alike too). Calls return 0 or
+ * -1 (a communication or device failure: the caller exits 75). */
 struct llmt_model;
 
 /* A rank's optimizer state in host memory, laid out as the model's flat
