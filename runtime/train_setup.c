@@ -113,13 +113,13 @@ static int save_write(trainer *t, int sync, double *stall)
 		ckpt_state(t, &cs, json, sizeof(json), &t->save_st, &os);
 		rc = llmt_ckpt_save(t->w, t->save_st.step, &cs, t->err, sizeof(t->err));
 	}
-	*stall = llmt_tr_now() - t0 + t->save_snap_s;
+	*stall = llmt_tr_now() - t0;  /* this part; the snapshot's was counted at its step */
 	if (!rc && sync)
 		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
 			(long long)t->save_st.step, t->err);
-	t->save_stall = *stall;
+	t->save_stall = *stall + t->save_snap_s;
 	t->save_start = sync ? 0 : t0;
 	if (sync && !rc)
 		t->write_time = llmt_tr_now() - t0 + t->save_snap_s;
@@ -144,8 +144,12 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
 	t->save_pending = 1;
-	if (sync || !t->opt->async)
-		return save_write(t, sync, stall);
+	if (sync || !t->opt->async) {
+		double w;
+		rc = save_write(t, sync, &w);
+		*stall += w;
+		return rc;
+	}
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
 	return 0;
 }
