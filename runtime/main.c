@@ -170,11 +170,13 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 	if (o->peak_gflops == 0 && (e = getenv("LLM_TRAIN_PEAK_GFLOPS")) && *e &&
 	    num("LLM_TRAIN_PEAK_GFLOPS", e, 0, 1e12, &o->peak_gflops))
 		return LLMT_EXIT_USAGE;
-	if (o->peak_gflops == 0)
+	if (o->peak_gflops == 0) {
 		/* per-core peak measured on the reference machine (AVX-512 BF16
 		 * dot products 233 GFLOP/s, fp32 FMA 116): an estimate; give
 		 * --peak-gflops for another CPU */
 		o->peak_gflops = (o->prec == LLMT_BF16 ? 233.5 : 116.5) * omp_get_max_threads();
+		o->peak_cpu_estimate = 1;
+	}
 	return 0;
 }
 

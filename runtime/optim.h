@@ -61,6 +61,83 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm);
  * the norm from reduce) and all-gather master over DP. 0 or -1 (comm). */
 int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm);
 
+/* ---- the optimizer as the training loop drives it -----------------------
+ * One interface whichever memory holds the model: the host (llmt_optim
+ * above on the model's host buffers, optim_host.c) or the device that runs
+ * the model (gpu/gbridge_opt.c: NCCL, fused AdamW, no per-step transfer).
+ * The loop calls, each step: poke (fault injection, tests), finish, step;
+ * at SDC checks master; for a checkpoint snapshot, then saved (at once, or
+ * a step later when async is set); on resume or --init-from, load_into then
+ * loaded. finish, step and snapshot are collective over the job's ranks
+ * (the loop calls the others on every rank alike too). Calls return 0 or
+ * -1 (a communication or device failure: the caller exits 75). */
+struct llmt_model;
+
+/* A rank's optimizer state in host memory, laid out as the model's flat
+ * buffers: master[0..n), AdamW m and v over flat elements [lo, hi)
+ * (m[0] is element lo). */
+typedef struct {
+	float *master;
+	size_t n;
+	float *m, *v;
+	size_t lo, hi;
+} llmt_opt_state;
+
+/* Where the optimizer runs: the layout pieces it needs. */
+typedef struct {
+	const llmt_adamw_cfg *cfg;
+	int A;                /* micro-batches per step (the last one's backward
+	                       * starts the device's DP reduction) */
+	int tp_rank, pp, pp_rank;
+	int tied;             /* tie_embeddings with pp > 1: sum the two copies */
+	llmt_comm *dp_comm;   /* NULL: no data parallelism */
+	llmt_comm *pp_comm;   /* first <-> last stage (tied copies); NULL if pp == 1 */
+	llmt_comm *all;       /* the gradient norm is summed here (NULL: one process) */
+} llmt_opt_env;
+
+typedef enum { LLMT_POKE_NAN, LLMT_POKE_SPIKE, LLMT_POKE_BITFLIP } llmt_poke;
+
+typedef struct llmt_trainopt llmt_trainopt;
+struct llmt_trainopt_ops {
+	/* after the step's backward passes: gradients summed over DP and over
+	 * the tied copies, *norm the global L2 norm (same bits on every rank) */
+	int (*finish)(llmt_trainopt *o, double *norm);
+	/* clipped AdamW of this rank's share, weights all-gathered over DP,
+	 * compute copy refreshed; t counts it */
+	int (*step)(llmt_trainopt *o, double lr, double norm);
+	/* faults: NAN and SPIKE (before finish) poison or scale x1000 this
+	 * rank's gradients; BITFLIP (after step) flips bit 22 of the first
+	 * parameter; *at: the element touched */
+	int (*poke)(llmt_trainopt *o, llmt_poke what, size_t *at);
+	/* the current master weights in host memory (a download on a device) */
+	const float *(*master)(llmt_trainopt *o);
+	/* capture master, m and v for a checkpoint; saved() hands them over in
+	 * host memory, valid until the next snapshot (waits for the capture) */
+	int (*snapshot)(llmt_trainopt *o);
+	int (*saved)(llmt_trainopt *o, llmt_opt_state *s);
+	/* resume: the host buffers a checkpoint load fills (m, v NULL when
+	 * with_state is 0: weights only), then loaded() puts them in place and
+	 * sets t (free() releases what load_into allocated, if loaded() was
+	 * never called) */
+	int (*load_into)(llmt_trainopt *o, int with_state, llmt_opt_state *s);
+	int (*loaded)(llmt_trainopt *o, long t, int with_state);
+	void (*free)(llmt_trainopt *o);
+};
+struct llmt_trainopt {
+	const struct llmt_trainopt_ops *ops;
+	const char *where;    /* "host" or "device" */
+	long t;               /* updates applied (bias correction) */
+	double comm_s;        /* seconds in DP/norm collectives (finish + step) */
+	int async;            /* 1: the snapshot completes while training goes on */
+};
+
+/* The host implementation over m's host buffers (NULL after a message). */
+llmt_trainopt *llmt_trainopt_host(struct llmt_model *m, const llmt_opt_env *e);
+/* The tied-embedding gradient exchange between the first and the last
+ * stage (pp_comm ranks 0 and pp-1): g (n floats) becomes the sum of both
+ * copies, the same bits on both stages. 0 or -1. */
+int llmt_tied_sum(llmt_comm *pp_comm, int pp, int pp_rank, float *g, size_t n);
+
 /* Pure: sum of squares in double, the same bits for any thread count. */
 double llmt_sumsq_det(const float *x, size_t n);
 /* Pure: the clip multiplier for a norm. */

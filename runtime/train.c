@@ -106,75 +106,36 @@ static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
 }
 
 /* ---- the loop -------------------------------------------------------------- */
-static int tied_exchange(trainer *t)
+static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 {
 	llmt_layout *l = &t->p->l;
-	const llmt_param_info *pi;
-	int np, last = l->pp_rank == l->pp - 1, first = l->pp_rank == 0;
-	float *g = llmt_model_grads(t->m), *tmp;
-
-	if (l->pp == 1 || !t->cfg.tie_embeddings || !(first || last))
-		return 0;
-	pi = llmt_model_params(t->m, &np);
-	for (int i = 0; i < np; i++) {
-		int rc;
-		if (strcmp(pi[i].name, "model.embed_tokens.weight") || pi[i].tied_copy != last)
-			continue;
-		tmp = malloc(sizeof(float) * pi[i].numel);
-		if (!tmp)
-			return LLMT_EXIT_SOFTWARE;
-		if (first)
-			rc = llmt_comm_send_bytes(t->p->pp_comm, g + pi[i].offset, sizeof(float) * pi[i].numel, l->pp - 1, 201) ||
-			     llmt_comm_recv_bytes(t->p->pp_comm, tmp, sizeof(float) * pi[i].numel, l->pp - 1, 202);
-		else
-			rc = llmt_comm_recv_bytes(t->p->pp_comm, tmp, sizeof(float) * pi[i].numel, 0, 201) ||
-			     llmt_comm_send_bytes(t->p->pp_comm, g + pi[i].offset, sizeof(float) * pi[i].numel, 0, 202);
-		if (!rc)
-			for (size_t k = 0; k < pi[i].numel; k++)
-				g[pi[i].offset + k] += tmp[k];
-		free(tmp);
-		return rc ? LLMT_EXIT_TRANSIENT : 0;
-	}
-	fprintf(stderr, "llm-train: tied embedding not found in the parameter table\n");
-	return LLMT_EXIT_SOFTWARE;
-}
-
-static int inject_grad_faults(trainer *t, long stepno, double *my_loss)
-{
-	llmt_layout *l = &t->p->l;
-	float *g = llmt_model_grads(t->m);
-	size_t n = llmt_model_nparams(t->m);
+	size_t at;
 
 	if (llmt_fault_at(&t->faults, LLMT_FAULT_NAN, stepno, l->rank)) {
 		fprintf(stderr, "llm-train: rank %d: injected fault nan@%ld\n", l->rank, stepno);
 		*my_loss = NAN;
-		g[0] = NAN;
+		if (t->opt->ops->poke(t->opt, LLMT_POKE_NAN, &at))
+			fprintf(stderr, "llm-train: rank %d: the nan fault could not reach the gradients\n", l->rank);
 	}
 	if (llmt_fault_at(&t->faults, LLMT_FAULT_SPIKE, stepno, l->rank)) {
 		fprintf(stderr, "llm-train: rank %d: injected fault spike@%ld\n", l->rank, stepno);
 		*my_loss *= 1000;
-		for (size_t i = 0; i < n; i++)
-			g[i] *= 1000;
+		if (t->opt->ops->poke(t->opt, LLMT_POKE_SPIKE, &at))
+			fprintf(stderr, "llm-train: rank %d: the spike fault could not reach the gradients\n", l->rank);
 	}
-	return 0;
 }
 
 static void inject_bitflip(trainer *t, long stepno)
 {
 	llmt_layout *l = &t->p->l;
-	int np;
-	const llmt_param_info *pi = llmt_model_params(t->m, &np);
-	float *w = llmt_model_master(t->m);
-	uint32_t bits;
-	size_t at = np ? pi[0].offset : 0;
+	size_t at;
 
 	if (!llmt_fault_at(&t->faults, LLMT_FAULT_BITFLIP, stepno, l->rank))
 		return;
-	memcpy(&bits, &w[at], 4);
-	bits ^= 1u << 22;
-	memcpy(&w[at], &bits, 4);
-	llmt_model_sync_compute(t->m);
-	fprintf(stderr, "llm-train: rank %d: injected fault bitflip@%ld (element %zu)\n", l->rank, stepno, at);
+	if (t->opt->ops->poke(t->opt, LLMT_POKE_BITFLIP, &at))
+		fprintf(stderr, "llm-train: rank %d: the bitflip fault could not reach the weights\n", l->rank);
+	else
+		fprintf(stderr, "llm-train: rank %d: injected fault bitflip@%ld (element %zu)\n", l->rank, stepno, at);
 }
 
 static int ckpt_due_time(trainer *t, double now)
@@ -245,6 +206,8 @@ static int loop(trainer *t)
 	llmt_schedule sch = { o->lr, o->min_lr, o->warmup, o->steps };
 	int first_stage_loss = l->pp_rank == l->pp - 1 && l->tp_rank == 0;
 	double fpt = llmt_config_flops_per_token(&t->cfg, o->T), last_step_s = 0, stall;
+	/* the CPU estimate says nothing of a GPU's peak */
+	double peak = o->peak_cpu_estimate && strcmp(t->opt->where, "host") ? 0 : o->peak_gflops;
 	int rc = 0;
 
 	t->last_save_time = llmt_tr_now();
@@ -264,11 +227,19 @@ static int loop(trainer *t)
 			llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
 			return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
 		}
+		/* a save begun last step: its snapshot copy overlapped this
+		 * step's passes; hand it to the writer before the update */
+		if (t->save_pending) {
+			if ((rc = llmt_tr_save_finish(t, &stall)))
+				break;
+			ckpt_s += stall;
+		}
 		my_loss = first_stage_loss ? loss_sum / o->A / l->dp : 0;
 		inject_grad_faults(t, stepno, &my_loss);
-		if ((rc = tied_exchange(t)) || llmt_optim_reduce(&t->opt, llmt_model_grads(t->m), &norm)) {
-			llmt_comm_abort(t->p->world, rc ? rc : LLMT_EXIT_TRANSIENT);
-			return rc ? rc : LLMT_EXIT_TRANSIENT;
+		if (t->opt->ops->finish(t->opt, &norm)) {
+			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
+			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
+			return LLMT_EXIT_TRANSIENT;
 		}
 		v[0] = my_loss;
 		v[1] = g_signal ? 1 : 0;
@@ -278,10 +249,12 @@ static int loop(trainer *t)
 		lr = llmt_schedule_lr(&sch, stepno - 1);
 		bad = llmt_guard_bad(v[0], norm, t->st.loss_ema, (long)t->st.good_steps, o->spike_factor);
 		if (!bad) {
-			if (llmt_optim_step(&t->opt, llmt_model_master(t->m), lr, norm))
+			if (t->opt->ops->step(t->opt, lr, norm)) {
+				fprintf(stderr, "llm-train: rank %d: step %ld: optimizer update failed\n", l->rank, stepno);
+				llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
 				return LLMT_EXIT_TRANSIENT;
-			llmt_model_sync_compute(t->m);
-			t->st.opt_t = t->opt.t;
+			}
+			t->st.opt_t = t->opt->t;
 			t->st.bad_run = 0;
 			t->st.loss_ema = t->st.good_steps ? 0.9 * t->st.loss_ema + 0.1 * v[0] : v[0];
 			t->st.good_steps++;
@@ -292,7 +265,7 @@ static int loop(trainer *t)
 					stepno, isfinite(v[0]) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
 					v[0], norm, (long long)t->st.bad_run, o->max_bad_steps);
 		}
-		comm_s = t->pl.comm_s + t->opt.comm_s; /* p2p, reduce-scatter, norm, all-gather */
+		comm_s = t->pl.comm_s + t->opt->comm_s; /* p2p, reduce-scatter, norm, all-gather */
 		inject_bitflip(t, stepno);
 		t->st.step = stepno;
 		t->st.pos += t->G;
@@ -310,13 +283,13 @@ static int loop(trainer *t)
 			if (l->dp > 1 && (rc = llmt_tr_sdc_check(t)))
 				break; /* never save replicas that disagree */
 			rc = llmt_tr_save(t, sync_ckpt, &stall);
-			ckpt_s = stall;
+			ckpt_s += stall;
 		}
 		last_step_s = llmt_tr_now() - t0;
 		if (l->rank == 0) {
 			double tps = (double)t->G * o->T / last_step_s;
 			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
-				o->peak_gflops > 0 ? fpt * tps / (o->peak_gflops * 1e9 * l->world) : NAN,
+				peak > 0 ? fpt * tps / (peak * 1e9 * l->world) : NAN,
 				last_step_s, comm_s, ckpt_s, bad };
 			if (t->metrics && llmt_metrics_write(t->metrics, &mt)) {
 				fclose(t->metrics); /* reported once; training goes on */
@@ -412,7 +385,8 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 		fclose(t->metrics);
 	if (t->m) {
 		llmt_pipeline_free(&t->pl);
-		llmt_optim_free(&t->opt);
+		if (t->opt)
+			t->opt->ops->free(t->opt);
 		llmt_model_free(t->m);
 	}
 	if (t->ld.shards)

@@ -35,6 +35,7 @@ typedef struct {
 	double spike_factor;       /* loss > factor * running mean: a spike */
 	long skip_batches;         /* LLM_TRAIN_SKIP_BATCHES */
 	double peak_gflops;        /* per rank, for MFU */
+	int peak_cpu_estimate;     /* peak_gflops is the CPU default (no MFU on a GPU) */
 	const char *val_dir;       /* validation shards; NULL: DATA/val if present */
 	long eval_interval;        /* validation loss every N steps (0 off) */
 	int eval_batches;          /* global batches of validation data */

@@ -33,7 +33,7 @@ typedef struct {
 	llmt_parallel *p;
 	llmt_config cfg;
 	llmt_model *m;
-	llmt_optim opt;
+	llmt_trainopt *opt;   /* host or device optimizer (optim.h) */
 	llmt_pipeline pl;
 	llmt_loader ld;
 	llmt_loader val;      /* validation data (eval_interval > 0) */
@@ -52,6 +52,9 @@ typedef struct {
 	double save_start;       /* start of the save in flight (0: none) */
 	double write_time;       /* duration of the last complete background write */
 	const char *resume_from;
+	int save_pending;        /* a snapshot taken, its save not yet handed to the writer */
+	train_state save_st;     /* the training state of that snapshot */
+	double save_snap_s;      /* the time the snapshot call took */
 } trainer;
 
 /* Seconds on the monotonic clock. */
@@ -61,8 +64,14 @@ int llmt_tr_agree(llmt_parallel *p, int rc);
 /* Config, data, dirs, heartbeat, model, optimizer, pipeline, start state. */
 int llmt_tr_setup(trainer *t);
 /* Save a checkpoint of the current step (collective; sync: wait for it);
- * *stall: the time spent in the call. Returns the agreed exit code. */
+ * *stall: the time spent in the call. With an asynchronous optimizer
+ * snapshot (a device) and !sync the save is only begun: the loop calls
+ * llmt_tr_save_finish at its next step, while the snapshot copy has
+ * overlapped that step's forward and backward. Returns the agreed exit code. */
 int llmt_tr_save(trainer *t, int sync, double *stall);
+/* Hand a begun save (t->save_pending) to the checkpoint writer; *stall as
+ * above. Collective; the agreed exit code. */
+int llmt_tr_save_finish(trainer *t, double *stall);
 /* The SDC check of this step's parameters (collective). */
 int llmt_tr_sdc_check(trainer *t);
 

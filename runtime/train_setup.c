@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "llmt/exitcodes.h"
+#include "gpu/gbridge.h"
 
 double llmt_tr_now(void)
 {
@@ -52,7 +53,10 @@ bad:
 }
 
 /* ---- checkpoint state ---------------------------------------------------- */
-static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen)
+/* The checkpoint description of training state st and optimizer state os
+ * (whose m and v may be NULL: then only the master buffer is listed). */
+static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen, train_state *st,
+	const llmt_opt_state *os)
 {
 	llmt_layout *l = &t->p->l;
 	int np;
@@ -70,19 +74,19 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen)
 	cs->params = llmt_model_params(t->m, &np);
 	cs->nparams = np;
 	cs->nflat = llmt_model_nparams(t->m);
-	cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, llmt_model_master(t->m), 0, cs->nflat, 1, 0 };
-	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, t->opt.m, t->opt.lo, t->opt.hi, 0, 0 };
-	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, t->opt.v, t->opt.lo, t->opt.hi, 0, 0 };
-	cs->nbufs = 3;
-	cs->blobs[0] = (llmt_ckpt_blob){ "train", &t->st, sizeof(t->st) };
+	cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
+	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };
+	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, os->v, os->lo, os->hi, 0, 0 };
+	cs->nbufs = os->m ? 3 : 1;
+	cs->blobs[0] = (llmt_ckpt_blob){ "train", st, sizeof(*st) };
 	cs->nblobs = 1;
 	if (json) {
 		snprintf(json, jlen,
 			"{\"step\":%lld,\"data_position\":%lld,\"global_batch\":%d,\"seq\":%d,"
 			"\"adam_steps\":%lld,\"bad_steps_in_a_row\":%lld,\"loss_ema\":%.17g,\"data_seed\":%llu,"
 			"\"lr\":%.17g,\"total_steps\":%ld}",
-			(long long)t->st.step, (long long)t->st.pos, t->G, t->o->T, (long long)t->st.opt_t,
-			(long long)t->st.bad_run, t->st.loss_ema, (unsigned long long)t->st.seed,
+			(long long)st->step, (long long)st->pos, t->G, t->o->T, (long long)st->opt_t,
+			(long long)st->bad_run, st->loss_ema, (unsigned long long)st->seed,
 			t->o->lr, t->o->steps);
 		cs->train_json = json;
 	}
@@ -90,29 +94,69 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen)
 	cs->dp_comm = l->dp > 1 ? t->p->dp_comm : NULL;
 }
 
-int llmt_tr_save(trainer *t, int sync, double *stall)
+/* Hand the snapshot of t->save_st to the writer (sync: and wait). */
+static int save_write(trainer *t, int sync, double *stall)
 {
 	llmt_ckpt_state cs;
+	llmt_opt_state os;
 	char json[1024];
 	double t0 = llmt_tr_now();
-	int rc;
+	int rc = 0;
 
-	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
-	ckpt_state(t, &cs, json, sizeof(json));
-	rc = llmt_ckpt_save(t->w, t->st.step, &cs, t->err, sizeof(t->err));
-	*stall = llmt_tr_now() - t0;
+	llmt_hb_set(t->save_st.step, LLMT_HB_SAVE, 0);
+	t->save_pending = 0;
+	if (t->opt->ops->saved(t->opt, &os)) {
+		snprintf(t->err, sizeof(t->err), "the optimizer state snapshot failed");
+		rc = LLMT_EXIT_TRANSIENT;
+	}
+	if (!rc) {
+		ckpt_state(t, &cs, json, sizeof(json), &t->save_st, &os);
+		rc = llmt_ckpt_save(t->w, t->save_st.step, &cs, t->err, sizeof(t->err));
+	}
+	*stall = llmt_tr_now() - t0;  /* this part; the snapshot's was counted at its step */
 	if (!rc && sync)
 		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
-			(long long)t->st.step, t->err);
-	t->save_stall = *stall;
+			(long long)t->save_st.step, t->err);
+	t->save_stall = *stall + t->save_snap_s;
 	t->save_start = sync ? 0 : t0;
 	if (sync && !rc)
-		t->write_time = llmt_tr_now() - t0;
+		t->write_time = llmt_tr_now() - t0 + t->save_snap_s;
 	t->last_save_time = llmt_tr_now();
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
 	return llmt_tr_agree(t->p, rc);
+}
+
+int llmt_tr_save(trainer *t, int sync, double *stall)
+{
+	double t0 = llmt_tr_now();
+	int rc;
+
+	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
+	t->save_st = t->st;
+	rc = t->opt->ops->snapshot(t->opt) ? LLMT_EXIT_TRANSIENT : 0;
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: optimizer state snapshot failed\n",
+			t->p->l.rank, (long long)t->st.step);
+	t->save_snap_s = llmt_tr_now() - t0;
+	*stall = t->save_snap_s;
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->save_pending = 1;
+	if (sync || !t->opt->async) {
+		double w;
+		rc = save_write(t, sync, &w);
+		*stall += w;
+		return rc;
+	}
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	return 0;
+}
+
+int llmt_tr_save_finish(trainer *t, double *stall)
+{
+	return save_write(t, 0, stall);
 }
 
 static int resume(trainer *t, const char *from)
@@ -149,17 +193,28 @@ static int resume(trainer *t, const char *from)
 	free(blob);
 	rc = llmt_tr_agree(t->p, rc);
 	if (!rc) {
-		ckpt_state(t, &cs, NULL, 0);
-		llmt_hb_set(0, LLMT_HB_LOAD, 0);
-		rc = llmt_ckpt_load(c, &cs, t->err, sizeof(t->err));
+		llmt_opt_state os;
+		if (t->opt->ops->load_into(t->opt, 1, &os)) {
+			snprintf(t->err, sizeof(t->err), "out of memory for the optimizer state");
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			ckpt_state(t, &cs, NULL, 0, &t->st, &os);
+			llmt_hb_set(0, LLMT_HB_LOAD, 0);
+			rc = llmt_ckpt_load(c, &cs, t->err, sizeof(t->err));
+		}
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (!rc) {
+		if (t->opt->ops->loaded(t->opt, (long)t->st.opt_t, 1)) {
+			snprintf(t->err, sizeof(t->err), "cannot put the loaded state on the %s", t->opt->where);
+			rc = LLMT_EXIT_TRANSIENT;
+		}
 		rc = llmt_tr_agree(t->p, rc);
 	}
 	if (rc) {
 		if (t->err[0])
 			fprintf(stderr, "llm-train: rank %d: resume from %s: %s\n", t->p->l.rank, path, t->err);
 	} else {
-		t->opt.t = (long)t->st.opt_t;
-		llmt_model_sync_compute(t->m);
 		if (t->p->l.rank == 0)
 			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
 				(long long)t->st.step, (long long)t->st.pos);
@@ -172,29 +227,39 @@ int llmt_tr_sdc_check(trainer *t)
 {
 	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
 
-	return llmt_sdc_check(t->p, llmt_model_master(t->m), llmt_model_nparams(t->m), (long)t->st.step,
-		t->hosts, dir);
+	const float *w = t->opt->ops->master(t->opt);
+	int rc = w ? 0 : LLMT_EXIT_TRANSIENT;
+
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	return llmt_sdc_check(t->p, w, llmt_model_nparams(t->m), (long)t->st.step, t->hosts, dir);
 }
 
+/* The optimizer where the model lives: the device's when the GPU backend
+ * took the model (gbridge.h), else the host's. */
 static int setup_optim(trainer *t)
 {
-	int np;
-	const llmt_param_info *pi = llmt_model_params(t->m, &np);
-	llmt_optim_seg *segs = calloc((size_t)np + 1, sizeof(*segs));
-	int rc;
+	llmt_layout *l = &t->p->l;
+	llmt_opt_env e = { &t->o->adamw, t->o->A, l->tp_rank, l->pp, l->pp_rank,
+		t->cfg.tie_embeddings && l->pp > 1, l->dp > 1 ? t->p->dp_comm : NULL,
+		l->pp > 1 ? t->p->pp_comm : NULL, l->world > 1 ? t->p->all : NULL };
+	double v[2];
 
-	if (!segs)
-		return LLMT_EXIT_SOFTWARE;
-	for (int i = 0; i < np; i++) {
-		segs[i].offset = pi[i].offset;
-		segs[i].numel = pi[i].numel;
-		segs[i].decay = !pi[i].no_decay;
-		segs[i].in_norm = !pi[i].tied_copy && (pi[i].split_dim >= 0 || t->p->l.tp_rank == 0);
+	/* one backend for all: a DP group split between a GPU and CPUs would
+	 * wait in two different collectives */
+	v[0] = llmt_dev_model(t->m);
+	v[1] = -v[0];
+	if (llmt_comm_allreduce_max_f64(t->p->all, v, 2))
+		return LLMT_EXIT_TRANSIENT;
+	if (v[0] != -v[1]) {
+		if (l->rank == 0)
+			fprintf(stderr, "llm-train: some ranks run the model on a GPU and others on the CPU "
+				"(LLM_TRAIN_GPU differs between tasks): use one backend for every rank\n");
+		return LLMT_EXIT_USAGE;
 	}
-	rc = llmt_optim_init(&t->opt, &t->o->adamw, llmt_model_nparams(t->m), segs, np,
-		t->p->l.dp > 1 ? t->p->dp_comm : NULL, t->p->l.world > 1 ? t->p->all : NULL);
-	free(segs);
-	return rc ? LLMT_EXIT_SOFTWARE : 0;
+	if (!llmt_dev_optim(t->m, &e, &t->opt))
+		t->opt = llmt_trainopt_host(t->m, &e);
+	return t->opt ? 0 : LLMT_EXIT_SOFTWARE;
 }
 
 static int gather_hosts(trainer *t)
@@ -287,8 +352,9 @@ int llmt_tr_setup(trainer *t)
 		return rc;
 	t->m = llmt_model_create(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A));
 	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
-	if (!rc)
-		rc = setup_optim(t);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	rc = setup_optim(t);
 	if (!rc && llmt_pipeline_init(&t->pl, t->m, l->pp > 1 ? t->p->pp_comm : NULL, o->A, o->B, o->T))
 		rc = LLMT_EXIT_SOFTWARE;
 	if (!rc)
@@ -305,13 +371,17 @@ int llmt_tr_setup(trainer *t)
 		rc = resume(t, t->resume_from);
 	} else if (o->init_from) {
 		llmt_ckpt_state cs;
-		ckpt_state(t, &cs, NULL, 0);
-		cs.nbufs = 1;
-		llmt_hb_set(0, LLMT_HB_LOAD, 0);
-		rc = llmt_ckpt_init_from(o->init_from, &cs, err, el);
+		llmt_opt_state os;
+		rc = t->opt->ops->load_into(t->opt, 0, &os) ? LLMT_EXIT_SOFTWARE : 0;
+		if (!rc) {
+			ckpt_state(t, &cs, NULL, 0, &t->st, &os);
+			llmt_hb_set(0, LLMT_HB_LOAD, 0);
+			rc = llmt_ckpt_init_from(o->init_from, &cs, err, el);
+		}
 		if (rc)
 			fprintf(stderr, "llm-train: rank %d: --init-from %s: %s\n", rank, o->init_from, err);
-		llmt_model_sync_compute(t->m);
+		if (!rc && t->opt->ops->loaded(t->opt, 0, 0))
+			rc = LLMT_EXIT_TRANSIENT;
 		rc = llmt_tr_agree(t->p, rc);
 	}
 	if (rc)

@@ -1,18 +1,15 @@
 /* gbridge.c: llmt_dev_create of a build with CUDA: the GPU model behind
- * the model.h API (see gbridge.h). CUDA failures inside operations that
- * model.h declares void (upload, zero) end the process with the transient
- * exit code: a failed GPU is a reason to restart elsewhere. */
+ * the model.h API (see gbridge.h; its training optimizer: gbridge_opt.c).
+ * CUDA failures inside operations that model.h declares void (upload,
+ * zero) end the process with the transient exit code: a failed GPU is a
+ * reason to restart elsewhere. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "llmt/exitcodes.h"
-#include "gbridge.h"
+#include "gbridge_int.h"
 #include "gmodel_impl.h"
 
-typedef struct {
-    llmt_gmodel *g;
-    float *logits;          /* host copy for llmt_model_logits */
-    int grads_dirty;        /* device gradients newer than the host's */
-} bridge;
+typedef llmt_bridge bridge;
 
 static bridge *ctx(llmt_model *m) { return (bridge *)m->devctx; }
 
@@ -31,8 +28,11 @@ static int b_forward(llmt_model *m, int s, const int32_t *tokens, const float *a
 static int b_backward(llmt_model *m, int s, const float *grad_out, float *grad_in,
                       float grad_scale)
 {
-    ctx(m)->grads_dirty = 1;
-    return llmt_gmodel_backward(ctx(m)->g, s, grad_out, grad_in, grad_scale);
+    bridge *b = ctx(m);
+    b->grads_dirty = 1;
+    /* the step's last micro-batch launches the DP reduction (gmodel.h) */
+    int reduce = b->A > 0 && ++b->nback == b->A;
+    return llmt_gmodel_backward_dp(b->g, s, grad_out, grad_in, grad_scale, reduce);
 }
 
 static void b_sync_compute(llmt_model *m)
@@ -46,6 +46,7 @@ static void b_zero_grad(llmt_model *m)
     if (llmt_gmodel_zero_grad(ctx(m)->g))
         fatal("gradient reset");
     ctx(m)->grads_dirty = 0;
+    ctx(m)->nback = 0;
 }
 
 static void b_fetch_grads(llmt_model *m)
@@ -117,4 +118,9 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
     m->devctx = b;
     *out = m;
     return 1;
+}
+
+int llmt_dev_model(const llmt_model *m)
+{
+    return m->dev == &ops;
 }

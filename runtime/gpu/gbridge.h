@@ -3,14 +3,17 @@
  * unchanged on a GPU. llmt_model_create asks llmt_dev_create first; a model
  * the GPU backend built is the host mirror (parameter table, host master
  * and gradient buffers) carrying a table of device operations that model.c
- * and model_step.c call instead of the CPU code. The host master stays
- * authoritative (optimizer, checkpoints): llmt_model_sync_compute uploads
- * it; llmt_model_grads fetches the device gradients after a backward. */
+ * and model_step.c call instead of the CPU code. In training the device
+ * holds the authoritative weights and optimizer state (llmt_dev_optim);
+ * outside it (tests, tools) the host master can drive the device:
+ * llmt_model_sync_compute uploads it, llmt_model_grads fetches the device
+ * gradients after a backward. */
 #ifndef LLMT_GBRIDGE_H
 #define LLMT_GBRIDGE_H
 #include <stddef.h>
 #include <stdint.h>
 #include "model.h"
+#include "optim.h"
 
 struct llmt_devops {
     int (*forward)(llmt_model *m, int s, const int32_t *tokens, const float *act_in,
@@ -34,5 +37,16 @@ int llmt_dev_wanted(const char *llm_train_gpu, int have_cuda, char *err, size_t 
  * 0 when the model is built on the CPU. */
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
                     int nslots, llmt_model **out);
+
+/* 1 when m is a model the GPU backend built (its buffers on a device). */
+int llmt_dev_model(const llmt_model *m);
+
+/* The training loop's optimizer for a model on a device (optim.h
+ * interface; gbridge_opt.c): gradients reduced over DP with NCCL during
+ * backward, norm, clipping and AdamW on the device, weights all-gathered;
+ * no per-step transfer to the host. Collective over e's groups. 1 when m
+ * is on a device (*out: the optimizer, or NULL after a message), 0 when it
+ * is not (the caller uses llmt_trainopt_host). */
+int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out);
 
 #endif

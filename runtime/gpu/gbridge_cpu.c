@@ -17,3 +17,15 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
                         "training on the CPU\n", g);
     return 0;
 }
+
+int llmt_dev_model(const llmt_model *m)
+{
+    (void)m;
+    return 0;
+}
+
+int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out)
+{
+    (void)m; (void)e; (void)out;
+    return 0;
+}

@@ -248,6 +248,9 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
               gcheck(cudaMemcpy(g->sin_t, sn, (size_t)T * h2 * 4, cudaMemcpyHostToDevice), "copy");
     free(ct);
     free(sn);
+    /* the zeroing memsets and table copies above ran on the legacy default
+     * stream, which the non-blocking model streams do not wait for */
+    bad = bad || gcheck(cudaDeviceSynchronize(), "synchronize");
     if (bad || llmt_gmodel_upload(g))
         goto fail;
     return g;

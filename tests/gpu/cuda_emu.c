@@ -1,12 +1,14 @@
 /* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
  * runtime calls the GPU model makes, on host memory (every operation
- * completes at once, streams and events are tokens), gmm() as a plain
+ * completes at once, streams and events are tokens; host<->device bytes
+ * are counted for LLMT_EMU_STATS), gmm() as a plain
  * column-major product of the mapping gmm_plan gives cuBLASLt, and NCCL
  * groups carried over their MPI communicators, so the GPU model's
  * orchestration (gmodel.c, gmodel_step.c) runs unchanged on a machine
  * without a GPU, in one process or as an MPI job. Linked only into the
  * emulation builds. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -39,9 +41,28 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
     (void)s;
     return cudaMemset(p, v, n);
 }
+/* transfer accounting for tests: with LLMT_EMU_STATS=FILE set, each
+ * process appends "h2d_bytes d2h_bytes" to FILE at exit */
+static unsigned long long h2d, d2h;
+static void stats_write(void)
+{
+    FILE *f = fopen(getenv("LLMT_EMU_STATS"), "a");
+    if (f) {
+        fprintf(f, "%llu %llu\n", h2d, d2h);
+        fclose(f);
+    }
+}
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 {
-    (void)k;
+    static int armed;
+    if (!armed && getenv("LLMT_EMU_STATS")) {
+        armed = 1;
+        atexit(stats_write);
+    }
+    if (k == cudaMemcpyHostToDevice)
+        h2d += n;
+    else if (k == cudaMemcpyDeviceToHost)
+        d2h += n;
     memmove(d, s, n);
     return cudaSuccess;
 }
@@ -58,6 +79,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned f)
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
 {

@@ -20,6 +20,6 @@ command -v mpirun >/dev/null 2>&1 && launch="mpirun -np 1"   # else an MPI singl
 rc=0
 for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
 	echo "== $(basename "$cfg")"
-	$launch "$drv" tp "$cfg" /usr/share/common-licenses/GPL-3 || rc=1
+	$launch "$drv" tp "$cfg" "${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}" || rc=1
 done
 exit $rc

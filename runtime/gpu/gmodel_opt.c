@@ -1,0 +1,291 @@
+/* gmodel_opt.c: the device side of the training loop's GPU optimizer (see
+ * gmodel_opt.h): share, norm partials, update and all-gather, element
+ * copies, checkpoint snapshot and restore. Reads the GPU model's private
+ * layout (gmodel_impl.h): its buffers, streams, buckets and the snapshot
+ * events that the fused AdamW already waits on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include "../comm_nccl.h"
+#include "gmodel_impl.h"
+#include "gmodel_opt.h"
+
+#define CK(call, what) do { if (gcheck((call), (what))) return -1; } while (0)
+
+struct llmt_gopt {
+    llmt_gmodel *g;
+    size_t n;
+    size_t *sq_lo, *sq_hi;        /* ranges summed for the norm, in order */
+    int nsq;
+    size_t sq_n;                  /* their total length */
+    float *sq_buf;                /* the ranges packed (one sum launch) */
+    double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials */
+    size_t ck_lo, ck_hi;
+    float *pin;                   /* snapshot: master n, m and v ck_hi - ck_lo each */
+};
+
+/* this rank's share, part i of nparts: the elements it updates, and
+ * whether they count in its norm partial (tails: DP rank 0 only) */
+static int nparts(const llmt_gmodel *g) { return g->dp ? 2 * g->nbk : 1; }
+
+static void part(const llmt_gmodel *g, int i, size_t *lo, size_t *hi, int *counted)
+{
+    if (!g->dp) {
+        *lo = 0;
+        *hi = g->h->n;
+        *counted = 1;
+        return;
+    }
+    gshard sh;
+    gbucket_shard(&g->bk[i / 2], g->dp_size, g->dp_rank, &sh);
+    if (i % 2 == 0) {
+        *lo = sh.own_lo;
+        *hi = sh.own_hi;
+        *counted = 1;
+    } else {
+        *lo = sh.tail_lo;
+        *hi = sh.hi;
+        *counted = g->dp_rank == 0;
+    }
+}
+
+/* a write of master, m or v must not overtake a snapshot copy in flight */
+static int fence(llmt_gmodel *g)
+{
+    if (!g->snap_pending)
+        return 0;
+    CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
+    g->snap_pending = 0;
+    return 0;
+}
+
+llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const size_t *lo,
+                            const size_t *hi, int nruns, size_t ck_lo, size_t ck_hi)
+{
+    llmt_gopt *o = calloc(1, sizeof *o);
+    int np = nparts(g), cap = np * (nruns > 0 ? nruns : 1);
+    if (!o || !(o->sq_lo = malloc(sizeof(size_t) * (size_t)cap)) ||
+        !(o->sq_hi = malloc(sizeof(size_t) * (size_t)cap))) {
+        fprintf(stderr, "llm-train: out of memory for the GPU optimizer\n");
+        llmt_gopt_free(o);
+        return NULL;
+    }
+    o->g = g;
+    o->n = g->h->n;
+    o->ck_lo = ck_lo;
+    o->ck_hi = ck_hi;
+    /* norm ranges: counted parts of the share cut to the norm runs, in
+     * share order (a fixed order, so the sum has the same bits each step) */
+    for (int i = 0; i < np; i++) {
+        size_t a, b;
+        int counted;
+        part(g, i, &a, &b, &counted);
+        for (int r = 0; counted && r < nruns; r++) {
+            size_t x = a > lo[r] ? a : lo[r], y = b < hi[r] ? b : hi[r];
+            if (x < y) {
+                o->sq_lo[o->nsq] = x;
+                o->sq_hi[o->nsq] = y;
+                o->nsq++;
+                o->sq_n += y - x;
+            }
+        }
+    }
+    size_t nb = GK_SUMSQ_BLOCKS * sizeof(double);
+    if (!(o->sq_h = malloc(nb)) || gcheck(cudaMalloc((void **)&o->sq_d, nb), "norm scratch") ||
+        (o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
+        /* the AdamW state (zeros): an empty update allocates it */
+        llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
+        /* its cudaMemset ran on the legacy stream, which the model's
+         * non-blocking streams do not wait for */
+        gcheck(cudaDeviceSynchronize(), "synchronize")) {
+        llmt_gopt_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+void llmt_gopt_free(llmt_gopt *o)
+{
+    if (!o)
+        return;
+    if (o->g && o->g->xst)
+        cudaStreamSynchronize(o->g->xst);
+    if (o->sq_d)
+        cudaFree(o->sq_d);
+    if (o->sq_buf)
+        cudaFree(o->sq_buf);
+    if (o->pin)
+        cudaFreeHost(o->pin);
+    free(o->sq_h);
+    free(o->sq_lo);
+    free(o->sq_hi);
+    free(o);
+}
+
+size_t llmt_gopt_first(const llmt_gopt *o)
+{
+    return o->nsq ? o->sq_lo[0] : o->n;
+}
+
+int llmt_gopt_sumsq(llmt_gopt *o, double *out)
+{
+    llmt_gmodel *g = o->g;
+    *out = 0.0;
+    if (!o->nsq)
+        return 0;
+    /* one sum over the ranges packed in order (a share is many bucket
+     * blocks: one launch instead of one per block) */
+    const float *x = g->grads + o->sq_lo[0];
+    if (o->nsq > 1) {
+        size_t at = 0;
+        for (int i = 0; i < o->nsq; i++) {
+            size_t k = o->sq_hi[i] - o->sq_lo[i];
+            CK(cudaMemcpyAsync(o->sq_buf + at, g->grads + o->sq_lo[i], k * 4,
+                               cudaMemcpyDeviceToDevice, g->st), "pack");
+            at += k;
+        }
+        x = o->sq_buf;
+    }
+    CK(gk_sumsq(x, o->sq_n, o->sq_d, g->st), "sumsq");
+    CK(cudaMemcpyAsync(o->sq_h, o->sq_d, GK_SUMSQ_BLOCKS * sizeof(double), cudaMemcpyDeviceToHost,
+                       g->st), "norm partials");
+    CK(cudaStreamSynchronize(g->st), "norm partials");
+    double s = 0.0;
+    for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
+        s += o->sq_h[i];
+    *out = s;
+    return 0;
+}
+
+int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cfg *cfg, long t)
+{
+    llmt_gmodel *g = o->g;
+    for (int i = 0; i < nparts(g); i++) {
+        size_t a, b;
+        int counted;
+        part(g, i, &a, &b, &counted);
+        if (a < b && llmt_gmodel_adamw_range(g, a, b, lr, gscale, cfg, t))
+            return -1;
+    }
+    if (!g->dp)
+        return 0;       /* the update refreshed the bf16 copy itself */
+    /* every rank's blocks to every rank, in place, then the bf16 copy */
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
+                                              g->master + g->bk[b].lo, sh.blk, g->st))
+            return -1;
+    }
+    CK(gk_f32_to_bf16(g->master, g->wc, o->n, g->st), "bf16 copy");
+    return llmt_nccl_wait(g->dp, g->st);
+}
+
+/* all-gather the blocks of buf in the buckets overlapping [lo, hi) */
+static int gather(llmt_gmodel *g, float *buf, size_t lo, size_t hi)
+{
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if (sh.blk && g->bk[b].lo < hi && lo < g->bk[b].hi &&
+            llmt_nccl_allgather_f32(g->dp, buf + sh.own_lo, buf + g->bk[b].lo, sh.blk, g->st))
+            return -1;
+    }
+    return 0;
+}
+
+int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
+{
+    llmt_gmodel *g = o->g;
+    if (!g->dp)
+        return 0;
+    if (gather(g, g->grads, lo, hi))
+        return -1;
+    return llmt_nccl_wait(g->dp, g->st);
+}
+
+int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host)
+{
+    llmt_gmodel *g = o->g;
+    const float *src = which == LLMT_GBUF_MASTER ? g->master : g->grads;
+    if (at > o->n || n > o->n - at)
+        return -1;
+    CK(cudaMemcpyAsync(host, src + at, n * 4, cudaMemcpyDeviceToHost, g->st), "download");
+    CK(cudaStreamSynchronize(g->st), "download");
+    return 0;
+}
+
+int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host)
+{
+    llmt_gmodel *g = o->g;
+    if (at > o->n || n > o->n - at)
+        return -1;
+    if (which == LLMT_GBUF_MASTER) {
+        if (fence(g))
+            return -1;
+        CK(cudaMemcpyAsync(g->master + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+        CK(gk_f32_to_bf16(g->master + at, g->wc + at, n, g->st), "bf16 copy");
+    } else {
+        CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+    }
+    CK(cudaStreamSynchronize(g->st), "upload");   /* host may reuse its buffer */
+    return 0;
+}
+
+int llmt_gopt_snapshot(llmt_gopt *o)
+{
+    llmt_gmodel *g = o->g;
+    size_t k = o->ck_hi - o->ck_lo;
+    if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
+                          "pinned checkpoint buffer"))
+        return -1;
+    if (fence(g))
+        return -1;
+    if (g->dp) {
+        /* each rank updated its blocks of m and v only: make them whole
+         * (the other ranks' values overwrite stale ones this rank never uses) */
+        if (gather(g, g->m1, 0, o->n) || gather(g, g->v1, 0, o->n) ||
+            llmt_nccl_wait(g->dp, g->st))
+            return -1;
+    }
+    CK(cudaEventRecord(g->ev_snap, g->st), "event");
+    CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
+    CK(cudaMemcpyAsync(o->pin, g->master, o->n * 4, cudaMemcpyDeviceToHost, g->xst), "snapshot");
+    CK(cudaMemcpyAsync(o->pin + o->n, g->m1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost, g->xst),
+       "snapshot");
+    CK(cudaMemcpyAsync(o->pin + o->n + k, g->v1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost,
+                       g->xst), "snapshot");
+    CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
+    g->snap_pending = 1;
+    return 0;
+}
+
+int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
+                            const float **v)
+{
+    if (!o->pin)
+        return -1;
+    CK(cudaStreamSynchronize(o->g->xst), "snapshot");
+    size_t k = o->ck_hi - o->ck_lo;
+    *master = o->pin;
+    *m = o->pin + o->n;
+    *v = o->pin + o->n + k;
+    return 0;
+}
+
+int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v)
+{
+    llmt_gmodel *g = o->g;
+    size_t b = o->n * 4;
+    if (fence(g))
+        return -1;
+    CK(cudaMemcpyAsync(g->master, master, b, cudaMemcpyHostToDevice, g->st), "upload master");
+    if (m) {
+        CK(cudaMemcpyAsync(g->m1, m, b, cudaMemcpyHostToDevice, g->st), "upload AdamW m");
+        CK(cudaMemcpyAsync(g->v1, v, b, cudaMemcpyHostToDevice, g->st), "upload AdamW v");
+    }
+    CK(gk_f32_to_bf16(g->master, g->wc, o->n, g->st), "bf16 copy");
+    CK(cudaStreamSynchronize(g->st), "upload");
+    return 0;
+}

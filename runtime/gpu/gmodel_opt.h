@@ -1,0 +1,57 @@
+/* gmodel_opt.h: the device side of the training loop's GPU optimizer
+ * (gbridge_opt.c drives it): this rank's ZeRO-1 share of the flat buffer
+ * (the bucket blocks of llmt_gmodel_set_dp, or all of it without data
+ * parallelism), its gradient sum of squares, its clipped AdamW update and
+ * the weight all-gather, element copies for fault injection and the tied
+ * embedding, and the checkpoint snapshot / restore of master and AdamW
+ * state. Everything runs on the model's compute stream (the snapshot copy
+ * on its copy stream) and returns 0 or -1 after a message on stderr. */
+#ifndef LLMT_GMODEL_OPT_H
+#define LLMT_GMODEL_OPT_H
+#include <stddef.h>
+#include "gmodel.h"
+#include "optim.h"
+
+typedef struct llmt_gopt llmt_gopt;
+
+/* For g (after llmt_gmodel_set_dp when dp > 1): allocates the AdamW state
+ * (zeros). Norm counts flat elements in the nruns ranges [lo[i], hi[i])
+ * only (ascending, disjoint). A checkpoint holds AdamW state over
+ * [ck_lo, ck_hi). NULL on failure. */
+llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const size_t *lo,
+                            const size_t *hi, int nruns, size_t ck_lo, size_t ck_hi);
+void llmt_gopt_free(llmt_gopt *o);
+
+/* Sum of squares of this rank's reduced gradient share inside the norm
+ * ranges (the replicated tails counted on DP rank 0), fixed order. */
+int llmt_gopt_sumsq(llmt_gopt *o, double *out);
+/* AdamW (gradient x gscale, step t) on the share, weights all-gathered
+ * over DP, bf16 copy refreshed; waits for the all-gather (watchdog). */
+int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cfg *cfg, long t);
+/* The first element of the share counted in the norm (n: none). */
+size_t llmt_gopt_first(const llmt_gopt *o);
+
+/* The reduced gradient over [lo, hi) made whole on every DP rank (the
+ * buckets that overlap it all-gathered). */
+int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi);
+
+/* Synchronous copies of n elements at flat offset at between a device
+ * buffer and host memory; a master write refreshes its bf16 copy and
+ * waits for a checkpoint snapshot in flight first. */
+typedef enum { LLMT_GBUF_MASTER, LLMT_GBUF_GRADS } llmt_gbuf;
+int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host);
+int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host);
+
+/* Checkpoint: (dp > 1: all-gather the AdamW state blocks so [ck_lo,
+ * ck_hi) is whole) then copy master [0, n) and m, v [ck_lo, ck_hi) into
+ * pinned host memory on the copy stream after the queued work; the next
+ * write of master, m or v on the device waits for that copy. wait returns
+ * the three host pointers once the copy is complete. */
+int llmt_gopt_snapshot(llmt_gopt *o);
+int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
+                            const float **v);
+/* Resume: master (n floats) and, when m is not NULL, m and v over the
+ * whole flat buffer, to the device; bf16 copy refreshed. */
+int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v);
+
+#endif
