@@ -116,6 +116,15 @@ ok g13 gpu 1 1 3 --steps 2
 ok c13 cpu 1 1 3 --steps 2
 cmp_metrics c13 g13 1 2 1e-2 || exit 1
 agree g13 2
+# tp=2 and tp=2,dp=2: the TP sums are NCCL all-reduces in the GPU model; the
+# device norm counts TP-replicated tensors once
+ok g21 gpu 2 1 1 --steps 2
+ok c21 cpu 2 1 1 --steps 2
+cmp_metrics c21 g21 1 2 1e-2 || exit 1
+ok g212 gpu 2 1 2 --steps 2
+ok c212 cpu 2 1 2 --steps 2
+cmp_metrics c212 g212 1 2 1e-2 || exit 1
+agree g212 2
 
 # ---- resume: bit-identical on the GPU; across backends and layouts ----------
 ok g12r gpu 1 1 2 --steps 4 --resume "$W/g12/step_00000002"
