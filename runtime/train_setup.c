@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "llmt/exitcodes.h"
+#include "watchdog.h"
 
 double llmt_tr_now(void)
 {
@@ -95,9 +96,12 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	llmt_ckpt_state cs;
 	char json[1024];
 	double t0 = llmt_tr_now();
-	int rc;
+	/* the ranks wait for the slowest one's checkpoint I/O (snapshot,
+	 * sync write, agreement): no communication deadline in a save */
+	int armed = llmt_wd_arm(0), rc, agreed;
 
 	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
+	llmt_faults_fire_save(&t->faults, (long)t->st.step, t->p->l.rank);
 	ckpt_state(t, &cs, json, sizeof(json));
 	rc = llmt_ckpt_save(t->w, t->st.step, &cs, t->err, sizeof(t->err));
 	*stall = llmt_tr_now() - t0;
@@ -111,8 +115,12 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	if (sync && !rc)
 		t->write_time = llmt_tr_now() - t0;
 	t->last_save_time = llmt_tr_now();
+	/* phase save until every rank is done: a rank waiting here for a slow
+	 * writer is saving, not hung (the wrapper pauses hang detection) */
+	agreed = llmt_tr_agree(t->p, rc);
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
-	return llmt_tr_agree(t->p, rc);
+	llmt_wd_arm(armed);
+	return agreed;
 }
 
 static int resume(trainer *t, const char *from)
