@@ -18,6 +18,7 @@ static struct {
 	pthread_t th;
 	int running, stop;
 	char path[4096], tmp[4200];
+	char host[64];
 	long step;
 	llmt_hb_phase phase;
 	double last;
@@ -31,7 +32,32 @@ const char *llmt_hb_phase_name(llmt_hb_phase p)
 
 int llmt_hb_format(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p, double last_step_s)
 {
+	return llmt_hb_format_host(buf, len, step, time_ns, p, last_step_s, NULL);
+}
+
+int llmt_hb_format_host(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p,
+	double last_step_s, const char *host)
+{
+	if (host && *host)
+		return snprintf(buf, len, "%ld %lld %s %.6f %s\n", step, time_ns, llmt_hb_phase_name(p),
+			last_step_s, host);
 	return snprintf(buf, len, "%ld %lld %s %.6f\n", step, time_ns, llmt_hb_phase_name(p), last_step_s);
+}
+
+void llmt_hb_host(char *out, size_t len, const char *nodename, const char *hostname)
+{
+	const char *s = nodename && *nodename ? nodename : hostname && *hostname ? hostname : "unknown";
+	size_t n = 0;
+
+	if (!len)
+		return;
+	for (; s[n] && n + 1 < len && n < 63; n++) {
+		unsigned char ch = (unsigned char)s[n];
+		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			ch == '.' || ch == '-' || ch == '_';
+		out[n] = ok ? (char)ch : '_';
+	}
+	out[n] = 0;
 }
 
 static long long now_ns(void)
@@ -45,9 +71,9 @@ static long long now_ns(void)
 /* called with hb.mu held */
 static void write_locked(void)
 {
-	char line[160];
+	char line[256];
 	FILE *f;
-	int n = llmt_hb_format(line, sizeof(line), hb.step, now_ns(), hb.phase, hb.last);
+	int n = llmt_hb_format_host(line, sizeof(line), hb.step, now_ns(), hb.phase, hb.last, hb.host);
 
 	f = fopen(hb.tmp, "w");
 	if (!f)
@@ -87,7 +113,12 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 		fprintf(stderr, "llm-train: heartbeat dir %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
+	char hn[256] = "";
+
+	if (gethostname(hn, sizeof(hn) - 1))
+		hn[0] = 0;
 	pthread_mutex_lock(&hb.mu);
+	llmt_hb_host(hb.host, sizeof(hb.host), getenv("SLURMD_NODENAME"), hn);
 	snprintf(hb.path, sizeof(hb.path), "%s/rank_%05d", dir, rank);
 	snprintf(hb.tmp, sizeof(hb.tmp), "%s.tmp", hb.path);
 	hb.step = 0;
