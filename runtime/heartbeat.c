@@ -1,5 +1,6 @@
 /* heartbeat.c: heartbeat file writer with a refresh thread for phases in
- * which the main thread may block for long (checkpoint I/O, startup). */
+ * which the main thread may block for long (checkpoint I/O, startup) and
+ * for waits in communication that the watchdog bounds. */
 #include "heartbeat.h"
 #include <errno.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "watchdog.h"
 
 static const char *names[] = { "init", "load", "train", "save", "done" };
 
@@ -23,6 +25,7 @@ static struct {
 	llmt_hb_phase phase;
 	double last;
 	double period;
+	long long written;   /* time of the last write (ns) */
 } hb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 const char *llmt_hb_phase_name(llmt_hb_phase p)
@@ -73,7 +76,10 @@ static void write_locked(void)
 {
 	char line[256];
 	FILE *f;
-	int n = llmt_hb_format_host(line, sizeof(line), hb.step, now_ns(), hb.phase, hb.last, hb.host);
+	int n;
+
+	hb.written = now_ns();
+	n = llmt_hb_format_host(line, sizeof(line), hb.step, hb.written, hb.phase, hb.last, hb.host);
 
 	f = fopen(hb.tmp, "w");
 	if (!f)
@@ -86,21 +92,42 @@ static void write_locked(void)
 		rename(hb.tmp, hb.path);
 }
 
+/* In train: whether the rank has been waiting in one communication call
+ * since the last tick, with the watchdog's deadline bounding that wait (a
+ * rank stuck in compute, stopped or hung outside communication is not). */
+static int waiting_in_comm(uint64_t *last_seq)
+{
+	uint64_t seq = llmt_wd_seq();
+	int same = (seq & 1) && seq == *last_seq;
+
+	*last_seq = seq;
+	return same && llmt_wd_active();
+}
+
 static void *ticker(void *arg)
 {
+	uint64_t last_seq = 0;
+
 	(void)arg;
 	pthread_mutex_lock(&hb.mu);
+	/* ticks at a quarter of the period; writes at most once a period, so
+	 * a refreshed heartbeat is never older than 1.25 periods */
 	while (!hb.stop) {
 		struct timespec ts;
+		double tick = hb.period / 4;
+		int due;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)hb.period;
-		ts.tv_nsec += (long)((hb.period - (double)(time_t)hb.period) * 1e9);
+		ts.tv_sec += (time_t)tick;
+		ts.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&hb.cv, &hb.mu, &ts);
-		if (!hb.stop && hb.phase != LLMT_HB_TRAIN && hb.phase != LLMT_HB_DONE)
+		if (hb.stop)
+			break;
+		due = (double)(now_ns() - hb.written) >= hb.period * 1e9;
+		if (hb.phase == LLMT_HB_TRAIN ? waiting_in_comm(&last_seq) && due : hb.phase != LLMT_HB_DONE && due)
 			write_locked();
 	}
 	pthread_mutex_unlock(&hb.mu);

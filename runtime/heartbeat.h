@@ -1,8 +1,11 @@
 /* heartbeat.h: the per-rank heartbeat file the wrapper watches:
  * DIR/rank_NNNNN holding "<step> <unix_time_ns> <phase> <last_step_seconds>
- * <host>", rewritten with tmp + rename. During init/load/save a background thread
- * rewrites it every few seconds; during train only the loop does (once per
- * step), so a hung step shows as a stale time. */
+ * <host>", rewritten with tmp + rename. During init/load/save a background
+ * thread rewrites it every few seconds; during train only the loop does
+ * (once per step), so a hung step shows as a stale time; except while the
+ * rank waits in one communication call under the watchdog's deadline
+ * (watchdog.h): the thread vouches for it then, so the rank the others
+ * wait for is the one whose heartbeat goes stale. */
 #ifndef LLMT_HEARTBEAT_H
 #define LLMT_HEARTBEAT_H
 #include <stddef.h>

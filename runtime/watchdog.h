@@ -61,6 +61,8 @@ void llmt_wd_stop(void);
 int llmt_wd_arm(int on);
 /* The deadline in force (0: off or not started). */
 double llmt_wd_timeout(void);
+/* Whether a deadline bounds the waits now (started and armed). */
+int llmt_wd_active(void);
 
 /* The bracket: written by the one thread that calls MPI (MPI_THREAD_FUNNELED),
  * read by the sampler as a sequence lock: seq odd while a call is in
@@ -87,6 +89,13 @@ static inline void llmt_wd_enter(const char *op, const char *group, int size, in
 	atomic_store_explicit(&s->peer, peer, memory_order_relaxed);
 	atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, q | 1, memory_order_release);
+}
+
+/* The bracket's counter: odd while a call is in flight; the same odd
+ * value at two reads means one call spans them. */
+static inline uint64_t llmt_wd_seq(void)
+{
+	return atomic_load_explicit(&llmt_wd_slot_.seq, memory_order_acquire);
 }
 
 static inline void llmt_wd_leave(void)

@@ -149,3 +149,8 @@ double llmt_wd_timeout(void)
 {
 	return wd.running ? wd.timeout : 0;
 }
+
+int llmt_wd_active(void)
+{
+	return wd.running && atomic_load(&wd.armed);
+}

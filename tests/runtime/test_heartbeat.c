@@ -1,7 +1,9 @@
 /* test_heartbeat.c: the heartbeat's host field: the line with and without
  * it, the node name taken from SLURMD_NODENAME or the host name and made
  * safe for the wrapper's reader, and the file llm-train writes, read back
- * by the wrapper's own parser (wr_hb_parse), which must see the node. */
+ * by the wrapper's own parser (wr_hb_parse), which must see the node.
+ * Then the refresh in phase train: only while the rank waits in one
+ * communication call under an armed watchdog deadline. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "heartbeat.h"
+#include "watchdog.h"
 #include "wrapper/hang.h"
 
 static void test_format(void **st)
@@ -87,12 +90,71 @@ static void test_file(void **st)
 	unsetenv("SLURMD_NODENAME");
 }
 
+/* the content time of the heartbeat file (ns) */
+static long long beat(const char *path)
+{
+	char line[256];
+	struct wr_hb hb;
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_int_equal(wr_hb_parse(line, &hb), 0);
+	return (long long)(hb.time * 1e9);
+}
+
+/* quiet for 1 s (20 refresh periods): the content time must not move */
+static void assert_quiet(const char *path)
+{
+	long long t = beat(path);
+	usleep(1000000);
+	assert_true(beat(path) == t);
+}
+
+static void test_refresh(void **st)
+{
+	char dir[] = "/tmp/llmt-hbr.XXXXXX", path[256];
+	long long t;
+	int i;
+	(void)st;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rank_00000", dir);
+	assert_int_equal(llmt_wd_start(3600, 0), 0);
+	assert_int_equal(llmt_hb_start(dir, 0, 0.05), 0);
+	llmt_hb_set(5, LLMT_HB_TRAIN, 0.1);
+	/* training, not in a call: only the loop writes */
+	llmt_wd_arm(1);
+	assert_quiet(path);
+	/* in a call, but disarmed (first step, a save): not vouched for */
+	llmt_wd_arm(0);
+	llmt_wd_enter("MPI_Allgather", "all", 4, -1, 8);
+	assert_quiet(path);
+	/* in a call under the deadline: refreshed (wait up to 30 s) */
+	llmt_wd_arm(1);
+	t = beat(path);
+	for (i = 0; i < 3000 && beat(path) == t; i++)
+		usleep(10000);
+	assert_true(beat(path) > t);
+	/* the call ended: quiet again */
+	llmt_wd_leave();
+	usleep(200000);
+	assert_quiet(path);
+	llmt_wd_arm(0);
+	llmt_hb_stop(LLMT_HB_DONE);
+	llmt_wd_stop();
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_refresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
