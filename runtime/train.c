@@ -255,7 +255,7 @@ static int loop(trainer *t)
 		int bad, sync_ckpt, due;
 
 		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
-		llmt_wd_arm(last_step_s > 0); /* not in this process's first step: one-time costs */
+		llmt_wd_arm(last_step_s > 0 ? llmt_wd_timeout() : 0); /* not in the first step: one-time costs */
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
 		llmt_model_zero_grad(t->m);
 		t->base = (uint64_t)t->st.pos;

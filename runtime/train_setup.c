@@ -97,8 +97,9 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	char json[1024];
 	double t0 = llmt_tr_now();
 	/* the ranks wait for the slowest one's checkpoint I/O (snapshot,
-	 * sync write, agreement): no communication deadline in a save */
-	int armed = llmt_wd_arm(0), rc, agreed;
+	 * sync write, agreement): the deadline stretched by the checkpoint's */
+	double comm = llmt_wd_timeout(), armed = llmt_wd_arm(comm > 0 ? comm + llmt_ckpt_timeout() : 0);
+	int rc, agreed;
 
 	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
 	llmt_faults_fire_save(&t->faults, (long)t->st.step, t->p->l.rank);

@@ -10,9 +10,9 @@
 #include <string.h>
 #include "llmt/exitcodes.h"
 
-double llmt_wd_observe(llmt_wd_obs *o, uint64_t seq, int armed, double now, double timeout_s)
+double llmt_wd_observe(llmt_wd_obs *o, uint64_t seq, double now, double limit_s)
 {
-	if (!armed || !(seq & 1) || !(timeout_s > 0)) {
+	if (!(seq & 1) || !(limit_s > 0)) {
 		o->seq = 0;         /* nothing timed: the next call starts afresh */
 		return 0;
 	}
@@ -22,7 +22,7 @@ double llmt_wd_observe(llmt_wd_obs *o, uint64_t seq, int armed, double now, doub
 		return 0;
 	}
 	double waited = now - o->since;
-	return waited > timeout_s ? waited : 0;
+	return waited > limit_s ? waited : 0;
 }
 
 double llmt_wd_timeout_from(const char *value, double dflt, char *err, size_t errlen)
@@ -49,18 +49,23 @@ double llmt_wd_period(double timeout_s)
 }
 
 int llmt_wd_describe(char *buf, size_t len, int rank, const llmt_wd_call *c, double waited_s,
-	double timeout_s)
+	double limit_s, double comm_s)
 {
 	const char *op = c->op ? c->op : "MPI call", *g = c->group ? c->group : "?";
-	char what[160];
+	char what[160], limit[128];
 
 	if (c->peer >= 0)
 		snprintf(what, sizeof(what), "%s of %zu bytes %s rank %d of group %s (%d ranks)", op, c->bytes,
 			strstr(op, "Recv") ? "from" : "to", c->peer, g, c->size);
 	else
 		snprintf(what, sizeof(what), "%s in group %s (%d ranks)", op, g, c->size);
+	if (limit_s > comm_s)
+		snprintf(limit, sizeof(limit), "the checkpoint deadline of %g s (LLM_TRAIN_COMM_TIMEOUT=%g s + "
+			"LLM_TRAIN_CKPT_TIMEOUT)", limit_s, comm_s);
+	else
+		snprintf(limit, sizeof(limit), "LLM_TRAIN_COMM_TIMEOUT=%g s", limit_s);
 	return snprintf(buf, len,
-		"llm-train: rank %d: communication watchdog: %s waited %.1f s, more than "
-		"LLM_TRAIN_COMM_TIMEOUT=%g s: a peer is lost or stuck; exiting %d (transient)\n",
-		rank, what, waited_s, timeout_s, LLMT_EXIT_TRANSIENT);
+		"llm-train: rank %d: communication watchdog: %s waited %.1f s, more than %s: "
+		"a peer is lost or stuck; exiting %d (transient)\n",
+		rank, what, waited_s, limit, LLMT_EXIT_TRANSIENT);
 }

@@ -2,9 +2,9 @@
  * brackets every blocking MPI call with llmt_wd_enter/llmt_wd_leave (a few
  * atomic stores: no clock read, no syscall); a thread samples the bracket
  * and ends the process with LLMT_EXIT_TRANSIENT and one stderr line when
- * one call has waited longer than the deadline (LLM_TRAIN_COMM_TIMEOUT)
- * while the deadline is armed. The training loop arms it only where a
- * wait is bounded by a step (see doc/contracts.md). */
+ * one call has waited longer than the deadline in force. The training loop
+ * arms LLM_TRAIN_COMM_TIMEOUT where a wait is bounded by a step, and that
+ * plus LLM_TRAIN_CKPT_TIMEOUT in checkpoint saves (doc/contracts.md). */
 #ifndef LLMT_WATCHDOG_H
 #define LLMT_WATCHDOG_H
 #include <stdatomic.h>
@@ -30,13 +30,13 @@ typedef struct {
 } llmt_wd_obs;
 
 /* Pure: feed one sample taken at `now` (seconds, monotonic): seq is the
- * bracket's counter (odd while a call is in flight), armed whether the
- * deadline applies. Returns how long the call in flight has been seen
- * waiting when that exceeds timeout_s (> 0), else 0. A call is timed from
- * the first sample that sees it (while armed), so the verdict is never
- * early: it comes between timeout_s and timeout_s + 2 sampling periods
- * after the call began. timeout_s <= 0: never. */
-double llmt_wd_observe(llmt_wd_obs *o, uint64_t seq, int armed, double now, double timeout_s);
+ * bracket's counter (odd while a call is in flight), limit_s the deadline
+ * in force (<= 0: disarmed). Returns how long the call in flight has been
+ * seen waiting when that exceeds limit_s, else 0. A call is timed from
+ * the first sample that sees it armed, so the verdict is never early: it
+ * comes between limit_s and limit_s + 2 sampling periods after the call
+ * began (or was armed). */
+double llmt_wd_observe(llmt_wd_obs *o, uint64_t seq, double now, double limit_s);
 
 /* Pure: the deadline from the value of LLM_TRAIN_COMM_TIMEOUT (seconds,
  * >= 0, 0 = off; NULL or "" = dflt). -1 with err naming the bad value. */
@@ -46,9 +46,11 @@ double llmt_wd_timeout_from(const char *value, double dflt, char *err, size_t er
  * [0.05, 1] s. */
 double llmt_wd_period(double timeout_s);
 
-/* Pure: the one line printed when the deadline fires (with newline). */
+/* Pure: the one line printed when the deadline fires (with newline):
+ * limit_s the deadline that fired, comm_s LLM_TRAIN_COMM_TIMEOUT (a larger
+ * limit is a checkpoint's: comm_s + LLM_TRAIN_CKPT_TIMEOUT). */
 int llmt_wd_describe(char *buf, size_t len, int rank, const llmt_wd_call *c, double waited_s,
-	double timeout_s);
+	double limit_s, double comm_s);
 
 /* ---- the watchdog (watchdog_run.c) ------------------------------------------ */
 /* Start the sampling thread for this rank (timeout_s <= 0: no thread).
@@ -56,10 +58,10 @@ int llmt_wd_describe(char *buf, size_t len, int rank, const llmt_wd_call *c, dou
 int llmt_wd_start(double timeout_s, int rank);
 /* Stop the thread (joins it). Safe to call when not started. */
 void llmt_wd_stop(void);
-/* Whether the deadline applies from now on; returns the previous value,
- * so a section can disarm and restore. */
-int llmt_wd_arm(int on);
-/* The deadline in force (0: off or not started). */
+/* The deadline in force from now on, in seconds (0: disarmed); returns
+ * the previous one, so a section can change it and restore it. */
+double llmt_wd_arm(double limit_s);
+/* LLM_TRAIN_COMM_TIMEOUT as started (0: off or not started). */
 double llmt_wd_timeout(void);
 /* Whether a deadline bounds the waits now (started and armed). */
 int llmt_wd_active(void);

@@ -19,7 +19,7 @@ static struct {
 	pthread_t th;
 	int running, stop, rank;
 	double timeout;
-	_Atomic int armed;
+	_Atomic int64_t limit_us;   /* the deadline in force, 0: disarmed */
 } wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static double mono(void)
@@ -46,10 +46,10 @@ static int sample(uint64_t *seq, llmt_wd_call *c)
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == a;
 }
 
-static void fire(const llmt_wd_call *c, double waited)
+static void fire(const llmt_wd_call *c, double waited, double limit)
 {
 	char line[512];
-	int n = llmt_wd_describe(line, sizeof(line), wd.rank, c, waited, wd.timeout);
+	int n = llmt_wd_describe(line, sizeof(line), wd.rank, c, waited, limit, wd.timeout);
 
 	if (n > 0) {
 		size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
@@ -72,7 +72,7 @@ static void *watch(void *arg)
 		struct timespec ts;
 		llmt_wd_call c;
 		uint64_t seq;
-		double waited;
+		double waited, limit;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += (time_t)period;
@@ -86,9 +86,10 @@ static void *watch(void *arg)
 			break;
 		if (!sample(&seq, &c))
 			continue;   /* the call ended while read: nothing is stuck */
-		waited = llmt_wd_observe(&obs, seq, atomic_load(&wd.armed), mono(), wd.timeout);
+		limit = 1e-6 * (double)atomic_load(&wd.limit_us);
+		waited = llmt_wd_observe(&obs, seq, mono(), limit);
 		if (waited > 0)
-			fire(&c, waited);
+			fire(&c, waited, limit);
 	}
 	pthread_mutex_unlock(&wd.mu);
 	return NULL;
@@ -105,7 +106,7 @@ int llmt_wd_start(double timeout_s, int rank)
 	wd.timeout = timeout_s;
 	wd.rank = rank;
 	wd.stop = 0;
-	atomic_store(&wd.armed, 0);
+	atomic_store(&wd.limit_us, 0);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&wd.cv, &ca);
@@ -137,12 +138,14 @@ void llmt_wd_stop(void)
 	pthread_cond_destroy(&wd.cv);
 	wd.running = 0;
 	wd.timeout = 0;
-	atomic_store(&wd.armed, 0);
+	atomic_store(&wd.limit_us, 0);
 }
 
-int llmt_wd_arm(int on)
+double llmt_wd_arm(double limit_s)
 {
-	return atomic_exchange(&wd.armed, on ? 1 : 0);
+	int64_t us = limit_s > 0 ? (int64_t)(limit_s * 1e6) : 0;
+
+	return 1e-6 * (double)atomic_exchange(&wd.limit_us, us);
 }
 
 double llmt_wd_timeout(void)
@@ -152,5 +155,5 @@ double llmt_wd_timeout(void)
 
 int llmt_wd_active(void)
 {
-	return wd.running && atomic_load(&wd.armed);
+	return wd.running && atomic_load(&wd.limit_us) > 0;
 }

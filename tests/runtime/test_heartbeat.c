@@ -125,14 +125,14 @@ static void test_refresh(void **st)
 	assert_int_equal(llmt_hb_start(dir, 0, 0.05), 0);
 	llmt_hb_set(5, LLMT_HB_TRAIN, 0.1);
 	/* training, not in a call: only the loop writes */
-	llmt_wd_arm(1);
+	llmt_wd_arm(3600);
 	assert_quiet(path);
 	/* in a call, but disarmed (first step, a save): not vouched for */
 	llmt_wd_arm(0);
 	llmt_wd_enter("MPI_Allgather", "all", 4, -1, 8);
 	assert_quiet(path);
 	/* in a call under the deadline: refreshed (wait up to 30 s) */
-	llmt_wd_arm(1);
+	llmt_wd_arm(3600);
 	t = beat(path);
 	for (i = 0; i < 3000 && beat(path) == t; i++)
 		usleep(10000);

@@ -22,39 +22,44 @@ static void test_observe(void **st)
 	(void)st;
 
 	/* a call in flight (odd seq) is timed from its first sighting */
-	assert_true(llmt_wd_observe(&o, 7, 1, 100.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 7, 1, 104.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 7, 1, 105.0, 5) == 0);   /* exactly the deadline: not yet */
-	assert_true(llmt_wd_observe(&o, 7, 1, 105.5, 5) == 5.5);
+	assert_true(llmt_wd_observe(&o, 7, 100.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 7, 104.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 7, 105.0, 5) == 0);   /* exactly the deadline: not yet */
+	assert_true(llmt_wd_observe(&o, 7, 105.5, 5) == 5.5);
 	/* a new call restarts the clock; an idle sample (even) forgets */
 	o = (llmt_wd_obs){ 0, 0 };
-	assert_true(llmt_wd_observe(&o, 7, 1, 100.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 9, 1, 104.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 9, 1, 108.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 9, 1, 109.5, 5) == 5.5);
+	assert_true(llmt_wd_observe(&o, 7, 100.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 9, 104.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 9, 108.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 9, 109.5, 5) == 5.5);
 	o = (llmt_wd_obs){ 0, 0 };
-	assert_true(llmt_wd_observe(&o, 7, 1, 100.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 8, 1, 103.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 9, 1, 106.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 9, 1, 110.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 7, 100.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 8, 103.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 9, 106.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 9, 110.0, 5) == 0);
 	/* disarmed: never, and the wait before arming does not count */
 	o = (llmt_wd_obs){ 0, 0 };
-	assert_true(llmt_wd_observe(&o, 11, 0, 100.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 11, 0, 1000.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 11, 1, 1001.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 11, 1, 1005.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 11, 1, 1006.5, 5) == 5.5);
+	assert_true(llmt_wd_observe(&o, 11, 100.0, 0) == 0);
+	assert_true(llmt_wd_observe(&o, 11, 1000.0, 0) == 0);
+	assert_true(llmt_wd_observe(&o, 11, 1001.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 11, 1005.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 11, 1006.5, 5) == 5.5);
 	/* disarmed in the middle of a wait (a checkpoint): timed afresh */
 	o = (llmt_wd_obs){ 0, 0 };
-	assert_true(llmt_wd_observe(&o, 13, 1, 100.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 13, 0, 104.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 13, 1, 106.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 13, 1, 110.0, 5) == 0);
-	assert_true(llmt_wd_observe(&o, 13, 1, 111.5, 5) == 5.5);
-	/* timeout 0: off */
+	assert_true(llmt_wd_observe(&o, 13, 100.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 13, 104.0, 0) == 0);
+	assert_true(llmt_wd_observe(&o, 13, 106.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 13, 110.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 13, 111.5, 5) == 5.5);
+	/* limit 0: off */
 	o = (llmt_wd_obs){ 0, 0 };
-	assert_true(llmt_wd_observe(&o, 15, 1, 0.0, 0) == 0);
-	assert_true(llmt_wd_observe(&o, 15, 1, 1e9, 0) == 0);
+	assert_true(llmt_wd_observe(&o, 15, 0.0, 0) == 0);
+	assert_true(llmt_wd_observe(&o, 15, 1e9, 0) == 0);
+	/* the limit in force at the sample decides: stretched for a save */
+	o = (llmt_wd_obs){ 0, 0 };
+	assert_true(llmt_wd_observe(&o, 17, 100.0, 5) == 0);
+	assert_true(llmt_wd_observe(&o, 17, 110.0, 2100) == 0);
+	assert_true(llmt_wd_observe(&o, 17, 2200.5, 2100) == 2100.5);
 }
 
 static void test_timeout_from(void **st)
@@ -94,13 +99,17 @@ static void test_describe(void **st)
 	llmt_wd_call send = { "MPI_Send", "pp", 2, 0, 16 };
 	(void)st;
 
-	llmt_wd_describe(buf, sizeof(buf), 3, &coll, 5.5, 5);
+	llmt_wd_describe(buf, sizeof(buf), 3, &coll, 5.5, 5, 5);
 	assert_string_equal(buf, "llm-train: rank 3: communication watchdog: MPI_Alltoallv in group dp (4 ranks) "
 		"waited 5.5 s, more than LLM_TRAIN_COMM_TIMEOUT=5 s: a peer is lost or stuck; exiting 75 (transient)\n");
-	llmt_wd_describe(buf, sizeof(buf), 0, &recv, 301, 300);
+	llmt_wd_describe(buf, sizeof(buf), 0, &recv, 301, 300, 300);
 	assert_non_null(strstr(buf, "rank 0: communication watchdog: MPI_Recv of 8192 bytes from rank 1 of group pp (2 ranks) waited 301.0 s"));
-	llmt_wd_describe(buf, sizeof(buf), 0, &send, 301, 300);
+	llmt_wd_describe(buf, sizeof(buf), 0, &send, 301, 300, 300);
 	assert_non_null(strstr(buf, "MPI_Send of 16 bytes to rank 0 of group pp"));
+	/* in a checkpoint save the deadline is stretched: the line says so */
+	llmt_wd_describe(buf, sizeof(buf), 1, &coll, 2101, 2100, 300);
+	assert_non_null(strstr(buf, "waited 2101.0 s, more than the checkpoint deadline of 2100 s "
+		"(LLM_TRAIN_COMM_TIMEOUT=300 s + LLM_TRAIN_CKPT_TIMEOUT): a peer is lost or stuck"));
 }
 
 /* In a child: start the watchdog (0.2 s), arm it or not, stay inside one
@@ -123,12 +132,12 @@ static int child(int armed, double stuck_s, char *out, size_t outlen)
 		close(fd[0]);
 		if (llmt_wd_start(0.2, 5))
 			_exit(2);
-		assert_true(llmt_wd_arm(armed) == 0);
+		assert_true(llmt_wd_arm(armed ? 0.2 : 0) == 0);
 		llmt_wd_enter("MPI_Recv", "pp", 2, 1, 4096);
 		while (nanosleep(&ts, &ts))
 			;
 		llmt_wd_leave();
-		assert_true(llmt_wd_arm(0) == armed);
+		assert_true(llmt_wd_arm(0) == (armed ? 0.2 : 0));
 		llmt_wd_stop();
 		_exit(0);
 	}
