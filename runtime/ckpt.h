@@ -94,6 +94,9 @@ int llmt_ckpt_poll(llmt_ckpt_writer *w, char *err, size_t errlen);
 /* Wait for the save in flight (rank 0: until its manifest and `latest` are
  * durable). 0 or an exit code. Call before exit. */
 int llmt_ckpt_wait(llmt_ckpt_writer *w, char *err, size_t errlen);
+/* How long rank 0 waits for every rank's shard of a save before it gives
+ * the checkpoint up: LLM_TRAIN_CKPT_TIMEOUT seconds, default 1800. */
+double llmt_ckpt_timeout(void);
 /* Step of the last checkpoint this writer completed (-1 none). */
 long llmt_ckpt_last_step(const llmt_ckpt_writer *w);
 void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */

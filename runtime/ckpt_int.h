@@ -100,9 +100,14 @@ void ck_source_free(ck_source *s);
 int ck_source_find_tensor(const ck_source *s, const char *name);
 int ck_source_find_kind(const ck_source *s, const char *kind);
 /* Sort tensors and pieces, check every piece lies inside its tensor and
- * its file, and that each (kind, tensor) is covered exactly by area.
+ * its file, and that the pieces of each (kind, tensor) tile it exactly
+ * (ck_cover_check: no overlap, no gap).
  * 0, or 65 with err. */
 int ck_source_finish(ck_source *s, char *err, size_t errlen);
+/* Pure (ckpt_cover.c): the n pieces grp (one kind of one tensor, each
+ * inside the tensor) tile it exactly: no element in two pieces, none in
+ * none. 0, or 65 with err naming the files and ranges. */
+int ck_cover_check(const ck_source *s, const ck_piece *grp, int n, char *err, size_t errlen);
 /* Fill `nb` bytes-typed boxes: for flat range cut `cut` of buffer b (of
  * table params) read every overlapping piece of kind `kind`. 0 or code. */
 int ck_source_fill(ck_source *s, int kind, const llmt_param_info *params,

@@ -112,8 +112,7 @@ int ck_source_finish(ck_source *s, char *err, size_t errlen)
 	for (int i = 0; i < s->npieces;) {
 		const ck_piece *g = &s->pieces[i];
 		const ck_tensor *t = &s->tensors[g->tensor];
-		int64_t area = 0;
-		int j = i;
+		int j = i, rc;
 		for (; j < s->npieces && s->pieces[j].kind == g->kind && s->pieces[j].tensor == g->tensor; j++) {
 			const ck_piece *p = &s->pieces[j];
 			const ck_box *b = &p->box;
@@ -128,13 +127,9 @@ int ck_source_finish(ck_source *s, char *err, size_t errlen)
 				         s->kinds[p->kind], s->files[p->file].name);
 				return LLMT_EXIT_DATA;
 			}
-			area += b->nr * b->nc;
 		}
-		if (area != t->rows * t->cols) {
-			ck_fmt(err, errlen, "tensor %s (%s): pieces cover %lld of %lld elements", t->name,
-			         s->kinds[g->kind], (long long)area, (long long)(t->rows * t->cols));
-			return LLMT_EXIT_DATA;
-		}
+		if ((rc = ck_cover_check(s, g, j - i, err, errlen)))
+			return rc;
 		i = j;
 	}
 	return 0;

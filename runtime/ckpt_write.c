@@ -153,7 +153,7 @@ static int publish_done(llmt_ckpt_writer *w, const char *tdir, const char *errms
 }
 
 /* ---- rank 0: manifest ------------------------------------------------- */
-static double timeout_s(void)
+double llmt_ckpt_timeout(void)
 {
 	const char *e = getenv("LLM_TRAIN_CKPT_TIMEOUT");
 	double t = e ? atof(e) : 0;
@@ -165,7 +165,7 @@ static json_t *wait_record(const char *tdir, int r, char *err, size_t errlen)
 {
 	char path[4200], failed[4300];
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
-	double waited = 0, limit = timeout_s();
+	double waited = 0, limit = llmt_ckpt_timeout();
 	json_error_t je;
 
 	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, r);

@@ -18,6 +18,8 @@ llmt_comm *llmt_comm_world(int *argc, char ***argv);
 llmt_comm *llmt_comm_split(llmt_comm *c, int color, int key);
 void llmt_comm_free(llmt_comm *c);     /* a split group */
 void llmt_comm_finalize(llmt_comm *world);
+/* Name the group in messages (the watchdog's line): "all", "tp", ... */
+void llmt_comm_set_name(llmt_comm *c, const char *name);
 int llmt_comm_rank(const llmt_comm *c);
 int llmt_comm_size(const llmt_comm *c);
 

@@ -2,18 +2,21 @@
  * deterministic by hand: every reduction is an all-to-all of blocks, a local
  * sum in rank order 0..p-1, and (for all-reduce) an all-gather of the
  * reduced blocks, so the result is the same bits on every member and does
- * not depend on which algorithm Open MPI's tuning picks. */
+ * not depend on which algorithm Open MPI's tuning picks. Every blocking
+ * MPI call is bracketed for the communication watchdog (watchdog.h). */
 #include <mpi.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm.h"
+#include "watchdog.h"
 
 struct llmt_comm {
     MPI_Comm comm;
     int rank, size;
     int owned;          /* 1 when created by split (freed by llmt_comm_free) */
+    char name[16];      /* for messages: "world", "all", "tp", "pp", "dp" */
     void *scratch;      /* alltoall receive buffer, grown on demand */
     size_t scratch_bytes;
 };
@@ -29,6 +32,20 @@ static int ok(const llmt_comm *c, int rc, const char *what)
     return -1;
 }
 
+/* The end of a bracketed call: leave the bracket, then check rc. */
+static int watched_end(const llmt_comm *c, int rc, const char *what)
+{
+    llmt_wd_leave();
+    return ok(c, rc, what);
+}
+
+/* A blocking MPI call `call` named `what`, watched while it runs (peer:
+ * rank in the group for send/recv, -1 for a collective). The comma
+ * operator and the argument evaluation order put enter before the call
+ * and leave after it. */
+#define WATCHED(c, what, peer, bytes, call) \
+    (llmt_wd_enter((what), (c)->name, (c)->size, (peer), (bytes)), watched_end((c), (call), (what)))
+
 static llmt_comm *wrap(MPI_Comm mc, int owned)
 {
     llmt_comm *c = calloc(1, sizeof *c);
@@ -36,6 +53,7 @@ static llmt_comm *wrap(MPI_Comm mc, int owned)
         return NULL;
     c->comm = mc;
     c->owned = owned;
+    snprintf(c->name, sizeof c->name, "%s", owned ? "split" : "world");
     MPI_Comm_rank(mc, &c->rank);
     MPI_Comm_size(mc, &c->size);
     MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN);
@@ -59,7 +77,7 @@ llmt_comm *llmt_comm_world(int *argc, char ***argv)
 llmt_comm *llmt_comm_split(llmt_comm *c, int color, int key)
 {
     MPI_Comm nc;
-    if (ok(c, MPI_Comm_split(c->comm, color, key, &nc), "MPI_Comm_split"))
+    if (WATCHED(c, "MPI_Comm_split", -1, 0, MPI_Comm_split(c->comm, color, key, &nc)))
         return NULL;
     llmt_comm *r = wrap(nc, 1);
     if (!r)
@@ -87,6 +105,11 @@ void llmt_comm_finalize(llmt_comm *world)
     MPI_Finalized(&fin);
     if (!fin)
         MPI_Finalize();
+}
+
+void llmt_comm_set_name(llmt_comm *c, const char *name)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
 }
 
 int llmt_comm_rank(const llmt_comm *c) { return c->rank; }
@@ -138,8 +161,8 @@ static int NAME(llmt_comm *c, const T *send, T *out, size_t n)                  
         sc[r] = (int)len; sd[r] = (int)off;                                       \
         rc[r] = (int)mlen; rd[r] = (int)(mlen * (size_t)r);                       \
     }                                                                             \
-    int e = ok(c, MPI_Alltoallv(send, sc, sd, MT, rbuf, rc, rd, MT, c->comm),     \
-               "MPI_Alltoallv");                                                  \
+    int e = WATCHED(c, "MPI_Alltoallv", -1, n * sizeof(T),                        \
+                    MPI_Alltoallv(send, sc, sd, MT, rbuf, rc, rd, MT, c->comm));  \
     free(sc);                                                                     \
     if (e)                                                                        \
         return -1;                                                                \
@@ -168,8 +191,10 @@ static int ag_blocks(llmt_comm *c, void *buf, size_t n, MPI_Datatype t)
         cnt[r] = (int)len;
         dsp[r] = (int)off;
     }
-    int e = ok(c, MPI_Allgatherv(MPI_IN_PLACE, 0, t, buf, cnt, dsp, t, c->comm),
-               "MPI_Allgatherv");
+    int tsize = 1;
+    MPI_Type_size(t, &tsize);
+    int e = WATCHED(c, "MPI_Allgatherv", -1, n * (size_t)tsize,
+                    MPI_Allgatherv(MPI_IN_PLACE, 0, t, buf, cnt, dsp, t, c->comm));
     free(cnt);
     return e;
 }
@@ -205,8 +230,8 @@ int llmt_comm_allreduce_max_f64(llmt_comm *c, double *buf, size_t n)
     /* max is exact and order independent */
     for (size_t done = 0; done < n; done += CHUNK) {
         int m = (int)(n - done < CHUNK ? n - done : CHUNK);
-        if (ok(c, MPI_Allreduce(MPI_IN_PLACE, buf + done, m, MPI_DOUBLE, MPI_MAX, c->comm),
-               "MPI_Allreduce"))
+        if (WATCHED(c, "MPI_Allreduce", -1, (size_t)m * sizeof(double),
+                    MPI_Allreduce(MPI_IN_PLACE, buf + done, m, MPI_DOUBLE, MPI_MAX, c->comm)))
             return -1;
     }
     return 0;
@@ -237,15 +262,15 @@ int llmt_comm_allgather_bytes(llmt_comm *c, const void *send, void *recv, size_t
         fprintf(stderr, "llm-train: all-gather of %zu bytes per rank is too large\n", bytes);
         return -1;
     }
-    return ok(c, MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->comm),
-              "MPI_Allgather");
+    return WATCHED(c, "MPI_Allgather", -1, bytes,
+                   MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->comm));
 }
 
 int llmt_comm_bcast_bytes(llmt_comm *c, void *buf, size_t bytes, int root)
 {
     for (size_t done = 0; done < bytes; done += (size_t)1 << 30) {
         size_t m = bytes - done < ((size_t)1 << 30) ? bytes - done : ((size_t)1 << 30);
-        if (ok(c, MPI_Bcast((char *)buf + done, (int)m, MPI_BYTE, root, c->comm), "MPI_Bcast"))
+        if (WATCHED(c, "MPI_Bcast", -1, m, MPI_Bcast((char *)buf + done, (int)m, MPI_BYTE, root, c->comm)))
             return -1;
     }
     return 0;
@@ -255,8 +280,8 @@ int llmt_comm_send_bytes(llmt_comm *c, const void *buf, size_t bytes, int peer, 
 {
     for (size_t done = 0; done < bytes || bytes == 0; done += (size_t)1 << 30) {
         size_t m = bytes - done < ((size_t)1 << 30) ? bytes - done : ((size_t)1 << 30);
-        if (ok(c, MPI_Send((const char *)buf + done, (int)m, MPI_BYTE, peer, tag, c->comm),
-               "MPI_Send"))
+        if (WATCHED(c, "MPI_Send", peer, m,
+                    MPI_Send((const char *)buf + done, (int)m, MPI_BYTE, peer, tag, c->comm)))
             return -1;
         if (bytes == 0)
             break;
@@ -268,8 +293,8 @@ int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int ta
 {
     for (size_t done = 0; done < bytes || bytes == 0; done += (size_t)1 << 30) {
         size_t m = bytes - done < ((size_t)1 << 30) ? bytes - done : ((size_t)1 << 30);
-        if (ok(c, MPI_Recv((char *)buf + done, (int)m, MPI_BYTE, peer, tag, c->comm,
-                           MPI_STATUS_IGNORE), "MPI_Recv"))
+        if (WATCHED(c, "MPI_Recv", peer, m,
+                    MPI_Recv((char *)buf + done, (int)m, MPI_BYTE, peer, tag, c->comm, MPI_STATUS_IGNORE)))
             return -1;
         if (bytes == 0)
             break;
@@ -279,7 +304,7 @@ int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int ta
 
 int llmt_comm_barrier(llmt_comm *c)
 {
-    return ok(c, MPI_Barrier(c->comm), "MPI_Barrier");
+    return WATCHED(c, "MPI_Barrier", -1, 0, MPI_Barrier(c->comm));
 }
 
 void llmt_comm_abort(llmt_comm *c, int exit_code)

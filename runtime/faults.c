@@ -6,9 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include "llmt/exitcodes.h"
+#include "watchdog.h"
 
-static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang" };
+static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang", "stall", "slowsave" };
+
+/* Sleep s seconds on the monotonic clock, through signals. */
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
 
 int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err, size_t errlen)
 {
@@ -39,7 +50,7 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err,
 			if (!strcmp(item, kinds[k]))
 				break;
 		if (k == LLMT_FAULT_NKINDS) {
-			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang)", item);
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang stall slowsave)", item);
 			return -1;
 		}
 		colon = strchr(at + 1, ':');
@@ -105,4 +116,25 @@ void llmt_faults_fire_process(const llmt_faults *fs, long step, int rank)
 		for (;;)
 			pause();
 	}
+	if (llmt_fault_at(fs, LLMT_FAULT_STALL, step, rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault stall@%ld (%.1f s)\n", rank, step,
+			llmt_faults_stall_s());
+		sleep_s(llmt_faults_stall_s());
+	}
+}
+
+void llmt_faults_fire_save(const llmt_faults *fs, long step, int rank)
+{
+	if (llmt_fault_at(fs, LLMT_FAULT_SLOWSAVE, step, rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault slowsave@%ld (%.1f s)\n", rank, step,
+			llmt_faults_stall_s());
+		sleep_s(llmt_faults_stall_s());
+	}
+}
+
+double llmt_faults_stall_s(void)
+{
+	double t = llmt_wd_timeout();
+
+	return t > 0 ? 2 * t : 10;
 }

@@ -1,5 +1,6 @@
 /* heartbeat.c: heartbeat file writer with a refresh thread for phases in
- * which the main thread may block for long (checkpoint I/O, startup). */
+ * which the main thread may block for long (checkpoint I/O, startup) and
+ * for waits in communication that the watchdog bounds. */
 #include "heartbeat.h"
 #include <errno.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "watchdog.h"
 
 static const char *names[] = { "init", "load", "train", "save", "done" };
 
@@ -18,10 +20,12 @@ static struct {
 	pthread_t th;
 	int running, stop;
 	char path[4096], tmp[4200];
+	char host[64];
 	long step;
 	llmt_hb_phase phase;
 	double last;
 	double period;
+	long long written;   /* time of the last write (ns) */
 } hb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 const char *llmt_hb_phase_name(llmt_hb_phase p)
@@ -31,7 +35,32 @@ const char *llmt_hb_phase_name(llmt_hb_phase p)
 
 int llmt_hb_format(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p, double last_step_s)
 {
+	return llmt_hb_format_host(buf, len, step, time_ns, p, last_step_s, NULL);
+}
+
+int llmt_hb_format_host(char *buf, size_t len, long step, long long time_ns, llmt_hb_phase p,
+	double last_step_s, const char *host)
+{
+	if (host && *host)
+		return snprintf(buf, len, "%ld %lld %s %.6f %s\n", step, time_ns, llmt_hb_phase_name(p),
+			last_step_s, host);
 	return snprintf(buf, len, "%ld %lld %s %.6f\n", step, time_ns, llmt_hb_phase_name(p), last_step_s);
+}
+
+void llmt_hb_host(char *out, size_t len, const char *nodename, const char *hostname)
+{
+	const char *s = nodename && *nodename ? nodename : hostname && *hostname ? hostname : "unknown";
+	size_t n = 0;
+
+	if (!len)
+		return;
+	for (; s[n] && n + 1 < len && n < 63; n++) {
+		unsigned char ch = (unsigned char)s[n];
+		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			ch == '.' || ch == '-' || ch == '_';
+		out[n] = ok ? (char)ch : '_';
+	}
+	out[n] = 0;
 }
 
 static long long now_ns(void)
@@ -45,9 +74,12 @@ static long long now_ns(void)
 /* called with hb.mu held */
 static void write_locked(void)
 {
-	char line[160];
+	char line[256];
 	FILE *f;
-	int n = llmt_hb_format(line, sizeof(line), hb.step, now_ns(), hb.phase, hb.last);
+	int n;
+
+	hb.written = now_ns();
+	n = llmt_hb_format_host(line, sizeof(line), hb.step, hb.written, hb.phase, hb.last, hb.host);
 
 	f = fopen(hb.tmp, "w");
 	if (!f)
@@ -60,21 +92,42 @@ static void write_locked(void)
 		rename(hb.tmp, hb.path);
 }
 
+/* In train: whether the rank has been waiting in one communication call
+ * since the last tick, with the watchdog's deadline bounding that wait (a
+ * rank stuck in compute, stopped or hung outside communication is not). */
+static int waiting_in_comm(uint64_t *last_seq)
+{
+	uint64_t seq = llmt_wd_seq();
+	int same = (seq & 1) && seq == *last_seq;
+
+	*last_seq = seq;
+	return same && llmt_wd_active();
+}
+
 static void *ticker(void *arg)
 {
+	uint64_t last_seq = 0;
+
 	(void)arg;
 	pthread_mutex_lock(&hb.mu);
+	/* ticks at a quarter of the period; writes at most once a period, so
+	 * a refreshed heartbeat is never older than 1.25 periods */
 	while (!hb.stop) {
 		struct timespec ts;
+		double tick = hb.period / 4;
+		int due;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)hb.period;
-		ts.tv_nsec += (long)((hb.period - (double)(time_t)hb.period) * 1e9);
+		ts.tv_sec += (time_t)tick;
+		ts.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&hb.cv, &hb.mu, &ts);
-		if (!hb.stop && hb.phase != LLMT_HB_TRAIN && hb.phase != LLMT_HB_DONE)
+		if (hb.stop)
+			break;
+		due = (double)(now_ns() - hb.written) >= hb.period * 1e9;
+		if (hb.phase == LLMT_HB_TRAIN ? waiting_in_comm(&last_seq) && due : hb.phase != LLMT_HB_DONE && due)
 			write_locked();
 	}
 	pthread_mutex_unlock(&hb.mu);
@@ -87,7 +140,12 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 		fprintf(stderr, "llm-train: heartbeat dir %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
+	char hn[256] = "";
+
+	if (gethostname(hn, sizeof(hn) - 1))
+		hn[0] = 0;
 	pthread_mutex_lock(&hb.mu);
+	llmt_hb_host(hb.host, sizeof(hb.host), getenv("SLURMD_NODENAME"), hn);
 	snprintf(hb.path, sizeof(hb.path), "%s/rank_%05d", dir, rank);
 	snprintf(hb.tmp, sizeof(hb.tmp), "%s.tmp", hb.path);
 	hb.step = 0;

@@ -14,6 +14,7 @@
 #include "parallel.h"
 #include "tokenize.h"
 #include "train.h"
+#include "watchdog.h"
 
 static const char usage[] =
 	"usage: llm-train [train] --model CFG.yaml --data DIR [--steps N] [--micro-batch B] [--seq T]\n"
@@ -28,7 +29,7 @@ static const char usage[] =
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
-	"  LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
+	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
 
 static int bad(const char *opt, const char *val, const char *want)
 {
@@ -185,6 +186,8 @@ static int train_main(int argc, char **argv)
 	llmt_train_opts o;
 	llmt_parallel p;
 	llmt_comm *world;
+	char err[256];
+	double comm_timeout;
 	int rc;
 
 	llmt_train_defaults(&o);
@@ -195,6 +198,11 @@ static int train_main(int argc, char **argv)
 	}
 	if (rc)
 		return rc;
+	comm_timeout = llmt_wd_timeout_from(getenv("LLM_TRAIN_COMM_TIMEOUT"), LLMT_WD_DEFAULT_S, err, sizeof(err));
+	if (comm_timeout < 0) {
+		fprintf(stderr, "llm-train: %s\n", err);
+		return LLMT_EXIT_USAGE;
+	}
 	world = llmt_comm_world(&argc, &argv);
 	if (!world)
 		return LLMT_EXIT_TRANSIENT;
@@ -202,7 +210,11 @@ static int train_main(int argc, char **argv)
 		llmt_comm_finalize(world);
 		return LLMT_EXIT_USAGE;
 	}
+	/* without the watchdog a lost peer still ends in the wrapper's hang
+	 * detection: a failure to start it is reported, not fatal */
+	llmt_wd_start(comm_timeout, p.l.rank);
 	rc = llmt_train(&o, &p);
+	llmt_wd_stop();
 	llmt_parallel_free(&p);
 	llmt_comm_finalize(world);
 	return rc;

@@ -159,6 +159,10 @@ int llmt_parallel_init(llmt_parallel *p, llmt_comm *world)
 		fprintf(stderr, "llm-train: cannot create the TP/PP/DP groups\n");
 		return -1;
 	}
+	llmt_comm_set_name(p->all, "all");
+	llmt_comm_set_name(p->tp_comm, "tp");
+	llmt_comm_set_name(p->dp_comm, "dp");
+	llmt_comm_set_name(p->pp_comm, "pp");
 	return 0;
 }
 

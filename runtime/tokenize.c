@@ -115,9 +115,14 @@ static int has_shards(const char *dir)
 	return found;
 }
 
+/* 0755 (less by the umask), never group- or world-writable: the shards of
+ * a directory are all read, in name order, so whoever may add a file
+ * there chooses training data. Readable, unlike checkpoint dirs (0700):
+ * a tokenized corpus is commonly shared by a team; a private umask keeps
+ * it private. */
 static int make_dir(const char *dir)
 {
-	if (mkdir(dir, 0777) && errno != EEXIST) {
+	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "llm-train tokenize: %s: %s\n", dir, strerror(errno));
 		return LLMT_EXIT_IO;
 	}

@@ -13,6 +13,7 @@
 #include "memest.h"
 #include "schedule.h"
 #include "train_int.h"
+#include "watchdog.h"
 
 static volatile sig_atomic_t g_signal;
 
@@ -217,6 +218,7 @@ static int loop(trainer *t)
 		int bad, sync_ckpt, due;
 
 		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
+		llmt_wd_arm(last_step_s > 0 ? llmt_wd_timeout() : 0); /* not in the first step: one-time costs */
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
 		llmt_model_zero_grad(t->m);
 		t->base = (uint64_t)t->st.pos;
@@ -370,6 +372,7 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 	}
 	if (!rc)
 		rc = loop(t);
+	llmt_wd_arm(0); /* the final writes: I/O */
 	if (t->w) {
 		int r2 = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
 		if (r2 && !rc) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "llmt/exitcodes.h"
 #include "gpu/gbridge.h"
+#include "watchdog.h"
 
 double llmt_tr_now(void)
 {
@@ -101,9 +102,13 @@ static int save_write(trainer *t, int sync, double *stall)
 	llmt_opt_state os;
 	char json[1024];
 	double t0 = llmt_tr_now();
-	int rc = 0;
+	/* the ranks wait for the slowest one's checkpoint I/O (sync write,
+	 * agreement): the deadline stretched by the checkpoint's */
+	double comm = llmt_wd_timeout(), armed = llmt_wd_arm(comm > 0 ? comm + llmt_ckpt_timeout() : 0);
+	int rc = 0, agreed;
 
 	llmt_hb_set(t->save_st.step, LLMT_HB_SAVE, 0);
+	llmt_faults_fire_save(&t->faults, (long)t->save_st.step, t->p->l.rank);
 	t->save_pending = 0;
 	if (t->opt->ops->saved(t->opt, &os)) {
 		snprintf(t->err, sizeof(t->err), "the optimizer state snapshot failed");
@@ -124,8 +129,12 @@ static int save_write(trainer *t, int sync, double *stall)
 	if (sync && !rc)
 		t->write_time = llmt_tr_now() - t0 + t->save_snap_s;
 	t->last_save_time = llmt_tr_now();
+	/* phase save until every rank is done: a rank waiting here for a slow
+	 * writer is saving, not hung (the wrapper pauses hang detection) */
+	agreed = llmt_tr_agree(t->p, rc);
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
-	return llmt_tr_agree(t->p, rc);
+	llmt_wd_arm(armed);
+	return agreed;
 }
 
 int llmt_tr_save(trainer *t, int sync, double *stall)

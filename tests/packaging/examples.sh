@@ -35,7 +35,8 @@ if "$plan" --policy "$policy" --nodes 'cpu001' --tasks-per-node 4 \
 fi
 
 # The example policy in llm-train.yaml(5) is one the plugin accepts.
-sed -n '/^\.SH EXAMPLE/,/^\.fi/p' "$top_srcdir/doc/llm-train.yaml.5" | sed '1,2d;$d' |
+yaml5=${top_builddir:-$top_srcdir}/doc/llm-train.yaml.5   # made from doc/llm-train.yaml.5.in
+sed -n '/^\.SH EXAMPLE/,/^\.fi/p' "$yaml5" | sed '1,2d;$d' |
 	sed 's/\\-/-/g' >"$tmp/man-policy.yaml"
 grep -q '^node_types:' "$tmp/man-policy.yaml" || fail "no example policy found in doc/llm-train.yaml.5"
 if ! "$plan" --policy "$tmp/man-policy.yaml" --nodes 'gpu[001-002]' --tasks-per-node 8 \

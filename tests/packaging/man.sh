@@ -6,7 +6,9 @@
 # admin policy, and every LLM_TRAIN_* variable the sources use.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-doc=$top_srcdir/doc
+top_builddir=${top_builddir:-$top_srcdir}
+# pages made from doc/*.in at build time are in the build tree
+page() { if [ -f "$top_builddir/doc/$1" ]; then echo "$top_builddir/doc/$1"; else echo "$top_srcdir/doc/$1"; fi; }
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -17,21 +19,23 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 pages="llm_train.8 llm-train.yaml.5 llm-train.1 llm-train-wrap.1 llm-train-plan.1"
 # Plain text, one paragraph per line, no hyphenation: words can be grepped.
-render() { groff -man -Tascii -rLL=1000n -rHY=0 -P-cbou "$doc/$1" 2>/dev/null; }
+render() { groff -man -Tascii -rLL=1000n -rHY=0 -P-cbou "$(page "$1")" 2>/dev/null; }
 
 for p in $pages; do
-	[ -f "$doc/$p" ] || { fail "doc/$p missing"; continue; }
-	w=$(groff -man -ww -z "$doc/$p" 2>&1)
+	f=$(page "$p")
+	[ -f "$f" ] || { fail "doc/$p missing (not built?)"; continue; }
+	case $(cat "$f") in *@slurm*@*) fail "doc/$p: a @...@ placeholder left";; esac
+	w=$(groff -man -ww -z "$f" 2>&1)
 	[ -z "$w" ] || fail "doc/$p: groff warnings: $w"
 	name=${p%.*}
 	sec=${p##*.}
-	grep -q "^\.TH $(echo "$name" | tr 'a-z' 'A-Z' | sed 's/-/\\\\-/g') $sec " "$doc/$p" \
+	grep -q "^\.TH $(echo "$name" | tr 'a-z' 'A-Z' | sed 's/-/\\\\-/g') $sec " "$f" \
 		|| fail "doc/$p: no .TH line for $name($sec)"
 	if command -v lexgrog >/dev/null 2>&1; then
-		lexgrog "$doc/$p" | grep -q ": \"$name - " || fail "doc/$p: NAME line unreadable by whatis: $(lexgrog "$doc/$p")"
+		lexgrog "$f" | grep -q ": \"$name - " || fail "doc/$p: NAME line unreadable by whatis: $(lexgrog "$f")"
 	fi
 	for s in NAME SYNOPSIS DESCRIPTION "SEE ALSO"; do
-		grep -q "^\.SH \"*$s" "$doc/$p" || fail "doc/$p: no $s section"
+		grep -q "^\.SH \"*$s" "$f" || fail "doc/$p: no $s section"
 	done
 	render "$p" >"$tmp/$p.txt"
 done

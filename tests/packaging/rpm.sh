@@ -38,9 +38,9 @@ nspec=$(grep -c '\.spec$' "$tmp/dist.list")
 for f in packaging/slurm-llm-train.spec packaging/slurm-llm-train.spec.in \
 	etc/plugstack.conf.d/llm-train.conf.in etc/llm-train.yaml \
 	etc/examples/single-node.sbatch etc/examples/multi-node-cpu.sbatch \
-	etc/examples/multi-node-gpu.sbatch doc/contracts.md doc/llm_train.8 \
-	doc/llm-train.yaml.5 doc/llm-train.1 doc/llm-train-wrap.1 \
-	doc/llm-train-plan.1 tests/packaging/rpm.sh tests/packaging/man.sh tests/packaging/examples.sh \
+	etc/examples/multi-node-gpu.sbatch doc/contracts.md doc/llm_train.8.in \
+	doc/llm-train.yaml.5.in doc/llm-train.1 doc/llm-train-wrap.1 \
+	doc/llm-train-plan.1.in LICENSE tests/packaging/rpm.sh tests/packaging/man.sh tests/packaging/examples.sh \
 	packaging/slurm-llm-train.rpmlintrc include/llmt/exitcodes.h configure; do
 	grep -qx "$pkg-$ver/$f" "$tmp/dist.list" || fail "tarball lacks $f"
 done
@@ -197,6 +197,14 @@ for m in man8/llm_train.8 man5/llm-train.yaml.5 man1/llm-train.1 man1/llm-train-
 	f=$(ls "$root/usr/share/man/$m"* 2>/dev/null | head -1)
 	if [ -z "$f" ]; then fail "no $m in the scratch root"; continue; fi
 	zcat -f "$f" | grep -q '^\.TH ' || fail "$m has no .TH header"
+	zcat -f "$f" | grep -q '@slurm[a-z]*@' && fail "$m: a @...@ placeholder was not substituted"
+done
+# the pages name the directories this build was configured with
+f=$(ls "$root/usr/share/man/man8/llm_train.8"* 2>/dev/null | head -1)
+[ -n "$f" ] && { zcat -f "$f" | grep -q "^required $plugdir/llm_train\.so policy=/etc/slurm/llm\\\\-train\.yaml" ||
+	fail "llm_train(8) does not show the packaged plugin and policy paths"; }
+for r in "$main" "$wrap" "$runtime"; do
+	rpm -qlp "$r" | grep -q '^/usr/share/licenses/.*/LICENSE$' || fail "$(basename "$r") does not carry LICENSE (%license)"
 done
 [ "$(find "$root" -name '*.la' | wc -l)" = 0 ] || fail ".la files in the scratch root"
 

@@ -81,7 +81,7 @@ run() {  # NAME SBATCH-OPTS -- WRAPPER-OPTS: submit, crash rank 1's node after s
 }
 
 # 4 nodes, 3 used, 1 spare: restart in place on the spare. Heartbeats
-# without the optional host field (as llm-train writes them): the wrapper
+# without the optional host field (as a trainer may write them): the wrapper
 # learns the dead node from Slurm (not responding after SlurmdTimeout).
 export TEST_TRAINER_HB_HOST=0
 run spare -N4 --ntasks-per-node=1 -- --spares 1

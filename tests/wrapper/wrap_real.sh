@@ -6,8 +6,9 @@
 # restarted like in production; the checks look at the last attempt.)
 # - kill -9 of one rank mid-step: restart in place, final weights
 #   bit-identical to an unfaulted run (exported safetensors compared);
-# - SIGSTOP of one rank: hang found from its heartbeat, step killed,
-#   restart, bit-identical weights;
+# - SIGSTOP of one rank: hang found from its heartbeat, reported on the
+#   node that heartbeat names (llm-train writes its node into it), step
+#   killed, restart, bit-identical weights;
 # - one bit flipped in one DP replica (exit 86): rollback to the last
 #   checkpoint whose replicas agreed, bit-identical weights;
 # - NaN in three steps in a row (the runtime gives up: exit 85): rollback
@@ -91,10 +92,16 @@ finish kill9 "$j" same
 j=$(job stop) || fail "sbatch stop"
 wait_file "$W/stop/step_00000008/manifest.json" 120 || fail "stop: no step-8 checkpoint"
 pid=$(real_pid "$j" 1) || fail "stop: no rank 1"
+node=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^SLURMD_NODENAME=//p')
+rk=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^RANK=//p')
+[ -n "$node" ] || fail "stop: task 1 has no SLURMD_NODENAME"
 kill -STOP "$pid"
 finish stop "$j" same
 kill -CONT "$pid" 2>/dev/null
 [ "$(count hang "$W/stop/ledger.jsonl")" = 1 ] || fail "stop: no hang recorded"
+[ "$(count hang "$W/stop/ledger.jsonl" "\"node\":\"$node\"")" = 1 ] ||
+	{ grep '"event":"hang"' "$W/stop/ledger.jsonl"; fail "stop: the hang does not name the stopped task's node $node"; }
+grep -q "hang: rank ${rk:-1} on $node silent" "$W/stop.out" || fail "stop: the wrapper's hang line does not name $node"
 
 j=$(LLM_TRAIN_FAULT=bitflip@10:1; export LLM_TRAIN_FAULT; job sdc) || fail "sbatch sdc"
 finish sdc "$j" same
