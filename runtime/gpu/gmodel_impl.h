@@ -70,4 +70,9 @@ struct llmt_gmodel {
 
 int gcheck(cudaError_t e, const char *what);
 
+/* ZeRO-1: every rank's updated blocks to every rank (in place, on the
+ * compute stream), then the bf16 copy of the whole buffer, under the NCCL
+ * watchdog; 0 or -1 (gmodel_step.c) */
+int llmt_gmodel_dp_allgather(llmt_gmodel *g);
+
 #endif

@@ -170,16 +170,7 @@ int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cf
     }
     if (!g->dp)
         return 0;       /* the update refreshed the bf16 copy itself */
-    /* every rank's blocks to every rank, in place, then the bf16 copy */
-    for (int b = 0; b < g->nbk; b++) {
-        gshard sh;
-        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
-                                              g->master + g->bk[b].lo, sh.blk, g->st))
-            return -1;
-    }
-    CK(gk_f32_to_bf16(g->master, g->wc, o->n, g->st), "bf16 copy");
-    return llmt_nccl_wait(g->dp, g->st);
+    return llmt_gmodel_dp_allgather(g);
 }
 
 /* all-gather the blocks of buf in the buckets overlapping [lo, hi) */

@@ -397,6 +397,19 @@ static int plan_norm(llmt_gmodel *g)
     return g->nnpc < 0 ? -1 : 0;
 }
 
+int llmt_gmodel_dp_allgather(llmt_gmodel *g)
+{
+    for (int b = 0; b < g->nbk; b++) {
+        gshard sh;
+        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
+                                              g->master + g->bk[b].lo, sh.blk, g->st))
+            return -1;
+    }
+    CK(gk_f32_to_bf16(g->master, g->wc, g->h->n, g->st), "bf16 copy");
+    return llmt_nccl_wait(g->dp, g->st);
+}
+
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
                         double *norm)
 {
@@ -453,14 +466,5 @@ int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw
             (sh.hi > sh.tail_lo && llmt_gmodel_adamw_range(g, sh.tail_lo, sh.hi, lr, gscale, cfg, t)))
             return -1;
     }
-    /* every rank's blocks to every rank (in place), then the bf16 copy */
-    for (int b = 0; b < g->nbk; b++) {
-        gshard sh;
-        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
-                                              g->master + g->bk[b].lo, sh.blk, g->st))
-            return -1;
-    }
-    CK(gk_f32_to_bf16(g->master, g->wc, g->h->n, g->st), "bf16 copy");
-    return llmt_nccl_wait(g->dp, g->st);
+    return llmt_gmodel_dp_allgather(g);
 }

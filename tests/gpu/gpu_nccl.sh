@@ -1,6 +1,11 @@
 #!/bin/sh
-# gpu_nccl.sh: runs `gpu_test nccl` (see gpu_test.c) on configs/tiny.yaml and
-# real English text. SKIP (77) without CUDA in the build or without a GPU.
+# gpu_nccl.sh: the NCCL paths on one GPU, as one process (world size 1, so
+# every TP, PP and DP group has one rank) with real English text:
+# `gpu_test nccl` (communicators for the TP, PP and DP groups, each
+# collective) on configs/tiny.yaml, and `gpu_test tp` (the GPU model's
+# tensor-parallel path with a one-rank TP group) on configs/tiny.yaml (tied
+# MHA) and tests/reference/ref-gqa.yaml (GQA, QK-norm, z-loss); see
+# gpu_test.c. SKIP (77) without CUDA in the build or without a GPU.
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
 drv=$top_builddir/tests/gpu/gpu_test
@@ -9,11 +14,15 @@ if [ ! -x "$drv" ]; then
 	exit 77
 fi
 "$drv" probe || exit $?
-# one process: world size 1, so TP, PP and DP groups have one rank each
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self
 unset LLM_TRAIN_TP LLM_TRAIN_PP LLM_TRAIN_DP RANK WORLD_SIZE
-set -- "$drv" nccl "$top_srcdir/configs/tiny.yaml" "${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}"
-if command -v mpirun >/dev/null 2>&1; then
-	exec mpirun -np 1 "$@"
-fi
-exec "$@"     # MPI singleton
+text=${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}
+launch=""
+command -v mpirun >/dev/null 2>&1 && launch="mpirun -np 1"   # else an MPI singleton
+rc=0
+$launch "$drv" nccl "$top_srcdir/configs/tiny.yaml" "$text" || rc=1
+for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
+	echo "== tp $(basename "$cfg")"
+	$launch "$drv" tp "$cfg" "$text" || rc=1
+done
+exit $rc

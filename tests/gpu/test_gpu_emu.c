@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "optim.h"
+#include "small_cfg.h"
 
 static uint64_t rs = 12345;
 static float frand(void)
@@ -241,23 +242,6 @@ static void test_adamw_sumsq(void **st)
         s += part[i];
     NEAR(fabs(s - llmt_sumsq_det(g, n)) / s, 1e-12);
     free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2); free(wc);
-}
-
-static void small_cfg(llmt_config *c, int gqa)
-{
-    llmt_config_defaults(c);
-    c->vocab_size = 64;
-    c->d_model = 32;
-    c->n_layers = 2;
-    c->n_heads = 4;
-    c->n_kv_heads = gqa ? 2 : 4;
-    c->d_ff = 48;
-    c->max_seq = 16;
-    c->qk_norm = gqa;
-    c->tie_embeddings = !gqa;
-    c->z_loss = gqa ? 1e-3 : 0;
-    c->init_std = 0.1;
-    c->seed = 7;
 }
 
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;

@@ -25,6 +25,7 @@
 #include "model.h"
 #include "optim.h"
 #include "parallel.h"
+#include "small_cfg.h"
 
 #define B 2
 #define T 6
@@ -99,23 +100,6 @@ static const llmt_param_info *find(const llmt_model *m, const char *name, int co
     return NULL;
 }
 
-static void cfg_small(llmt_config *c, int gqa)
-{
-    llmt_config_defaults(c);
-    c->vocab_size = 64;
-    c->d_model = 32;
-    c->n_layers = 2;
-    c->n_heads = 4;
-    c->n_kv_heads = gqa ? 2 : 4;
-    c->d_ff = 48;
-    c->max_seq = 16;
-    c->qk_norm = gqa;
-    c->tie_embeddings = !gqa;
-    c->z_loss = gqa ? 1e-3 : 0;
-    c->init_std = 0.1;
-    c->seed = 7;
-}
-
 /* replicated tensors of x (the model's flat buffer) equal TP rank 0's bits */
 static void same_over_tp(llmt_comm *tp, const llmt_model *h, const float *x, const char *what)
 {
@@ -154,7 +138,7 @@ static void run_config(llmt_parallel *p, int gqa)
     static const llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
     const llmt_layout *l = &p->l;
     llmt_config c;
-    cfg_small(&c, gqa);
+    small_cfg(&c, gqa);
     const int d = c.d_model, V = c.vocab_size, Md = M * d;
     int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
     llmt_par par = {l->tp, l->tp_rank, l->pp, l->pp_rank, p->tp_comm};
@@ -292,7 +276,7 @@ static void run_zero1(llmt_parallel *p, int gqa)
     static const llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0.5};
     const llmt_layout *l = &p->l;
     llmt_config c;
-    cfg_small(&c, gqa);
+    small_cfg(&c, gqa);
     llmt_par par = {l->tp, l->tp_rank, 1, 0, p->tp_comm};
     llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
     llmt_nccl *dp = llmt_nccl_create(p->dp_comm, 0);
@@ -365,7 +349,7 @@ static void run_zero1(llmt_parallel *p, int gqa)
 static void one_rank_group(llmt_comm *self)
 {
     llmt_config c;
-    cfg_small(&c, 1);
+    small_cfg(&c, 1);
     llmt_par with = {1, 0, 1, 0, self}, without = {1, 0, 1, 0, NULL};
     llmt_gmodel *a = llmt_gmodel_create(&c, &with, B, T, 1);
     llmt_gmodel *b = llmt_gmodel_create(&c, &without, B, T, 1);

@@ -37,3 +37,23 @@ rank_host() {
 count() {
 	grep "\"event\":\"$1\"" "$2" | grep -c -- "${3:-.}"
 }
+
+# real_trainer_setup [CLUSTER_NEED-ARGS]: for the tests with the real
+# trainer (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx): LT,
+# RT_SRC/RT_BUILD (where llm-train's sources and build are, default the
+# tree), the cluster (cluster_need), W and the KJV corpus in $W/corpus.
+# SKIP without llm-train or bible-kjv.
+real_trainer_setup() {
+	RT_SRC=${RT_SRC:-$top_srcdir}
+	RT_BUILD=${RT_BUILD:-$top_builddir}
+	LT=$RT_BUILD/runtime/llm-train
+	[ -x "$LT" ] || { echo "SKIP: $LT not built"; exit 77; }
+	command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed (corpus)"; exit 77; }
+	. "$top_srcdir/tests/cluster/lib.sh"
+	cluster_need "$@"
+	W=$CLUSTER_WORK
+	LLM_TRAIN=$LT "$RT_SRC/scripts/make-corpus" "$W/corpus" --max-bytes 300000 \
+		--shard-tokens 100000 >/dev/null || fail "make-corpus failed"
+	export SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2
+	unset LLM_TRAIN_FAULT LLM_TRAIN_CKPT_INTERVAL
+}

@@ -10,20 +10,9 @@
 # completes: step 24 checkpointed.
 # RT_SRC/RT_BUILD: where llm-train's sources and build are (default the tree).
 set -u
-RT_SRC=${RT_SRC:-$top_srcdir}
-RT_BUILD=${RT_BUILD:-$top_builddir}
-LT=$RT_BUILD/runtime/llm-train
-[ -x "$LT" ] || { echo "SKIP: $LT not built"; exit 77; }
-command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed (corpus)"; exit 77; }
-. "$top_srcdir/tests/cluster/lib.sh"
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
-cluster_need
-W=$CLUSTER_WORK
-LLM_TRAIN=$LT "$RT_SRC/scripts/make-corpus" "$W/corpus" --max-bytes 300000 --shard-tokens 100000 >/dev/null ||
-	fail "make-corpus failed"
-export SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2
+real_trainer_setup
 export LLM_TRAIN_FAULT=spike@10,spike@11,spike@12
-unset LLM_TRAIN_CKPT_INTERVAL
 STEPS=24
 C=$W/spike
 
