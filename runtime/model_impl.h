@@ -50,6 +50,7 @@ struct llmt_model {
     /* scratch shared by slots */
     float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits;
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
+    struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
     void **allocs;
     int nallocs, capallocs;
     const struct llmt_devops *dev;  /* GPU backend (gpu/gbridge.h); NULL on the CPU */

@@ -3,6 +3,7 @@
  * the rest via kernels.c, TP all-reduces via comm.h. */
 #include <math.h>
 #include <string.h>
+#include "attn.h"
 #include "kernels.h"
 #include "matmul.h"
 #include "model_impl.h"
@@ -38,12 +39,43 @@ static int tp_sum(llmt_model *m, float *buf, size_t n)
     return llmt_comm_allreduce_sum_f32(m->par.tp_comm, buf, n);
 }
 
+/* attention on the full T x T square through oneDNN batched products (fp32,
+ * or bf16 where attn.h's blocked kernel does not apply): att from q, k, v */
+static int attn_fwd_full(llmt_model *m, struct layer_act *a)
+{
+    int hd = m->hd, BH = m->B * m->Hl, T = m->T, bf = m->bf;
+    if (llmt_mm(BH, T, T, hd, a->q, 0, a->k, 1, DT(m), m->S, LLMT_DT_F32,
+                1.0f / sqrtf((float)hd), 0))
+        return -1;
+    k_softmax_causal_fwd(m->S, a->P, BH, T, bf);
+    if (llmt_mm(BH, T, hd, T, a->P, 0, a->v, 0, DT(m), m->O, DT(m), 1.0f, 0))
+        return -1;
+    k_heads_to_tokens(m->O, a->att, m->B, T, m->Hl, hd, bf);
+    return 0;
+}
+
+/* backward of attn_fwd_full: dq, dk, dv from datt */
+static int attn_bwd_full(llmt_model *m, struct layer_act *a)
+{
+    int hd = m->hd, BH = m->B * m->Hl, T = m->T, bf = m->bf;
+    k_tokens_to_heads(m->datt, m->dO, m->B, T, m->Hl, hd, bf);
+    float sc = 1.0f / sqrtf((float)hd);
+    if (llmt_mm(BH, T, T, hd, m->dO, 0, a->v, 1, DT(m), m->dP, LLMT_DT_F32, 1.0f, 0) ||
+        llmt_mm(BH, T, hd, T, a->P, 1, m->dO, 0, DT(m), m->dv, LLMT_DT_F32, 1.0f, 0))
+        return -1;
+    k_softmax_causal_bwd(a->P, m->dP, m->dS, BH, T, bf);
+    if (llmt_mm(BH, T, hd, T, m->dS, 0, a->k, 0, DT(m), m->dq, LLMT_DT_F32, sc, 0) ||
+        llmt_mm(BH, T, hd, T, m->dS, 1, a->q, 0, DT(m), m->dk, LLMT_DT_F32, sc, 0))
+        return -1;
+    return 0;
+}
+
 static int layer_fwd(llmt_model *m, struct slot *sl, int l)
 {
     const llmt_config *c = &m->c;
     const struct layer_off *lo = &m->lo[l];
     struct layer_act *a = &sl->la[l];
-    int M = m->M, d = c->d_model, hd = m->hd, BH = m->B * m->Hl, T = m->T, bf = m->bf;
+    int M = m->M, d = c->d_model, hd = m->hd, T = m->T, bf = m->bf;
     size_t Md = (size_t)M * d;
     float eps = (float)c->norm_eps;
     float *x = sl->xs[l];
@@ -55,13 +87,11 @@ static int layer_fwd(llmt_model *m, struct slot *sl, int l)
     k_attn_prep_fwd(qkv, a->q, a->k, a->v, m->B, T, m->Hl, m->KVl, hd,
                     c->qk_norm ? m->master + lo->qn : NULL, c->qk_norm ? m->master + lo->kn : NULL,
                     a->qr, a->kr, eps, m->cos_t, m->sin_t, bf);
-    if (llmt_mm(BH, T, T, hd, a->q, 0, a->k, 1, DT(m), m->S, LLMT_DT_F32,
-                1.0f / sqrtf((float)hd), 0))
+    if (m->aw)
+        attn_fwd(m->aw, a->q, a->k, a->v, a->P, a->att, m->B, m->Hl, T, hd,
+                 1.0f / sqrtf((float)hd));
+    else if (attn_fwd_full(m, a))
         return -1;
-    k_softmax_causal_fwd(m->S, a->P, BH, T, bf);
-    if (llmt_mm(BH, T, hd, T, a->P, 0, a->v, 0, DT(m), m->O, DT(m), 1.0f, 0))
-        return -1;
-    k_heads_to_tokens(m->O, a->att, m->B, T, m->Hl, hd, bf);
     if (lin_fwd(m, a->att, lo->o, m->y, LLMT_DT_F32, M, d, m->Hl * hd) || tp_sum(m, m->y, Md))
         return -1;
     memcpy(a->x_mid, x, Md * 4);
@@ -117,7 +147,7 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     const llmt_config *c = &m->c;
     const struct layer_off *lo = &m->lo[l];
     struct layer_act *a = &sl->la[l];
-    int M = m->M, d = c->d_model, hd = m->hd, BH = m->B * m->Hl, T = m->T, bf = m->bf;
+    int M = m->M, d = c->d_model, hd = m->hd, T = m->T, bf = m->bf;
     int Hh = m->Hl * hd;
     size_t Md = (size_t)M * d;
     float *dx = m->dx;
@@ -135,14 +165,10 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     k_to_act(dx, m->dyact, Md, bf);
     if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, M, d, Hh, 1.0f))
         return -1;
-    k_tokens_to_heads(m->datt, m->dO, m->B, T, m->Hl, hd, bf);
-    float sc = 1.0f / sqrtf((float)hd);
-    if (llmt_mm(BH, T, T, hd, m->dO, 0, a->v, 1, DT(m), m->dP, LLMT_DT_F32, 1.0f, 0) ||
-        llmt_mm(BH, T, hd, T, a->P, 1, m->dO, 0, DT(m), m->dv, LLMT_DT_F32, 1.0f, 0))
-        return -1;
-    k_softmax_causal_bwd(a->P, m->dP, m->dS, BH, T, bf);
-    if (llmt_mm(BH, T, hd, T, m->dS, 0, a->k, 0, DT(m), m->dq, LLMT_DT_F32, sc, 0) ||
-        llmt_mm(BH, T, hd, T, m->dS, 1, a->q, 0, DT(m), m->dk, LLMT_DT_F32, sc, 0))
+    if (m->aw)
+        attn_bwd(m->aw, a->q, a->k, a->v, a->P, m->datt, m->dS, m->dq, m->dk, m->dv, m->B,
+                 m->Hl, T, hd, 1.0f / sqrtf((float)hd));
+    else if (attn_bwd_full(m, a))
         return -1;
     /* QK-norm weights are replicated but each TP rank sees only its heads:
      * their gradient is summed over TP (in a scratch, so earlier

@@ -1,0 +1,251 @@
+/* attn.c: causal attention in 64-query blocks (see attn.h), one head per
+ * work item so that its packed operands, P and dS stay in the thread's
+ * cache. Forward: K^T and V packed; per query block S = Q K^T over the
+ * keys up to the block's end, the softmax of each row into P, and the
+ * output rows P V. Backward: per query block dP = dO V^T,
+ * dS = P (dP - rowsum(P dP)), dQ = dS K; then per key block dV = P^T dO
+ * and dK = dS^T Q over the queries from that block on. Each output is
+ * written by one item in a fixed order: results do not depend on the
+ * thread count. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attn.h"
+#include "matmul.h"
+#include "simd.h"
+#include "tile.h"
+
+#define QB 64 /* queries (and keys) per block */
+
+struct attn_ws {
+    int BH, T, Tp, hd, nt;
+    uint8_t *mem;  /* nt slices of per bytes */
+    size_t per;
+};
+
+struct slice {     /* one thread's scratch for one head */
+    uint32_t *kt;  /* [hd/2][Tp]: K^T (forward), V^T (backward) */
+    uint32_t *kp;  /* [Tp/2][hd]: V pairs (forward), K pairs (backward) */
+    uint32_t *qp;  /* [Tp/2][hd]: Q pairs (backward) */
+    uint32_t *dop; /* [Tp/2][hd]: dO pairs (backward) */
+    bf16 *dor;     /* [T][hd]: dO rows (backward) */
+    float *tile;   /* [QB][Tp]: S, dP or output rows */
+    uint32_t *at;  /* [Tp/2][QB]: P^T or dS^T of one key block */
+};
+
+/* carve slice i (or, with w->mem NULL, just measure: returns bytes) */
+static size_t carve(const attn_ws *w, int i, struct slice *s)
+{
+    size_t off = 0, pk = (size_t)w->Tp * (w->hd / 2) * 4;
+    uint8_t *base = w->mem ? w->mem + (size_t)i * w->per : NULL;
+#define TAKE(field, bytes)                                                                      \
+    do {                                                                                        \
+        s->field = base ? (void *)(base + off) : NULL;                                          \
+        off += ((bytes) + 63) / 64 * 64;                                                        \
+    } while (0)
+    TAKE(kt, pk);
+    TAKE(kp, pk);
+    TAKE(qp, pk);
+    TAKE(dop, pk);
+    TAKE(dor, (size_t)w->T * w->hd * 2);
+    TAKE(tile, (size_t)QB * w->Tp * 4);
+    TAKE(at, (size_t)(w->Tp / 2) * QB * 4);
+#undef TAKE
+    return off;
+}
+
+int attn_ld(int T) { return (T + QB - 1) / QB * QB; }
+
+int attn_ok(int hd)
+{
+#ifdef LLMT_TILE
+    return hd > 0 && hd % 16 == 0 && llmt_mm_bf16_native();
+#else
+    (void)hd;
+    return 0;
+#endif
+}
+
+attn_ws *attn_ws_new(int BH, int T, int hd, int nt)
+{
+    attn_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    struct slice sl;
+    w->BH = BH, w->T = T, w->Tp = attn_ld(T), w->hd = hd, w->nt = nt < 1 ? 1 : nt;
+    w->per = carve(w, 0, &sl);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, w->per * w->nt)) {
+        free(w);
+        return NULL;
+    }
+    w->mem = p;
+    return w;
+}
+
+void attn_ws_free(attn_ws *w)
+{
+    if (!w)
+        return;
+    free(w->mem);
+    free(w);
+}
+
+#ifdef LLMT_TILE
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+static void zero_bf16(bf16 *p, int from, int to)
+{
+    if (to > from)
+        memset(p + from, 0, sizeof(bf16) * (size_t)(to - from));
+}
+
+/* p[0..len) = softmax(s[0..len)) (s overwritten with the exponentials),
+ * zeros in p[len..zend) */
+static void softmax_row(float *s, int len, bf16 *p, int zend)
+{
+    __m512 vm = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+    for (int j = 0; j < len; j += 16)
+        {
+        __mmask16 k = tailmask((size_t)(len - j));
+        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, s + j));
+    }
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
+    for (int j = 0; j < len; j += 16) {
+        __mmask16 k = tailmask((size_t)(len - j));
+        __m512 e = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx)));
+        _mm512_mask_storeu_ps(s + j, k, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (int j = 0; j < len; j += 16) {
+        __mmask16 k = tailmask((size_t)(len - j));
+        v_st(p, (size_t)j, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), inv), k, 1);
+    }
+    zero_bf16(p, len, zend);
+}
+
+/* ds[0..len) = p (dp - sum(p dp)), zeros in ds[len..zend) */
+static void softmax_bwd_row(const bf16 *p, const float *dp, int len, bf16 *ds, int zend)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (int j = 0; j < len; j += 16) {
+        __mmask16 k = tailmask((size_t)(len - j));
+        acc = _mm512_fmadd_ps(v_ld(p, (size_t)j, k, 1), _mm512_maskz_loadu_ps(k, dp + j), acc);
+    }
+    __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
+    for (int j = 0; j < len; j += 16) {
+        __mmask16 k = tailmask((size_t)(len - j));
+        __m512 v = _mm512_mul_ps(v_ld(p, (size_t)j, k, 1),
+                                 _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), dot));
+        v_st(ds, (size_t)j, v, k, 1);
+    }
+    zero_bf16(ds, len, zend);
+}
+
+static tile_args targs(int M, int N, int np, const void *a, long am, long ap, const uint32_t *b,
+                       long bp, float *c, long ldc, float alpha)
+{
+    tile_args t = { M, N, np, (const uint32_t *)a, am, ap, b, bp, c, ldc, alpha, 0,
+                    TILE_NOTRIM, TILE_NOTRIM, TILE_NOTRIM };
+    return t;
+}
+
+void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
+              int B, int H, int T, int hd, float scale)
+{
+    int BH = B * H, Tp = w->Tp, hp = hd / 2, nb = Tp / QB;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nt)
+    for (int bh = 0; bh < BH; bh++) {
+        struct slice x;
+        carve(w, omp_get_thread_num(), &x);
+        size_t hq = (size_t)bh * T * hd; /* this head in q, k, v */
+        tile_pack_kt(x.kt, Tp, k + hq, hd, T, hd);
+        tile_pack_pairs(x.kp, hd, v + hq, hd, T, hd);
+        int b = bh / H, h = bh % H;
+        for (int i = 0; i < nb; i++) {
+            int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
+            bf16 *Pi = P + ((size_t)bh * T + q0) * Tp;
+            tile_args s = targs(mq, L, hp, q + hq + (size_t)q0 * hd, hp, 1, x.kt, Tp, x.tile, Tp,
+                                scale);
+            s.nhi = q0;
+            tile_mm(&s);
+            for (int r = 0; r < mq; r++)
+                softmax_row(x.tile + (size_t)r * Tp, q0 + r + 1, Pi + (size_t)r * Tp, zend);
+            tile_args o = targs(mq, hd, zend / 2, Pi, Tp / 2, 1, x.kp, hd, x.tile, hd, 1.0f);
+            o.khi = q0;
+            tile_mm(&o);
+            for (int r = 0; r < mq; r++)
+                f32_to_bf16_n(att + (((size_t)b * T + q0 + r) * H + h) * hd,
+                              x.tile + (size_t)r * hd, (size_t)hd);
+        }
+    }
+}
+
+void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
+              const float *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
+              int hd, float scale)
+{
+    int BH = B * H, Tp = w->Tp, hp = hd / 2, nb = Tp / QB;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nt)
+    for (int bh = 0; bh < BH; bh++) {
+        struct slice x;
+        carve(w, omp_get_thread_num(), &x);
+        size_t hq = (size_t)bh * T * hd;
+        int b = bh / H, h = bh % H;
+        for (int t = 0; t < T; t++)
+            f32_to_bf16_n(x.dor + (size_t)t * hd, datt + (((size_t)b * T + t) * H + h) * hd,
+                          (size_t)hd);
+        tile_pack_kt(x.kt, Tp, v + hq, hd, T, hd);
+        tile_pack_pairs(x.kp, hd, k + hq, hd, T, hd);
+        tile_pack_pairs(x.qp, hd, q + hq, hd, T, hd);
+        tile_pack_pairs(x.dop, hd, x.dor, hd, T, hd);
+        /* per query block: dP, dS, dQ */
+        for (int i = 0; i < nb; i++) {
+            int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
+            size_t row0 = ((size_t)bh * T + q0) * Tp;
+            tile_args s = targs(mq, L, hp, x.dor + (size_t)q0 * hd, hp, 1, x.kt, Tp, x.tile, Tp,
+                                1.0f);
+            s.nhi = q0;
+            tile_mm(&s);
+            for (int r = 0; r < mq; r++)
+                softmax_bwd_row(P + row0 + (size_t)r * Tp, x.tile + (size_t)r * Tp, q0 + r + 1,
+                                dS + row0 + (size_t)r * Tp, zend);
+            tile_args g = targs(mq, hd, zend / 2, dS + row0, Tp / 2, 1, x.kp, hd,
+                                dq + hq + (size_t)q0 * hd, hd, scale);
+            g.khi = q0;
+            tile_mm(&g);
+        }
+        /* per key block: dV = P^T dO, dK = dS^T Q over queries j0..T-1 */
+        for (int j = 0; j < nb; j++) {
+            int j0 = j * QB, mk = imin(QB, T - j0), R = T - j0;
+            size_t blk = ((size_t)bh * T + j0) * Tp + j0, out = hq + (size_t)j0 * hd;
+            size_t pr = (size_t)(j0 / 2) * hd;
+            tile_pack_pairs(x.at, QB, P + blk, Tp, R, mk);
+            tile_args a = targs(mk, hd, (R + 1) / 2, x.at, 1, QB, x.dop + pr, hd, dv + out, hd,
+                                1.0f);
+            a.klo = 0;
+            tile_mm(&a);
+            tile_pack_pairs(x.at, QB, dS + blk, Tp, R, mk);
+            a = targs(mk, hd, (R + 1) / 2, x.at, 1, QB, x.qp + pr, hd, dk + out, hd, scale);
+            a.klo = 0;
+            tile_mm(&a);
+        }
+    }
+}
+#else
+void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
+              int B, int H, int T, int hd, float scale)
+{
+    (void)w, (void)q, (void)k, (void)v, (void)P, (void)att, (void)B, (void)H, (void)T, (void)hd,
+        (void)scale;
+}
+void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
+              const float *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
+              int hd, float scale)
+{
+    (void)w, (void)q, (void)k, (void)v, (void)P, (void)datt, (void)dS, (void)dq, (void)dk,
+        (void)dv, (void)B, (void)H, (void)T, (void)hd, (void)scale;
+}
+#endif
