@@ -1,7 +1,6 @@
-/* matmul.c: oneDNN matmul primitives for llmt_mm and llmt_mm_strided,
- * created once per shape, stride and type combination and cached; memory
- * objects are re-pointed at the caller's buffers on each call. bf16
- * fallback widens to fp32. */
+/* matmul.c: oneDNN matmul primitives for llmt_mm, created once per shape
+ * and type combination and cached; memory objects are re-pointed at the
+ * caller's buffers on each call. bf16 fallback widens to fp32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +8,9 @@
 #include "bf16.h"
 #include "matmul.h"
 
-struct shape {  /* everything a primitive depends on: the cache key */
-    int batch, M, N, K, ta, tb, at, ct, acc;
-    long lda, sa, ldb, sb, ldc, sc;
-    float alpha;
-};
-
 struct entry {
-    struct shape k;
+    int batch, M, N, K, ta, tb, at, ct, acc;
+    float alpha;
     dnnl_primitive_t prim;
     dnnl_memory_t a, b, c;
 };
@@ -45,37 +39,32 @@ static int chk(dnnl_status_t s, const char *what)
     return -1;
 }
 
-static void md3(dnnl_memory_desc_t *md, int batch, int rows, int cols, int trans, long ld,
-                long bs, dnnl_data_type_t dt)
+static void md3(dnnl_memory_desc_t *md, int batch, int rows, int cols, int trans, dnnl_data_type_t dt)
 {
-    /* logical rows x cols; stored row-major as rows x cols (row stride ld),
-     * or as cols x rows when trans; batches bs elements apart */
+    /* logical rows x cols; stored row-major as rows x cols, or as cols x rows
+     * when trans */
     dnnl_dims_t dims = { batch, rows, cols };
     dnnl_dims_t str;
-    str[0] = bs;
+    str[0] = (dnnl_dim_t)rows * cols;
     if (trans) {
         str[1] = 1;
-        str[2] = ld;
+        str[2] = rows;
     } else {
-        str[1] = ld;
+        str[1] = cols;
         str[2] = 1;
     }
     dnnl_memory_desc_init_by_strides(md, 3, dims, dt, str);
 }
 
-static int same(const struct shape *x, const struct shape *y)
+static struct entry *get(int batch, int M, int N, int K, int ta, int tb, int at, int ct,
+                         float alpha, int acc)
 {
-    return x->batch == y->batch && x->M == y->M && x->N == y->N && x->K == y->K &&
-           x->ta == y->ta && x->tb == y->tb && x->at == y->at && x->ct == y->ct &&
-           x->acc == y->acc && x->lda == y->lda && x->sa == y->sa && x->ldb == y->ldb &&
-           x->sb == y->sb && x->ldc == y->ldc && x->sc == y->sc && x->alpha == y->alpha;
-}
-
-static struct entry *get(const struct shape *k)
-{
-    for (int i = 0; i < ncache; i++)
-        if (same(&cache[i].k, k))
-            return &cache[i];
+    for (int i = 0; i < ncache; i++) {
+        struct entry *e = &cache[i];
+        if (e->batch == batch && e->M == M && e->N == N && e->K == K && e->ta == ta &&
+            e->tb == tb && e->at == at && e->ct == ct && e->acc == acc && e->alpha == alpha)
+            return e;
+    }
     if (!eng) {
         if (chk(dnnl_engine_create(&eng, dnnl_cpu, 0), "engine_create") ||
             chk(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags), "stream_create"))
@@ -89,23 +78,22 @@ static struct entry *get(const struct shape *k)
         cache = p;
         capcache = nc;
     }
-    dnnl_data_type_t adt = k->at == LLMT_DT_BF16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_data_type_t cdt = k->ct == LLMT_DT_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t adt = at == LLMT_DT_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t cdt = ct == LLMT_DT_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t amd, bmd, cmd;
-    md3(&amd, k->batch, k->M, k->K, k->ta, k->lda, k->sa, adt);
-    md3(&bmd, k->batch, k->K, k->N, k->tb, k->ldb, k->sb, adt);
-    md3(&cmd, k->batch, k->M, k->N, 0, k->ldc, k->sc, cdt);
-    float alpha = k->alpha;
+    md3(&amd, batch, M, K, ta, adt);
+    md3(&bmd, batch, K, N, tb, adt);
+    md3(&cmd, batch, M, N, 0, cdt);
     dnnl_matmul_desc_t d;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    struct entry e = { *k, NULL, NULL, NULL, NULL };
+    struct entry e = { batch, M, N, K, ta, tb, at, ct, acc, alpha, NULL, NULL, NULL, NULL };
     int bad = chk(dnnl_matmul_desc_init(&d, &amd, &bmd, NULL, &cmd), "matmul_desc_init") ||
               chk(dnnl_primitive_attr_create(&attr), "attr_create");
     if (!bad && alpha != 1.0f)
         bad = chk(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha), "set_output_scales");
-    if (!bad && k->acc) {
+    if (!bad && acc) {
         bad = chk(dnnl_post_ops_create(&po), "post_ops_create") ||
               chk(dnnl_post_ops_append_sum(po, 1.0f), "append_sum") ||
               chk(dnnl_primitive_attr_set_post_ops(attr, po), "set_post_ops");
@@ -128,9 +116,10 @@ static struct entry *get(const struct shape *k)
     return &cache[ncache++];
 }
 
-static int run(const struct shape *k, const void *A, const void *B, void *C)
+static int run(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
+               llmt_dt at, void *C, llmt_dt ct, float alpha, int acc)
 {
-    struct entry *e = get(k);
+    struct entry *e = get(batch, M, N, K, ta, tb, at, ct, alpha, acc);
     if (!e)
         return -1;
     dnnl_memory_set_data_handle(e->a, (void *)A);
@@ -141,18 +130,6 @@ static int run(const struct shape *k, const void *A, const void *B, void *C)
     if (chk(dnnl_primitive_execute(e->prim, strm, 3, args), "matmul execute"))
         return -1;
     return chk(dnnl_stream_wait(strm), "stream_wait");
-}
-
-/* elements from the first to one past the last of a strided batch of
- * rows x cols views (stored transposed when trans) */
-static size_t extent(int batch, int rows, int cols, int trans, long ld, long bs)
-{
-    if (trans) {
-        int t = rows;
-        rows = cols;
-        cols = t;
-    }
-    return (size_t)(batch - 1) * (size_t)bs + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
 }
 
 static float *widen(const void *src, size_t n)
@@ -166,34 +143,25 @@ static float *widen(const void *src, size_t n)
     return f;
 }
 
-int llmt_mm_strided(int batch, int M, int N, int K, const void *A, int ta, long lda, long sa,
-                    const void *B, int tb, long ldb, long sb, llmt_dt at, void *C, long ldc,
-                    long sc, llmt_dt ct, float alpha, int accumulate)
+int llmt_mm(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
+            llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
 {
-    struct shape k = { batch, M, N, K, ta, tb, at, ct, accumulate, lda, sa, ldb, sb, ldc, sc,
-                       alpha };
     if (at == LLMT_DT_F32 || llmt_mm_bf16_native())
-        return run(&k, A, B, C);
-    /* fallback: CPU without bf16 dot products: widen the spans the views
-     * cover (same strides), multiply in fp32 */
-    size_t na = extent(batch, M, K, ta, lda, sa), nb = extent(batch, K, N, tb, ldb, sb);
-    size_t nc = extent(batch, M, N, 0, ldc, sc);
+        return run(batch, M, N, K, A, ta, B, tb, at, C, ct, alpha, accumulate);
+    /* fallback: CPU without bf16 dot products: widen, multiply in fp32 */
+    size_t na = (size_t)batch * M * K, nb = (size_t)batch * K * N, nc = (size_t)batch * M * N;
     float *fa = widen(A, na), *fb = widen(B, nb), *fc = NULL;
     int rc = -1;
-    k.at = LLMT_DT_F32;
     if (!fa || !fb)
         goto out;
     if (ct == LLMT_DT_F32) {
-        rc = run(&k, fa, fb, C);
+        rc = run(batch, M, N, K, fa, ta, fb, tb, LLMT_DT_F32, C, LLMT_DT_F32, alpha, accumulate);
         goto out;
     }
-    /* the span may hold elements outside the views: widen it whole so
-     * they go back unchanged (bf16 -> fp32 -> bf16 is exact) */
-    fc = widen(C, nc);
+    fc = accumulate ? widen(C, nc) : malloc((nc ? nc : 1) * sizeof *fc);
     if (!fc)
         goto out;
-    k.ct = LLMT_DT_F32;
-    rc = run(&k, fa, fb, fc);
+    rc = run(batch, M, N, K, fa, ta, fb, tb, LLMT_DT_F32, fc, LLMT_DT_F32, alpha, accumulate);
     if (!rc)
         f32_to_bf16_n(C, fc, nc);
 out:
@@ -203,13 +171,6 @@ out:
     free(fb);
     free(fc);
     return rc;
-}
-
-int llmt_mm(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
-            llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
-{
-    return llmt_mm_strided(batch, M, N, K, A, ta, ta ? M : K, (long)M * K, B, tb, tb ? K : N,
-                           (long)K * N, at, C, N, (long)M * N, ct, alpha, accumulate);
 }
 
 void llmt_mm_clear_cache(void)

@@ -20,15 +20,6 @@ int llmt_mm(int batch, int M, int N, int K,
             const void *A, int ta, const void *B, int tb, llmt_dt at,
             void *C, llmt_dt ct, float alpha, int accumulate);
 
-/* As llmt_mm on strided views: row i of A starts lda elements after row i-1
- * (for ta, row i of the stored K x M matrix), batch b starts sa elements
- * after batch b-1; the same for B (ldb, sb) and C (ldc, sc). Lets a caller
- * multiply blocks of larger matrices (causal attention). */
-int llmt_mm_strided(int batch, int M, int N, int K,
-                    const void *A, int ta, long lda, long sa,
-                    const void *B, int tb, long ldb, long sb, llmt_dt at,
-                    void *C, long ldc, long sc, llmt_dt ct, float alpha, int accumulate);
-
 /* 1 when bf16 products run natively (AVX-512 BF16 and not LLMT_NO_BF16). */
 int llmt_mm_bf16_native(void);
 
