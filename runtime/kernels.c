@@ -111,6 +111,31 @@ static inline void put_row(void *dst, size_t off, const float *src, int n, int b
 static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, const float *c,
                      const float *s)
 {
+    int h2 = hd / 2;
+#ifdef LLMT_SIMD
+    if (w) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < hd; i += 16) {
+            __m512 x = _mm512_maskz_loadu_ps(tailmask((size_t)(hd - i)), v + i);
+            acc = _mm512_fmadd_ps(x, x, acc);
+        }
+        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)hd + eps);
+        *rs = r;
+        __m512 vr = _mm512_set1_ps(r);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, v + i), vr);
+            _mm512_mask_storeu_ps(v + i, k, _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, w + i)));
+        }
+    }
+    for (int i = 0; i < h2; i += 16) {
+        __mmask16 k = tailmask((size_t)(h2 - i));
+        __m512 a = _mm512_maskz_loadu_ps(k, v + i), b = _mm512_maskz_loadu_ps(k, v + h2 + i);
+        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_maskz_loadu_ps(k, s + i);
+        _mm512_mask_storeu_ps(v + i, k, _mm512_fmsub_ps(a, cc, _mm512_mul_ps(b, ss)));
+        _mm512_mask_storeu_ps(v + h2 + i, k, _mm512_fmadd_ps(b, cc, _mm512_mul_ps(a, ss)));
+    }
+#else
     if (w) {
         float ss = 0.f;
         for (int i = 0; i < hd; i++)
@@ -120,12 +145,12 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
         for (int i = 0; i < hd; i++)
             v[i] = v[i] * r * w[i];
     }
-    int h2 = hd / 2;
     for (int i = 0; i < h2; i++) {
         float a = v[i], b = v[i + h2];
         v[i] = a * c[i] - b * s[i];
         v[i + h2] = b * c[i] + a * s[i];
     }
+#endif
 }
 
 void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
@@ -164,6 +189,32 @@ static void head_bwd(float *g, const float *x, int hd, const float *w, float r, 
                      const float *c, const float *s)
 {
     int h2 = hd / 2;
+#ifdef LLMT_SIMD
+    for (int i = 0; i < h2; i += 16) { /* inverse rotation */
+        __mmask16 k = tailmask((size_t)(h2 - i));
+        __m512 a = _mm512_maskz_loadu_ps(k, g + i), b = _mm512_maskz_loadu_ps(k, g + h2 + i);
+        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_maskz_loadu_ps(k, s + i);
+        _mm512_mask_storeu_ps(g + i, k, _mm512_fmadd_ps(a, cc, _mm512_mul_ps(b, ss)));
+        _mm512_mask_storeu_ps(g + h2 + i, k, _mm512_fmsub_ps(b, cc, _mm512_mul_ps(a, ss)));
+    }
+    if (w) {
+        __m512 acc = _mm512_setzero_ps(), vr = _mm512_set1_ps(r);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, x + i);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(gi, _mm512_maskz_loadu_ps(k, w + i)), xi, acc);
+            _mm512_mask_storeu_ps(dw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                             _mm512_maskz_loadu_ps(k, dw + i)));
+        }
+        __m512 cc = _mm512_set1_ps(_mm512_reduce_add_ps(acc) * r * r / (float)hd);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, x + i);
+            __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, cc));
+            _mm512_mask_storeu_ps(g + i, k, _mm512_mul_ps(vr, t));
+        }
+    }
+#else
     for (int i = 0; i < h2; i++) { /* inverse rotation */
         float a = g[i], b = g[i + h2];
         g[i] = a * c[i] + b * s[i];
@@ -179,6 +230,26 @@ static void head_bwd(float *g, const float *x, int hd, const float *w, float r, 
         for (int i = 0; i < hd; i++)
             g[i] = r * (g[i] * w[i] - x[i] * cc);
     }
+#endif
+}
+
+/* g[0..n) = sum over j < G of src[j * stride + i] (fixed order) */
+static void group_sum(float *g, const float *src, size_t stride, int G, int n)
+{
+#ifdef LLMT_SIMD
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tailmask((size_t)(n - i));
+        __m512 acc = _mm512_maskz_loadu_ps(k, src + i);
+        for (int j = 1; j < G; j++)
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, src + j * stride + i));
+        _mm512_mask_storeu_ps(g + i, k, acc);
+    }
+#else
+    memcpy(g, src, sizeof(float) * (size_t)n);
+    for (int j = 1; j < G; j++)
+        for (int i = 0; i < n; i++)
+            g[i] += src[j * stride + i];
+#endif
 }
 
 void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dqkv,
@@ -208,15 +279,9 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                     put_row(dqkv, m * W + (size_t)h * hd, g, hd, bf);
                 }
                 for (int kvh = 0; kvh < KV; kvh++) {
-                    memset(g, 0, sizeof(float) * hd);
-                    memset(gv, 0, sizeof(float) * hd);
-                    for (int j = 0; j < G; j++) {
-                        size_t o = (((size_t)b * H + kvh * G + j) * T + t) * hd;
-                        for (int i = 0; i < hd; i++) {
-                            g[i] += dk[o + i];
-                            gv[i] += dv[o + i];
-                        }
-                    }
+                    size_t o = (((size_t)b * H + kvh * G) * T + t) * hd;
+                    group_sum(g, dk + o, (size_t)T * hd, G, hd);
+                    group_sum(gv, dv + o, (size_t)T * hd, G, hd);
                     head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
                              qn ? kr[m * KV + kvh] : 0.f, pk, c, s);
                     put_row(dqkv, m * W + (size_t)(H + kvh) * hd, g, hd, bf);
