@@ -29,7 +29,6 @@ struct slice {     /* one thread's scratch for one head */
     uint32_t *kp;  /* [Tp/2][hd]: V pairs (forward), K pairs (backward) */
     uint32_t *qp;  /* [Tp/2][hd]: Q pairs (backward) */
     uint32_t *dop; /* [Tp/2][hd]: dO pairs (backward) */
-    bf16 *dor;     /* [T][hd]: dO rows (backward) */
     float *tile;   /* [QB][Tp]: S, dP or output rows */
     uint32_t *at;  /* [Tp/2][QB]: P^T or dS^T of one key block */
 };
@@ -48,7 +47,6 @@ static size_t carve(const attn_ws *w, int i, struct slice *s)
     TAKE(kp, pk);
     TAKE(qp, pk);
     TAKE(dop, pk);
-    TAKE(dor, (size_t)w->T * w->hd * 2);
     TAKE(tile, (size_t)QB * w->Tp * 4);
     TAKE(at, (size_t)(w->Tp / 2) * QB * 4);
 #undef TAKE
@@ -184,7 +182,7 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
 }
 
 void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const float *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
+              const bf16 *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
               int hd, float scale)
 {
     int BH = B * H, Tp = w->Tp, hp = hd / 2, nb = Tp / QB;
@@ -193,20 +191,18 @@ void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf1
         struct slice x;
         carve(w, omp_get_thread_num(), &x);
         size_t hq = (size_t)bh * T * hd;
-        int b = bh / H, h = bh % H;
-        for (int t = 0; t < T; t++)
-            f32_to_bf16_n(x.dor + (size_t)t * hd, datt + (((size_t)b * T + t) * H + h) * hd,
-                          (size_t)hd);
+        int b = bh / H, h = bh % H, ldo = H * hd;
+        const bf16 *dO = datt + (size_t)b * T * ldo + (size_t)h * hd; /* rows ldo apart */
         tile_pack_kt(x.kt, Tp, v + hq, hd, T, hd);
         tile_pack_pairs(x.kp, hd, k + hq, hd, T, hd);
         tile_pack_pairs(x.qp, hd, q + hq, hd, T, hd);
-        tile_pack_pairs(x.dop, hd, x.dor, hd, T, hd);
+        tile_pack_pairs(x.dop, hd, dO, ldo, T, hd);
         /* per query block: dP, dS, dQ */
         for (int i = 0; i < nb; i++) {
             int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
             size_t row0 = ((size_t)bh * T + q0) * Tp;
-            tile_args s = targs(mq, L, hp, x.dor + (size_t)q0 * hd, hp, 1, x.kt, Tp, x.tile, Tp,
-                                1.0f);
+            tile_args s = targs(mq, L, hp, dO + (size_t)q0 * ldo, ldo / 2, 1, x.kt, Tp, x.tile,
+                                Tp, 1.0f);
             s.nhi = q0;
             tile_mm(&s);
             for (int r = 0; r < mq; r++)
@@ -242,7 +238,7 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
         (void)scale;
 }
 void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const float *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
+              const bf16 *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
               int hd, float scale)
 {
     (void)w, (void)q, (void)k, (void)v, (void)P, (void)datt, (void)dS, (void)dq, (void)dk,

@@ -27,11 +27,11 @@ void attn_ws_free(attn_ws *w);
  * thread count). */
 void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
               int B, int H, int T, int hd, float scale);
-/* Backward: datt = dL/d att fp32 token-major [B*T][H*hd]; P from
+/* Backward: datt = dL/d att bf16 token-major [B*T][H*hd]; P from
  * attn_fwd; dS: scratch laid out as P. Writes dq, dk, dv: fp32 head-major
  * [B][H][T][hd] (dk, dv per query head, not yet summed over a group). */
 void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const float *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
+              const bf16 *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
               int hd, float scale);
 
 #endif

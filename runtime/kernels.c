@@ -8,41 +8,63 @@
 #include "kernels.h"
 #include "simd.h"
 
+/* out row = xr * rstd * w; returns rstd */
+static inline float norm_row(const float *xr, const float *w, void *out, size_t o, int d,
+                             float eps, int bf)
+{
+#ifdef LLMT_SIMD
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < d; i += 16) {
+        __m512 v = _mm512_maskz_loadu_ps(tailmask((size_t)(d - i)), xr + i);
+        acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
+    __m512 vr = _mm512_set1_ps(r);
+    for (int i = 0; i < d; i += 16) {
+        __mmask16 k = tailmask((size_t)(d - i));
+        __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), vr),
+                                 _mm512_maskz_loadu_ps(k, w + i));
+        v_st(out, o + i, v, k, bf);
+    }
+#else
+    float ss = 0.f;
+    for (int i = 0; i < d; i++)
+        ss += xr[i] * xr[i];
+    float r = 1.0f / sqrtf(ss / (float)d + eps);
+    for (int i = 0; i < d; i++)
+        act_st(out, o + i, xr[i] * r * w[i], bf);
+#endif
+    return r;
+}
+
 void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M, int d,
                    float eps, int bf)
 {
 #pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+        rstd[m] = norm_row(x + (size_t)m * d, w, out, (size_t)m * d, d, eps, bf);
+}
+
+void k_add_rmsnorm_fwd(const float *x, const float *r, float *s, const float *w, void *out,
+                       float *rstd, int M, int d, float eps, int bf)
+{
+#pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
-        const float *xr = x + (size_t)m * d;
-#ifdef LLMT_SIMD
-        __m512 acc = _mm512_setzero_ps();
-        for (int i = 0; i < d; i += 16) {
-            __m512 v = _mm512_maskz_loadu_ps(tailmask((size_t)(d - i)), xr + i);
-            acc = _mm512_fmadd_ps(v, v, acc);
-        }
-        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
-        rstd[m] = r;
-        __m512 vr = _mm512_set1_ps(r);
-        for (int i = 0; i < d; i += 16) {
-            __mmask16 k = tailmask((size_t)(d - i));
-            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), vr),
-                                     _mm512_maskz_loadu_ps(k, w + i));
-            v_st(out, (size_t)m * d + i, v, k, bf);
-        }
-#else
-        float ss = 0.f;
+        size_t o = (size_t)m * d;
         for (int i = 0; i < d; i++)
-            ss += xr[i] * xr[i];
-        float r = 1.0f / sqrtf(ss / (float)d + eps);
-        rstd[m] = r;
-        for (int i = 0; i < d; i++)
-            act_st(out, (size_t)m * d + i, xr[i] * r * w[i], bf);
-#endif
+            s[o + i] = x[o + i] + r[o + i];
+        rstd[m] = norm_row(s + o, w, out, o, d, eps, bf);
     }
 }
 
 void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
                    float *dx, float *dw, int M, int d)
+{
+    k_rmsnorm_bwd_act(x, w, rstd, dy, dx, dw, M, d, NULL, 0);
+}
+
+void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const float *dy,
+                       float *dx, float *dw, int M, int d, void *dxact, int bf)
 {
     int nt = omp_get_max_threads();
     float *part = calloc((size_t)nt * d, sizeof *part);
@@ -68,7 +90,10 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
                 __mmask16 k = tailmask((size_t)(d - i));
                 __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, xr + i);
                 __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, vc));
-                _mm512_mask_storeu_ps(o + i, k, _mm512_fmadd_ps(vr, t, _mm512_maskz_loadu_ps(k, o + i)));
+                __m512 nd = _mm512_fmadd_ps(vr, t, _mm512_maskz_loadu_ps(k, o + i));
+                _mm512_mask_storeu_ps(o + i, k, nd);
+                if (dxact)
+                    v_st(dxact, (size_t)m * d + i, nd, k, bf);
                 if (pw)
                     _mm512_mask_storeu_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
                                                                      _mm512_maskz_loadu_ps(k, pw + i)));
@@ -78,8 +103,11 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
             for (int i = 0; i < d; i++)
                 dot += g[i] * w[i] * xr[i];
             float c = dot * r * r / (float)d;
-            for (int i = 0; i < d; i++)
+            for (int i = 0; i < d; i++) {
                 o[i] += r * (g[i] * w[i] - xr[i] * c);
+                if (dxact)
+                    act_st(dxact, (size_t)m * d + i, o[i], bf);
+            }
             if (pw)
                 for (int i = 0; i < d; i++)
                     pw[i] += g[i] * xr[i] * r;
@@ -498,11 +526,11 @@ double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M,
     return total / M;
 }
 
-void k_add(float *x, const float *r, size_t n)
+void k_add(float *s, const float *x, const float *r, size_t n)
 {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++)
-        x[i] += r[i];
+        s[i] = x[i] + r[i];
 }
 
 void k_to_act(const float *src, void *dst, size_t n, int bf)

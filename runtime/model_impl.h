@@ -48,7 +48,8 @@ struct llmt_model {
     float *cos_t, *sin_t;   /* [T][hd/2] */
     struct slot *slots;
     /* scratch shared by slots */
-    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits;
+    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *dP, *dq, *dk, *dv, *logits;
+    void *datt;             /* dL/d attention output: bf16 for attn.h, else fp32 */
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
     struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
     void **allocs;

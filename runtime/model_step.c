@@ -23,13 +23,13 @@ static int lin_fwd(llmt_model *m, const void *X, size_t woff, void *Y, llmt_dt y
 {
     return llmt_mm(1, M, N, K, X, 0, cw(m, woff), 1, DT(m), Y, yt, 1.0f, 0);
 }
-/* dX[M][K] = alpha dY[M][N] . W ; dW[N][K] += alpha dY^T X */
-static int lin_bwd(llmt_model *m, const void *dY, const void *X, size_t woff, float *dX, int M,
-                   int N, int K, float alpha)
+/* dX[M][K] = alpha dY[M][N] . W (of type xt); dW[N][K] += alpha dY^T X */
+static int lin_bwd(llmt_model *m, const void *dY, const void *X, size_t woff, void *dX,
+                   llmt_dt xt, int M, int N, int K, float alpha)
 {
     if (llmt_mm(1, N, K, M, dY, 1, X, 0, DT(m), m->grads + woff, LLMT_DT_F32, alpha, 1))
         return -1;
-    return llmt_mm(1, M, K, N, dY, 0, cw(m, woff), 0, DT(m), dX, LLMT_DT_F32, alpha, 0);
+    return llmt_mm(1, M, K, N, dY, 0, cw(m, woff), 0, DT(m), dX, xt, alpha, 0);
 }
 
 static int tp_sum(llmt_model *m, float *buf, size_t n)
@@ -94,18 +94,13 @@ static int layer_fwd(llmt_model *m, struct slot *sl, int l)
         return -1;
     if (lin_fwd(m, a->att, lo->o, m->y, LLMT_DT_F32, M, d, m->Hl * hd) || tp_sum(m, m->y, Md))
         return -1;
-    memcpy(a->x_mid, x, Md * 4);
-    k_add(a->x_mid, m->y, Md);
-
-    k_rmsnorm_fwd(a->x_mid, m->master + lo->ln2, a->h2, a->rstd2, M, d, eps, bf);
+    k_add_rmsnorm_fwd(x, m->y, a->x_mid, m->master + lo->ln2, a->h2, a->rstd2, M, d, eps, bf);
     if (lin_fwd(m, a->h2, lo->gu, a->gu, DT(m), M, 2 * m->Fl, d))
         return -1;
     k_swiglu_fwd(a->gu, a->a, M, m->Fl, bf);
     if (lin_fwd(m, a->a, lo->down, m->y, LLMT_DT_F32, M, d, m->Fl) || tp_sum(m, m->y, Md))
         return -1;
-    float *xo = sl->xs[l + 1];
-    memcpy(xo, a->x_mid, Md * 4);
-    k_add(xo, m->y, Md);
+    k_add(sl->xs[l + 1], a->x_mid, m->y, Md);
     return 0;
 }
 
@@ -152,18 +147,19 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     size_t Md = (size_t)M * d;
     float *dx = m->dx;
 
-    /* MLP: dx is dL/d(x_out) = dL/d(down output) */
-    k_to_act(dx, m->dyact, Md, bf);
-    if (lin_bwd(m, m->dyact, a->a, lo->down, m->da, M, d, m->Fl, 1.0f))
+    /* MLP: dx is dL/d(x_out) = dL/d(down output), dyact holds it as act */
+    if (lin_bwd(m, m->dyact, a->a, lo->down, m->da, LLMT_DT_F32, M, d, m->Fl, 1.0f))
         return -1;
     k_swiglu_bwd(a->gu, m->da, m->dgu, M, m->Fl, bf);
-    if (lin_bwd(m, m->dgu, a->h2, lo->gu, m->dh, M, 2 * m->Fl, d, 1.0f) || tp_sum(m, m->dh, Md))
+    if (lin_bwd(m, m->dgu, a->h2, lo->gu, m->dh, LLMT_DT_F32, M, 2 * m->Fl, d, 1.0f) ||
+        tp_sum(m, m->dh, Md))
         return -1;
-    k_rmsnorm_bwd(a->x_mid, m->master + lo->ln2, a->rstd2, m->dh, dx, m->grads + lo->ln2, M, d);
+    k_rmsnorm_bwd_act(a->x_mid, m->master + lo->ln2, a->rstd2, m->dh, dx, m->grads + lo->ln2, M,
+                      d, m->dyact, bf);
 
-    /* attention: dx is now dL/d(x_mid) */
-    k_to_act(dx, m->dyact, Md, bf);
-    if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, M, d, Hh, 1.0f))
+    /* attention: dx is now dL/d(x_mid), and dyact too */
+    if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, m->aw ? LLMT_DT_BF16 : LLMT_DT_F32, M, d,
+                Hh, 1.0f))
         return -1;
     if (m->aw)
         attn_bwd(m->aw, a->q, a->k, a->v, a->P, m->datt, m->dS, m->dq, m->dk, m->dv, m->B,
@@ -186,9 +182,12 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
         for (int i = 0; i < 2 * hd; i++)
             m->grads[lo->qn + i] += qkg[i];   /* k_norm follows q_norm */
     }
-    if (lin_bwd(m, m->dqkv, a->h1, lo->qkv, m->dh, M, m->Wq, d, 1.0f) || tp_sum(m, m->dh, Md))
+    if (lin_bwd(m, m->dqkv, a->h1, lo->qkv, m->dh, LLMT_DT_F32, M, m->Wq, d, 1.0f) ||
+        tp_sum(m, m->dh, Md))
         return -1;
-    k_rmsnorm_bwd(sl->xs[l], m->master + lo->ln1, a->rstd1, m->dh, dx, m->grads + lo->ln1, M, d);
+    /* dx becomes dL/d(layer input); dyact follows for the layer below */
+    k_rmsnorm_bwd_act(sl->xs[l], m->master + lo->ln1, a->rstd1, m->dh, dx, m->grads + lo->ln1, M,
+                      d, m->dyact, bf);
     return 0;
 }
 
@@ -201,13 +200,15 @@ int llmt_model_backward(llmt_model *m, int s, const float *grad_out, float *grad
     int M = m->M, d = m->c.d_model;
     size_t Md = (size_t)M * d;
     if (m->last) {
-        if (lin_bwd(m, sl->dlog, sl->xf, m->off_head, m->dh, M, m->c.vocab_size, d, grad_scale))
+        if (lin_bwd(m, sl->dlog, sl->xf, m->off_head, m->dh, LLMT_DT_F32, M, m->c.vocab_size, d,
+                    grad_scale))
             return -1;
         memset(m->dx, 0, Md * 4);
-        k_rmsnorm_bwd(sl->xs[m->nl], m->master + m->off_norm, sl->rstdf, m->dh, m->dx,
-                      m->grads + m->off_norm, M, d);
+        k_rmsnorm_bwd_act(sl->xs[m->nl], m->master + m->off_norm, sl->rstdf, m->dh, m->dx,
+                          m->grads + m->off_norm, M, d, m->dyact, m->bf);
     } else {
         memcpy(m->dx, grad_out, Md * 4);
+        k_to_act(m->dx, m->dyact, Md, m->bf);
     }
     for (int l = m->nl - 1; l >= 0; l--)
         if (layer_bwd(m, sl, l))

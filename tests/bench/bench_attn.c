@@ -1,7 +1,8 @@
 /* bench_attn.c: one layer's causal attention, forward + backward, of the
  * bench model's shape (default B=8, H=12, T=256, hd=64): attn.h's blocked
  * bf16 kernel against the oneDNN full-square path it replaced (batched
- * products through llmt_mm, kernels.c's masked softmax and layout passes),
+ * products through llmt_mm, kernels.c's masked softmax and layout passes;
+ * its gradient input fp32 as that path had it, bf16 for the new one),
  * timed side by side in this run, best of REPS. Prints milliseconds per
  * layer (wall and CPU time / threads) and the ratios; no thresholds.
  * usage: bench_attn [B H T hd [REPS]] */
@@ -56,14 +57,17 @@ int main(int argc, char **argv)
     size_t nq = (size_t)BH * T * hd, np = (size_t)BH * T * Tp;
     bf16 *q = alloc(nq * 2), *k = alloc(nq * 2), *v = alloc(nq * 2), *att = alloc(nq * 2);
     bf16 *P = alloc(np * 2), *dS = alloc(np * 2), *O = alloc(nq * 2), *dO = alloc(nq * 2);
+    bf16 *dattb = alloc(nq * 2);
     float *datt = alloc(nq * 4), *dq = alloc(nq * 4), *dk = alloc(nq * 4), *dv = alloc(nq * 4);
     float *S = alloc((size_t)BH * T * T * 4), *dP = alloc((size_t)BH * T * T * 4);
     fill(q, nq, 1);
     fill(k, nq, 2);
     fill(v, nq, 3);
     fill(O, nq, 4);
-    for (size_t i = 0; i < nq; i++)
+    for (size_t i = 0; i < nq; i++) {
         datt[i] = bf16_to_f32(O[i]) * 1e-3f;
+        dattb[i] = f32_to_bf16(datt[i]);
+    }
     attn_ws *w = attn_ws_new(BH, T, hd, nt);
     if (!w)
         return 70;
@@ -74,7 +78,7 @@ int main(int argc, char **argv)
             double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
             if (path == 0) {
                 attn_fwd(w, q, k, v, P, att, B, H, T, hd, sc);
-                attn_bwd(w, q, k, v, P, datt, dS, dq, dk, dv, B, H, T, hd, sc);
+                attn_bwd(w, q, k, v, P, dattb, dS, dq, dk, dv, B, H, T, hd, sc);
             } else {
                 int bad = llmt_mm(BH, T, T, hd, q, 0, k, 1, LLMT_DT_BF16, S, LLMT_DT_F32, sc, 0);
                 k_softmax_causal_fwd(S, P, BH, T, 1);

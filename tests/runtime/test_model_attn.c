@@ -54,7 +54,7 @@ struct run {
 };
 
 static void run_attn(struct run *r, int nt, const bf16 *q, const bf16 *k, const bf16 *v,
-                     const float *datt, int B, int H, int T, int hd)
+                     const bf16 *datt, int B, int H, int T, int hd)
 {
     int BH = B * H, ld = attn_ld(T);
     size_t nq = (size_t)BH * T * hd, np = (size_t)BH * T * ld;
@@ -82,12 +82,12 @@ static void check(int B, int H, int T, int hd)
     size_t nq = (size_t)BH * T * hd;
     char tag[96];
     bf16 *q = xalloc(nq * 2), *k = xalloc(nq * 2), *v = xalloc(nq * 2);
-    float *datt = xalloc(nq * 4);
+    bf16 *datt = xalloc(nq * 2);
     for (size_t i = 0; i < nq; i++) { /* scores of a few units: peaked rows */
         q[i] = f32_to_bf16(2.0f * urand());
         k[i] = f32_to_bf16(2.0f * urand());
         v[i] = f32_to_bf16(urand());
-        datt[i] = urand();
+        datt[i] = f32_to_bf16(urand());
     }
     struct run r1, r3;
     run_attn(&r1, 1, q, k, v, datt, B, H, T, hd);
@@ -104,7 +104,7 @@ static void check(int B, int H, int T, int hd)
         const bf16 *Q = q + (size_t)bh * T * hd, *K = k + (size_t)bh * T * hd;
         const bf16 *V = v + (size_t)bh * T * hd;
 #define X(p, i) ((double)bf16_to_f32((p)[i]))
-#define DO(t, c) ((double)datt[(((size_t)b * T + (t)) * H + h) * hd + (c)])
+#define DO(t, c) X(datt, (((size_t)b * T + (t)) * H + h) * hd + (c))
         for (int i = 0; i < T; i++) {
             double mx = -INFINITY, sum = 0;
             for (int j = 0; j <= i; j++) {
