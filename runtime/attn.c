@@ -1,37 +1,16 @@
-/* attn.c: causal attention in 64-query blocks (see attn.h), one head per
- * work item so that its packed operands, P and dS stay in the thread's
- * cache. Forward: K^T and V packed; per query block S = Q K^T over the
- * keys up to the block's end, the softmax of each row into P, and the
- * output rows P V. Backward: per query block dP = dO V^T,
- * dS = P (dP - rowsum(P dP)), dQ = dS K; then per key block dV = P^T dO
- * and dK = dS^T Q over the queries from that block on. Each output is
- * written by one item in a fixed order: results do not depend on the
- * thread count. */
+/* attn.c: causal attention in 64-query blocks (see attn.h): the scratch,
+ * and the forward, one head per work item so that its packed operands
+ * and P stay in the thread's cache: K^T and V packed; per query block
+ * S = Q K^T over the keys up to the block's end, the softmax of each row
+ * into P, and the output rows P V. Each output is written by one item:
+ * results do not depend on the thread count. Backward: attn_bwd.c. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "attn.h"
 #include "matmul.h"
 #include "simd.h"
-#include "tile.h"
-
-#define QB 64 /* queries (and keys) per block */
-
-struct attn_ws {
-    int BH, T, Tp, hd, nt;
-    uint8_t *mem;  /* nt slices of per bytes */
-    size_t per;
-};
-
-struct slice {     /* one thread's scratch for one head */
-    uint32_t *kt;  /* [hd/2][Tp]: K^T (forward), V^T (backward) */
-    uint32_t *kp;  /* [Tp/2][hd]: V pairs (forward), K pairs (backward) */
-    uint32_t *qp;  /* [Tp/2][hd]: Q pairs (backward) */
-    uint32_t *dop; /* [Tp/2][hd]: dO pairs (backward) */
-    float *tile;   /* [QB][Tp]: S, dP or output rows */
-    uint32_t *at;  /* [Tp/2][QB]: P^T or dS^T of one key block */
-};
+#include "attn_int.h"
 
 /* carve slice i (or, with w->mem NULL, just measure: returns bytes) */
 static size_t carve(const attn_ws *w, int i, struct slice *s)
@@ -49,9 +28,13 @@ static size_t carve(const attn_ws *w, int i, struct slice *s)
     TAKE(dop, pk);
     TAKE(tile, (size_t)QB * w->Tp * 4);
     TAKE(at, (size_t)(w->Tp / 2) * QB * 4);
+    TAKE(dkg, (size_t)w->T * w->hd * 4);
+    TAKE(dvg, (size_t)w->T * w->hd * 4);
 #undef TAKE
     return off;
 }
+
+void attn_slice(const attn_ws *w, int i, struct slice *s) { carve(w, i, s); }
 
 int attn_ld(int T) { return (T + QB - 1) / QB * QB; }
 
@@ -73,12 +56,15 @@ attn_ws *attn_ws_new(int BH, int T, int hd, int nt)
     struct slice sl;
     w->BH = BH, w->T = T, w->Tp = attn_ld(T), w->hd = hd, w->nt = nt < 1 ? 1 : nt;
     w->per = carve(w, 0, &sl);
-    void *p = NULL;
-    if (posix_memalign(&p, 64, w->per * w->nt)) {
+    void *p = NULL, *q = NULL;
+    if (posix_memalign(&p, 64, w->per * w->nt) ||
+        posix_memalign(&q, 64, (size_t)BH * 2 * hd * sizeof(float))) {
+        free(p);
         free(w);
         return NULL;
     }
     w->mem = p;
+    w->dwp = q;
     return w;
 }
 
@@ -87,12 +73,11 @@ void attn_ws_free(attn_ws *w)
     if (!w)
         return;
     free(w->mem);
+    free(w->dwp);
     free(w);
 }
 
 #ifdef LLMT_TILE
-static inline int imin(int a, int b) { return a < b ? a : b; }
-
 static void zero_bf16(bf16 *p, int from, int to)
 {
     if (to > from)
@@ -122,32 +107,6 @@ static void softmax_row(float *s, int len, bf16 *p, int zend)
         v_st(p, (size_t)j, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), inv), k, 1);
     }
     zero_bf16(p, len, zend);
-}
-
-/* ds[0..len) = p (dp - sum(p dp)), zeros in ds[len..zend) */
-static void softmax_bwd_row(const bf16 *p, const float *dp, int len, bf16 *ds, int zend)
-{
-    __m512 acc = _mm512_setzero_ps();
-    for (int j = 0; j < len; j += 16) {
-        __mmask16 k = tailmask((size_t)(len - j));
-        acc = _mm512_fmadd_ps(v_ld(p, (size_t)j, k, 1), _mm512_maskz_loadu_ps(k, dp + j), acc);
-    }
-    __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
-    for (int j = 0; j < len; j += 16) {
-        __mmask16 k = tailmask((size_t)(len - j));
-        __m512 v = _mm512_mul_ps(v_ld(p, (size_t)j, k, 1),
-                                 _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), dot));
-        v_st(ds, (size_t)j, v, k, 1);
-    }
-    zero_bf16(ds, len, zend);
-}
-
-static tile_args targs(int M, int N, int np, const void *a, long am, long ap, const uint32_t *b,
-                       long bp, float *c, long ldc, float alpha)
-{
-    tile_args t = { M, N, np, (const uint32_t *)a, am, ap, b, bp, c, ldc, alpha, 0,
-                    TILE_NOTRIM, TILE_NOTRIM, TILE_NOTRIM };
-    return t;
 }
 
 void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
@@ -180,68 +139,11 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
         }
     }
 }
-
-void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const bf16 *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
-              int hd, float scale)
-{
-    int BH = B * H, Tp = w->Tp, hp = hd / 2, nb = Tp / QB;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nt)
-    for (int bh = 0; bh < BH; bh++) {
-        struct slice x;
-        carve(w, omp_get_thread_num(), &x);
-        size_t hq = (size_t)bh * T * hd;
-        int b = bh / H, h = bh % H, ldo = H * hd;
-        const bf16 *dO = datt + (size_t)b * T * ldo + (size_t)h * hd; /* rows ldo apart */
-        tile_pack_kt(x.kt, Tp, v + hq, hd, T, hd);
-        tile_pack_pairs(x.kp, hd, k + hq, hd, T, hd);
-        tile_pack_pairs(x.qp, hd, q + hq, hd, T, hd);
-        tile_pack_pairs(x.dop, hd, dO, ldo, T, hd);
-        /* per query block: dP, dS, dQ */
-        for (int i = 0; i < nb; i++) {
-            int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
-            size_t row0 = ((size_t)bh * T + q0) * Tp;
-            tile_args s = targs(mq, L, hp, dO + (size_t)q0 * ldo, ldo / 2, 1, x.kt, Tp, x.tile,
-                                Tp, 1.0f);
-            s.nhi = q0;
-            tile_mm(&s);
-            for (int r = 0; r < mq; r++)
-                softmax_bwd_row(P + row0 + (size_t)r * Tp, x.tile + (size_t)r * Tp, q0 + r + 1,
-                                dS + row0 + (size_t)r * Tp, zend);
-            tile_args g = targs(mq, hd, zend / 2, dS + row0, Tp / 2, 1, x.kp, hd,
-                                dq + hq + (size_t)q0 * hd, hd, scale);
-            g.khi = q0;
-            tile_mm(&g);
-        }
-        /* per key block: dV = P^T dO, dK = dS^T Q over queries j0..T-1 */
-        for (int j = 0; j < nb; j++) {
-            int j0 = j * QB, mk = imin(QB, T - j0), R = T - j0;
-            size_t blk = ((size_t)bh * T + j0) * Tp + j0, out = hq + (size_t)j0 * hd;
-            size_t pr = (size_t)(j0 / 2) * hd;
-            tile_pack_pairs(x.at, QB, P + blk, Tp, R, mk);
-            tile_args a = targs(mk, hd, (R + 1) / 2, x.at, 1, QB, x.dop + pr, hd, dv + out, hd,
-                                1.0f);
-            a.klo = 0;
-            tile_mm(&a);
-            tile_pack_pairs(x.at, QB, dS + blk, Tp, R, mk);
-            a = targs(mk, hd, (R + 1) / 2, x.at, 1, QB, x.qp + pr, hd, dk + out, hd, scale);
-            a.klo = 0;
-            tile_mm(&a);
-        }
-    }
-}
 #else
 void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
               int B, int H, int T, int hd, float scale)
 {
     (void)w, (void)q, (void)k, (void)v, (void)P, (void)att, (void)B, (void)H, (void)T, (void)hd,
         (void)scale;
-}
-void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const bf16 *datt, bf16 *dS, float *dq, float *dk, float *dv, int B, int H, int T,
-              int hd, float scale)
-{
-    (void)w, (void)q, (void)k, (void)v, (void)P, (void)datt, (void)dS, (void)dq, (void)dk,
-        (void)dv, (void)B, (void)H, (void)T, (void)hd, (void)scale;
 }
 #endif

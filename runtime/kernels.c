@@ -211,10 +211,8 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
         }
 }
 
-/* backward of head_fwd: g[hd] = dL/d(out) in, dL/d(in) out; x = input
- * before the norm (raw projection) */
-static void head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
-                     const float *c, const float *s)
+void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
+                const float *c, const float *s)
 {
     int h2 = hd / 2;
 #ifdef LLMT_SIMD
@@ -302,7 +300,7 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                 const float *c = cos_t + (size_t)t * (hd / 2), *s = sin_t + (size_t)t * (hd / 2);
                 for (int h = 0; h < H; h++) {
                     memcpy(g, dq + (((size_t)b * H + h) * T + t) * hd, sizeof(float) * hd);
-                    head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
+                    k_head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
                              qn ? qr[m * H + h] : 0.f, pq, c, s);
                     put_row(dqkv, m * W + (size_t)h * hd, g, hd, bf);
                 }
@@ -310,7 +308,7 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                     size_t o = (((size_t)b * H + kvh * G) * T + t) * hd;
                     group_sum(g, dk + o, (size_t)T * hd, G, hd);
                     group_sum(gv, dv + o, (size_t)T * hd, G, hd);
-                    head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
+                    k_head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
                              qn ? kr[m * KV + kvh] : 0.f, pk, c, s);
                     put_row(dqkv, m * W + (size_t)(H + kvh) * hd, g, hd, bf);
                     put_row(dqkv, m * W + (size_t)(H + KV + kvh) * hd, gv, hd, bf);

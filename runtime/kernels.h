@@ -53,6 +53,13 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                      const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
                      const float *cos_t, const float *sin_t, int bf);
 
+/* Backward of the QK-norm + rotary of one head vector of token t:
+ * g[hd] = dL/d(prepared head) in, dL/d(raw projection) out; x: the raw
+ * projection (used with QK-norm weight w and saved rstd r; w NULL: no
+ * norm), dw += the weight gradient; c, s: cos/sin row of t [hd/2]. */
+void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
+                const float *c, const float *s);
+
 /* Causal softmax over rows of S [n][T][T] fp32 -> P act (0 above the
  * diagonal). */
 void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf);

@@ -286,15 +286,15 @@ static int alloc_acts(llmt_model *m)
         A(m->dP, BH * T * T * 4);
         A(m->O, BH * T * hd * es);
         A(m->dO, BH * T * hd * es);
+        A(m->dq, BH * T * hd * 4);
+        A(m->dk, BH * T * hd * 4);
+        A(m->dv, BH * T * hd * 4);
     }
     A(m->y, M * d * 4);
     A(m->dx, M * d * 4);
     A(m->dh, M * d * 4);
     A(m->da, M * Fl * 4);
     A(m->datt, M * Hh * 4);
-    A(m->dq, BH * T * hd * 4);
-    A(m->dk, BH * T * hd * 4);
-    A(m->dv, BH * T * hd * 4);
     A(m->dyact, big * es);
     A(m->dgu, M * 2 * Fl * es);
     A(m->dS, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);

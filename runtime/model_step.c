@@ -161,21 +161,26 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, m->aw ? LLMT_DT_BF16 : LLMT_DT_F32, M, d,
                 Hh, 1.0f))
         return -1;
-    if (m->aw)
-        attn_bwd(m->aw, a->q, a->k, a->v, a->P, m->datt, m->dS, m->dq, m->dk, m->dv, m->B,
-                 m->Hl, T, hd, 1.0f / sqrtf((float)hd));
-    else if (attn_bwd_full(m, a))
-        return -1;
     /* QK-norm weights are replicated but each TP rank sees only its heads:
      * their gradient is summed over TP (in a scratch, so earlier
      * micro-batches already in the buffer are not summed twice) */
     float *qkg = m->par.tp > 1 ? m->qkn_g : (c->qk_norm ? m->grads + lo->qn : NULL);
     if (c->qk_norm && m->par.tp > 1)
         memset(qkg, 0, sizeof(float) * 2 * (size_t)hd);
-    k_attn_prep_bwd(m->dq, m->dk, m->dv, m->dqkv, a->qkv, m->B, T, m->Hl, m->KVl, hd,
-                    c->qk_norm ? m->master + lo->qn : NULL, c->qk_norm ? m->master + lo->kn : NULL,
-                    a->qr, a->kr, c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL,
-                    m->cos_t, m->sin_t, bf);
+    const float *qw = c->qk_norm ? m->master + lo->qn : NULL;
+    const float *kw = c->qk_norm ? m->master + lo->kn : NULL;
+    if (m->aw) { /* blocked attention, the prep backward fused in */
+        attn_prep_grad pg = { m->KVl, m->cos_t, m->sin_t, a->qkv, qw, kw, a->qr, a->kr,
+                              c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL, m->dqkv };
+        attn_bwd(m->aw, a->q, a->k, a->v, a->P, m->datt, m->dS, &pg, m->B, m->Hl, T, hd,
+                 1.0f / sqrtf((float)hd));
+    } else {
+        if (attn_bwd_full(m, a))
+            return -1;
+        k_attn_prep_bwd(m->dq, m->dk, m->dv, m->dqkv, a->qkv, m->B, T, m->Hl, m->KVl, hd, qw, kw,
+                        a->qr, a->kr, c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL,
+                        m->cos_t, m->sin_t, bf);
+    }
     if (c->qk_norm && m->par.tp > 1) {
         if (tp_sum(m, qkg, 2 * (size_t)hd))
             return -1;

@@ -1,8 +1,10 @@
-/* bench_attn.c: one layer's causal attention, forward + backward, of the
- * bench model's shape (default B=8, H=12, T=256, hd=64): attn.h's blocked
- * bf16 kernel against the oneDNN full-square path it replaced (batched
- * products through llmt_mm, kernels.c's masked softmax and layout passes;
- * its gradient input fp32 as that path had it, bf16 for the new one),
+/* bench_attn.c: one layer's causal attention, forward + backward (through
+ * the backward of the rotary prep to the q/k/v projection gradient), of
+ * the bench model's shape (default B=8, H=12, T=256, hd=64): attn.h's
+ * blocked bf16 kernel against the oneDNN full-square path it replaced
+ * (batched products through llmt_mm, kernels.c's masked softmax, layout
+ * passes and k_attn_prep_bwd; its gradient input fp32 as that path had
+ * it, bf16 for the new one),
  * timed side by side in this run, best of REPS. Prints milliseconds per
  * layer (wall and CPU time / threads) and the ratios; no thresholds.
  * usage: bench_attn [B H T hd [REPS]] */
@@ -60,6 +62,15 @@ int main(int argc, char **argv)
     bf16 *dattb = alloc(nq * 2);
     float *datt = alloc(nq * 4), *dq = alloc(nq * 4), *dk = alloc(nq * 4), *dv = alloc(nq * 4);
     float *S = alloc((size_t)BH * T * T * 4), *dP = alloc((size_t)BH * T * T * 4);
+    int h2 = hd / 2;
+    bf16 *dqkv = alloc((size_t)B * T * 3 * H * hd * 2);
+    float *cs = alloc((size_t)T * h2 * 4), *sn = alloc((size_t)T * h2 * 4);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < h2; i++) {
+            cs[t * h2 + i] = cosf(t * powf(1e4f, -2.0f * i / hd));
+            sn[t * h2 + i] = sinf(t * powf(1e4f, -2.0f * i / hd));
+        }
+    attn_prep_grad pg = { H, cs, sn, NULL, NULL, NULL, NULL, NULL, NULL, NULL, dqkv };
     fill(q, nq, 1);
     fill(k, nq, 2);
     fill(v, nq, 3);
@@ -78,7 +89,7 @@ int main(int argc, char **argv)
             double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
             if (path == 0) {
                 attn_fwd(w, q, k, v, P, att, B, H, T, hd, sc);
-                attn_bwd(w, q, k, v, P, dattb, dS, dq, dk, dv, B, H, T, hd, sc);
+                attn_bwd(w, q, k, v, P, dattb, dS, &pg, B, H, T, hd, sc);
             } else {
                 int bad = llmt_mm(BH, T, T, hd, q, 0, k, 1, LLMT_DT_BF16, S, LLMT_DT_F32, sc, 0);
                 k_softmax_causal_fwd(S, P, BH, T, 1);
@@ -90,6 +101,8 @@ int main(int argc, char **argv)
                 k_softmax_causal_bwd(P, dP, dS, BH, T, 1);
                 bad |= llmt_mm(BH, T, hd, T, dS, 0, k, 0, LLMT_DT_BF16, dq, LLMT_DT_F32, sc, 0);
                 bad |= llmt_mm(BH, T, hd, T, dS, 1, q, 0, LLMT_DT_BF16, dk, LLMT_DT_F32, sc, 0);
+                k_attn_prep_bwd(dq, dk, dv, dqkv, NULL, B, T, H, H, hd, NULL, NULL, NULL, NULL,
+                                NULL, NULL, cs, sn, 1);
                 if (bad)
                     return 70;
             }
