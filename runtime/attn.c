@@ -89,22 +89,21 @@ static void zero_bf16(bf16 *p, int from, int to)
 static void softmax_row(float *s, int len, bf16 *p, int zend)
 {
     __m512 vm = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
-    for (int j = 0; j < len; j += 16)
-        {
+    for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
-        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, s + j));
+        vm = _mm512_mask_max_ps(vm, k, vm, ld_ps(k, s + j));
     }
     __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
     for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
-        __m512 e = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx)));
-        _mm512_mask_storeu_ps(s + j, k, e);
+        __m512 e = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(ld_ps(k, s + j), mx)));
+        st_ps(s + j, k, e);
         sum = _mm512_add_ps(sum, e);
     }
     __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
-        v_st(p, (size_t)j, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), inv), k, 1);
+        v_st(p, (size_t)j, _mm512_mul_ps(ld_ps(k, s + j), inv), k, 1);
     }
     zero_bf16(p, len, zend);
 }
@@ -118,12 +117,16 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
         struct slice x;
         carve(w, omp_get_thread_num(), &x);
         size_t hq = (size_t)bh * T * hd; /* this head in q, k, v */
+        prefetch_rows(q + hq, (size_t)T * hd * 2, 1, 0, 0);
         tile_pack_kt(x.kt, Tp, k + hq, hd, T, hd);
         tile_pack_pairs(x.kp, hd, v + hq, hd, T, hd);
         int b = bh / H, h = bh % H;
         for (int i = 0; i < nb; i++) {
             int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
             bf16 *Pi = P + ((size_t)bh * T + q0) * Tp;
+            prefetch_rows(Pi, (size_t)zend * 2, mq, (size_t)Tp * 2, 1);
+            prefetch_rows(att + (((size_t)b * T + q0) * H + h) * hd, (size_t)hd * 2, mq,
+                          (size_t)H * hd * 2, 1);
             tile_args s = targs(mq, L, hp, q + hq + (size_t)q0 * hd, hp, 1, x.kt, Tp, x.tile, Tp,
                                 scale);
             s.nhi = q0;

@@ -19,13 +19,13 @@ static void softmax_bwd_row(const bf16 *p, const float *dp, int len, bf16 *ds, i
     __m512 acc = _mm512_setzero_ps();
     for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
-        acc = _mm512_fmadd_ps(v_ld(p, (size_t)j, k, 1), _mm512_maskz_loadu_ps(k, dp + j), acc);
+        acc = _mm512_fmadd_ps(v_ld(p, (size_t)j, k, 1), ld_ps(k, dp + j), acc);
     }
     __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
     for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
         __m512 v = _mm512_mul_ps(v_ld(p, (size_t)j, k, 1),
-                                 _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), dot));
+                                 _mm512_sub_ps(ld_ps(k, dp + j), dot));
         v_st(ds, (size_t)j, v, k, 1);
     }
     if (zend > len)
@@ -55,6 +55,10 @@ static void head_bwd(const struct bctx *c, struct slice *x, int b, int h, float 
     for (int i = 0; i < nb; i++) { /* query blocks */
         int q0 = i * QB, mq = imin(QB, T - q0), L = imin(q0 + QB, T), zend = (L + 1) & ~1;
         size_t row0 = (bh * T + q0) * Tp;
+        prefetch_rows(c->P + row0, (size_t)zend * 2, mq, (size_t)Tp * 2, 0);
+        prefetch_rows(c->dS + row0, (size_t)zend * 2, mq, (size_t)Tp * 2, 1);
+        prefetch_rows(pg->dqkv + ((size_t)b * T + q0) * W + (size_t)h * hd, (size_t)hd * 2, mq,
+                      (size_t)W * 2, 1);
         tile_args s = targs(mq, L, hp, dO + (size_t)q0 * ldo, ldo / 2, 1, x->kt, Tp, x->tile, Tp,
                             1.0f);
         s.nhi = q0;
@@ -108,6 +112,10 @@ void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf1
         float *pq = w->dwp + (size_t)it * 2 * hd, *pk = pq + hd;
         memset(pq, 0, sizeof(float) * 2 * (size_t)hd);
         size_t hk = ((size_t)b * H + (size_t)kvh * G) * T * hd; /* the group's k, v copy */
+        prefetch_rows(pg->dqkv + (size_t)b * T * W + (size_t)(H + kvh) * hd, (size_t)hd * 2, T,
+                      (size_t)W * 2, 1);
+        prefetch_rows(pg->dqkv + (size_t)b * T * W + (size_t)(H + KV + kvh) * hd,
+                      (size_t)hd * 2, T, (size_t)W * 2, 1);
         tile_pack_kt(x.kt, Tp, v + hk, hd, T, hd);
         tile_pack_pairs(x.kp, hd, k + hk, hd, T, hd);
         for (int j = 0; j < G; j++)

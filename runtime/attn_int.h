@@ -30,6 +30,21 @@ void attn_slice(const attn_ws *w, int i, struct slice *s);
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
+/* start loading rows of bytes each, stride bytes apart, into the cache
+ * (for writing when w): the inputs of a block come from memory while the
+ * previous block computes */
+static inline void prefetch_rows(const void *p, size_t bytes, int rows, size_t stride, int w)
+{
+    for (int r = 0; r < rows; r++)
+        for (size_t o = 0; o < bytes; o += 64) {
+            const char *a = (const char *)p + r * stride + o;
+            if (w)
+                __builtin_prefetch(a, 1, 3);
+            else
+                __builtin_prefetch(a, 0, 3);
+        }
+}
+
 static inline tile_args targs(int M, int N, int np, const void *a, long am, long ap,
                               const uint32_t *b, long bp, float *c, long ldc, float alpha)
 {

@@ -15,15 +15,15 @@ static inline float norm_row(const float *xr, const float *w, void *out, size_t 
 #ifdef LLMT_SIMD
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < d; i += 16) {
-        __m512 v = _mm512_maskz_loadu_ps(tailmask((size_t)(d - i)), xr + i);
+        __m512 v = ld_ps(tailmask((size_t)(d - i)), xr + i);
         acc = _mm512_fmadd_ps(v, v, acc);
     }
     float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
     __m512 vr = _mm512_set1_ps(r);
     for (int i = 0; i < d; i += 16) {
         __mmask16 k = tailmask((size_t)(d - i));
-        __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), vr),
-                                 _mm512_maskz_loadu_ps(k, w + i));
+        __m512 v = _mm512_mul_ps(_mm512_mul_ps(ld_ps(k, xr + i), vr),
+                                 ld_ps(k, w + i));
         v_st(out, o + i, v, k, bf);
     }
 #else
@@ -80,23 +80,23 @@ void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const 
             __m512 acc = _mm512_setzero_ps();
             for (int i = 0; i < d; i += 16) {
                 __mmask16 k = tailmask((size_t)(d - i));
-                acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i),
-                                                    _mm512_maskz_loadu_ps(k, w + i)),
-                                      _mm512_maskz_loadu_ps(k, xr + i), acc);
+                acc = _mm512_fmadd_ps(_mm512_mul_ps(ld_ps(k, g + i),
+                                                    ld_ps(k, w + i)),
+                                      ld_ps(k, xr + i), acc);
             }
             float c = _mm512_reduce_add_ps(acc) * r * r / (float)d;
             __m512 vr = _mm512_set1_ps(r), vc = _mm512_set1_ps(c);
             for (int i = 0; i < d; i += 16) {
                 __mmask16 k = tailmask((size_t)(d - i));
-                __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, xr + i);
-                __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, vc));
-                __m512 nd = _mm512_fmadd_ps(vr, t, _mm512_maskz_loadu_ps(k, o + i));
-                _mm512_mask_storeu_ps(o + i, k, nd);
+                __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, xr + i);
+                __m512 t = _mm512_fmsub_ps(gi, ld_ps(k, w + i), _mm512_mul_ps(xi, vc));
+                __m512 nd = _mm512_fmadd_ps(vr, t, ld_ps(k, o + i));
+                st_ps(o + i, k, nd);
                 if (dxact)
                     v_st(dxact, (size_t)m * d + i, nd, k, bf);
                 if (pw)
-                    _mm512_mask_storeu_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
-                                                                     _mm512_maskz_loadu_ps(k, pw + i)));
+                    st_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                                     ld_ps(k, pw + i)));
             }
 #else
             float dot = 0.f;
@@ -144,7 +144,7 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
     if (w) {
         __m512 acc = _mm512_setzero_ps();
         for (int i = 0; i < hd; i += 16) {
-            __m512 x = _mm512_maskz_loadu_ps(tailmask((size_t)(hd - i)), v + i);
+            __m512 x = ld_ps(tailmask((size_t)(hd - i)), v + i);
             acc = _mm512_fmadd_ps(x, x, acc);
         }
         float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)hd + eps);
@@ -152,16 +152,16 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
         __m512 vr = _mm512_set1_ps(r);
         for (int i = 0; i < hd; i += 16) {
             __mmask16 k = tailmask((size_t)(hd - i));
-            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, v + i), vr);
-            _mm512_mask_storeu_ps(v + i, k, _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, w + i)));
+            __m512 x = _mm512_mul_ps(ld_ps(k, v + i), vr);
+            st_ps(v + i, k, _mm512_mul_ps(x, ld_ps(k, w + i)));
         }
     }
     for (int i = 0; i < h2; i += 16) {
         __mmask16 k = tailmask((size_t)(h2 - i));
-        __m512 a = _mm512_maskz_loadu_ps(k, v + i), b = _mm512_maskz_loadu_ps(k, v + h2 + i);
-        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_maskz_loadu_ps(k, s + i);
-        _mm512_mask_storeu_ps(v + i, k, _mm512_fmsub_ps(a, cc, _mm512_mul_ps(b, ss)));
-        _mm512_mask_storeu_ps(v + h2 + i, k, _mm512_fmadd_ps(b, cc, _mm512_mul_ps(a, ss)));
+        __m512 a = ld_ps(k, v + i), b = ld_ps(k, v + h2 + i);
+        __m512 cc = ld_ps(k, c + i), ss = ld_ps(k, s + i);
+        st_ps(v + i, k, _mm512_fmsub_ps(a, cc, _mm512_mul_ps(b, ss)));
+        st_ps(v + h2 + i, k, _mm512_fmadd_ps(b, cc, _mm512_mul_ps(a, ss)));
     }
 #else
     if (w) {
@@ -218,26 +218,26 @@ void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float
 #ifdef LLMT_SIMD
     for (int i = 0; i < h2; i += 16) { /* inverse rotation */
         __mmask16 k = tailmask((size_t)(h2 - i));
-        __m512 a = _mm512_maskz_loadu_ps(k, g + i), b = _mm512_maskz_loadu_ps(k, g + h2 + i);
-        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_maskz_loadu_ps(k, s + i);
-        _mm512_mask_storeu_ps(g + i, k, _mm512_fmadd_ps(a, cc, _mm512_mul_ps(b, ss)));
-        _mm512_mask_storeu_ps(g + h2 + i, k, _mm512_fmsub_ps(b, cc, _mm512_mul_ps(a, ss)));
+        __m512 a = ld_ps(k, g + i), b = ld_ps(k, g + h2 + i);
+        __m512 cc = ld_ps(k, c + i), ss = ld_ps(k, s + i);
+        st_ps(g + i, k, _mm512_fmadd_ps(a, cc, _mm512_mul_ps(b, ss)));
+        st_ps(g + h2 + i, k, _mm512_fmsub_ps(b, cc, _mm512_mul_ps(a, ss)));
     }
     if (w) {
         __m512 acc = _mm512_setzero_ps(), vr = _mm512_set1_ps(r);
         for (int i = 0; i < hd; i += 16) {
             __mmask16 k = tailmask((size_t)(hd - i));
-            __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, x + i);
-            acc = _mm512_fmadd_ps(_mm512_mul_ps(gi, _mm512_maskz_loadu_ps(k, w + i)), xi, acc);
-            _mm512_mask_storeu_ps(dw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
-                                                             _mm512_maskz_loadu_ps(k, dw + i)));
+            __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, x + i);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(gi, ld_ps(k, w + i)), xi, acc);
+            st_ps(dw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                             ld_ps(k, dw + i)));
         }
         __m512 cc = _mm512_set1_ps(_mm512_reduce_add_ps(acc) * r * r / (float)hd);
         for (int i = 0; i < hd; i += 16) {
             __mmask16 k = tailmask((size_t)(hd - i));
-            __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, x + i);
-            __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, cc));
-            _mm512_mask_storeu_ps(g + i, k, _mm512_mul_ps(vr, t));
+            __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, x + i);
+            __m512 t = _mm512_fmsub_ps(gi, ld_ps(k, w + i), _mm512_mul_ps(xi, cc));
+            st_ps(g + i, k, _mm512_mul_ps(vr, t));
         }
     }
 #else
@@ -265,10 +265,10 @@ static void group_sum(float *g, const float *src, size_t stride, int G, int n)
 #ifdef LLMT_SIMD
     for (int i = 0; i < n; i += 16) {
         __mmask16 k = tailmask((size_t)(n - i));
-        __m512 acc = _mm512_maskz_loadu_ps(k, src + i);
+        __m512 acc = ld_ps(k, src + i);
         for (int j = 1; j < G; j++)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, src + j * stride + i));
-        _mm512_mask_storeu_ps(g + i, k, acc);
+            acc = _mm512_add_ps(acc, ld_ps(k, src + j * stride + i));
+        st_ps(g + i, k, acc);
     }
 #else
     memcpy(g, src, sizeof(float) * (size_t)n);
@@ -341,7 +341,7 @@ void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
             __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), sum = _mm512_setzero_ps();
             for (int j = 0; j < len; j += 16) {
                 __mmask16 k = tailmask((size_t)(len - j));
-                __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx)));
+                __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(ld_ps(k, s + j), mx)));
                 _mm512_storeu_ps(e + j, v);
                 sum = _mm512_add_ps(sum, v);
             }
@@ -381,14 +381,14 @@ void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T
             __m512 acc = _mm512_setzero_ps();
             for (int j = 0; j < len; j += 16) {
                 __mmask16 k = tailmask((size_t)(len - j));
-                acc = _mm512_fmadd_ps(v_ld(P, o + j, k, bf), _mm512_maskz_loadu_ps(k, dP + o + j), acc);
+                acc = _mm512_fmadd_ps(v_ld(P, o + j, k, bf), ld_ps(k, dP + o + j), acc);
             }
             __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
             for (int j = 0; j < T; j += 16) {
                 __mmask16 k = tailmask((size_t)(T - j));
                 __mmask16 kl = j < len ? tailmask((size_t)(len - j)) : 0;
                 __m512 v = _mm512_mul_ps(v_ld(P, o + j, kl, bf),
-                                         _mm512_sub_ps(_mm512_maskz_loadu_ps(kl, dP + o + j), dot));
+                                         _mm512_sub_ps(ld_ps(kl, dP + o + j), dot));
                 v_st(dS, o + j, _mm512_maskz_mov_ps(kl, v), k, bf);
             }
 #else
@@ -459,7 +459,7 @@ void k_swiglu_bwd(const void *gu, const float *da, void *dgu, int M, int F, int 
         for (int j = 0; j < F; j += 16) {
             __mmask16 k = tailmask((size_t)(F - j));
             __m512 g = v_ld(gu, ig + j, k, bf), u = v_ld(gu, ig + F + j, k, bf);
-            __m512 d = _mm512_maskz_loadu_ps(k, da + ia + j), sg = v_sigmoid(g);
+            __m512 d = ld_ps(k, da + ia + j), sg = v_sigmoid(g);
             __m512 t = _mm512_fmadd_ps(g, _mm512_sub_ps(one, sg), one); /* 1 + g(1-sg) */
             v_st(dgu, ig + j, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(d, u), sg), t), k, bf);
             v_st(dgu, ig + F + j, _mm512_mul_ps(_mm512_mul_ps(d, g), sg), k, bf);

@@ -230,10 +230,8 @@ void llmt_model_zero_grad(llmt_model *m)
         memset(m->grads, 0, m->n * sizeof(float));
         return;
     }
-    /* lazy: the next backward writes the product gradients instead of
-     * adding to them and zeroes the rest first (model_step.c); a read
-     * before that (llmt_model_grads) writes the zeros */
-    m->gz = 1;
+    memset(m->grads, 0, m->n * sizeof(float));
+    m->gz = 1; /* the next backward's products write instead of adding */
 }
 
 static int alloc_acts(llmt_model *m)
@@ -397,12 +395,8 @@ size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
 float *llmt_model_master(llmt_model *m) { return m->master; }
 float *llmt_model_grads(llmt_model *m)
 {
-    if (m->dev) {
+    if (m->dev)
         m->dev->fetch_grads(m);
-    } else if (m->gz) {
-        memset(m->grads, 0, m->n * sizeof(float));
-        m->gz = 0;
-    }
     return m->grads;
 }
 const llmt_config *llmt_model_config(const llmt_model *m) { return &m->c; }

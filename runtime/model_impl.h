@@ -51,8 +51,8 @@ struct llmt_model {
     float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *dP, *dq, *dk, *dv, *logits;
     void *datt;             /* dL/d attention output: bf16 for attn.h, else fp32 */
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
-    int gz;                 /* grads are zero but not written yet (lazy zero_grad) */
-    int gover;              /* in a backward that overwrites the product gradients */
+    int gz;                 /* grads zeroed, no backward since */
+    int gover;              /* in that backward: products write their gradients */
     struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
     void **allocs;
     int nallocs, capallocs;

@@ -223,34 +223,15 @@ static int stage_bwd(llmt_model *m, struct slot *sl, const float *grad_out, floa
     return 0;
 }
 
-/* 1 when the flat-buffer element off is a weight whose gradient a product
- * (lin_bwd) writes whole: q/k/v, o, gate/up, down, the LM head */
-static int product_grad(const llmt_model *m, size_t off)
-{
-    size_t d = (size_t)m->c.d_model, Hh = (size_t)m->Hl * m->hd, Fl = (size_t)m->Fl;
-    for (int l = 0; l < m->nl; l++) {
-        const struct layer_off *lo = &m->lo[l];
-        if ((off >= lo->qkv && off < lo->qkv + (size_t)m->Wq * d) ||
-            (off >= lo->o && off < lo->o + d * Hh) ||
-            (off >= lo->gu && off < lo->gu + 2 * Fl * d) ||
-            (off >= lo->down && off < lo->down + d * Fl))
-            return 1;
-    }
-    return m->last && off >= m->off_head && off < m->off_head + (size_t)m->c.vocab_size * d;
-}
-
 int llmt_model_backward(llmt_model *m, int s, const float *grad_out, float *grad_in,
                         float grad_scale)
 {
     if (m->dev)
         return m->dev->backward(m, s, grad_out, grad_in, grad_scale);
-    /* first backward since zero_grad: products write their gradients, the
-     * other gradients (norms, embedding rows) start from zero */
+    /* first backward since zero_grad: the products write their gradients
+     * (0 + x without reading the zeros) */
     m->gover = m->gz;
     m->gz = 0;
-    for (int i = 0; m->gover && i < m->nparams_t; i++)
-        if (!product_grad(m, m->params[i].offset))
-            memset(m->grads + m->params[i].offset, 0, m->params[i].numel * sizeof(float));
     int rc = stage_bwd(m, &m->slots[s], grad_out, grad_in, grad_scale);
     m->gover = 0;
     return rc;

@@ -43,8 +43,8 @@ uk(const int mr, const int nv, int p0, int p1, const uint32_t *a, long am, long 
             float *cp = c + r * ldc + 16 * v;
             __m512 x = _mm512_mul_ps(s[r][v], al);
             if (acc)
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, cp));
-            _mm512_mask_storeu_ps(cp, k, x);
+                x = _mm512_add_ps(x, ld_ps(k, cp));
+            st_ps(cp, k, x);
         }
 }
 
@@ -113,20 +113,6 @@ void tile_pack_pairs(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, i
     }
 }
 
-void tile_pack_pairs_f32(uint32_t *dst, long ldd, const float *src, long ld, int R, int C)
-{
-    for (int p = 0; p < (R + 1) / 2; p++) {
-        const float *r0 = src + 2L * p * ld, *r1 = r0 + ld;
-        int odd = 2 * p + 1 >= R;
-        for (long c = 0; c < ldd; c += 16) {
-            __mmask16 k = c < C ? tailmask((size_t)(C - c)) : 0;
-            __m512i lo = _mm512_cvtepu16_epi32(v_bf16(_mm512_maskz_loadu_ps(k, r0 + c)));
-            __m512i hi = _mm512_cvtepu16_epi32(v_bf16(_mm512_maskz_loadu_ps(odd ? 0 : k, r1 + c)));
-            _mm512_storeu_si512(dst + p * ldd + c, pairs16(lo, hi));
-        }
-    }
-}
-
 /* 16 x 16 transpose of 32-bit elements: r[i] row i in, column i out */
 static inline void transpose16(__m512i r[16])
 {
@@ -172,10 +158,6 @@ void tile_pack_kt(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int 
 #else
 void tile_mm(const tile_args *t) { (void)t; }
 void tile_pack_pairs(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int C)
-{
-    (void)dst, (void)ldd, (void)src, (void)ld, (void)R, (void)C;
-}
-void tile_pack_pairs_f32(uint32_t *dst, long ldd, const float *src, long ld, int R, int C)
 {
     (void)dst, (void)ldd, (void)src, (void)ld, (void)R, (void)C;
 }

@@ -44,8 +44,6 @@ void tile_mm(const tile_args *t);
  * rows t of a bf16 matrix (row stride ld) interleaved in pairs; a missing
  * odd last row and columns C..ldd-1 are zero. ldd >= C, multiple of 16. */
 void tile_pack_pairs(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int C);
-/* As tile_pack_pairs from fp32 rows (rounded to bf16). */
-void tile_pack_pairs_f32(uint32_t *dst, long ldd, const float *src, long ld, int R, int C);
 /* dst[p*ldd + t] = (src[t][2p], src[t][2p+1]) for t < R, p < C/2 (C even):
  * the pair-transpose of R bf16 rows (row stride ld); columns t in
  * R..roundup(R,16)-1 are zero. ldd >= roundup(R, 16). */

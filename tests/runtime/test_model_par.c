@@ -2,9 +2,10 @@
  * chained by hand in one process give the loss and gradients of the one
  * stage model. "tp" (under mpirun -np 2): each rank's tensor-parallel
  * shard gives the loss of the tp=1 model and gradients equal to its slice
- * of the tp=1 gradients. "grad": the lazy zero_grad: a second backward
- * adds (2x), zero_grad then backward gives the first gradients bit for
- * bit, zero_grad then a read gives zeros. fp32; metric max|a-b| / max|ref|
+ * of the tp=1 gradients. "grad": the first backward after zero_grad
+ * writes the product gradients, later ones add: a second backward gives
+ * 2x, zero_grad then backward gives the first gradients bit for bit,
+ * zero_grad then a read gives zeros. fp32; metric max|a-b| / max|ref|
  * per tensor.
  * usage: test_model_par pp|tp|grad CONFIG TEXTFILE */
 #include <math.h>
@@ -206,8 +207,7 @@ static int test_grad(const llmt_config *c, const int32_t *tok, const int32_t *tg
     expect(nz > n / 2, "grad: first gradients mostly zero", nz, n / 2.0);
     double acc = md / mx;
     expect(acc <= 1e-6, "grad: second backward does not add", acc, 1e-6);
-    /* zero_grad, then forward + backward reproduce the first result (the
-     * buffer still holds 2x: only the lazy zeroing can give this) */
+    /* zero_grad, then forward + backward reproduce the first result */
     llmt_model_zero_grad(m);
     if (llmt_model_forward(m, 0, tok, NULL, tgt, NULL, &loss) ||
         llmt_model_backward(m, 0, NULL, NULL, 0.5f))
