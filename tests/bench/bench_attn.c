@@ -112,8 +112,9 @@ int main(int argc, char **argv)
                 best[path][1] = ct < best[path][1] ? ct : best[path][1];
             }
         }
-    /* causal FLOPs: 4 products forward + backward... counted as the model
-     * does (6 T^2 hd per head would be the full square x 1/2 x 3) */
+    /* causal FLOPs, as the model's 6LTd counts them: six products (two
+     * forward, four backward) of 2 T^2 hd each on the full square, half
+     * of it below the diagonal */
     double fl = 6.0 * BH * (double)T * T * hd;
     printf("attention B=%d H=%d T=%d hd=%d threads %d, best of %d\n", B, H, T, hd, nt, reps);
     printf("blocked %.3f ms (cpu %.3f ms, %.0f causal GFLOP/s by cpu)\n", best[0][0] * 1e3,
