@@ -225,13 +225,10 @@ void llmt_model_sync_compute(llmt_model *m)
 
 void llmt_model_zero_grad(llmt_model *m)
 {
-    if (m->dev) {
+    if (m->dev)
         m->dev->zero_grad(m);
-        memset(m->grads, 0, m->n * sizeof(float));
-        return;
-    }
     memset(m->grads, 0, m->n * sizeof(float));
-    m->gz = 1; /* the next backward's products write instead of adding */
+    m->gz = 1; /* the next (CPU) backward's products write instead of adding */
 }
 
 static int alloc_acts(llmt_model *m)
