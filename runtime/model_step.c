@@ -1,5 +1,6 @@
 /* model_step.c: forward and backward of one micro-batch through this
  * stage (see model.h for the layout rules); matrix products via llmt_mm,
+ * causal attention via attn.h in bf16 (else oneDNN on the full square),
  * the rest via kernels.c, TP all-reduces via comm.h. */
 #include <math.h>
 #include <string.h>
