@@ -8,41 +8,63 @@
 #include "kernels.h"
 #include "simd.h"
 
+/* out row = xr * rstd * w; returns rstd */
+static inline float norm_row(const float *xr, const float *w, void *out, size_t o, int d,
+                             float eps, int bf)
+{
+#ifdef LLMT_SIMD
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < d; i += 16) {
+        __m512 v = ld_ps(tailmask((size_t)(d - i)), xr + i);
+        acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
+    __m512 vr = _mm512_set1_ps(r);
+    for (int i = 0; i < d; i += 16) {
+        __mmask16 k = tailmask((size_t)(d - i));
+        __m512 v = _mm512_mul_ps(_mm512_mul_ps(ld_ps(k, xr + i), vr),
+                                 ld_ps(k, w + i));
+        v_st(out, o + i, v, k, bf);
+    }
+#else
+    float ss = 0.f;
+    for (int i = 0; i < d; i++)
+        ss += xr[i] * xr[i];
+    float r = 1.0f / sqrtf(ss / (float)d + eps);
+    for (int i = 0; i < d; i++)
+        act_st(out, o + i, xr[i] * r * w[i], bf);
+#endif
+    return r;
+}
+
 void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M, int d,
                    float eps, int bf)
 {
 #pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+        rstd[m] = norm_row(x + (size_t)m * d, w, out, (size_t)m * d, d, eps, bf);
+}
+
+void k_add_rmsnorm_fwd(const float *x, const float *r, float *s, const float *w, void *out,
+                       float *rstd, int M, int d, float eps, int bf)
+{
+#pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
-        const float *xr = x + (size_t)m * d;
-#ifdef LLMT_SIMD
-        __m512 acc = _mm512_setzero_ps();
-        for (int i = 0; i < d; i += 16) {
-            __m512 v = _mm512_maskz_loadu_ps(tailmask((size_t)(d - i)), xr + i);
-            acc = _mm512_fmadd_ps(v, v, acc);
-        }
-        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
-        rstd[m] = r;
-        __m512 vr = _mm512_set1_ps(r);
-        for (int i = 0; i < d; i += 16) {
-            __mmask16 k = tailmask((size_t)(d - i));
-            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), vr),
-                                     _mm512_maskz_loadu_ps(k, w + i));
-            v_st(out, (size_t)m * d + i, v, k, bf);
-        }
-#else
-        float ss = 0.f;
+        size_t o = (size_t)m * d;
         for (int i = 0; i < d; i++)
-            ss += xr[i] * xr[i];
-        float r = 1.0f / sqrtf(ss / (float)d + eps);
-        rstd[m] = r;
-        for (int i = 0; i < d; i++)
-            act_st(out, (size_t)m * d + i, xr[i] * r * w[i], bf);
-#endif
+            s[o + i] = x[o + i] + r[o + i];
+        rstd[m] = norm_row(s + o, w, out, o, d, eps, bf);
     }
 }
 
 void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
                    float *dx, float *dw, int M, int d)
+{
+    k_rmsnorm_bwd_act(x, w, rstd, dy, dx, dw, M, d, NULL, 0);
+}
+
+void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const float *dy,
+                       float *dx, float *dw, int M, int d, void *dxact, int bf)
 {
     int nt = omp_get_max_threads();
     float *part = calloc((size_t)nt * d, sizeof *part);
@@ -58,28 +80,34 @@ void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const floa
             __m512 acc = _mm512_setzero_ps();
             for (int i = 0; i < d; i += 16) {
                 __mmask16 k = tailmask((size_t)(d - i));
-                acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i),
-                                                    _mm512_maskz_loadu_ps(k, w + i)),
-                                      _mm512_maskz_loadu_ps(k, xr + i), acc);
+                acc = _mm512_fmadd_ps(_mm512_mul_ps(ld_ps(k, g + i),
+                                                    ld_ps(k, w + i)),
+                                      ld_ps(k, xr + i), acc);
             }
             float c = _mm512_reduce_add_ps(acc) * r * r / (float)d;
             __m512 vr = _mm512_set1_ps(r), vc = _mm512_set1_ps(c);
             for (int i = 0; i < d; i += 16) {
                 __mmask16 k = tailmask((size_t)(d - i));
-                __m512 gi = _mm512_maskz_loadu_ps(k, g + i), xi = _mm512_maskz_loadu_ps(k, xr + i);
-                __m512 t = _mm512_fmsub_ps(gi, _mm512_maskz_loadu_ps(k, w + i), _mm512_mul_ps(xi, vc));
-                _mm512_mask_storeu_ps(o + i, k, _mm512_fmadd_ps(vr, t, _mm512_maskz_loadu_ps(k, o + i)));
+                __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, xr + i);
+                __m512 t = _mm512_fmsub_ps(gi, ld_ps(k, w + i), _mm512_mul_ps(xi, vc));
+                __m512 nd = _mm512_fmadd_ps(vr, t, ld_ps(k, o + i));
+                st_ps(o + i, k, nd);
+                if (dxact)
+                    v_st(dxact, (size_t)m * d + i, nd, k, bf);
                 if (pw)
-                    _mm512_mask_storeu_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
-                                                                     _mm512_maskz_loadu_ps(k, pw + i)));
+                    st_ps(pw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                                     ld_ps(k, pw + i)));
             }
 #else
             float dot = 0.f;
             for (int i = 0; i < d; i++)
                 dot += g[i] * w[i] * xr[i];
             float c = dot * r * r / (float)d;
-            for (int i = 0; i < d; i++)
+            for (int i = 0; i < d; i++) {
                 o[i] += r * (g[i] * w[i] - xr[i] * c);
+                if (dxact)
+                    act_st(dxact, (size_t)m * d + i, o[i], bf);
+            }
             if (pw)
                 for (int i = 0; i < d; i++)
                     pw[i] += g[i] * xr[i] * r;
@@ -111,6 +139,31 @@ static inline void put_row(void *dst, size_t off, const float *src, int n, int b
 static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, const float *c,
                      const float *s)
 {
+    int h2 = hd / 2;
+#ifdef LLMT_SIMD
+    if (w) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < hd; i += 16) {
+            __m512 x = ld_ps(tailmask((size_t)(hd - i)), v + i);
+            acc = _mm512_fmadd_ps(x, x, acc);
+        }
+        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)hd + eps);
+        *rs = r;
+        __m512 vr = _mm512_set1_ps(r);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 x = _mm512_mul_ps(ld_ps(k, v + i), vr);
+            st_ps(v + i, k, _mm512_mul_ps(x, ld_ps(k, w + i)));
+        }
+    }
+    for (int i = 0; i < h2; i += 16) {
+        __mmask16 k = tailmask((size_t)(h2 - i));
+        __m512 a = ld_ps(k, v + i), b = ld_ps(k, v + h2 + i);
+        __m512 cc = ld_ps(k, c + i), ss = ld_ps(k, s + i);
+        st_ps(v + i, k, _mm512_fmsub_ps(a, cc, _mm512_mul_ps(b, ss)));
+        st_ps(v + h2 + i, k, _mm512_fmadd_ps(b, cc, _mm512_mul_ps(a, ss)));
+    }
+#else
     if (w) {
         float ss = 0.f;
         for (int i = 0; i < hd; i++)
@@ -120,12 +173,12 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
         for (int i = 0; i < hd; i++)
             v[i] = v[i] * r * w[i];
     }
-    int h2 = hd / 2;
     for (int i = 0; i < h2; i++) {
         float a = v[i], b = v[i + h2];
         v[i] = a * c[i] - b * s[i];
         v[i + h2] = b * c[i] + a * s[i];
     }
+#endif
 }
 
 void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
@@ -158,12 +211,36 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
         }
 }
 
-/* backward of head_fwd: g[hd] = dL/d(out) in, dL/d(in) out; x = input
- * before the norm (raw projection) */
-static void head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
-                     const float *c, const float *s)
+void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
+                const float *c, const float *s)
 {
     int h2 = hd / 2;
+#ifdef LLMT_SIMD
+    for (int i = 0; i < h2; i += 16) { /* inverse rotation */
+        __mmask16 k = tailmask((size_t)(h2 - i));
+        __m512 a = ld_ps(k, g + i), b = ld_ps(k, g + h2 + i);
+        __m512 cc = ld_ps(k, c + i), ss = ld_ps(k, s + i);
+        st_ps(g + i, k, _mm512_fmadd_ps(a, cc, _mm512_mul_ps(b, ss)));
+        st_ps(g + h2 + i, k, _mm512_fmsub_ps(b, cc, _mm512_mul_ps(a, ss)));
+    }
+    if (w) {
+        __m512 acc = _mm512_setzero_ps(), vr = _mm512_set1_ps(r);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, x + i);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(gi, ld_ps(k, w + i)), xi, acc);
+            st_ps(dw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(gi, xi), vr,
+                                                             ld_ps(k, dw + i)));
+        }
+        __m512 cc = _mm512_set1_ps(_mm512_reduce_add_ps(acc) * r * r / (float)hd);
+        for (int i = 0; i < hd; i += 16) {
+            __mmask16 k = tailmask((size_t)(hd - i));
+            __m512 gi = ld_ps(k, g + i), xi = ld_ps(k, x + i);
+            __m512 t = _mm512_fmsub_ps(gi, ld_ps(k, w + i), _mm512_mul_ps(xi, cc));
+            st_ps(g + i, k, _mm512_mul_ps(vr, t));
+        }
+    }
+#else
     for (int i = 0; i < h2; i++) { /* inverse rotation */
         float a = g[i], b = g[i + h2];
         g[i] = a * c[i] + b * s[i];
@@ -179,6 +256,26 @@ static void head_bwd(float *g, const float *x, int hd, const float *w, float r, 
         for (int i = 0; i < hd; i++)
             g[i] = r * (g[i] * w[i] - x[i] * cc);
     }
+#endif
+}
+
+/* g[0..n) = sum over j < G of src[j * stride + i] (fixed order) */
+static void group_sum(float *g, const float *src, size_t stride, int G, int n)
+{
+#ifdef LLMT_SIMD
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tailmask((size_t)(n - i));
+        __m512 acc = ld_ps(k, src + i);
+        for (int j = 1; j < G; j++)
+            acc = _mm512_add_ps(acc, ld_ps(k, src + j * stride + i));
+        st_ps(g + i, k, acc);
+    }
+#else
+    memcpy(g, src, sizeof(float) * (size_t)n);
+    for (int j = 1; j < G; j++)
+        for (int i = 0; i < n; i++)
+            g[i] += src[j * stride + i];
+#endif
 }
 
 void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dqkv,
@@ -203,21 +300,15 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                 const float *c = cos_t + (size_t)t * (hd / 2), *s = sin_t + (size_t)t * (hd / 2);
                 for (int h = 0; h < H; h++) {
                     memcpy(g, dq + (((size_t)b * H + h) * T + t) * hd, sizeof(float) * hd);
-                    head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
+                    k_head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
                              qn ? qr[m * H + h] : 0.f, pq, c, s);
                     put_row(dqkv, m * W + (size_t)h * hd, g, hd, bf);
                 }
                 for (int kvh = 0; kvh < KV; kvh++) {
-                    memset(g, 0, sizeof(float) * hd);
-                    memset(gv, 0, sizeof(float) * hd);
-                    for (int j = 0; j < G; j++) {
-                        size_t o = (((size_t)b * H + kvh * G + j) * T + t) * hd;
-                        for (int i = 0; i < hd; i++) {
-                            g[i] += dk[o + i];
-                            gv[i] += dv[o + i];
-                        }
-                    }
-                    head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
+                    size_t o = (((size_t)b * H + kvh * G) * T + t) * hd;
+                    group_sum(g, dk + o, (size_t)T * hd, G, hd);
+                    group_sum(gv, dv + o, (size_t)T * hd, G, hd);
+                    k_head_bwd(g, row ? row + (size_t)(H + kvh) * hd : NULL, hd, qn ? kw : NULL,
                              qn ? kr[m * KV + kvh] : 0.f, pk, c, s);
                     put_row(dqkv, m * W + (size_t)(H + kvh) * hd, g, hd, bf);
                     put_row(dqkv, m * W + (size_t)(H + KV + kvh) * hd, gv, hd, bf);
@@ -250,7 +341,7 @@ void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
             __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), sum = _mm512_setzero_ps();
             for (int j = 0; j < len; j += 16) {
                 __mmask16 k = tailmask((size_t)(len - j));
-                __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx)));
+                __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(ld_ps(k, s + j), mx)));
                 _mm512_storeu_ps(e + j, v);
                 sum = _mm512_add_ps(sum, v);
             }
@@ -290,14 +381,14 @@ void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T
             __m512 acc = _mm512_setzero_ps();
             for (int j = 0; j < len; j += 16) {
                 __mmask16 k = tailmask((size_t)(len - j));
-                acc = _mm512_fmadd_ps(v_ld(P, o + j, k, bf), _mm512_maskz_loadu_ps(k, dP + o + j), acc);
+                acc = _mm512_fmadd_ps(v_ld(P, o + j, k, bf), ld_ps(k, dP + o + j), acc);
             }
             __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
             for (int j = 0; j < T; j += 16) {
                 __mmask16 k = tailmask((size_t)(T - j));
                 __mmask16 kl = j < len ? tailmask((size_t)(len - j)) : 0;
                 __m512 v = _mm512_mul_ps(v_ld(P, o + j, kl, bf),
-                                         _mm512_sub_ps(_mm512_maskz_loadu_ps(kl, dP + o + j), dot));
+                                         _mm512_sub_ps(ld_ps(kl, dP + o + j), dot));
                 v_st(dS, o + j, _mm512_maskz_mov_ps(kl, v), k, bf);
             }
 #else
@@ -368,7 +459,7 @@ void k_swiglu_bwd(const void *gu, const float *da, void *dgu, int M, int F, int 
         for (int j = 0; j < F; j += 16) {
             __mmask16 k = tailmask((size_t)(F - j));
             __m512 g = v_ld(gu, ig + j, k, bf), u = v_ld(gu, ig + F + j, k, bf);
-            __m512 d = _mm512_maskz_loadu_ps(k, da + ia + j), sg = v_sigmoid(g);
+            __m512 d = ld_ps(k, da + ia + j), sg = v_sigmoid(g);
             __m512 t = _mm512_fmadd_ps(g, _mm512_sub_ps(one, sg), one); /* 1 + g(1-sg) */
             v_st(dgu, ig + j, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(d, u), sg), t), k, bf);
             v_st(dgu, ig + F + j, _mm512_mul_ps(_mm512_mul_ps(d, g), sg), k, bf);
@@ -433,11 +524,11 @@ double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M,
     return total / M;
 }
 
-void k_add(float *x, const float *r, size_t n)
+void k_add(float *s, const float *x, const float *r, size_t n)
 {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++)
-        x[i] += r[i];
+        s[i] = x[i] + r[i];
 }
 
 void k_to_act(const float *src, void *dst, size_t n, int bf)

@@ -24,10 +24,18 @@ static inline void act_st(void *p, size_t i, float v, int bf)
 /* out[m] = x[m] * rstd[m] * w, rstd[m] = 1/sqrt(mean(x[m]^2) + eps). */
 void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd,
                    int M, int d, float eps, int bf);
+/* s = x + r (residual add, s may not alias x or r), then out, rstd =
+ * rmsnorm of s as k_rmsnorm_fwd: one pass over memory instead of three. */
+void k_add_rmsnorm_fwd(const float *x, const float *r, float *s, const float *w, void *out,
+                       float *rstd, int M, int d, float eps, int bf);
 /* dx[m] += d(out)/dx . dy[m]; dw += sum_m dy[m] * x[m] * rstd[m]
  * (per-thread partials summed in a fixed order). */
 void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
                    float *dx, float *dw, int M, int d);
+/* k_rmsnorm_bwd that also stores the updated dx as act (bf) in dxact, for
+ * the next matrix product (saves a conversion pass). */
+void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const float *dy,
+                       float *dx, float *dw, int M, int d, void *dxact, int bf);
 
 /* Attention input prep. qkv: [B*T][(H+2*KV)*hd] fp32 (rows of q heads, k
  * heads, v heads). Writes q, k, v head-major [B][H][T][hd] (k and v
@@ -44,6 +52,13 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                      const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
                      const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
                      const float *cos_t, const float *sin_t, int bf);
+
+/* Backward of the QK-norm + rotary of one head vector of token t:
+ * g[hd] = dL/d(prepared head) in, dL/d(raw projection) out; x: the raw
+ * projection (used with QK-norm weight w and saved rstd r; w NULL: no
+ * norm), dw += the weight gradient; c, s: cos/sin row of t [hd/2]. */
+void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float *dw,
+                const float *c, const float *s);
 
 /* Causal softmax over rows of S [n][T][T] fp32 -> P act (0 above the
  * diagonal). */
@@ -69,8 +84,8 @@ void k_embed_bwd(float *dE, const int32_t *tok, const float *dx, int M, int d);
 double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M, int V,
                   float z, int bf);
 
-/* y = x + r elementwise (fp32), n elements. */
-void k_add(float *x, const float *r, size_t n);
+/* s = x + r elementwise (fp32), n elements. */
+void k_add(float *s, const float *x, const float *r, size_t n);
 /* Convert fp32 -> act (copy when !bf). */
 void k_to_act(const float *src, void *dst, size_t n, int bf);
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
+#include "attn.h"
 #include "bf16.h"
 #include "model_impl.h"
 #include "gpu/gbridge.h"
@@ -226,6 +228,7 @@ void llmt_model_zero_grad(llmt_model *m)
     if (m->dev)
         m->dev->zero_grad(m);
     memset(m->grads, 0, m->n * sizeof(float));
+    m->gz = 1; /* the next (CPU) backward's products write instead of adding */
 }
 
 static int alloc_acts(llmt_model *m)
@@ -257,7 +260,7 @@ static int alloc_acts(llmt_model *m)
             A(a->q, BH * T * hd * es);
             A(a->k, BH * T * hd * es);
             A(a->v, BH * T * hd * es);
-            A(a->P, BH * T * T * es);
+            A(a->P, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);
             A(a->att, M * Hh * es);
             A(a->gu, M * 2 * Fl * es);
             A(a->a, M * Fl * es);
@@ -273,21 +276,23 @@ static int alloc_acts(llmt_model *m)
     size_t big = M * (d > Hh ? d : Hh);
     A(m->qkv_s, M * Wq * 4);
     A(m->qkn_g, 2 * hd * 4);
-    A(m->S, BH * T * T * 4);
+    if (!m->aw) { /* the oneDNN attention path's buffers */
+        A(m->S, BH * T * T * 4);
+        A(m->dP, BH * T * T * 4);
+        A(m->O, BH * T * hd * es);
+        A(m->dO, BH * T * hd * es);
+        A(m->dq, BH * T * hd * 4);
+        A(m->dk, BH * T * hd * 4);
+        A(m->dv, BH * T * hd * 4);
+    }
     A(m->y, M * d * 4);
     A(m->dx, M * d * 4);
     A(m->dh, M * d * 4);
     A(m->da, M * Fl * 4);
     A(m->datt, M * Hh * 4);
-    A(m->dP, BH * T * T * 4);
-    A(m->dq, BH * T * hd * 4);
-    A(m->dk, BH * T * hd * 4);
-    A(m->dv, BH * T * hd * 4);
-    A(m->O, BH * T * hd * es);
     A(m->dyact, big * es);
     A(m->dgu, M * 2 * Fl * es);
-    A(m->dO, BH * T * hd * es);
-    A(m->dS, BH * T * T * es);
+    A(m->dS, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);
     A(m->dqkv, M * Wq * es);
     if (m->last)
         A(m->logits, M * V * 4);
@@ -348,6 +353,9 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
             m->cos_t[t * h2 + i] = (float)cos(t * f);
             m->sin_t[t * h2 + i] = (float)sin(t * f);
         }
+    if (m->bf && attn_ok(m->hd) &&
+        !(m->aw = attn_ws_new(B * m->Hl, T, m->hd, omp_get_max_threads())))
+        goto oom;
     if (alloc_acts(m))
         goto oom;
     llmt_model_init(m);
@@ -367,6 +375,7 @@ void llmt_model_free(llmt_model *m)
         m->dev->destroy(m);
         return;
     }
+    attn_ws_free(m->aw);
     for (int i = 0; i < m->nallocs; i++)
         free(m->allocs[i]);
     free(m->allocs);

@@ -90,6 +90,10 @@ float *llmt_model_grads(llmt_model *m);
 /* Refresh the compute copy (bf16) from the master weights: call after
  * every optimizer step or any write into the master buffer. */
 void llmt_model_sync_compute(llmt_model *m);
+/* Zero the gradients. The first backward after it writes the gradients of
+ * the matrix products instead of adding them to the zeros (the same
+ * result without reading the buffer), so nothing else may add to the
+ * gradients between the two. */
 void llmt_model_zero_grad(llmt_model *m);
 
 const llmt_config *llmt_model_config(const llmt_model *m);

@@ -48,8 +48,12 @@ struct llmt_model {
     float *cos_t, *sin_t;   /* [T][hd/2] */
     struct slot *slots;
     /* scratch shared by slots */
-    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits;
+    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *dP, *dq, *dk, *dv, *logits;
+    void *datt;             /* dL/d attention output: bf16 for attn.h, else fp32 */
     void *O, *dyact, *dgu, *dO, *dS, *dqkv;
+    int gz;                 /* grads zeroed, no backward since */
+    int gover;              /* in that backward: products write their gradients */
+    struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
     void **allocs;
     int nallocs, capallocs;
     const struct llmt_devops *dev;  /* GPU backend (gpu/gbridge.h); NULL on the CPU */

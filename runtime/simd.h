@@ -1,5 +1,5 @@
 /* simd.h: small AVX-512 helpers for the row kernels: 16-lane load/store of
- * fp32 or bf16 with tail masks, exp, horizontal sum. Only used when the
+ * fp32 or bf16 with tail masks, exp, sigmoid. Only used when the
  * compiler targets AVX-512 (LLMT_SIMD); kernels keep a scalar path. */
 #ifndef LLMT_SIMD_H
 #define LLMT_SIMD_H
@@ -14,14 +14,31 @@ static inline __mmask16 tailmask(size_t left)
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
+/* Masked fp32 load and store, plain when the mask is full: a masked
+ * store does not forward to a later load of the same bytes on this CPU
+ * (the load waits until the store reaches the cache), and row kernels
+ * store and reload vectors on every row. */
+static inline __m512 ld_ps(__mmask16 k, const float *p)
+{
+    return k == 0xffff ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(k, p);
+}
+static inline void st_ps(float *p, __mmask16 k, __m512 v)
+{
+    if (k == 0xffff)
+        _mm512_storeu_ps(p, v);
+    else
+        _mm512_mask_storeu_ps(p, k, v);
+}
 /* 16 (or fewer, masked) elements at index i of an fp32 or bf16 array */
 static inline __m512 v_ld(const void *p, size_t i, __mmask16 k, int bf)
 {
     if (bf) {
-        __m256i h = _mm256_maskz_loadu_epi16(k, (const bf16 *)p + i);
+        const bf16 *q = (const bf16 *)p + i;
+        __m256i h = k == 0xffff ? _mm256_loadu_si256((const __m256i *)q)
+                                : _mm256_maskz_loadu_epi16(k, q);
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
-    return _mm512_maskz_loadu_ps(k, (const float *)p + i);
+    return ld_ps(k, (const float *)p + i);
 }
 
 /* fp32 -> bf16 round to nearest even (NaN kept quiet) in integer ops, so it
@@ -42,10 +59,12 @@ static inline __m256i v_bf16(__m512 v)
 
 static inline void v_st(void *p, size_t i, __m512 v, __mmask16 k, int bf)
 {
-    if (bf)
+    if (bf && k == 0xffff)
+        _mm256_storeu_si256((__m256i *)((bf16 *)p + i), v_bf16(v));
+    else if (bf)
         _mm256_mask_storeu_epi16((bf16 *)p + i, k, v_bf16(v));
     else
-        _mm512_mask_storeu_ps((float *)p + i, k, v);
+        st_ps((float *)p + i, k, v);
 }
 
 /* e^x, about 2 ulp over the float range (Cody-Waite reduction, degree-6

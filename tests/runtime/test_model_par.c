@@ -2,8 +2,12 @@
  * chained by hand in one process give the loss and gradients of the one
  * stage model. "tp" (under mpirun -np 2): each rank's tensor-parallel
  * shard gives the loss of the tp=1 model and gradients equal to its slice
- * of the tp=1 gradients. fp32; metric max|a-b| / max|ref| per tensor.
- * usage: test_model_par pp|tp CONFIG TEXTFILE */
+ * of the tp=1 gradients. "grad": the first backward after zero_grad
+ * writes the product gradients, later ones add: a second backward gives
+ * 2x, zero_grad then backward gives the first gradients bit for bit,
+ * zero_grad then a read gives zeros. fp32; metric max|a-b| / max|ref|
+ * per tensor.
+ * usage: test_model_par pp|tp|grad CONFIG TEXTFILE */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,10 +185,50 @@ static int test_tp(const llmt_config *c, const int32_t *tok, const int32_t *tgt,
     return f > 0;
 }
 
+static int test_grad(const llmt_config *c, const int32_t *tok, const int32_t *tgt)
+{
+    float loss;
+    llmt_model *m = full_model(c, tok, tgt, &loss);
+    size_t n = llmt_model_nparams(m);
+    float *g1 = malloc(n * 4);
+    if (!g1)
+        return 1;
+    memcpy(g1, llmt_model_grads(m), n * 4);
+    /* a second backward of the same batch adds the same gradients */
+    if (llmt_model_backward(m, 0, NULL, NULL, 0.5f))
+        return 1;
+    const float *g = llmt_model_grads(m);
+    double md = 0, mx = 1e-30, nz = 0;
+    for (size_t i = 0; i < n; i++) {
+        md = fmax(md, fabs(g[i] - 2.0 * g1[i]));
+        mx = fmax(mx, fabs(2.0 * g1[i]));
+        nz += g1[i] != 0;
+    }
+    expect(nz > n / 2, "grad: first gradients mostly zero", nz, n / 2.0);
+    double acc = md / mx;
+    expect(acc <= 1e-6, "grad: second backward does not add", acc, 1e-6);
+    /* zero_grad, then forward + backward reproduce the first result */
+    llmt_model_zero_grad(m);
+    if (llmt_model_forward(m, 0, tok, NULL, tgt, NULL, &loss) ||
+        llmt_model_backward(m, 0, NULL, NULL, 0.5f))
+        return 1;
+    expect(!memcmp(g1, llmt_model_grads(m), n * 4), "grad: zero_grad + backward differs", 1, 0);
+    llmt_model_zero_grad(m);
+    g = llmt_model_grads(m);
+    md = 0;
+    for (size_t i = 0; i < n; i++)
+        md = fmax(md, fabs(g[i]));
+    expect(md == 0, "grad: zero_grad then read not zero", md, 0);
+    printf("grad: accumulate rel %.2e, %.0f of %zu gradients nonzero\n", acc, nz, n);
+    free(g1);
+    llmt_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: test_model_par pp|tp CONFIG TEXTFILE\n");
+        fprintf(stderr, "usage: test_model_par pp|tp|grad CONFIG TEXTFILE\n");
         return 2;
     }
     llmt_config c;
@@ -196,6 +240,8 @@ int main(int argc, char **argv)
     }
     if (text_tokens(argv[3], tok, tgt))
         return 1;
-    int rc = !strcmp(argv[1], "pp") ? test_pp(&c, tok, tgt) : test_tp(&c, tok, tgt, &argc, &argv);
+    int rc = !strcmp(argv[1], "pp")     ? test_pp(&c, tok, tgt)
+             : !strcmp(argv[1], "grad") ? test_grad(&c, tok, tgt)
+                                        : test_tp(&c, tok, tgt, &argc, &argv);
     return rc || fails ? 1 : 0;
 }

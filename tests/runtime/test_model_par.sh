@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_model_par.sh: pp=2 stage chaining (one process) and tp=2 (mpirun
 # -np 2) give the loss and gradients of the tp=pp=1 model, on two configs
-# (tied MHA; untied GQA with QK-norm and z-loss); the MPI comm backend on
-# 3 ranks (deterministic sums, uneven blocks).
+# (tied MHA; untied GQA with QK-norm and z-loss); the lazy zero_grad; the
+# MPI comm backend on 3 ranks (deterministic sums, uneven blocks).
 set -u
 bin="$top_builddir/tests/runtime/test_model_par"
 text=/usr/share/common-licenses/GPL-3
@@ -10,6 +10,7 @@ export OMP_NUM_THREADS=1
 rc=0
 for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
     "$bin" pp "$cfg" "$text" || rc=1
+    "$bin" grad "$cfg" "$text" || rc=1
 done
 if ! command -v mpirun >/dev/null 2>&1; then
     echo "SKIP: mpirun missing: tp=2 part not run"
