@@ -8,17 +8,30 @@
 #include "kernels.h"
 #include "simd.h"
 
+/* 1 / sqrt(mean of x[i]^2 + eps) over n floats, in a fixed order */
+static inline float rms_inv(const float *x, int n, float eps)
+{
+#ifdef LLMT_SIMD
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __m512 v = ld_ps(tailmask((size_t)(n - i)), x + i);
+        acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    return 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)n + eps);
+#else
+    float ss = 0.f;
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    return 1.0f / sqrtf(ss / (float)n + eps);
+#endif
+}
+
 /* out row = xr * rstd * w; returns rstd */
 static inline float norm_row(const float *xr, const float *w, void *out, size_t o, int d,
                              float eps, int bf)
 {
+    float r = rms_inv(xr, d, eps);
 #ifdef LLMT_SIMD
-    __m512 acc = _mm512_setzero_ps();
-    for (int i = 0; i < d; i += 16) {
-        __m512 v = ld_ps(tailmask((size_t)(d - i)), xr + i);
-        acc = _mm512_fmadd_ps(v, v, acc);
-    }
-    float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
     __m512 vr = _mm512_set1_ps(r);
     for (int i = 0; i < d; i += 16) {
         __mmask16 k = tailmask((size_t)(d - i));
@@ -27,10 +40,6 @@ static inline float norm_row(const float *xr, const float *w, void *out, size_t 
         v_st(out, o + i, v, k, bf);
     }
 #else
-    float ss = 0.f;
-    for (int i = 0; i < d; i++)
-        ss += xr[i] * xr[i];
-    float r = 1.0f / sqrtf(ss / (float)d + eps);
     for (int i = 0; i < d; i++)
         act_st(out, o + i, xr[i] * r * w[i], bf);
 #endif
@@ -142,12 +151,7 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
     int h2 = hd / 2;
 #ifdef LLMT_SIMD
     if (w) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int i = 0; i < hd; i += 16) {
-            __m512 x = ld_ps(tailmask((size_t)(hd - i)), v + i);
-            acc = _mm512_fmadd_ps(x, x, acc);
-        }
-        float r = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)hd + eps);
+        float r = rms_inv(v, hd, eps);
         *rs = r;
         __m512 vr = _mm512_set1_ps(r);
         for (int i = 0; i < hd; i += 16) {
@@ -165,10 +169,7 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
     }
 #else
     if (w) {
-        float ss = 0.f;
-        for (int i = 0; i < hd; i++)
-            ss += v[i] * v[i];
-        float r = 1.0f / sqrtf(ss / (float)hd + eps);
+        float r = rms_inv(v, hd, eps);
         *rs = r;
         for (int i = 0; i < hd; i++)
             v[i] = v[i] * r * w[i];
