@@ -87,8 +87,9 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t
 	e->params = n * (4 + 4 + 2) + T * hd * 4;
 	if (devopt) {
 		/* m and v; the packed norm ranges when the share is cut in
-		 * several (DP buckets, TP-replicated norms, a tied copy) */
-		int cut = l->dp > 1 || l->tp > 1 || (c->tie_embeddings && l->pp > 1 && last);
+		 * several (DP buckets; on TP ranks but 0 the replicated norms
+		 * are left out): about the share */
+		int cut = l->dp > 1 || l->tp_rank > 0;
 		e->optimizer = n * 8 + GPU_SUMSQ_BLOCKS * 8 + (cut ? n / l->dp * 4 : 0);
 	}
 	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + 3 * BH * T * hd * 2 +
