@@ -1,7 +1,7 @@
 /* memest.h: the analytic memory estimate of one rank (bytes): parameter
  * state, ZeRO-1 optimizer shard, the activations 1F1B keeps in flight,
  * kernel scratch, pipeline buffers, communication scratch and the
- * checkpoint snapshot; and the
+ * checkpoint snapshot; the device memory of a GPU model; and the
  * measured peak (VmHWM) to hold it against. Library and runtime overhead
  * (MPI, oneDNN, code) is not in the estimate. */
 #ifndef LLMT_MEMEST_H
@@ -21,9 +21,30 @@ typedef struct {
 	double total;
 } llmt_memest;
 
-/* Pure. nflat: this rank's flat parameter count (llmt_model_nparams). */
+/* Pure. nflat: this rank's flat parameter count (llmt_model_nparams).
+ * attn_nt: 0 when the model runs the oneDNN full-square attention (fp32,
+ * LLMT_NO_BF16, head_dim or CPU unsuited), else the thread count of the
+ * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
+ * scratch); llmt_model_blocked_attn says which. */
 void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
-	int B, int T, int A, int bf16, int ckpt, llmt_memest *e);
+	int B, int T, int A, int bf16, int ckpt, int attn_nt, llmt_memest *e);
+
+/* Device memory of a rank whose model is on a GPU (runtime/gpu/gmodel.c
+ * alloc_dev, gmodel_opt.c): bf16 compute, attention in causal query
+ * chunks (gplan.h gattn_chunk). Host memory is not counted. */
+typedef struct {
+	double params;       /* fp32 master + fp32 grads + bf16 copy, rotary tables */
+	double optimizer;    /* device AdamW m and v (whole stage), norm scratch */
+	double activations;  /* kept for backward, all slots in flight */
+	double scratch;      /* per-layer work buffers, column-sum partials */
+	double workspace;    /* the cuBLASLt workspace (gmm_create) */
+	double total;
+} llmt_memest_gpu;
+
+/* Pure. devopt: the training loop's optimizer runs on the device
+ * (llmt_dev_optim: m and v over the whole stage, not a ZeRO-1 shard). */
+void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int A, int devopt, llmt_memest_gpu *e);
 /* Peak resident set of this process (VmHWM) in bytes; 0 if unknown. */
 double llmt_memory_peak(void);
 

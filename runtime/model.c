@@ -389,6 +389,7 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count)
     return m->params;
 }
 size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
+int llmt_model_blocked_attn(const llmt_model *m) { return m->aw != NULL; }
 float *llmt_model_master(llmt_model *m) { return m->master; }
 float *llmt_model_grads(llmt_model *m)
 {

@@ -85,6 +85,9 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count);
 /* The flat buffers: nparams elements each (tensors may be followed by a
  * few padding elements for alignment: they stay 0 in both buffers). */
 size_t llmt_model_nparams(const llmt_model *m);
+/* 1 when the CPU model's attention is the blocked bf16 kernel (attn.h; it
+ * runs on omp_get_max_threads() threads), 0 for oneDNN's full square. */
+int llmt_model_blocked_attn(const llmt_model *m);
 float *llmt_model_master(llmt_model *m);
 float *llmt_model_grads(llmt_model *m);
 /* Refresh the compute copy (bf16) from the master weights: call after

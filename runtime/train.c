@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include "llmt/exitcodes.h"
+#include "gpu/gbridge.h"
 #include "memest.h"
 #include "schedule.h"
 #include "train_int.h"
@@ -329,7 +331,8 @@ static void report_memory(trainer *t)
 	if (!all)
 		return;
 	llmt_memory_estimate(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T, t->o->A,
-		t->o->prec == LLMT_BF16, t->w != NULL, &e);
+		t->o->prec == LLMT_BF16, t->w != NULL,
+		llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, &e);
 	mine[0] = llmt_memory_peak();
 	mine[1] = e.total;
 	if (!llmt_comm_allgather_bytes(t->p->all, mine, all, sizeof(mine)) && l->rank == 0) {
@@ -344,6 +347,14 @@ static void report_memory(trainer *t)
 		printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
 			e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
 			e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
+		if (llmt_dev_model(t->m)) {
+			llmt_memest_gpu g;
+			llmt_memory_estimate_gpu(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T,
+				t->o->A, !strcmp(t->opt->where, "device"), &g);
+			printf("llm-train: device memory estimate of rank 0: %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, workspace %.1f MiB\n",
+				g.total / 1048576, g.params / 1048576, g.optimizer / 1048576,
+				g.activations / 1048576, g.scratch / 1048576, g.workspace / 1048576);
+		}
 	}
 	free(all);
 }

@@ -1,7 +1,8 @@
 /* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
  * runtime calls the GPU model makes, on host memory (every operation
  * completes at once, streams and events are tokens; host<->device bytes
- * are counted for LLMT_EMU_STATS), gmm() as a plain
+ * and device allocations are counted for LLMT_EMU_STATS and
+ * llmt_emu_dev_bytes), gmm() as a plain
  * column-major product of the mapping gmm_plan gives cuBLASLt, and NCCL
  * groups carried over their MPI communicators, so the GPU model's
  * orchestration (gmodel.c, gmodel_step.c) runs unchanged on a machine
@@ -21,13 +22,43 @@ const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no er
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+/* device memory accounting: each cudaMalloc block carries its size in a
+ * header; llmt_emu_dev_bytes gives the bytes allocated now and at peak */
+#define DEV_HDR 64
+static size_t dev_now, dev_peak;
+size_t llmt_emu_dev_bytes(size_t *peak)
+{
+    if (peak)
+        *peak = dev_peak;
+    return dev_now;
+}
 cudaError_t cudaMalloc(void **p, size_t n)
+{
+    char *b = malloc(n + DEV_HDR);
+    *p = NULL;
+    if (!b)
+        return cudaErrorMemoryAllocation;
+    memcpy(b, &n, sizeof n);
+    dev_now += n;
+    dev_peak = dev_now > dev_peak ? dev_now : dev_peak;
+    *p = b + DEV_HDR;
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n)
 {
     *p = malloc(n);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
-cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaFree(void *p)
+{
+    size_t n;
+    if (!p)
+        return cudaSuccess;
+    memcpy(&n, (char *)p - DEV_HDR, sizeof n);
+    dev_now -= n;
+    free((char *)p - DEV_HDR);
+    return cudaSuccess;
+}
 cudaError_t cudaHostRegister(void *p, size_t n, unsigned f)
 {
     (void)p; (void)n; (void)f;
@@ -42,13 +73,13 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
     return cudaMemset(p, v, n);
 }
 /* transfer accounting for tests: with LLMT_EMU_STATS=FILE set, each
- * process appends "h2d_bytes d2h_bytes" to FILE at exit */
+ * process appends "h2d_bytes d2h_bytes dev_peak_bytes" to FILE at exit */
 static unsigned long long h2d, d2h;
 static void stats_write(void)
 {
     FILE *f = fopen(getenv("LLMT_EMU_STATS"), "a");
     if (f) {
-        fprintf(f, "%llu %llu\n", h2d, d2h);
+        fprintf(f, "%llu %llu %zu\n", h2d, d2h, dev_peak);
         fclose(f);
     }
 }

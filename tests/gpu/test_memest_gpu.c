@@ -1,0 +1,80 @@
+/* test_memest_gpu.c: memest.c's device-memory estimate against the bytes
+ * the emulated CUDA runtime (cuda_emu.c) hands out: a GPU model built
+ * through llmt_model_create (LLM_TRAIN_GPU=0) must allocate exactly the
+ * estimate's params + activations + scratch, and the device optimizer
+ * (llmt_dev_optim) exactly its optimizer term; the cuBLASLt workspace is
+ * not allocated by the emulation. One process: tp = dp = 1, whole model
+ * and both stages of pp = 2, tied and untied, QK-norm and GQA, one
+ * attention chunk (T <= 128) and several (T = 256, 192). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "gpu/gbridge.h"
+#include "memest.h"
+#include "model.h"
+#include "optim.h"
+#include "parallel.h"
+#include "pipeline.h"
+#include "small_cfg.h"
+
+size_t llmt_emu_dev_bytes(size_t *peak);   /* cuda_emu.c */
+
+static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
+{
+	llmt_config c;
+	llmt_layout l;
+	llmt_memest_gpu e;
+	char err[256], pps[8];
+
+	small_cfg(&c, gqa);
+	c.tie_embeddings = tied;
+	c.max_seq = 256;
+	snprintf(pps, sizeof(pps), "%d", pp);
+	assert_int_equal(llmt_layout_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
+		sizeof(err)), 0);
+	llmt_par par = { 1, 0, pp, pp_rank, NULL };
+	size_t before = llmt_emu_dev_bytes(NULL);
+	setenv("LLM_TRAIN_GPU", "0", 1);
+	llmt_model *m = llmt_model_create(&c, &par, LLMT_BF16, B, T, llmt_pipeline_slots(pp, A));
+	unsetenv("LLM_TRAIN_GPU");
+	assert_non_null(m);
+	assert_true(llmt_dev_model(m));
+	double model = (double)(llmt_emu_dev_bytes(NULL) - before);
+	llmt_adamw_cfg ac = { 0.9, 0.95, 1e-8, 0.1, 0 };
+	llmt_opt_env oe = { &ac, A, 0, pp, pp_rank, tied && pp > 1, NULL, NULL, NULL };
+	llmt_trainopt *o = NULL;
+	assert_int_equal(llmt_dev_optim(m, &oe, &o), 1);
+	assert_non_null(o);
+	double opt = (double)(llmt_emu_dev_bytes(NULL) - before) - model;
+	llmt_memory_estimate_gpu(&c, &l, llmt_model_nparams(m), B, T, A, 1, &e);
+	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d: model %.0f (estimate %.0f), optimizer %.0f (estimate %.0f)\n",
+		gqa, tied, pp_rank, pp, A, B, T, model, e.params + e.activations + e.scratch, opt,
+		e.optimizer);
+	assert_float_equal(model, e.params + e.activations + e.scratch, 0);
+	assert_float_equal(opt, e.optimizer, 0);
+	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.workspace, 1);
+	o->ops->free(o);
+	llmt_model_free(m);
+	assert_int_equal(llmt_emu_dev_bytes(NULL), before);   /* all given back */
+}
+
+static void test_estimate(void **st)
+{
+	(void)st;
+	check(0, 1, 1, 0, 2, 2, 16);      /* tied, one chunk */
+	check(1, 0, 1, 0, 1, 1, 256);     /* QK-norm, GQA, untied, chunks of 128 */
+	check(1, 0, 2, 0, 4, 1, 192);     /* first stage, 2 slots, chunks of 64 */
+	check(0, 1, 2, 1, 4, 2, 100);     /* last stage with the tied copy */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_estimate),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
