@@ -23,8 +23,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 for i in 1 2 3 4; do cat "${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}"; done >"$W/text.txt"
 "$LT" tokenize "$W/text.txt" "$W/data" >/dev/null || { echo "FAIL: tokenize"; exit 1; }
 LLM_TRAIN_GPU=${LLM_TRAIN_GPU:-0} "$LT" --model "$1" --data "$W/data" --micro-batch "$2" --seq "$3" \
-	--steps "$4" --warmup 1 --quiet --sdc-interval 0 --run-dir "$W/run" >"$W/out" 2>&1 \
-	|| { tail -n 5 "$W/out"; echo "FAIL: llm-train exited $?"; exit 1; }
+	--steps "$4" --warmup 1 --quiet --sdc-interval 0 --run-dir "$W/run" >"$W/out" 2>&1
+rc=$?
+[ $rc = 0 ] || { tail -n 5 "$W/out"; echo "FAIL: llm-train exited $rc"; exit 1; }
 "${LLMT_PYTHON:-/usr/bin/python3}" - "$W/run/metrics.jsonl" "$(basename "$1")" "$2" "$3" <<'PY'
 import json, statistics, sys
 r = [json.loads(l) for l in open(sys.argv[1])][2:]
