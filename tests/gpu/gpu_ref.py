@@ -1,7 +1,8 @@
 # gpu_ref.py: the GPU model against PyTorch (tests/reference/llama_ref.py)
-# on the same weights and tokens, and against our CPU model. Debian's
-# python3-torch is CPU-only, so the PyTorch side runs on the CPU: float64
-# truth and bf16 autocast. Same thresholds as tests/reference/ref_model.py
+# on the same weights and tokens, and against our CPU model. The truth is
+# PyTorch in float64 on the CPU; the bf16 yardstick is PyTorch's bf16
+# autocast on the CPU and, where this PyTorch has CUDA (2.x), on the GPU
+# too (Debian's python3-torch is CPU-only). Same thresholds as tests/reference/ref_model.py
 # for bf16: logits rel <= min(0.05, 2x torch autocast error + 0.01), every
 # gradient rel <= min(0.08, 2x + 0.01), loss within 1% of float64; plus the
 # losses of 5 AdamW steps within 1% of torch.optim.AdamW in float32.
@@ -90,6 +91,22 @@ for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
         r_, t_ = rel(torch.tensor(g[off:off + k]).view(shape), g64[n]), rel(gb[n], g64[n])
         worst, worst_t = max(worst, r_), max(worst_t, t_)
         check('%s gpu grad %s' % (tag, n), r_, min(0.08, 2 * t_ + 0.01))
+    if torch.cuda.is_available() and hasattr(torch, 'set_default_device'):
+        # PyTorch on this GPU (bf16 autocast) against the same float64 truth
+        try:
+            lc, lossc, gc = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32, True,
+                                            'cuda')
+        except Exception as e:          # noqa: BLE001 - reported, counted as a failure
+            failures.append('%s: PyTorch on CUDA failed: %r' % (tag, e))
+        else:
+            rc_ = rel(lc, l64)
+            wc = max(rel(gc[n], g64[n]) for n, _, _, _, _ in params)
+            check('%s gpu logits vs torch cuda' % tag, ro, min(0.05, 2 * max(rt, rc_) + 0.01))
+            check('%s gpu worst grad vs torch cuda' % tag, worst, min(0.08, 2 * max(worst_t, wc) + 0.01))
+            print('%s GPU vs PyTorch %s on CUDA (bf16 autocast): logits rel to f64 ours %.2e, '
+                  'torch %.2e; ours vs torch %.2e; loss ours %.5f torch %.5f; worst grad rel '
+                  'ours %.2e, torch %.2e' % (tag, torch.__version__, ro, rc_, rel(ours, lc),
+                                             losses[0], lossc, worst, wc))
     tl = train_losses(cfg, params, flat, text)
     lr_ = max(abs(a - b) / b for a, b in zip(losses, tl))
     check('%s gpu AdamW losses' % tag, lr_, 0.01)

@@ -80,16 +80,26 @@ def forward(cfg, P, tokens, targets):
     return logits, loss
 
 
-def grads(cfg, params, flat, tok, tgt, dtype, autocast=False):
+def grads(cfg, params, flat, tok, tgt, dtype, autocast=False, device='cpu'):
     """Logits, loss and every gradient of one forward and backward from the
     flat weights (params: the table of ref_dump.read_dump) in dtype;
-    autocast: under CPU bf16 autocast."""
-    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, requires_grad=True)
+    autocast: under bf16 autocast. device: where PyTorch computes ('cuda'
+    needs PyTorch 2); the results come back on the CPU."""
+    if device == 'cpu':
+        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device)
+    with torch.device(device):     # factory calls inside forward land there too
+        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device)
+
+
+def _grads(cfg, params, flat, tok, tgt, dtype, autocast, device):
+    P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, device=device,
+                         requires_grad=True)
          for n, s, off, k, _ in params}
+    tok, tgt = tok.to(device), tgt.to(device)
     if autocast:
-        with torch.autocast('cpu', dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=torch.bfloat16):
             logits, loss = forward(cfg, P, tok, tgt)
     else:
         logits, loss = forward(cfg, P, tok, tgt)
     loss.backward()
-    return logits.detach(), loss.item(), {n: P[n].grad for n in P}
+    return logits.detach().cpu(), loss.item(), {n: P[n].grad.cpu() for n in P}
