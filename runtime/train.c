@@ -340,14 +340,19 @@ static void report_memory(trainer *t)
 		for (int r = 1; r < l->world; r++)
 			if (all[2 * r] > all[2 * top])
 				top = r;
+		int dev = llmt_dev_model(t->m) != 0;
 		for (int r = 0; r < l->world; r++)
-			if (l->world <= 8 || r == top)
+			if (dev && (l->world <= 8 || r == top))   /* the host side: mirror, pinned snapshot */
+				printf("llm-train: memory rank %d: host peak %.1f MiB (VmHWM; not estimated for a GPU rank)\n",
+					r, all[2 * r] / 1048576);
+			else if (l->world <= 8 || r == top)
 				printf("llm-train: memory rank %d: peak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
 					r, all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
-		printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
-			e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
-			e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
-		if (llmt_dev_model(t->m)) {
+		if (!dev)
+			printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
+				e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
+				e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
+		if (dev) {
 			llmt_memest_gpu g;
 			llmt_memory_estimate_gpu(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T,
 				t->o->A, !strcmp(t->opt->where, "device"), &g);
