@@ -6,31 +6,9 @@
  * --llm-explain prints the settings and refuses to submit. */
 #include "plugin.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (!llmt_raw_any())
-		return 0;
-	struct llmt_job_info job;
-	memset(&job, 0, sizeof(job));
-	job.partition = getenv("SBATCH_PARTITION");
-	job.account = getenv("SBATCH_ACCOUNT");
-	struct llmt_opts o;
-	struct llmt_policy *p = NULL;
-	if (llmt_prepare_or_log(&job, &o, &p) != 0)
-		return -1;
-	if (o.explain) {
-		llmt_explain(stdout, &o, p, NULL, NULL, 0, 0, 0);
-		fflush(stdout);
-		llmt_policy_free(p);
-		slurm_error(LLMT_MSG "explain mode: job not submitted");
-		return -1;
-	}
-	llmt_policy_free(p);
-	llmt_job_control_mark(sp);
-	return 0;
+	return llmt_post_opt_check(sp, "SBATCH_PARTITION", "SBATCH_ACCOUNT", "job not submitted");
 }

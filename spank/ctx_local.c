@@ -14,19 +14,8 @@ int llmt_local_init_post_opt(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (!llmt_raw_any())
-		return 0;
-	struct llmt_job_info job;
-	memset(&job, 0, sizeof(job));
-	job.partition = getenv("SLURM_JOB_PARTITION");
-	job.account = getenv("SLURM_JOB_ACCOUNT");
-	struct llmt_opts o;
-	struct llmt_policy *p = NULL;
-	if (llmt_prepare_or_log(&job, &o, &p) != 0)
-		return -1;
-	llmt_policy_free(p);
-	llmt_job_control_mark(sp);
-	return 0;
+	/* --llm-explain is served in local_user_init, once the tasks are known */
+	return llmt_post_opt_check(sp, "SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", NULL);
 }
 
 /* The node list srun's step will use, when srun's environment tells it:

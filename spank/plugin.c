@@ -338,6 +338,31 @@ void llmt_job_control_mark(spank_t sp)
 		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
 }
 
+int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *account_var,
+			const char *explain_refusal)
+{
+	if (!llmt_raw_any())
+		return 0;
+	struct llmt_job_info job;
+	memset(&job, 0, sizeof(job));
+	job.partition = getenv(partition_var);
+	job.account = getenv(account_var);
+	struct llmt_opts o;
+	struct llmt_policy *p = NULL;
+	if (llmt_prepare_or_log(&job, &o, &p) != 0)
+		return -1;
+	if (explain_refusal && o.explain) {
+		llmt_explain(stdout, &o, p, NULL, NULL, 0, 0, 0);
+		fflush(stdout);
+		llmt_policy_free(p);
+		slurm_error(LLMT_MSG "explain mode: %s", explain_refusal);
+		return -1;
+	}
+	llmt_policy_free(p);
+	llmt_job_control_mark(sp);
+	return 0;
+}
+
 const char *const llmt_rank_vars[] = {
 	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 	"LLM_TRAIN_TP", "LLM_TRAIN_PP", "LLM_TRAIN_DP",

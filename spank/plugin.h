@@ -98,6 +98,12 @@ int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
 /* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a training
  * job, independent of how the options reached the job; failure is logged. */
 void llmt_job_control_mark(spank_t sp);
+/* init_post_opt of sbatch/salloc and srun: the options against the policy
+ * (partition and account from the variables named), then the job marked.
+ * explain_refusal non-NULL: --llm-explain prints the settings and refuses
+ * with "explain mode: <explain_refusal>". 0 or -1 (logged). */
+int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *account_var,
+			const char *explain_refusal);
 
 /* Settings-only environment (no rank): the LLM_TRAIN_* settings of the
  * contract for the batch step and --llm-explain. */
