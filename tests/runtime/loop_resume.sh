@@ -11,7 +11,10 @@ W=$CLUSTER_WORK
 common="--steps 6 --micro-batch 2 --grad-accum 2 --ckpt-interval 3 --precision fp32"
 
 train 1 1 2 $common --ckpt-dir "$W/a" || { cat "$W/last.out"; fail "run a exited $?"; }
-LLM_TRAIN_FAULT=exit75@5 train 1 1 2 $common --ckpt-dir "$W/b"
+# the stall at step 4 (10 s with the watchdog off) lets the background write
+# of the step-3 checkpoint finish before the abrupt exit at step 5: steps of
+# this model take milliseconds, the write's fsyncs more
+LLM_TRAIN_COMM_TIMEOUT=0 LLM_TRAIN_FAULT=stall@4,exit75@5 train 1 1 2 $common --ckpt-dir "$W/b"
 rc=$?
 [ $rc = 75 ] || { cat "$W/last.out"; fail "exit75 fault: want exit 75, got $rc"; }
 newest=$("$LT" ckpt-list "$W/b" | head -n 1)

@@ -14,6 +14,10 @@ set -u
 real_trainer_setup --nodes 3 --cpus 2
 STEPS=24
 C=$W/node
+# The first attempt stalls 10 s at step 9 (watchdog off), after the step-8
+# checkpoint: the node is lost while training is under way (24 steps of this
+# model take well under a second). Faults fire on the first attempt only.
+export LLM_TRAIN_FAULT=stall@9 LLM_TRAIN_COMM_TIMEOUT=0
 
 cat >"$W/node.sh" <<JOB
 #!/bin/sh
