@@ -114,6 +114,37 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t
 	e->total = e->params + e->optimizer + e->activations + e->scratch + e->workspace;
 }
 
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e)
+{
+	double M = (double)B * T, n = (double)nflat, k = n / l->dp;
+	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
+	llmt_memest one;
+
+	memset(e, 0, sizeof(*e));
+	/* gmodel.c: llmt_model_create(B = T = 1, one slot) */
+	llmt_memory_estimate(c, l, nflat, 1, 1, 1, 1, 0, 0, &one);
+	e->mirror = one.params + one.activations + one.scratch + one.pipeline;
+	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
+	e->staging = M * 4 * 3 + 4 + M * 4;
+	if (devopt) {
+		/* gbridge_opt.c: the tied embedding's host copy on both its
+		 * stages; gmodel_opt.c llmt_gopt_snapshot: master, m and v of
+		 * the ZeRO-1 checkpoint range; d_load_into: whole m and v */
+		if (c->tie_embeddings && l->pp > 1 && (first || last))
+			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
+		e->snapshot = ckpt ? (n + 2 * k) * 4 + 4 : 0;
+		e->load = resume ? n * 8 : 0;
+	}
+	llmt_memest h;
+	llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, &h);
+	e->writer = h.snapshot;   /* the writer copies the share it is given */
+	if (!devopt)
+		e->mirror += h.optimizer + h.comm;
+	e->total = e->mirror + e->staging +
+		(e->snapshot + e->writer > e->load ? e->snapshot + e->writer : e->load);
+}
+
 double llmt_memory_peak(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");

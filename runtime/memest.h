@@ -45,6 +45,27 @@ typedef struct {
  * (llmt_dev_optim: m and v over the whole stage, not a ZeRO-1 shard). */
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
 	int B, int T, int A, int devopt, llmt_memest_gpu *e);
+/* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,
+ * gmodel*.c): the host mirror (the CPU model built for one token: fp32
+ * master and gradients, bf16 copy), the pinned checkpoint snapshot and
+ * the writer's copy of it (ckpt_write.c), the AdamW state read on a resume (freed before the first snapshot) and the
+ * staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
+typedef struct {
+	double mirror;       /* the host model: parameter state, one-token buffers */
+	double snapshot;     /* pinned: whole master, this rank's m and v share */
+	double writer;       /* the checkpoint writer's copy of this rank's share */
+	double load;         /* a resume's whole m and v, freed before a snapshot */
+	double staging;      /* tokens, pinned loss row, tied embedding copy */
+	double total;        /* mirror + staging + the larger of snapshot + writer, load */
+} llmt_memest_host;
+
+/* Pure. ckpt: checkpoints are written (the snapshot is allocated at the
+ * first one); resume: the run starts from a checkpoint with its state.
+ * devopt as above; without it the host optimizer's terms of
+ * llmt_memory_estimate are counted instead (no pinned snapshot). */
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e);
+
 /* Peak resident set of this process (VmHWM) in bytes; 0 if unknown. */
 double llmt_memory_peak(void);
 

@@ -321,41 +321,44 @@ static int loop(trainer *t)
 }
 
 /* Peak resident memory of every rank against the analytic estimate, on
- * rank 0's stdout (collective). */
+ * rank 0's stdout (collective): every rank's (or the largest one's past 8
+ * ranks) host peak, and for a GPU rank also the device estimate. */
 static void report_memory(trainer *t)
 {
 	llmt_layout *l = &t->p->l;
 	llmt_memest e;
+	llmt_memest_host h;
+	int dev = llmt_dev_model(t->m) != 0, devopt = dev && !strcmp(t->opt->where, "device");
+	size_t n = llmt_model_nparams(t->m);
 	double mine[2], *all = malloc(sizeof(double) * 2 * (size_t)l->world);
 
 	if (!all)
 		return;
-	llmt_memory_estimate(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T, t->o->A,
-		t->o->prec == LLMT_BF16, t->w != NULL,
-		llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, &e);
+	llmt_memory_estimate(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, t->o->prec == LLMT_BF16,
+		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, &e);
+	llmt_memory_estimate_gpu_host(&t->cfg, l, n, t->o->B, t->o->T, devopt, t->w != NULL,
+		t->resume_from != NULL, &h);
 	mine[0] = llmt_memory_peak();
-	mine[1] = e.total;
+	mine[1] = dev ? h.total : e.total;
 	if (!llmt_comm_allgather_bytes(t->p->all, mine, all, sizeof(mine)) && l->rank == 0) {
 		int top = 0;
 		for (int r = 1; r < l->world; r++)
 			if (all[2 * r] > all[2 * top])
 				top = r;
-		int dev = llmt_dev_model(t->m) != 0;
 		for (int r = 0; r < l->world; r++)
-			if (dev && (l->world <= 8 || r == top))   /* the host side: mirror, pinned snapshot */
-				printf("llm-train: memory rank %d: host peak %.1f MiB (VmHWM; not estimated for a GPU rank)\n",
-					r, all[2 * r] / 1048576);
-			else if (l->world <= 8 || r == top)
-				printf("llm-train: memory rank %d: peak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
-					r, all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
+			if (l->world <= 8 || r == top)
+				printf("llm-train: memory rank %d: %speak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
+					r, dev ? "host " : "", all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
 		if (!dev)
 			printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
 				e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
 				e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
 		if (dev) {
 			llmt_memest_gpu g;
-			llmt_memory_estimate_gpu(&t->cfg, l, llmt_model_nparams(t->m), t->o->B, t->o->T,
-				t->o->A, !strcmp(t->opt->where, "device"), &g);
+			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt, &g);
+			printf("llm-train: host memory estimate of rank 0: mirror %.1f, snapshot %.1f (pinned) + %.1f (writer), resume %.1f, staging %.1f MiB\n",
+				h.mirror / 1048576, h.snapshot / 1048576, h.writer / 1048576, h.load / 1048576,
+				h.staging / 1048576);
 			printf("llm-train: device memory estimate of rank 0: %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, workspace %.1f MiB\n",
 				g.total / 1048576, g.params / 1048576, g.optimizer / 1048576,
 				g.activations / 1048576, g.scratch / 1048576, g.workspace / 1048576);

@@ -44,10 +44,19 @@ cudaError_t cudaMalloc(void **p, size_t n)
     *p = b + DEV_HDR;
     return cudaSuccess;
 }
+/* pinned host memory, counted the same way (llmt_emu_pinned_bytes) */
+static size_t pin_now;
+size_t llmt_emu_pinned_bytes(void) { return pin_now; }
 cudaError_t cudaMallocHost(void **p, size_t n)
 {
-    *p = malloc(n);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    char *b = malloc(n + DEV_HDR);
+    *p = NULL;
+    if (!b)
+        return cudaErrorMemoryAllocation;
+    memcpy(b, &n, sizeof n);
+    pin_now += n;
+    *p = b + DEV_HDR;
+    return cudaSuccess;
 }
 cudaError_t cudaFree(void *p)
 {
@@ -65,7 +74,16 @@ cudaError_t cudaHostRegister(void *p, size_t n, unsigned f)
     return cudaSuccess;
 }
 cudaError_t cudaHostUnregister(void *p) { (void)p; return cudaSuccess; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaFreeHost(void *p)
+{
+    size_t n;
+    if (!p)
+        return cudaSuccess;
+    memcpy(&n, (char *)p - DEV_HDR, sizeof n);
+    pin_now -= n;
+    free((char *)p - DEV_HDR);
+    return cudaSuccess;
+}
 cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {

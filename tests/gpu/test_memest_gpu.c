@@ -5,7 +5,9 @@
  * (llmt_dev_optim) exactly its optimizer term; the cuBLASLt workspace is
  * not allocated by the emulation. One process: tp = dp = 1, whole model
  * and both stages of pp = 2, tied and untied, QK-norm and GQA, one
- * attention chunk (T <= 128) and several (T = 256, 192). */
+ * attention chunk (T <= 128) and several (T = 256, 192). The host
+ * estimate's pinned part (loss row, checkpoint snapshot) against the
+ * emulation's cudaMallocHost bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include "small_cfg.h"
 
 size_t llmt_emu_dev_bytes(size_t *peak);   /* cuda_emu.c */
+size_t llmt_emu_pinned_bytes(void);
 
 static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 {
@@ -37,12 +40,13 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	assert_int_equal(llmt_layout_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
 		sizeof(err)), 0);
 	llmt_par par = { 1, 0, pp, pp_rank, NULL };
-	size_t before = llmt_emu_dev_bytes(NULL);
+	size_t before = llmt_emu_dev_bytes(NULL), pin0 = llmt_emu_pinned_bytes();
 	setenv("LLM_TRAIN_GPU", "0", 1);
 	llmt_model *m = llmt_model_create(&c, &par, LLMT_BF16, B, T, llmt_pipeline_slots(pp, A));
 	unsetenv("LLM_TRAIN_GPU");
 	assert_non_null(m);
 	assert_true(llmt_dev_model(m));
+	assert_int_equal(llmt_emu_pinned_bytes() - pin0, (size_t)B * T * 4);   /* the loss row */
 	double model = (double)(llmt_emu_dev_bytes(NULL) - before);
 	llmt_adamw_cfg ac = { 0.9, 0.95, 1e-8, 0.1, 0 };
 	llmt_opt_env oe = { &ac, A, 0, pp, pp_rank, tied && pp > 1, NULL, NULL, NULL };
@@ -57,8 +61,24 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	assert_float_equal(model, e.params + e.activations + e.scratch, 0);
 	assert_float_equal(opt, e.optimizer, 0);
 	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.workspace, 1);
+	/* host side: the pinned checkpoint snapshot, allocated by the first one */
+	llmt_memest_host h;
+	llmt_memory_estimate_gpu_host(&c, &l, llmt_model_nparams(m), B, T, 1, 1, 0, &h);
+	size_t pin1 = llmt_emu_pinned_bytes();
+	assert_int_equal(o->ops->snapshot(o), 0);
+	llmt_opt_state os;
+	assert_int_equal(o->ops->saved(o, &os), 0);
+	printf("  host: pinned snapshot %zu (estimate %.0f), mirror estimate %.0f, total %.0f\n",
+		llmt_emu_pinned_bytes() - pin1, h.snapshot, h.mirror, h.total);
+	assert_float_equal((double)(llmt_emu_pinned_bytes() - pin1), h.snapshot, 0);
+	assert_float_equal(h.total, h.mirror + h.staging + h.snapshot + h.writer, 1);
+	assert_float_equal(h.writer, (double)llmt_model_nparams(m) * 12, 0);   /* dp = 1 */
+	llmt_memory_estimate_gpu_host(&c, &l, llmt_model_nparams(m), B, T, 1, 0, 1, &h);
+	assert_float_equal(h.snapshot, 0, 0);
+	assert_float_equal(h.load, (double)llmt_model_nparams(m) * 8, 0);
 	o->ops->free(o);
 	llmt_model_free(m);
+	assert_int_equal(llmt_emu_pinned_bytes(), pin0);
 	assert_int_equal(llmt_emu_dev_bytes(NULL), before);   /* all given back */
 }
 
