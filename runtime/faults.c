@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include "heartbeat.h"
 #include "llmt/exitcodes.h"
 #include "watchdog.h"
 
@@ -21,7 +22,8 @@ static void sleep_s(double s)
 		;
 }
 
-int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err, size_t errlen)
+int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char *host, char *err,
+	size_t errlen)
 {
 	char buf[512], *save = NULL, *item;
 
@@ -34,11 +36,18 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err,
 	}
 	strcpy(buf, spec);
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		char *at = strchr(item, '@'), *end, *colon;
+		char *at = strchr(item, '@'), *end, *colon, *node = strchr(item, '/');
 		int k, always = 0;
 		long step, rank = -1;
+		if (node) {
+			*node++ = 0;
+			if (!*node || strlen(node) > 63 || strchr(node, '/')) {
+				snprintf(err, errlen, "LLM_TRAIN_FAULT: bad node '%s' (a host name, at most 63 bytes)", node);
+				return -1;
+			}
+		}
 		if (!at) {
-			snprintf(err, errlen, "LLM_TRAIN_FAULT=%s: want kind@step[:rank]", spec);
+			snprintf(err, errlen, "LLM_TRAIN_FAULT=%s: want kind@step[:rank][/node]", spec);
 			return -1;
 		}
 		*at = 0;
@@ -73,7 +82,7 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err,
 			snprintf(err, errlen, "LLM_TRAIN_FAULT: more than %d faults", LLMT_MAX_FAULTS);
 			return -1;
 		}
-		if (!always && attempt != 0)
+		if ((!always && attempt != 0) || (node && (!host || strcmp(node, host))))
 			continue;
 		fs->f[fs->n].kind = (llmt_fault_kind)k;
 		fs->f[fs->n].step = step;
@@ -88,8 +97,12 @@ int llmt_faults_from_env(llmt_faults *fs, char *err, size_t errlen)
 {
 	const char *a = getenv("LLM_TRAIN_ATTEMPT");
 	int attempt = a && *a ? atoi(a) : 0;
+	char hn[256] = "", host[64];
 
-	return llmt_faults_parse(fs, getenv("LLM_TRAIN_FAULT"), attempt, err, errlen);
+	if (gethostname(hn, sizeof(hn) - 1))
+		hn[0] = 0;
+	llmt_hb_host(host, sizeof(host), getenv("SLURMD_NODENAME"), hn);
+	return llmt_faults_parse(fs, getenv("LLM_TRAIN_FAULT"), attempt, host, err, errlen);
 }
 
 int llmt_fault_at(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank)

@@ -1,7 +1,8 @@
-/* faults.h: test fault injection from LLM_TRAIN_FAULT=kind@step[:rank]
+/* faults.h: test fault injection from LLM_TRAIN_FAULT=kind@step[:rank][/node]
  * (several separated by commas). Kinds: nan spike bitflip crash exit75
  * hang stall slowsave; a trailing '!' on the kind fires on every attempt,
- * else only when LLM_TRAIN_ATTEMPT is unset or 0. rank omitted: every rank. */
+ * else only when LLM_TRAIN_ATTEMPT is unset or 0. rank omitted: every rank;
+ * /node: only in ranks on that node (the heartbeat's host name). */
 #ifndef LLMT_FAULTS_H
 #define LLMT_FAULTS_H
 #include <stddef.h>
@@ -16,10 +17,13 @@ typedef struct {
 	struct { llmt_fault_kind kind; long step; int rank; int always; } f[LLMT_MAX_FAULTS];
 } llmt_faults;
 
-/* Pure: parse spec (NULL or "" = none) for attempt `attempt`. Faults that
- * cannot fire on this attempt are dropped. 0, or -1 with err set. */
-int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, char *err, size_t errlen);
-/* From LLM_TRAIN_FAULT and LLM_TRAIN_ATTEMPT. */
+/* Pure: parse spec (NULL or "" = none) for attempt `attempt` in a rank on
+ * node `host` (NULL: on no named node). Faults that cannot fire on this
+ * attempt or node are dropped. 0, or -1 with err set. */
+int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char *host, char *err,
+	size_t errlen);
+/* From LLM_TRAIN_FAULT and LLM_TRAIN_ATTEMPT, on this node (SLURMD_NODENAME,
+ * else the host name, as the heartbeat names it). */
 int llmt_faults_from_env(llmt_faults *fs, char *err, size_t errlen);
 /* Whether a fault of kind fires at step on rank. */
 int llmt_fault_at(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank);

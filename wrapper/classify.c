@@ -1,6 +1,7 @@
 /* classify: the decision table from a step's ending to a failure class.
  * The order of the rules is the policy: Slurm's view of a node beats exit
- * codes, exit codes beat signals, one-off crashes are transient. */
+ * codes, exit codes beat signals, one-off crashes, hangs and stalled peers
+ * are transient, and the same node again is a node fault. */
 #include "classify.h"
 
 #include <signal.h>
@@ -138,6 +139,15 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		case LLMT_EXIT_REQUEUE:
 			set(v, WR_PREEMPTED, "", "exit %d: preempted, checkpoint written", code);
 			return;
+		case LLMT_EXIT_TRANSIENT:
+			/* A peer stuck outside communication stalled the others
+			 * into the watchdog: the heartbeats named its node. */
+			if (e->stuck_node[0]) {
+				crash_or_node(v, hist, nhist, e->stuck_node,
+				              "exit 75: peer stalled the communication watchdog");
+				return;
+			}
+			break;
 		default:
 			break;
 		}

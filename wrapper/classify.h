@@ -40,6 +40,9 @@ struct wr_ending {
 	bool hung;            /* the watcher killed the step for lack of progress */
 	bool kill_timeout;    /* ending the step timed out: a node stopped answering */
 	char hung_node[WR_NODE_LEN];  /* node of the stalled rank, "" if unknown */
+	/* On exit 75 (the communication watchdog): the node of the rank the
+	 * others waited for, whose heartbeat stood out as stale; "" if none. */
+	char stuck_node[WR_NODE_LEN];
 	/* srun's first report of a task ending badly, before the wrapper
 	 * began to kill the step (later ones are collateral of -K): */
 	int task_signal;      /* the signal it died from, else 0 */

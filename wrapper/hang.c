@@ -1,5 +1,5 @@
 /* hang: heartbeat parsing, the step-time-derived hang timeout and the
- * stalled-rank and straggler searches. No I/O: watch.c feeds it. */
+ * stalled-rank, straggler and stuck-peer searches. No I/O: watch.c feeds it. */
 #include "hang.h"
 
 #include <stdio.h>
@@ -129,4 +129,44 @@ int wr_straggler(const struct wr_hb *hb, int n, double factor, double min_s, dou
 	if (worst >= 0 && ratio)
 		*ratio = med > 0 ? hb[worst].last_step_s / med : 0;
 	return worst;
+}
+
+int wr_stuck_find(const struct wr_hb *hb, int n, double now, double margin_s, double *silent, double *gap)
+{
+	int oldest = -1, m = 0;
+	double next = 0;   /* the second-oldest heartbeat's time */
+	if (silent)
+		*silent = 0;
+	if (gap)
+		*gap = 0;
+	if (!(margin_s > 0))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (!hb[i].valid)
+			return -1;
+		if (hb[i].phase == PH_DONE)
+			continue;
+		if (oldest < 0 || hb[i].time < hb[oldest].time) {
+			if (oldest >= 0)
+				next = hb[oldest].time;
+			oldest = i;
+		} else if (m == 1 || hb[i].time < next) {
+			next = hb[i].time;
+		}
+		m++;
+	}
+	if (m < 2 || next - hb[oldest].time <= margin_s)
+		return -1;
+	if (silent)
+		*silent = now - hb[oldest].time;
+	if (gap)
+		*gap = next - hb[oldest].time;
+	return oldest;
+}
+
+double wr_stuck_margin(double comm_timeout_s)
+{
+	if (!(comm_timeout_s > 0))
+		return 0;
+	return comm_timeout_s / 2 > WR_STUCK_FLOOR_S ? comm_timeout_s / 2 : WR_STUCK_FLOOR_S;
 }

@@ -1,6 +1,7 @@
 /* hang: progress judgement from heartbeats. Parses heartbeat lines, keeps
  * observed step times, derives the hang timeout (k x median step time,
- * floor and cap), finds a stalled rank and a straggler. Pure logic. */
+ * floor and cap), finds a stalled rank, a straggler, and the rank that
+ * stalled its peers into the communication watchdog. Pure logic. */
 #ifndef LLMT_WRAP_HANG_H
 #define LLMT_WRAP_HANG_H
 
@@ -54,5 +55,27 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 /* A rank whose last step took more than factor x the median of all ranks
  * (and at least min_s longer): returns the slowest such rank or -1. */
 int wr_straggler(const struct wr_hb *hb, int n, double factor, double min_s, double *ratio);
+
+/* After a rank exited 75 from the communication watchdog: the rank its
+ * peers waited for. A rank waiting in a call under the watchdog's deadline
+ * has its heartbeat rewritten every few seconds (at most 2.5 s old with
+ * llm-train); a rank stuck outside communication has not written one since
+ * its step began, at least the deadline before the watchdog fired. So the
+ * stuck rank is the one whose heartbeat is older than every other rank's
+ * by more than margin_s. Returns it, or -1: margin_s <= 0, fewer than two
+ * ranks, a rank without a heartbeat of this attempt (nothing to judge
+ * from), or no rank stands out (all fresh, all equally stale). Ranks in
+ * phase done are left out. *silent gets its silence at now, *gap how much
+ * longer that is than the next rank's. */
+int wr_stuck_find(const struct wr_hb *hb, int n, double now, double margin_s, double *silent, double *gap);
+
+/* A vouched heartbeat's greatest age (2.5 s) with some slack. */
+#define WR_STUCK_FLOOR_S 3.0
+/* The margin for wr_stuck_find from the deadline LLM_TRAIN_COMM_TIMEOUT
+ * (seconds): half of it, so that ranks merely out of step by up to half a
+ * deadline are not blamed, and at least WR_STUCK_FLOOR_S; 0 when the
+ * watchdog is off (<= 0): its exit 75 comes from elsewhere and no rank's
+ * heartbeat is vouched for. */
+double wr_stuck_margin(double comm_timeout_s);
 
 #endif

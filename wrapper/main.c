@@ -175,6 +175,10 @@ int main(int argc, char **argv)
 		.shrink = o.shrink >= 0 ? o.shrink == 1 : dp_auto,
 		.tasks_per_node = tpn, .ranks_per_replica = tp * pp, .dp = dp,
 	};
+	/* The runtime's communication watchdog deadline (its environment is
+	 * ours): on exit 75 a heartbeat staler than the others' by half of
+	 * it names the rank that stalled its peers. */
+	double stuck_margin = wr_stuck_margin(wr_env_num("LLM_TRAIN_COMM_TIMEOUT", 300, 0, 1e9));
 	int nodes_step = nalloc - (int)o.spares;
 	if (nalloc > 0 && nodes_step < 1)
 		wr_usage_error("--spares %g leaves no node of %d to train on", o.spares, nalloc);
@@ -285,6 +289,7 @@ int main(int argc, char **argv)
 			.hang = { .k = o.hang_k, .floor_s = o.hang_min, .cap_s = o.hang_max,
 			          .startup_s = o.hang_startup, .pause_cap_s = 10 * o.hang_max },
 			.progress_from_output = o.progress_out, .straggler_factor = o.strag_factor, .straggler_min_s = o.strag_min,
+			.stuck_margin_s = stuck_margin,
 			.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o.grace, .tick_s = o.tick,
 			.ledger = &led, .attempt = attempt, .resume_step = resume_step, .sig_fd = sig_pipe[0],
 			.nodelist = nodelist, .sinfo = "sinfo", .verbose = o.verbose,

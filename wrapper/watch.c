@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "include/llmt/exitcodes.h"
+
 double wr_now(void)
 {
 	struct timeval tv;
@@ -300,6 +302,39 @@ static void rate_event(struct ctx *x, double now, double timeout)
 	x->rate_step = x->o->last_step;
 }
 
+/* The step ended with exit 75 (a task's first report, or srun's code when
+ * no task was reported) and not because the wrapper ended it: the
+ * communication watchdog fired in a rank, or a peer was lost. */
+static bool watchdog_exit(const struct ctx *x)
+{
+	const struct wr_ending *e = &x->o->e;
+	if (e->hung || x->killing || e->wrapper_signal || e->task_signal)
+		return false;
+	if (e->task_exit_code)
+		return e->task_exit_code == LLMT_EXIT_TRANSIENT;
+	return e->exited && e->exit_code == LLMT_EXIT_TRANSIENT;
+}
+
+/* On exit 75, the heartbeats last read name the rank the others waited for. */
+static void find_stuck(struct ctx *x)
+{
+	const struct wr_watch_cfg *c = x->c;
+	double silent = 0, gap = 0;
+	if (!watchdog_exit(x))
+		return;
+	int r = wr_stuck_find(x->hb, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
+	if (r < 0)
+		return;
+	x->o->stuck_rank = r;
+	snprintf(x->o->e.stuck_node, sizeof x->o->e.stuck_node, "%s", node_of(x, r));
+	fprintf(stderr, "llm-train-wrap: exit %d: rank %d on %s silent for %.1f s, %.1f s longer than any other rank "
+	        "(margin %.1f s): it stalled its peers into the communication watchdog\n", LLMT_EXIT_TRANSIENT, r,
+	        *x->o->e.stuck_node ? x->o->e.stuck_node : "? (no host in its heartbeat)", silent, gap,
+	        c->stuck_margin_s);
+	wr_ledger_event(c->ledger, "stuck", json_pack("{s:i,s:i,s:s,s:f,s:f,s:f}", "attempt", c->attempt, "rank", r,
+	                "node", x->o->e.stuck_node, "silent_s", silent, "gap_s", gap, "margin_s", c->stuck_margin_s));
+}
+
 int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptimes *st,
              struct wr_watch_out *o)
 {
@@ -324,6 +359,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	o->t_first_step = -1;
 	o->last_step = c->resume_step;
 	o->hung_rank = -1;
+	o->stuck_rank = -1;
 	x.rate_t = o->t_launch;
 	x.rate_step = c->resume_step;
 	x.last_tick = o->t_launch;
@@ -469,8 +505,10 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	o->e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 	o->e.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	o->step_s = wr_median(x.mine.v, x.mine.n);
-	if (c->nranks > 0 && !c->progress_from_output)
+	if (c->nranks > 0 && !c->progress_from_output) {
 		read_heartbeats(&x);
+		find_stuck(&x);
+	}
 	free(x.hb);
 	free(x.seen_step);
 	free(x.straggler_told);

@@ -1,7 +1,8 @@
 /* watch: supervises one running step. Relays its output, reads per-rank
  * heartbeats (or output progress), kills it on a hang, forwards the
  * wrapper's signals, and after it ends gathers what classify needs:
- * exit status, srun's per-node task deaths, Slurm's node states. */
+ * exit status, srun's per-node task deaths, the rank that stalled the
+ * others on exit 75, Slurm's node states. */
 #ifndef LLMT_WRAP_WATCH_H
 #define LLMT_WRAP_WATCH_H
 
@@ -19,6 +20,7 @@ struct wr_watch_cfg {
 	bool progress_from_output; /* no heartbeats: a new output line is progress */
 	double straggler_factor;   /* report a rank slower than factor x median ... */
 	double straggler_min_s;    /* ... and slower by at least this */
+	double stuck_margin_s;     /* exit 75: a heartbeat this much staler than all others names the stuck rank (0: off) */
 	double rate_every_s;       /* a step_rate ledger event this often */
 	double kill_grace_s;       /* after SIGTERM to srun, SIGKILL its group this much later */
 	double preempt_grace_s;    /* after forwarding a preemption, wait this long */
@@ -38,6 +40,7 @@ struct wr_watch_out {
 	long last_step;
 	double step_s, ckpt_s;
 	int hung_rank;
+	int stuck_rank;            /* exit 75: the rank the others waited for, else -1 */
 };
 
 /* Watches s until it ends; st learns step times across attempts. */

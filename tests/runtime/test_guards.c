@@ -36,9 +36,9 @@ static void test_faults(void **st)
 	char err[256];
 	(void)st;
 
-	assert_int_equal(llmt_faults_parse(&f, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(llmt_faults_parse(&f, NULL, 0, NULL, err, sizeof(err)), 0);
 	assert_int_equal(f.n, 0);
-	assert_int_equal(llmt_faults_parse(&f, "nan@5:1,bitflip@3", 0, err, sizeof(err)), 0);
+	assert_int_equal(llmt_faults_parse(&f, "nan@5:1,bitflip@3", 0, NULL, err, sizeof(err)), 0);
 	assert_int_equal(f.n, 2);
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_NAN, 5, 1));
 	assert_false(llmt_fault_at(&f, LLMT_FAULT_NAN, 5, 0));
@@ -46,18 +46,34 @@ static void test_faults(void **st)
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_BITFLIP, 3, 0));   /* no rank: every rank */
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_BITFLIP, 3, 7));
 	/* only the first attempt, unless the kind ends in ! */
-	assert_int_equal(llmt_faults_parse(&f, "crash@2,exit75!@4:0", 1, err, sizeof(err)), 0);
+	assert_int_equal(llmt_faults_parse(&f, "crash@2,exit75!@4:0", 1, NULL, err, sizeof(err)), 0);
 	assert_int_equal(f.n, 1);
 	assert_false(llmt_fault_at(&f, LLMT_FAULT_CRASH, 2, 0));
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_EXIT75, 4, 0));
-	assert_int_equal(llmt_faults_parse(&f, "spike@1,hang@9", 0, err, sizeof(err)), 0);
+	assert_int_equal(llmt_faults_parse(&f, "spike@1,hang@9", 0, NULL, err, sizeof(err)), 0);
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_SPIKE, 1, 3));
 	assert_true(llmt_fault_at(&f, LLMT_FAULT_HANG, 9, 3));
-	assert_int_equal(llmt_faults_parse(&f, "melt@3", 0, err, sizeof(err)), -1);
+	assert_int_equal(llmt_faults_parse(&f, "melt@3", 0, NULL, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "melt"));
-	assert_int_equal(llmt_faults_parse(&f, "nan", 0, err, sizeof(err)), -1);
-	assert_int_equal(llmt_faults_parse(&f, "nan@x", 0, err, sizeof(err)), -1);
-	assert_int_equal(llmt_faults_parse(&f, "nan@3:", 0, err, sizeof(err)), -1);
+	assert_int_equal(llmt_faults_parse(&f, "nan", 0, NULL, err, sizeof(err)), -1);
+	assert_int_equal(llmt_faults_parse(&f, "nan@x", 0, NULL, err, sizeof(err)), -1);
+	assert_int_equal(llmt_faults_parse(&f, "nan@3:", 0, NULL, err, sizeof(err)), -1);
+	/* /node: only in ranks on that node, with ! on every attempt there */
+	assert_int_equal(llmt_faults_parse(&f, "stall!@7/n2,crash@3:1/n1,nan@2", 1, "n2", err, sizeof(err)), 0);
+	assert_int_equal(f.n, 1);
+	assert_true(llmt_fault_at(&f, LLMT_FAULT_STALL, 7, 0));
+	assert_true(llmt_fault_at(&f, LLMT_FAULT_STALL, 7, 5));
+	assert_int_equal(llmt_faults_parse(&f, "stall!@7/n2,crash@3:1/n1", 0, "n1", err, sizeof(err)), 0);
+	assert_int_equal(f.n, 1);
+	assert_true(llmt_fault_at(&f, LLMT_FAULT_CRASH, 3, 1));
+	assert_false(llmt_fault_at(&f, LLMT_FAULT_STALL, 7, 1));
+	assert_int_equal(llmt_faults_parse(&f, "stall!@7/n2", 0, NULL, err, sizeof(err)), 0);
+	assert_int_equal(f.n, 0);
+	assert_int_equal(llmt_faults_parse(&f, "stall!@7/n20", 0, "n2", err, sizeof(err)), 0);
+	assert_int_equal(f.n, 0);
+	assert_int_equal(llmt_faults_parse(&f, "stall@7/", 0, "n2", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "bad node"));
+	assert_int_equal(llmt_faults_parse(&f, "melt@7/n2", 0, "n2", err, sizeof(err)), -1);
 }
 
 static void test_sdc(void **st)

@@ -119,11 +119,69 @@ static void test_nodes_set(void **state)
 	assert_string_equal(wr_class_name((enum wr_class)99), "unknown");
 }
 
+/* Exit 75 with the node of the rank that stalled its peers into the
+ * communication watchdog (watch.c's heartbeat judgement), or without. */
+static void test_stuck_peer(void **state)
+{
+	(void)state;
+	struct {
+		const char *name;
+		int code, task_code;       /* srun's code, the first task's per srun */
+		const char *stuck, *past, *down;
+		enum wr_class past_cls;
+		enum wr_class want;
+		const char *want_node;     /* the verdict's node */
+		bool excluded;             /* verdict.nodes holds it */
+		const char *why;           /* in verdict.why */
+	} rows[] = {
+		{ "first time: transient naming the node", 75, 75, "n2", NULL, NULL, WR_TRANSIENT,
+		  WR_TRANSIENT, "n2", false, "peer stalled the communication watchdog on n2 (first time)" },
+		{ "srun's code only", 75, 0, "n2", NULL, NULL, WR_TRANSIENT,
+		  WR_TRANSIENT, "n2", false, "on n2 (first time)" },
+		{ "task exit 75, the rest killed by -K", 137, 75, "n2", NULL, NULL, WR_TRANSIENT,
+		  WR_TRANSIENT, "n2", false, "stalled the communication watchdog on n2" },
+		{ "again on the node: node fault", 75, 75, "n2", "n2", NULL, WR_TRANSIENT,
+		  WR_NODE_FAULT, "n2", true, "on n2, 1 time(s) before: node fault" },
+		{ "after a hang on the node: node fault", 137, 75, "n2", "n2", NULL, WR_TRANSIENT,
+		  WR_NODE_FAULT, "n2", true, "node fault" },
+		{ "after a crash elsewhere: transient", 75, 75, "n2", "n1", NULL, WR_TRANSIENT,
+		  WR_TRANSIENT, "n2", false, "(first time)" },
+		{ "an earlier numerical fault does not count", 75, 75, "n2", "n2", NULL, WR_NUMERIC,
+		  WR_TRANSIENT, "n2", false, "(first time)" },
+		{ "no rank stood out: as before", 75, 75, "", "n2", NULL, WR_TRANSIENT,
+		  WR_TRANSIENT, "", false, "exit 75: transient, restart" },
+		{ "Slurm's down node first", 75, 75, "n2", NULL, "n4", WR_TRANSIENT,
+		  WR_NODE_FAULT, "n4", true, "unusable" },
+		{ "the first task's code decides", 137, 64, "n2", "n2", NULL, WR_TRANSIENT,
+		  WR_USER_ERROR, "", false, "exit 64" },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct wr_ending e;
+		memset(&e, 0, sizeof e);
+		e.exited = true;
+		e.exit_code = rows[i].code;
+		e.task_exit_code = rows[i].task_code;
+		strcpy(e.stuck_node, rows[i].stuck);
+		wr_nodes_add(&e.down_nodes, rows[i].down);
+		struct wr_past past = { rows[i].past_cls, "" };
+		if (rows[i].past)
+			strcpy(past.node, rows[i].past);
+		struct wr_verdict v;
+		wr_classify(&e, &past, rows[i].past ? 1 : 0, &v);
+		bool has = wr_nodes_has(&v.nodes, rows[i].want_node);
+		if (v.cls != rows[i].want || strcmp(v.node, rows[i].want_node) || has != rows[i].excluded ||
+		    (!rows[i].excluded && v.nodes.n) || !strstr(v.why, rows[i].why))
+			fail_msg("row '%s': got %s node '%s' (%d to exclude): %s", rows[i].name, wr_class_name(v.cls),
+			         v.node, v.nodes.n, v.why);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_nodes_set),
+		cmocka_unit_test(test_stuck_peer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

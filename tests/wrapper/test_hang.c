@@ -1,5 +1,6 @@
 /* Unit tests of wrapper/hang.c: heartbeat lines, the derived timeout,
- * the stalled rank (pauses in load/save), stragglers. */
+ * the stalled rank (pauses in load/save), stragglers, the rank that
+ * stalled its peers into the communication watchdog. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,63 @@ static void test_straggler(void **state)
 	assert_int_equal(wr_straggler(r, 2, 1.5, 0.05, &ratio), -1);     /* two ranks: no verdict */
 }
 
+static void test_stuck(void **state)
+{
+	(void)state;
+	double silent = -1, gap = -1;
+	/* The watchdog fired 8 s into a step: the waiting ranks' heartbeats
+	 * were vouched for (at most 2.5 s old), rank 2's was not. */
+	struct wr_hb r[4] = { hb(10, 106.5, PH_TRAIN, 1), hb(10, 107, PH_TRAIN, 1),
+	                      hb(10, 100, PH_TRAIN, 1), hb(10, 105.8, PH_TRAIN, 1) };
+	double m = wr_stuck_margin(8);
+	assert_true(m == 4);
+	assert_int_equal(wr_stuck_find(r, 4, 108.5, m, &silent, &gap), 2);
+	assert_true(silent == 8.5);
+	assert_true(gap > 5.79 && gap < 5.81);              /* against rank 3, the next oldest */
+	/* Not by more than the margin: nobody stands out. */
+	assert_int_equal(wr_stuck_find(r, 4, 108.5, 6, &silent, &gap), -1);
+	assert_true(silent == 0 && gap == 0);
+	/* The same heartbeats under the default deadline (300 s: margin 150 s):
+	 * ranks merely out of step are not blamed. */
+	assert_true(wr_stuck_margin(300) == 150);
+	assert_int_equal(wr_stuck_find(r, 4, 108.5, wr_stuck_margin(300), &silent, &gap), -1);
+	/* Watchdog off: its exit 75 came from elsewhere, nothing is vouched for. */
+	assert_true(wr_stuck_margin(0) == 0);
+	assert_int_equal(wr_stuck_find(r, 4, 108.5, wr_stuck_margin(0), &silent, &gap), -1);
+	assert_true(wr_stuck_margin(2) == WR_STUCK_FLOOR_S);
+	/* Two stale ranks (equally, or within the margin of each other):
+	 * nobody stands out, whatever the fresh ones say. */
+	r[0].time = 100.5;
+	assert_int_equal(wr_stuck_find(r, 4, 108.5, m, &silent, &gap), -1);
+	/* All equally stale, or all fresh. */
+	struct wr_hb e[3] = { hb(4, 50, PH_TRAIN, 1), hb(4, 50, PH_TRAIN, 1), hb(4, 50, PH_TRAIN, 1) };
+	assert_int_equal(wr_stuck_find(e, 3, 500, m, &silent, &gap), -1);
+	assert_int_equal(wr_stuck_find(e, 3, 50.1, m, &silent, &gap), -1);
+	/* The stuck one may be any rank, also the last; two ranks are enough. */
+	e[2].time = 40;
+	assert_int_equal(wr_stuck_find(e, 3, 55, m, &silent, &gap), 2);
+	assert_true(silent == 15 && gap == 10);
+	assert_int_equal(wr_stuck_find(e + 1, 2, 55, m, &silent, &gap), 1);
+	assert_int_equal(wr_stuck_find(e + 2, 1, 55, m, &silent, &gap), -1);   /* one rank: no peers */
+	/* A rank that finished is left out; a rank without a heartbeat of
+	 * this attempt leaves nothing to judge from. */
+	e[1].phase = PH_DONE;
+	assert_int_equal(wr_stuck_find(e, 3, 55, m, &silent, &gap), 2);
+	e[0].phase = PH_DONE;
+	assert_int_equal(wr_stuck_find(e, 3, 55, m, &silent, &gap), -1);
+	e[0].phase = e[1].phase = PH_TRAIN;
+	e[1].valid = false;
+	assert_int_equal(wr_stuck_find(e, 3, 55, m, &silent, &gap), -1);
+	struct wr_hb z[2];
+	memset(z, 0, sizeof z);
+	assert_int_equal(wr_stuck_find(z, 2, 55, m, &silent, &gap), -1);        /* no heartbeats */
+	/* The stalest found wherever it sits relative to the second-stalest. */
+	struct wr_hb o[4] = { hb(1, 30, PH_TRAIN, 1), hb(1, 20, PH_TRAIN, 1), hb(1, 10, PH_TRAIN, 1),
+	                      hb(1, 29, PH_TRAIN, 1) };
+	assert_int_equal(wr_stuck_find(o, 4, 31, m, &silent, &gap), 2);
+	assert_true(gap == 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +190,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_straggler),
+		cmocka_unit_test(test_stuck),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
