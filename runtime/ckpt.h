@@ -68,6 +68,10 @@ typedef struct llmt_ckpt_state {
 	                          * seen...); NULL = {} */
 	llmt_comm *world_comm;   /* all ranks (NULL: one process) */
 	llmt_comm *dp_comm;      /* DP group: replicas_agree check (NULL: skip) */
+	int borrow;              /* save: the writer writes bufs' data in place
+	                          * instead of copying it first; the caller keeps
+	                          * it unchanged until its next llmt_ckpt_save or
+	                          * llmt_ckpt_wait has returned (blobs are copied) */
 } llmt_ckpt_state;
 
 /* ---- writing --------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* ckpt_write.c: saving a checkpoint. The training thread snapshots this
- * rank's share into host memory; a background thread writes and fsyncs the
+ * rank's share into host memory (or borrows buffers the caller keeps
+ * unchanged, such as a GPU rank's pinned snapshot); a background thread writes and fsyncs the
  * shard and publishes a per-rank "done" record (size, checksum, pieces)
  * in the temporary step directory. World rank 0's thread waits for every
  * record, writes manifest.json last, renames the directory into place,
@@ -17,6 +18,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+/* A piece of the shard: copied into the snapshot (dst), or written in
+ * place from src (borrowed buffers; dst unused). */
+typedef struct { char *dst; const char *src; size_t n; } copy_job;
+
 struct llmt_ckpt_writer {
 	char dir[4096];
 	int keep;
@@ -30,7 +35,9 @@ struct llmt_ckpt_writer {
 	char token[48];
 	int rank, world, tp, pp, dp;
 	char *snap;
-	size_t snap_cap, snap_len;
+	size_t snap_cap, snap_len;   /* snap_len: the shard's size */
+	copy_job *seg;               /* what the thread writes, in file order */
+	int nseg, seg_cap;
 	json_t *done;           /* this rank's record (pieces, tensors, kinds, blobs) */
 	json_t *model;
 	json_t *training;
@@ -108,16 +115,17 @@ static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, ch
 	}
 	st = XXH3_createState();
 	XXH3_64bits_reset(st);
-	for (size_t off = 0; off < w->snap_len; off += CHUNK) {
-		size_t n = w->snap_len - off < CHUNK ? w->snap_len - off : CHUNK;
-		XXH3_64bits_update(st, w->snap + off, n);
-		if (ck_write_all(fd, w->snap + off, n) != 0) {
-			ck_fmt(err, errlen, "%s: write failed: %s", path, strerror(errno));
-			XXH3_freeState(st);
-			close(fd);
-			return LLMT_EXIT_IO;
+	for (int i = 0; i < w->nseg; i++)
+		for (size_t off = 0; off < w->seg[i].n; off += CHUNK) {
+			size_t n = w->seg[i].n - off < CHUNK ? w->seg[i].n - off : CHUNK;
+			XXH3_64bits_update(st, w->seg[i].src + off, n);
+			if (ck_write_all(fd, w->seg[i].src + off, n) != 0) {
+				ck_fmt(err, errlen, "%s: write failed: %s", path, strerror(errno));
+				XXH3_freeState(st);
+				close(fd);
+				return LLMT_EXIT_IO;
+			}
 		}
-	}
 	*hash = XXH3_64bits_digest(st);
 	XXH3_freeState(st);
 	if (fsync(fd) != 0) {
@@ -561,13 +569,12 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 		fprintf(stderr, "llm-train: %s\n", err);
 	pthread_mutex_destroy(&w->mu);
 	free(w->snap);
+	free(w->seg);
 	free(w);
 }
 
 /* The snapshot copy, in 4 MiB chunks over the OpenMP threads (the loop's
  * threads are idle while it waits here): the stall is memory bandwidth. */
-typedef struct { char *dst; const char *src; size_t n; } copy_job;
-
 static int parallel_copy(const copy_job *jobs, int nj)
 {
 	enum { CH = 4 << 20 };
@@ -640,16 +647,19 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 		for (int c = 0; c < ncuts[k]; c++)
 			total += (size_t)(cuts[k][c].box.nr * cuts[k][c].box.nc) * ck_dtype_size(b->dtype);
 	}
+	size_t pieces_bytes = total, blob_bytes = 0;
 	for (int i = 0; i < st->nblobs; i++)
-		total += (st->blobs[i].len + 7) & ~(size_t)7;
-	if (!rc && total > w->snap_cap) {
-		char *ns = realloc(w->snap, total);
+		blob_bytes += (st->blobs[i].len + 7) & ~(size_t)7;
+	/* borrowed buffers are written in place: the snapshot holds the blobs */
+	size_t need = st->borrow ? blob_bytes : pieces_bytes + blob_bytes;
+	if (!rc && need > w->snap_cap) {
+		char *ns = realloc(w->snap, need);
 		if (!ns) {
-			ck_fmt(err, errlen, "checkpoint snapshot: out of memory (%zu bytes)", total);
+			ck_fmt(err, errlen, "checkpoint snapshot: out of memory (%zu bytes)", need);
 			rc = LLMT_EXIT_SOFTWARE;
 		} else {
 			w->snap = ns;
-			w->snap_cap = total;
+			w->snap_cap = need;
 		}
 	}
 	size_t off = 0;
@@ -660,6 +670,16 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 	if (!jobs && !rc) {
 		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
 		rc = LLMT_EXIT_SOFTWARE;
+	}
+	if (!rc && (st->borrow ? maxj + 1 : 1) > w->seg_cap) {
+		copy_job *ns = realloc(w->seg, (size_t)(maxj + 1) * sizeof *ns);
+		if (!ns) {
+			ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			w->seg = ns;
+			w->seg_cap = maxj + 1;
+		}
 	}
 	for (int k = 0; k < st->nbufs && !rc; k++) {
 		const llmt_ckpt_buf *b = &st->bufs[k];
@@ -674,7 +694,7 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 				tix[ct->param] = (int)json_array_size(tensors);
 				json_array_append_new(tensors, json_pack("{s:s, s:o}", "name", p->name, "shape", sh));
 			}
-			jobs[nj++] = (copy_job){ w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n };
+			jobs[nj++] = (copy_job){ st->borrow ? NULL : w->snap + off, (const char *)b->data + (wlo[k] - b->lo + ct->at) * es, n };
 			json_array_append_new(pieces, json_pack("[i, i, I, I, I, I, I]", tix[ct->param], k, (json_int_t)off,
 			                                        (json_int_t)ct->box.r0, (json_int_t)ct->box.nr,
 			                                        (json_int_t)ct->box.c0, (json_int_t)ct->box.nc));
@@ -688,16 +708,25 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 			rc = LLMT_EXIT_SOFTWARE;
 			break;
 		}
-		memcpy(w->snap + off, bl->data, bl->len);
-		memset(w->snap + off + bl->len, 0, ((bl->len + 7) & ~(size_t)7) - bl->len);
+		char *at = w->snap + (st->borrow ? off - pieces_bytes : off);
+		memcpy(at, bl->data, bl->len);
+		memset(at + bl->len, 0, ((bl->len + 7) & ~(size_t)7) - bl->len);
 		json_array_append_new(blobs, json_pack("{s:s, s:I, s:I}", "name", bl->name, "offset", (json_int_t)off,
 		                                       "size", (json_int_t)bl->len));
 		off += (bl->len + 7) & ~(size_t)7;
 	}
 	w->snap_len = off;
-	if (!rc && parallel_copy(jobs, nj) != 0) {
-		ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
-		rc = LLMT_EXIT_SOFTWARE;
+	w->nseg = 0;
+	if (!rc && st->borrow) {
+		for (int i = 0; i < nj; i++)
+			w->seg[w->nseg++] = (copy_job){ NULL, jobs[i].src, jobs[i].n };
+		w->seg[w->nseg++] = (copy_job){ NULL, w->snap, blob_bytes };
+	} else if (!rc) {
+		w->seg[w->nseg++] = (copy_job){ NULL, w->snap, off };
+		if (parallel_copy(jobs, nj) != 0) {
+			ck_fmt(err, errlen, "checkpoint snapshot: out of memory");
+			rc = LLMT_EXIT_SOFTWARE;
+		}
 	}
 	free(jobs);
 	for (int k = 0; k < LLMT_CKPT_MAX_BUFS; k++)

@@ -136,11 +136,14 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, s
 		e->snapshot = ckpt ? (n + 2 * k) * 4 + 4 : 0;
 		e->load = resume ? n * 8 : 0;
 	}
-	llmt_memest h;
-	llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, &h);
-	e->writer = h.snapshot;   /* the writer copies the share it is given */
-	if (!devopt)
+	if (!devopt) {
+		/* the host optimizer's state, and the writer's copy of its share
+		 * (the device optimizer's pinned snapshot is written in place) */
+		llmt_memest h;
+		llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, &h);
 		e->mirror += h.optimizer + h.comm;
+		e->writer = h.snapshot;
+	}
 	e->total = e->mirror + e->staging +
 		(e->snapshot + e->writer > e->load ? e->snapshot + e->writer : e->load);
 }

@@ -47,13 +47,13 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t
 	int B, int T, int A, int devopt, llmt_memest_gpu *e);
 /* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,
  * gmodel*.c): the host mirror (the CPU model built for one token: fp32
- * master and gradients, bf16 copy), the pinned checkpoint snapshot and
- * the writer's copy of it (ckpt_write.c), the AdamW state read on a resume (freed before the first snapshot) and the
+ * master and gradients, bf16 copy), the pinned checkpoint snapshot (the
+ * checkpoint writer writes it in place), the AdamW state read on a resume (freed before the first snapshot) and the
  * staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
 typedef struct {
 	double mirror;       /* the host model: parameter state, one-token buffers */
 	double snapshot;     /* pinned: whole master, this rank's m and v share */
-	double writer;       /* the checkpoint writer's copy of this rank's share */
+	double writer;       /* the writer's copy of the share: host optimizer only */
 	double load;         /* a resume's whole m and v, freed before a snapshot */
 	double staging;      /* tokens, pinned loss row, tied embedding copy */
 	double total;        /* mirror + staging + the larger of snapshot + writer, load */

@@ -129,6 +129,9 @@ struct llmt_trainopt {
 	long t;               /* updates applied (bias correction) */
 	double comm_s;        /* seconds in DP/norm collectives (finish + step) */
 	int async;            /* 1: the snapshot completes while training goes on */
+	int stable;           /* 1: what saved() gives stays unchanged until the
+	                       * next snapshot(): the checkpoint writer writes it
+	                       * in place (llmt_ckpt_state.borrow), no copy */
 };
 
 /* The host implementation over m's host buffers (NULL after a message). */

@@ -116,6 +116,7 @@ static int save_write(trainer *t, int sync, double *stall)
 	}
 	if (!rc) {
 		ckpt_state(t, &cs, json, sizeof(json), &t->save_st, &os);
+		cs.borrow = t->opt->stable;
 		rc = llmt_ckpt_save(t->w, t->save_st.step, &cs, t->err, sizeof(t->err));
 	}
 	*stall = llmt_tr_now() - t0;  /* this part; the snapshot's was counted at its step */
@@ -143,11 +144,17 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	int rc;
 
 	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
-	t->save_st = t->st;
-	rc = t->opt->ops->snapshot(t->opt) ? LLMT_EXIT_TRANSIENT : 0;
+	/* a stable optimizer's snapshot is written in place by the previous
+	 * save, which must be done before the new snapshot overwrites it */
+	rc = t->opt->stable ? llmt_ckpt_wait(t->w, t->err, sizeof(t->err)) : 0;
 	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", t->p->l.rank, t->err);
+	t->save_st = t->st;
+	if (!rc && t->opt->ops->snapshot(t->opt)) {
+		rc = LLMT_EXIT_TRANSIENT;
 		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: optimizer state snapshot failed\n",
 			t->p->l.rank, (long long)t->st.step);
+	}
 	t->save_snap_s = llmt_tr_now() - t0;
 	*stall = t->save_snap_s;
 	if ((rc = llmt_tr_agree(t->p, rc)))

@@ -273,6 +273,7 @@ int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out)
     d->base.ops = &dev_ops;
     d->base.where = "device";
     d->base.async = 1;
+    d->base.stable = 1;     /* the pinned snapshot changes at the next one only */
     *out = &d->base;
     return 1;
 fail:
