@@ -11,6 +11,7 @@
 #include <nccl.h>
 #include "comm_nccl.h"
 #include "gpu/gplan.h"
+#include "watchdog.h"
 
 struct llmt_nccl {
     ncclComm_t comm;
@@ -37,7 +38,7 @@ static void nccl_abort(llmt_nccl *n, const char *what, const char *why)
 
 /* Poll until the communicator leaves ncclInProgress and (have_stream)
  * until the work on st is done, under the deadline. */
-static int watch(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
+static int poll_done(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
 {
     gwatch w;
     gwatch_arm(&w, now_s(), n->timeout_s);
@@ -76,6 +77,18 @@ static int watch(llmt_nccl *n, const char *what, int have_stream, cudaStream_t s
         if (us)
             usleep(us);
     }
+}
+
+/* poll_done inside the communication watchdog's bracket (watchdog.h), as
+ * an MPI call is: the watchdog's deadline in force bounds the wait too,
+ * and the heartbeat is kept fresh while this rank waits for its peers, so
+ * the wrapper names the rank they wait for, not this one. */
+static int watch(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
+{
+    llmt_wd_enter(what, "nccl", n->size, -1, 0);
+    int rc = poll_done(n, what, have_stream, st);
+    llmt_wd_leave();
+    return rc;
 }
 
 /* after an enqueue: ncclInProgress is normal for a non-blocking comm */
