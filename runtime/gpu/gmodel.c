@@ -66,7 +66,10 @@ static void *dmem(llmt_gmodel *g, size_t bytes)
         fprintf(stderr, "llm-train: cudaMalloc of %zu bytes failed\n", bytes);
         return NULL;
     }
-    if (cudaMemset(p, 0, bytes ? bytes : 256) != cudaSuccess) {
+    /* zeroed on the compute stream: a cudaMemset would run on the legacy
+     * default stream, which the model's non-blocking streams do not wait
+     * for (the AdamW state allocated by the first update raced its kernel) */
+    if (cudaMemsetAsync(p, 0, bytes ? bytes : 256, g->st) != cudaSuccess) {
         cudaFree(p);
         return NULL;
     }

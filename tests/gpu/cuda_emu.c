@@ -1,6 +1,7 @@
 /* cuda_emu.c: for the host-only emulation test (test_gpu_emu): the CUDA
- * runtime calls the GPU model makes, on host memory (every operation
- * completes at once, streams and events are tokens; host<->device bytes
+ * runtime calls the GPU model makes, on host memory (operations complete
+ * at once, except what a real device could still have in flight when the
+ * host looks: held back until the host synchronises, see below; host<->device bytes
  * and device allocations are counted for LLMT_EMU_STATS and
  * llmt_emu_dev_bytes), gmm() as a plain
  * column-major product of the mapping gmm_plan gives cuBLASLt, and NCCL
@@ -16,10 +17,196 @@
 #include "bf16.h"
 #include "gpu/gmm.h"
 
-static char token;
+/* ---- streams, events and what real CUDA leaves pending -----------------
+ * Every operation completes at once here, except what a real device may
+ * still have in flight when the host looks, which is held back so that a
+ * missing synchronisation shows as wrong bytes:
+ * - the legacy default stream's work (cudaMemset, cudaMemcpy from pageable
+ *   host memory or device to device, any *Async on stream 0) is applied
+ *   only when something orders it: cudaDeviceSynchronize, a synchronous
+ *   cudaMemcpy to the host, cudaFree/cudaFreeHost, a wait on it, or work on
+ *   the legacy or a blocking stream; the model's non-blocking streams do
+ *   not wait for it (cudaStreamNonBlocking);
+ * - a copy to pinned host memory (cudaMallocHost, cudaHostRegister) on a
+ *   stream poisons its destination (0xff bytes: NaN) and lands when the
+ *   host synchronises with that stream (cudaStreamSynchronize, an event
+ *   after it, cudaStreamQuery, cudaDeviceSynchronize, llmt_nccl_wait);
+ * - a copy from pinned host memory on a stream remembers a hash of its
+ *   source; the source must not change or be freed until the host has
+ *   synchronised with that stream (checked: abort with a message).
+ * cudaMalloc and cudaMallocHost fill their memory with 0xff bytes (a GPU
+ * does not zero it). */
+enum { OP_COPY, OP_SET, OP_CHECK, OP_DEP };
+struct emu_stream;
+typedef struct {
+    int kind;
+    unsigned long seq;
+    void *dst;
+    const void *src;           /* OP_CHECK: the host source */
+    unsigned char *data;       /* OP_COPY: the bytes, as they were */
+    size_t n;
+    int val;                   /* OP_SET */
+    uint64_t hash;             /* OP_CHECK */
+    struct emu_stream *dep;    /* OP_DEP: flush dep up to dep_seq */
+    unsigned long dep_seq;
+} emu_op;
+struct emu_stream {
+    int blocking;              /* synchronises with the legacy stream */
+    emu_op *op;
+    size_t nop, cap;
+    unsigned long seq;
+};
+struct emu_event { struct emu_stream *s; unsigned long seq; };
+static struct emu_stream legacy = {1, NULL, 0, 0, 0};
+static struct emu_stream **all_streams;
+static size_t nstreams;
 
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+static struct emu_stream *stream_of(cudaStream_t st)
+{
+    /* 0, cudaStreamLegacy and cudaStreamPerThread: the legacy stream */
+    if ((uintptr_t)st <= 2)
+        return &legacy;
+    return (struct emu_stream *)(void *)st;
+}
+
+static void die(const char *what, const void *p, size_t n)
+{
+    fprintf(stderr, "cuda_emu: %s (host memory %p, %zu bytes): a real GPU would race here\n",
+            what, p, n);
+    abort();
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static emu_op *push(struct emu_stream *s, int kind)
+{
+    if (s->nop == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 16;
+        emu_op *o = realloc(s->op, nc * sizeof *o);
+        if (!o) {
+            fprintf(stderr, "cuda_emu: out of memory\n");
+            abort();
+        }
+        s->op = o;
+        s->cap = nc;
+    }
+    emu_op *o = &s->op[s->nop++];
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->seq = ++s->seq;
+    return o;
+}
+
+/* apply s's held-back work up to seq (in order) */
+static void flush_to(struct emu_stream *s, unsigned long seq)
+{
+    size_t i = 0;
+    for (; i < s->nop && s->op[i].seq <= seq; i++) {
+        emu_op *o = &s->op[i];
+        switch (o->kind) {
+        case OP_COPY:
+            memcpy(o->dst, o->data, o->n);
+            free(o->data);
+            break;
+        case OP_SET:
+            memset(o->dst, o->val, o->n);
+            break;
+        case OP_CHECK:
+            if (hash_bytes(o->src, o->n) != o->hash)
+                die("the pinned source of a cudaMemcpyAsync changed before the host "
+                    "synchronised with its stream", o->src, o->n);
+            break;
+        case OP_DEP:
+            flush_to(o->dep, o->dep_seq);
+            break;
+        }
+    }
+    memmove(s->op, s->op + i, (s->nop - i) * sizeof *s->op);
+    s->nop -= i;
+}
+static void flush(struct emu_stream *s) { flush_to(s, s->seq); }
+static void flush_all(void)
+{
+    flush(&legacy);
+    for (size_t i = 0; i < nstreams; i++)
+        flush(all_streams[i]);
+}
+
+/* work is issued on st: the legacy stream's pending work comes first when
+ * st is the legacy stream or a blocking one */
+void llmt_emu_stream_use(cudaStream_t st)
+{
+    struct emu_stream *s = stream_of(st);
+    if (s->blocking)
+        flush(&legacy);
+}
+
+/* pinned host memory: cudaMallocHost blocks and cudaHostRegister ranges */
+static struct { const char *p; size_t n; } *pins;
+static size_t npins, cappins;
+static int pinned(const void *p, size_t n)
+{
+    for (size_t i = 0; i < npins; i++)
+        if ((const char *)p >= pins[i].p && (const char *)p + n <= pins[i].p + pins[i].n)
+            return 1;
+    return 0;
+}
+static int pin_add(const void *p, size_t n)
+{
+    if (npins == cappins) {
+        size_t nc = cappins ? 2 * cappins : 16;
+        void *q = realloc(pins, nc * sizeof *pins);
+        if (!q)
+            return -1;
+        pins = q;
+        cappins = nc;
+    }
+    pins[npins].p = p;
+    pins[npins].n = n;
+    npins++;
+    return 0;
+}
+/* a pinned range goes away: no copy may still read it */
+static void pin_drop(const void *p)
+{
+    for (size_t i = 0; i < npins; i++) {
+        if (pins[i].p != p)
+            continue;
+        for (size_t k = 0; k < nstreams + 1; k++) {
+            struct emu_stream *s = k < nstreams ? all_streams[k] : &legacy;
+            for (size_t j = 0; j < s->nop; j++) {
+                const char *a = s->op[j].kind == OP_CHECK ? s->op[j].src : s->op[j].dst;
+                if ((s->op[j].kind == OP_CHECK || s->op[j].kind == OP_COPY) &&
+                    a >= pins[i].p && a < pins[i].p + pins[i].n)
+                    die("pinned host memory freed or unregistered while a cudaMemcpyAsync "
+                        "on it may be in flight", p, pins[i].n);
+            }
+        }
+        pins[i] = pins[--npins];
+        return;
+    }
+}
+
+int llmt_emu_last_error;
+const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error"
+           : e == cudaErrorInvalidConfiguration ? "invalid configuration argument (emulated)"
+                                                : "emulated error";
+}
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = (cudaError_t)llmt_emu_last_error;
+    llmt_emu_last_error = 0;
+    return e;
+}
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 /* device memory accounting: each cudaMalloc block carries its size in a
@@ -39,6 +226,7 @@ cudaError_t cudaMalloc(void **p, size_t n)
     if (!b)
         return cudaErrorMemoryAllocation;
     memcpy(b, &n, sizeof n);
+    memset(b + DEV_HDR, 0xff, n);        /* not zeroed on a GPU either */
     dev_now += n;
     dev_peak = dev_now > dev_peak ? dev_now : dev_peak;
     *p = b + DEV_HDR;
@@ -46,14 +234,21 @@ cudaError_t cudaMalloc(void **p, size_t n)
 }
 cudaError_t cudaMallocHost(void **p, size_t n)
 {
-    *p = malloc(n);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    *p = malloc(n ? n : 1);
+    if (!*p || pin_add(*p, n)) {
+        free(*p);
+        *p = NULL;
+        return cudaErrorMemoryAllocation;
+    }
+    memset(*p, 0xff, n);
+    return cudaSuccess;
 }
 cudaError_t cudaFree(void *p)
 {
     size_t n;
     if (!p)
         return cudaSuccess;
+    flush_all();            /* cudaFree synchronises the device */
     memcpy(&n, (char *)p - DEV_HDR, sizeof n);
     dev_now -= n;
     free((char *)p - DEV_HDR);
@@ -61,17 +256,36 @@ cudaError_t cudaFree(void *p)
 }
 cudaError_t cudaHostRegister(void *p, size_t n, unsigned f)
 {
-    (void)p; (void)n; (void)f;
+    (void)f;
+    return pin_add(p, n) ? cudaErrorMemoryAllocation : cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void *p)
+{
+    pin_drop(p);
     return cudaSuccess;
 }
-cudaError_t cudaHostUnregister(void *p) { (void)p; return cudaSuccess; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
+cudaError_t cudaFreeHost(void *p)
 {
-    (void)s;
-    return cudaMemset(p, v, n);
+    flush_all();
+    pin_drop(p);
+    free(p);
+    return cudaSuccess;
 }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st)
+{
+    llmt_emu_stream_use(st);
+    if (stream_of(st) == &legacy) {
+        emu_op *o = push(&legacy, OP_SET);
+        o->dst = p;
+        o->val = v;
+        o->n = n;
+    } else {
+        memset(p, v, n);
+    }
+    return cudaSuccess;
+}
+/* on the legacy stream, asynchronous for device memory */
+cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, n, 0); }
 /* transfer accounting for tests: with LLMT_EMU_STATS=FILE set, each
  * process appends "h2d_bytes d2h_bytes dev_peak_bytes" to FILE at exit */
 static unsigned long long h2d, d2h;
@@ -83,7 +297,7 @@ static void stats_write(void)
         fclose(f);
     }
 }
-cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
+static void count(size_t n, enum cudaMemcpyKind k)
 {
     static int armed;
     if (!armed && getenv("LLMT_EMU_STATS")) {
@@ -94,47 +308,159 @@ cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
         h2d += n;
     else if (k == cudaMemcpyDeviceToHost)
         d2h += n;
-    memmove(d, s, n);
-    return cudaSuccess;
+}
+/* hold a copy back on s: its bytes as they are now */
+static void hold(struct emu_stream *s, void *d, const void *src, size_t n)
+{
+    emu_op *o = push(s, OP_COPY);
+    o->dst = d;
+    o->n = n;
+    if (!(o->data = malloc(n ? n : 1))) {
+        fprintf(stderr, "cuda_emu: out of memory\n");
+        abort();
+    }
+    memcpy(o->data, src, n);
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
 {
-    (void)st;
-    return cudaMemcpy(d, s, n, k);
+    struct emu_stream *q = stream_of(st);
+    count(n, k);
+    llmt_emu_stream_use(st);
+    if (k == cudaMemcpyDeviceToHost) {
+        if (pinned(d, n)) {            /* truly asynchronous */
+            hold(q, d, s, n);
+            memset(d, 0xff, n);
+        } else {                       /* to pageable memory: returns when done */
+            flush(q);
+            memmove(d, s, n);
+        }
+    } else if (q == &legacy && !(k == cudaMemcpyHostToDevice && pinned(s, n))) {
+        hold(q, d, s, n);              /* pageable source: staged, lands later */
+    } else {
+        memmove(d, s, n);
+        if (k == cudaMemcpyHostToDevice && pinned(s, n)) {
+            emu_op *o = push(q, OP_CHECK);
+            o->src = s;
+            o->n = n;
+            o->hash = hash_bytes(s, n);
+        }
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
+{
+    if (k == cudaMemcpyDeviceToHost || (k == cudaMemcpyHostToDevice && pinned(s, n))) {
+        count(n, k);
+        flush(&legacy);                /* synchronous with the host */
+        memmove(d, s, n);
+        return cudaSuccess;
+    }
+    return cudaMemcpyAsync(d, s, n, k, 0);
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned f)
 {
-    (void)f;
-    *s = (cudaStream_t)(void *)&token;
+    struct emu_stream *q = calloc(1, sizeof *q);
+    void *a = realloc(all_streams, (nstreams + 1) * sizeof *all_streams);
+    if (!q || !a) {
+        free(q);
+        return cudaErrorMemoryAllocation;
+    }
+    all_streams = a;
+    all_streams[nstreams++] = q;
+    q->blocking = !(f & cudaStreamNonBlocking);
+    *s = (cudaStream_t)(void *)q;
     return cudaSuccess;
 }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
+cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-    (void)s; (void)e; (void)f;
+    struct emu_stream *q = stream_of(s);
+    if (q == &legacy)
+        return cudaErrorInvalidResourceHandle;
+    flush_all();            /* its work still completes (and what waits on it) */
+    for (size_t i = 0; i < nstreams; i++)
+        if (all_streams[i] == q) {
+            all_streams[i] = all_streams[--nstreams];
+            break;
+        }
+    free(q->op);
+    free(q);
     return cudaSuccess;
 }
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    struct emu_stream *q = stream_of(s);
+    if (q->blocking)
+        flush(&legacy);
+    flush(q);
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void)
+{
+    flush_all();
+    return cudaSuccess;
+}
+/* complete here, so the answer is yes (and the host may now look) */
+cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned f)
 {
     (void)f;
-    *e = (cudaEvent_t)(void *)&token;
+    struct emu_event *v = calloc(1, sizeof *v);
+    if (!v)
+        return cudaErrorMemoryAllocation;
+    *e = (cudaEvent_t)(void *)v;
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)e; (void)s; return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { (void)e; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    struct emu_event *v = (struct emu_event *)(void *)e;
+    llmt_emu_stream_use(s);
+    v->s = stream_of(s);
+    v->seq = v->s->seq;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
+{
+    (void)f;
+    struct emu_event *v = (struct emu_event *)(void *)e;
+    struct emu_stream *q = stream_of(s);
+    llmt_emu_stream_use(s);
+    if (!v->s || v->s == q)
+        return cudaSuccess;
+    if (v->s == &legacy) {
+        flush_to(&legacy, v->seq);     /* device work that s now follows */
+    } else {
+        emu_op *o = push(q, OP_DEP);
+        o->dep = v->s;
+        o->dep_seq = v->seq;
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    struct emu_event *v = (struct emu_event *)(void *)e;
+    if (v->s)
+        flush_to(v->s, v->seq);
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    free((void *)e);
+    return cudaSuccess;
+}
 
 /* ---- gmm on the host, through the cuBLASLt mapping ---------------------- */
-struct gmm_ctx { int unused; };
+struct gmm_ctx { cudaStream_t st; };
 gmm_ctx *gmm_create(cudaStream_t st, size_t ws)
 {
-    (void)st; (void)ws;
-    return calloc(1, sizeof(gmm_ctx));
+    (void)ws;
+    gmm_ctx *g = calloc(1, sizeof(gmm_ctx));
+    if (g)
+        g->st = st;
+    return g;
 }
 void gmm_free(gmm_ctx *g) { free(g); }
-void gmm_set_stream(gmm_ctx *g, cudaStream_t st) { (void)g; (void)st; }
+void gmm_set_stream(gmm_ctx *g, cudaStream_t st) { g->st = st; }
 
 static float ld(const void *p, size_t i, llmt_dt t)
 {
@@ -145,7 +471,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
            int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
            long long sc, llmt_dt ct, float alpha, int accumulate)
 {
-    (void)g;
+    llmt_emu_stream_use(g->st);
     gmm_colmajor p;
     gmm_plan_ld(M, N, K, ta, tb, lda, sa, ldb, sb, ldc, sc, &p);
     for (int b = 0; b < batch; b++) {
@@ -200,27 +526,27 @@ static int allreduce_f32(llmt_nccl *n, const float *s, float *r, size_t c)
 long llmt_nccl_emu_allreduces;   /* calls of llmt_nccl_allreduce_sum_f32 (for tests) */
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     llmt_nccl_emu_allreduces++;
     return allreduce_f32(n, s, r, c);
 }
 int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     memmove(r, s, c * 8);
     return n->size > 1 ? llmt_comm_allreduce_sum_f64(n->c, r, c) : 0;
 }
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
                                      cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     if (n->size == 1)
         return allreduce_f32(n, s, r, c);
     return llmt_comm_reduce_scatter_sum_f32(n->c, s, r, c);
 }
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     if (n->size == 1)
         return allreduce_f32(n, s, r, c);
     if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
@@ -236,21 +562,21 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cu
 }
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     return n->size > 1 ? llmt_comm_bcast_bytes(n->c, b, bytes, root) : 0;
 }
 int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     return n->size > 1 ? llmt_comm_send_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    (void)st;
+    llmt_emu_stream_use(st);
     return n->size > 1 ? llmt_comm_recv_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)
 {
-    (void)n; (void)st;
-    return 0;
+    (void)n;
+    return cudaStreamSynchronize(st) == cudaSuccess ? 0 : -1;   /* a wait on st */
 }
