@@ -10,7 +10,10 @@
  * Stricter than a lucky GPU, so races and undefined behaviour show here:
  * GK_EMU_ORDER=forward|reverse|shuffle (GK_EMU_SEED) sets the order in
  * which the scheduler resumes threads after a barrier and runs the blocks
- * (shuffle also preempts threads at bf16 loads and stores); fresh shared
+ * (forward: ascending, a warp released from a shuffle queues behind the
+ * others; reverse: descending, such a warp runs on at once, so warps
+ * drift apart; shuffle: random, and threads are also preempted at bf16
+ * loads and stores); fresh shared
  * memory (static and dynamic) is filled with 0xff bytes (NaN) at every
  * block; a launch beyond the device limits (1024 threads, grid y/z 65535,
  * 48 KiB of shared memory without opt-in) fails as on a GPU, through
@@ -150,6 +153,16 @@ inline void setup()
         fprintf(stderr, "gk_emu: GK_EMU_SEED='%s' is not a number\n", sd);
         exit(64);
     }
+    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
+    if (!S.rng)
+        S.rng = 1;
+}
+
+/* tests: the order without the environment */
+inline void set_order(int order, unsigned long long seed)
+{
+    S.ready = true;
+    S.order = order;
     S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
     if (!S.rng)
         S.rng = 1;
@@ -307,7 +320,15 @@ inline void run_block(unsigned nt)
             if (k == 32) {
                 for (unsigned i = w0; i < w0 + 32; i++)
                     S.f[i].st = RUN;
-                wake(w0, w0 + 32);
+                if (S.order == REVERSE) {
+                    /* the warp runs on at once: warps drift apart */
+                    std::vector<unsigned> l;
+                    for (unsigned i = w0 + 32; i-- > w0;)
+                        l.push_back(i);
+                    S.q.insert(S.q.begin() + (ptrdiff_t)S.qh, l.begin(), l.end());
+                } else {
+                    wake(w0, w0 + 32);
+                }
             }
         }
     }
