@@ -49,15 +49,31 @@ typedef struct {
     uint64_t hash;             /* OP_CHECK */
     struct emu_stream *dep;    /* OP_DEP: flush dep up to dep_seq */
     unsigned long dep_seq;
+    const void *dsrc;          /* OP_COPY from the device: its source, */
+    uint64_t dsrc_hash;        /* what it held, */
+    unsigned long at;          /* the stream's op count when queued */
 } emu_op;
+/* device-side order: w[i] of a stream (or of the host) is how far it is
+ * known to follow stream wk[i] (that stream's op count), through
+ * cudaStreamWaitEvent (joined transitively) or a host synchronisation */
+#define EMU_WAITS 16
+struct emu_order {
+    struct emu_stream *wk[EMU_WAITS];
+    unsigned long w[EMU_WAITS];
+    int nw;
+};
 struct emu_stream {
     int blocking;              /* synchronises with the legacy stream */
     emu_op *op;
     size_t nop, cap;
     unsigned long seq;
+    unsigned long now;         /* operations issued on it */
+    struct emu_order ord;
 };
-struct emu_event { struct emu_stream *s; unsigned long seq; };
-static struct emu_stream legacy = {1, NULL, 0, 0, 0};
+struct emu_event { struct emu_stream *s; unsigned long seq, now; struct emu_order ord; };
+static struct emu_stream legacy = {.blocking = 1};
+static struct emu_order host_ord;      /* what the host has synchronised with */
+static struct emu_stream *prev_st;    /* the stream of the last operation */
 static struct emu_stream **all_streams;
 static size_t nstreams;
 
@@ -69,10 +85,54 @@ static struct emu_stream *stream_of(cudaStream_t st)
     return (struct emu_stream *)(void *)st;
 }
 
+static unsigned long known(const struct emu_order *o, const struct emu_stream *x)
+{
+    for (int i = 0; i < o->nw; i++)
+        if (o->wk[i] == x)
+            return o->w[i];
+    return 0;
+}
+static void know(struct emu_order *o, struct emu_stream *x, unsigned long at)
+{
+    for (int i = 0; i < o->nw; i++)
+        if (o->wk[i] == x) {
+            o->w[i] = at > o->w[i] ? at : o->w[i];
+            return;
+        }
+    if (o->nw == EMU_WAITS) {
+        fprintf(stderr, "cuda_emu: more than %d streams\n", EMU_WAITS);
+        abort();
+    }
+    o->wk[o->nw] = x;
+    o->w[o->nw++] = at;
+}
+static void join(struct emu_order *o, const struct emu_order *from)
+{
+    for (int i = 0; i < from->nw; i++)
+        know(o, from->wk[i], from->w[i]);
+}
+static void forget(struct emu_order *o, const struct emu_stream *x)
+{
+    for (int i = 0; i < o->nw; i++)
+        if (o->wk[i] == x) {
+            o->wk[i] = o->wk[--o->nw];
+            o->w[i] = o->w[o->nw];
+            return;
+        }
+}
+/* y's work from now on follows op number at of x */
+static int follows(const struct emu_stream *y, struct emu_stream *x, unsigned long at)
+{
+    return y == x || known(&y->ord, x) >= at || known(&host_ord, x) >= at;
+}
+
 static void die(const char *what, const void *p, size_t n)
 {
-    fprintf(stderr, "cuda_emu: %s (host memory %p, %zu bytes): a real GPU would race here\n",
-            what, p, n);
+    if (n)
+        fprintf(stderr, "cuda_emu: %s (memory at %p, %zu bytes): a real GPU would race here\n",
+                what, p, n);
+    else
+        fprintf(stderr, "cuda_emu: %s: a real GPU would race here\n", what);
     abort();
 }
 
@@ -131,7 +191,13 @@ static void flush_to(struct emu_stream *s, unsigned long seq)
     memmove(s->op, s->op + i, (s->nop - i) * sizeof *s->op);
     s->nop -= i;
 }
-static void flush(struct emu_stream *s) { flush_to(s, s->seq); }
+static void check_sources(void);
+static void flush(struct emu_stream *s)
+{
+    check_sources();
+    flush_to(s, s->seq);
+    know(&host_ord, s, s->now);
+}
 static void flush_all(void)
 {
     flush(&legacy);
@@ -141,11 +207,47 @@ static void flush_all(void)
 
 /* work is issued on st: the legacy stream's pending work comes first when
  * st is the legacy stream or a blocking one */
+/* a copy from the device held back on stream x reads its source until
+ * it completes: a change of that source by the work of another stream
+ * that does not follow the copy (cudaStreamWaitEvent on an event after
+ * it) is a race on a device. The change is found at the next operation
+ * or synchronisation, and charged to the stream of the last operation. */
+static void check_sources(void)
+{
+    for (size_t k = 0; k <= nstreams; k++) {
+        struct emu_stream *x = k < nstreams ? all_streams[k] : &legacy;
+        for (size_t j = 0; j < x->nop; j++) {
+            emu_op *o = &x->op[j];
+            if (o->kind != OP_COPY || !o->dsrc || hash_bytes(o->dsrc, o->n) == o->dsrc_hash)
+                continue;
+            if (!prev_st || !follows(prev_st, x, o->at))
+                die("the device source of a copy still in flight on one stream was changed by "
+                    "another stream that does not wait for it (cudaStreamWaitEvent)", o->dsrc,
+                    o->n);
+            o->dsrc = NULL;     /* ordered after the copy: no longer its business */
+        }
+    }
+}
+
 void llmt_emu_stream_use(cudaStream_t st)
 {
     struct emu_stream *s = stream_of(st);
+    check_sources();
     if (s->blocking)
         flush(&legacy);
+    s->now++;
+    prev_st = s;
+}
+
+/* an NCCL collective on st consumes the work queued just before it (here
+ * always so): when that work went to another stream, st must follow it */
+static void collective(cudaStream_t st)
+{
+    struct emu_stream *s = stream_of(st);
+    if (prev_st && prev_st != s && !follows(s, prev_st, prev_st->now))
+        die("an NCCL call on a stream that does not wait for the work just queued on another "
+            "stream (a missing cudaEventRecord + cudaStreamWaitEvent)", st, 0);
+    llmt_emu_stream_use(st);
 }
 
 /* pinned host memory: cudaMallocHost blocks and cudaHostRegister ranges */
@@ -310,11 +412,16 @@ static void count(size_t n, enum cudaMemcpyKind k)
         d2h += n;
 }
 /* hold a copy back on s: its bytes as they are now */
-static void hold(struct emu_stream *s, void *d, const void *src, size_t n)
+static void hold(struct emu_stream *s, void *d, const void *src, size_t n, int from_device)
 {
     emu_op *o = push(s, OP_COPY);
     o->dst = d;
     o->n = n;
+    if (from_device) {
+        o->dsrc = src;
+        o->dsrc_hash = hash_bytes(src, n);
+        o->at = s->now;
+    }
     if (!(o->data = malloc(n ? n : 1))) {
         fprintf(stderr, "cuda_emu: out of memory\n");
         abort();
@@ -328,14 +435,14 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
     llmt_emu_stream_use(st);
     if (k == cudaMemcpyDeviceToHost) {
         if (pinned(d, n)) {            /* truly asynchronous */
-            hold(q, d, s, n);
+            hold(q, d, s, n, 1);
             memset(d, 0xff, n);
         } else {                       /* to pageable memory: returns when done */
             flush(q);
             memmove(d, s, n);
         }
     } else if (q == &legacy && !(k == cudaMemcpyHostToDevice && pinned(s, n))) {
-        hold(q, d, s, n);              /* pageable source: staged, lands later */
+        hold(q, d, s, n, 0);           /* pageable source: staged, lands later */
     } else {
         memmove(d, s, n);
         if (k == cudaMemcpyHostToDevice && pinned(s, n)) {
@@ -382,6 +489,12 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
             all_streams[i] = all_streams[--nstreams];
             break;
         }
+    for (size_t i = 0; i < nstreams; i++)
+        forget(&all_streams[i]->ord, q);
+    forget(&host_ord, q);
+    forget(&legacy.ord, q);
+    if (prev_st == q)
+        prev_st = NULL;
     free(q->op);
     free(q);
     return cudaSuccess;
@@ -416,6 +529,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     llmt_emu_stream_use(s);
     v->s = stream_of(s);
     v->seq = v->s->seq;
+    v->now = v->s->now;
+    v->ord = v->s->ord;
     return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
@@ -426,6 +541,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
     llmt_emu_stream_use(s);
     if (!v->s || v->s == q)
         return cudaSuccess;
+    know(&q->ord, v->s, v->now);
+    join(&q->ord, &v->ord);
     if (v->s == &legacy) {
         flush_to(&legacy, v->seq);     /* device work that s now follows */
     } else {
@@ -438,8 +555,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     struct emu_event *v = (struct emu_event *)(void *)e;
-    if (v->s)
+    if (v->s) {
+        check_sources();
         flush_to(v->s, v->seq);
+        know(&host_ord, v->s, v->now);
+    }
     return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
@@ -526,27 +646,27 @@ static int allreduce_f32(llmt_nccl *n, const float *s, float *r, size_t c)
 long llmt_nccl_emu_allreduces;   /* calls of llmt_nccl_allreduce_sum_f32 (for tests) */
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     llmt_nccl_emu_allreduces++;
     return allreduce_f32(n, s, r, c);
 }
 int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     memmove(r, s, c * 8);
     return n->size > 1 ? llmt_comm_allreduce_sum_f64(n->c, r, c) : 0;
 }
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
                                      cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     if (n->size == 1)
         return allreduce_f32(n, s, r, c);
     return llmt_comm_reduce_scatter_sum_f32(n->c, s, r, c);
 }
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     if (n->size == 1)
         return allreduce_f32(n, s, r, c);
     if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
@@ -562,17 +682,17 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cu
 }
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     return n->size > 1 ? llmt_comm_bcast_bytes(n->c, b, bytes, root) : 0;
 }
 int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     return n->size > 1 ? llmt_comm_send_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
 {
-    llmt_emu_stream_use(st);
+    collective(st);
     return n->size > 1 ? llmt_comm_recv_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)

@@ -9,7 +9,9 @@
  * stop the program; work on the legacy stream is not seen by a
  * non-blocking stream before it is ordered; a copy into pinned memory is
  * not there before the host synchronises; a pinned source changed before
- * that stops the program. Exit 0 when all hold. */
+ * that stops the program, and so do a device source changed by a stream
+ * that does not wait for the copy, and an NCCL call on a stream that does
+ * not wait for the work just queued on another. Exit 0 when all hold. */
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -17,6 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "gk_dev.cuh"
+extern "C" {
+#include "comm_nccl.h"
+}
 
 static int fails;
 static void check(const char *what, bool ok)
@@ -147,6 +152,71 @@ static void pinned_source_changed()
     cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, st);
     h[3] = 1.f;                        /* before the stream passed the copy */
     cudaStreamSynchronize(st);
+}
+
+/* a copy to pinned memory in flight on s2; a kernel on s1 overwrites its
+ * device source, after waiting for the copy (wait) or not */
+static void source_race(int wait)
+{
+    float *a, *b, *pin;
+    cudaStream_t s1, s2;
+    cudaEvent_t ev;
+    cudaMalloc((void **)&a, 256);
+    cudaMalloc((void **)&b, 256);
+    cudaMallocHost((void **)&pin, 256);
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    cudaMemsetAsync(b, 0, 256, s1);
+    cudaEventRecord(ev, s1);
+    cudaStreamWaitEvent(s2, ev, 0);
+    cudaMemcpyAsync(pin, a, 256, cudaMemcpyDeviceToHost, s2);
+    if (wait) {
+        cudaEventRecord(ev, s2);
+        cudaStreamWaitEvent(s1, ev, 0);
+    }
+    GK_LAUNCH(k_copy, 1, 64, 0, s1)(b, a, 64);
+    cudaStreamSynchronize(s2);
+    cudaStreamSynchronize(s1);
+}
+static void source_race_waited() { source_race(1); }
+static void source_race_unwaited() { source_race(0); }
+
+/* a kernel on s1 makes a buffer, an all-reduce on s2 sums it */
+static void nccl_order(int wait)
+{
+    float *a;
+    cudaStream_t s1, s2;
+    cudaEvent_t ev;
+    cudaMalloc((void **)&a, 256);
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    llmt_nccl *n = llmt_nccl_create(NULL, 0);
+    cudaMemsetAsync(a, 0, 256, s1);
+    if (wait) {
+        cudaEventRecord(ev, s1);
+        cudaStreamWaitEvent(s2, ev, 0);
+    }
+    llmt_nccl_allreduce_sum_f32(n, a, a, 64, s2);
+    llmt_nccl_wait(n, s2);
+    llmt_nccl_free(n);
+}
+static void nccl_waited() { nccl_order(1); }
+static void nccl_unwaited() { nccl_order(0); }
+
+/* fn() must return normally */
+static void lives(const char *what, void (*fn)())
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        fn();
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    check(what, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void orders()
@@ -289,6 +359,12 @@ int main()
     dies("a __syncthreads after a thread returned stops the program", sync_after_return);
     dies("a pinned source changed before its stream was synchronised stops the program",
          pinned_source_changed);
+    lives("a stream that waits for a copy may then overwrite its source", source_race_waited);
+    dies("a stream that does not wait for a copy in flight and overwrites its source stops "
+         "the program", source_race_unwaited);
+    lives("an NCCL call on a stream that waits for the work it sums", nccl_waited);
+    dies("an NCCL call on a stream that does not wait for the work just queued on another "
+         "stops the program", nccl_unwaited);
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }
