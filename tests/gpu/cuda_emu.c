@@ -56,7 +56,7 @@ typedef struct {
 /* device-side order: w[i] of a stream (or of the host) is how far it is
  * known to follow stream wk[i] (that stream's op count), through
  * cudaStreamWaitEvent (joined transitively) or a host synchronisation */
-#define EMU_WAITS 16
+#define EMU_WAITS 256
 struct emu_order {
     struct emu_stream *wk[EMU_WAITS];
     unsigned long w[EMU_WAITS];
