@@ -66,9 +66,9 @@ static void *dmem(llmt_gmodel *g, size_t bytes)
         fprintf(stderr, "llm-train: cudaMalloc of %zu bytes failed\n", bytes);
         return NULL;
     }
-    /* zeroed on the compute stream: a cudaMemset would run on the legacy
+    /* zeroed on the compute stream: a cudaMemset runs on the legacy
      * default stream, which the model's non-blocking streams do not wait
-     * for (the AdamW state allocated by the first update raced its kernel) */
+     * for (the AdamW state made by the first update would race its kernel) */
     if (cudaMemsetAsync(p, 0, bytes ? bytes : 256, g->st) != cudaSuccess) {
         cudaFree(p);
         return NULL;
@@ -337,7 +337,8 @@ int gsnap_fence(llmt_gmodel *g)
 int llmt_gmodel_upload(llmt_gmodel *g)
 {
     size_t n = g->h->n;
-    if (gsnap_fence(g) || gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
+    if (gsnap_fence(g) ||
+        gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
                "upload master") ||
         gcheck(gk_f32_to_bf16(g->master, g->wc, n, g->st), "bf16 copy"))
         return -1;

@@ -86,8 +86,7 @@ llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const siz
         (o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
         /* the AdamW state (zeros): an empty update allocates it */
         llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
-        /* its cudaMemset ran on the legacy stream, which the model's
-         * non-blocking streams do not wait for */
+        /* its zeroing, queued on the compute stream */
         gcheck(cudaDeviceSynchronize(), "synchronize")) {
         llmt_gopt_free(o);
         return NULL;

@@ -129,19 +129,28 @@ inline uint64_t rnd()
     return S.rng;
 }
 
+/* tests: the order without the environment */
+inline void set_order(int order, unsigned long long seed)
+{
+    S.ready = true;
+    S.order = order;
+    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
+    if (!S.rng)
+        S.rng = 1;
+}
+
 /* GK_EMU_ORDER and GK_EMU_SEED, read once */
 inline void setup()
 {
     if (S.ready)
         return;
-    S.ready = true;
     const char *o = getenv("GK_EMU_ORDER"), *sd = getenv("GK_EMU_SEED");
-    S.order = FORWARD;
+    int order = FORWARD;
     if (o && *o && strcmp(o, "forward")) {
         if (!strcmp(o, "reverse"))
-            S.order = REVERSE;
+            order = REVERSE;
         else if (!strcmp(o, "shuffle"))
-            S.order = SHUFFLE;
+            order = SHUFFLE;
         else {
             fprintf(stderr, "gk_emu: GK_EMU_ORDER='%s' is not forward, reverse or shuffle\n", o);
             exit(64);
@@ -153,19 +162,7 @@ inline void setup()
         fprintf(stderr, "gk_emu: GK_EMU_SEED='%s' is not a number\n", sd);
         exit(64);
     }
-    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
-    if (!S.rng)
-        S.rng = 1;
-}
-
-/* tests: the order without the environment */
-inline void set_order(int order, unsigned long long seed)
-{
-    S.ready = true;
-    S.order = order;
-    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
-    if (!S.rng)
-        S.rng = 1;
+    set_order(order, seed);
 }
 
 inline void jump(context &from, context &to)
