@@ -13,6 +13,7 @@
 #define GK_LAUNCH(k, grid, block, shmem, st) k<<<(grid), (block), (shmem), (st)>>>
 #define GK_DYN_SHARED(T, name) extern __shared__ T name[]
 #define GK_LAST_ERROR() cudaGetLastError()
+#define GK_EMU_POINT() ((void)0)
 #endif
 #include "gk.h"
 
@@ -20,10 +21,12 @@ typedef __nv_bfloat16 bf_t;
 
 __device__ __forceinline__ float ld_bf(const gk_bf16 *p, size_t i)
 {
+    GK_EMU_POINT();     /* the emulation's shuffle order may switch threads here */
     return __bfloat162float(reinterpret_cast<const bf_t *>(p)[i]);
 }
 __device__ __forceinline__ void st_bf(gk_bf16 *p, size_t i, float v)
 {
+    GK_EMU_POINT();
     reinterpret_cast<bf_t *>(p)[i] = __float2bfloat16_rn(v);
 }
 

@@ -66,7 +66,10 @@ static void *dmem(llmt_gmodel *g, size_t bytes)
         fprintf(stderr, "llm-train: cudaMalloc of %zu bytes failed\n", bytes);
         return NULL;
     }
-    if (cudaMemset(p, 0, bytes ? bytes : 256) != cudaSuccess) {
+    /* zeroed on the compute stream: a cudaMemset runs on the legacy
+     * default stream, which the model's non-blocking streams do not wait
+     * for (the AdamW state made by the first update would race its kernel) */
+    if (cudaMemsetAsync(p, 0, bytes ? bytes : 256, g->st) != cudaSuccess) {
         cudaFree(p);
         return NULL;
     }
@@ -321,10 +324,21 @@ int llmt_gmodel_sync(llmt_gmodel *g)
     return gcheck(cudaStreamSynchronize(g->st), "synchronize");
 }
 
+int gsnap_fence(llmt_gmodel *g)
+{
+    if (!g->snap_pending)
+        return 0;
+    if (gcheck(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot"))
+        return -1;
+    g->snap_pending = 0;
+    return 0;
+}
+
 int llmt_gmodel_upload(llmt_gmodel *g)
 {
     size_t n = g->h->n;
-    if (gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
+    if (gsnap_fence(g) ||
+        gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
                "upload master") ||
         gcheck(gk_f32_to_bf16(g->master, g->wc, n, g->st), "bf16 copy"))
         return -1;
@@ -375,11 +389,8 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
         fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");
         return -1;
     }
-    if (g->snap_pending) {
-        if (gcheck(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait snapshot"))
-            return -1;
-        g->snap_pending = 0;
-    }
+    if (gsnap_fence(g))
+        return -1;
     int np;
     const llmt_param_info *pt = llmt_model_params(g->h, &np);
     const double bc1 = 1.0 - pow(cfg->beta1, (double)t), bc2 = 1.0 - pow(cfg->beta2, (double)t);

@@ -70,6 +70,11 @@ struct llmt_gmodel {
 
 int gcheck(cudaError_t e, const char *what);
 
+/* Before any write of master (or the AdamW state) on the compute stream:
+ * the compute stream waits for a checkpoint snapshot copy in flight on the
+ * copy stream (gmodel.c). 0 or -1. */
+int gsnap_fence(llmt_gmodel *g);
+
 /* ZeRO-1: every rank's updated blocks to every rank (in place, on the
  * compute stream), then the bf16 copy of the whole buffer, under the NCCL
  * watchdog; 0 or -1 (gmodel_step.c) */

@@ -50,16 +50,6 @@ static void part(const llmt_gmodel *g, int i, size_t *lo, size_t *hi, int *count
     }
 }
 
-/* a write of master, m or v must not overtake a snapshot copy in flight */
-static int fence(llmt_gmodel *g)
-{
-    if (!g->snap_pending)
-        return 0;
-    CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
-    g->snap_pending = 0;
-    return 0;
-}
-
 llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const size_t *lo,
                             const size_t *hi, int nruns, size_t ck_lo, size_t ck_hi)
 {
@@ -96,8 +86,7 @@ llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const siz
         (o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
         /* the AdamW state (zeros): an empty update allocates it */
         llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
-        /* its cudaMemset ran on the legacy stream, which the model's
-         * non-blocking streams do not wait for */
+        /* its zeroing, queued on the compute stream */
         gcheck(cudaDeviceSynchronize(), "synchronize")) {
         llmt_gopt_free(o);
         return NULL;
@@ -213,7 +202,7 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
     if (at > o->n || n > o->n - at)
         return -1;
     if (which == LLMT_GBUF_MASTER) {
-        if (fence(g))
+        if (gsnap_fence(g))
             return -1;
         CK(cudaMemcpyAsync(g->master + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
         CK(gk_f32_to_bf16(g->master + at, g->wc + at, n, g->st), "bf16 copy");
@@ -231,7 +220,7 @@ int llmt_gopt_snapshot(llmt_gopt *o)
     if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
                           "pinned checkpoint buffer"))
         return -1;
-    if (fence(g))
+    if (gsnap_fence(g))
         return -1;
     if (g->dp) {
         /* each rank updated its blocks of m and v only: make them whole
@@ -269,7 +258,7 @@ int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const f
 {
     llmt_gmodel *g = o->g;
     size_t b = o->n * 4;
-    if (fence(g))
+    if (gsnap_fence(g))
         return -1;
     CK(cudaMemcpyAsync(g->master, master, b, cudaMemcpyHostToDevice, g->st), "upload master");
     if (m) {

@@ -180,6 +180,14 @@ int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const floa
                       (float)h->c.norm_eps, st), "final norm");
     if (lin_fwd(g, sl->xf, h->off_head, g->logits, F32, M, h->c.vocab_size, d))
         return -1;
+    /* a target outside the vocabulary would be an out-of-bounds read in
+     * the cross-entropy kernel: on a device, a dead context */
+    for (int m = 0; m < M; m++)
+        if (targets[m] < 0 || targets[m] >= h->c.vocab_size) {
+            fprintf(stderr, "llm-train: target %d (row %d) is outside the vocabulary of %d\n",
+                    (int)targets[m], m, h->c.vocab_size);
+            return -1;
+        }
     CK(cudaMemcpyAsync(sl->tgt, targets, (size_t)M * 4, cudaMemcpyHostToDevice, st), "targets");
     CK(gk_xent_fwd(g->logits, sl->tgt, sl->dlog, g->lossrow, M, h->c.vocab_size,
                    (float)h->c.z_loss, st), "cross-entropy");
@@ -399,6 +407,8 @@ static int plan_norm(llmt_gmodel *g)
 
 int llmt_gmodel_dp_allgather(llmt_gmodel *g)
 {
+    if (gsnap_fence(g))         /* a rank that updated nothing writes master here first */
+        return -1;
     for (int b = 0; b < g->nbk; b++) {
         gshard sh;
         gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);

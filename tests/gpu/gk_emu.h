@@ -4,11 +4,23 @@
  * Each CUDA thread of a block is a fiber on one OS thread (on x86-64 a
  * hand-written switch of the callee-saved registers, ~20x cheaper than
  * swapcontext, which also makes a sigprocmask system call; ucontext
- * elsewhere); blocks run one after another; __shared__ becomes static (one block at a time),
- * __syncthreads a yield to a round-robin scheduler (a barrier over the
- * block's live threads: every caller in this code is block-uniform),
- * __shfl_xor_sync an exchange through a block buffer between two
- * barriers. Written by hand: no library emulates CUDA kernels. */
+ * elsewhere); blocks run one after another; __shared__ becomes static (one
+ * block at a time), __syncthreads a barrier over the block,
+ * __shfl_xor_sync an exchange between two barriers over its warp only.
+ * Stricter than a lucky GPU, so races and undefined behaviour show here:
+ * GK_EMU_ORDER=forward|reverse|shuffle (GK_EMU_SEED) sets the order in
+ * which the scheduler resumes threads after a barrier and runs the blocks
+ * (forward: ascending, a warp released from a shuffle queues behind the
+ * others; reverse: descending, such a warp runs on at once, so warps
+ * drift apart; shuffle: random, and threads are also preempted at bf16
+ * loads and stores); fresh shared
+ * memory (static and dynamic) is filled with 0xff bytes (NaN) at every
+ * block; a launch beyond the device limits (1024 threads, grid y/z 65535,
+ * 48 KiB of shared memory without opt-in) fails as on a GPU, through
+ * GK_LAST_ERROR/cudaGetLastError; a full-mask shuffle in a warp with a
+ * missing or exited lane, and a __syncthreads reached after some thread
+ * of the block returned, stop the program with a message. Written by
+ * hand: no library emulates CUDA kernels. */
 #ifndef LLMT_GK_EMU_H
 #define LLMT_GK_EMU_H
 #include <cuda_runtime_api.h>
@@ -16,6 +28,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -25,8 +40,11 @@
 #undef __forceinline__
 #define __global__
 #define __device__
-#define __shared__ static
-#define __forceinline__ inline
+/* static shared arrays live in one section, poisoned at every block; the
+ * device helpers get internal linkage, so that their shared arrays are not
+ * COMDAT (which could not share the section with the kernels' own) */
+#define __shared__ static __attribute__((section("gk_emu_shared"), used))
+#define __forceinline__ static inline
 using std::min;
 using std::max;
 
@@ -36,6 +54,13 @@ inline dim3 blockDim;
 inline dim3 gridDim;
 
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+/* cuda_emu.c: the last error (cudaGetLastError) and the stream a launch
+ * runs on (the legacy stream's deferred work is ordered before it) */
+extern "C" int llmt_emu_last_error;
+extern "C" void llmt_emu_stream_use(cudaStream_t st);
+/* the bounds of the gk_emu_shared section (the linker makes them) */
+extern "C" char __start_gk_emu_shared[], __stop_gk_emu_shared[];
 
 namespace gk_emu {
 
@@ -63,10 +88,15 @@ struct context {
 };
 #endif
 
+/* where a thread is: runnable, waiting at its warp's barrier (a shuffle),
+ * at the block's barrier (__syncthreads), or returned */
+enum { RUN, AT_WARP, AT_BLOCK, DONE };
+enum { FORWARD, REVERSE, SHUFFLE };
+
 struct fiber {
     context ctx;
     std::vector<char> stack;
-    bool done;
+    int st;
 };
 
 struct state {
@@ -74,10 +104,66 @@ struct state {
     std::vector<fiber> f;
     std::vector<float> shfl;
     std::vector<unsigned char> dyn;
+    std::vector<unsigned> q;        /* runnable threads, in resume order */
+    size_t qh;                      /* head of q (forward, reverse) */
     const std::function<void()> *body;
-    unsigned cur;
+    unsigned cur, nt;
+    int order;
+    uint64_t rng;
+    bool ready;
 };
 inline state S;
+
+[[noreturn]] inline void fail(const char *what)
+{
+    fprintf(stderr, "gk_emu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y,
+            blockIdx.z, S.cur, what);
+    abort();
+}
+
+inline uint64_t rnd()
+{
+    S.rng ^= S.rng << 13;
+    S.rng ^= S.rng >> 7;
+    S.rng ^= S.rng << 17;
+    return S.rng;
+}
+
+/* tests: the order without the environment */
+inline void set_order(int order, unsigned long long seed)
+{
+    S.ready = true;
+    S.order = order;
+    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
+    if (!S.rng)
+        S.rng = 1;
+}
+
+/* GK_EMU_ORDER and GK_EMU_SEED, read once */
+inline void setup()
+{
+    if (S.ready)
+        return;
+    const char *o = getenv("GK_EMU_ORDER"), *sd = getenv("GK_EMU_SEED");
+    int order = FORWARD;
+    if (o && *o && strcmp(o, "forward")) {
+        if (!strcmp(o, "reverse"))
+            order = REVERSE;
+        else if (!strcmp(o, "shuffle"))
+            order = SHUFFLE;
+        else {
+            fprintf(stderr, "gk_emu: GK_EMU_ORDER='%s' is not forward, reverse or shuffle\n", o);
+            exit(64);
+        }
+    }
+    char *end = nullptr;
+    unsigned long long seed = sd && *sd ? strtoull(sd, &end, 10) : 1;
+    if (sd && *sd && *end) {
+        fprintf(stderr, "gk_emu: GK_EMU_SEED='%s' is not a number\n", sd);
+        exit(64);
+    }
+    set_order(order, seed);
+}
 
 inline void jump(context &from, context &to)
 {
@@ -93,7 +179,7 @@ inline void jump(context &from, context &to)
 inline void entry()
 {
     (*S.body)();
-    S.f[S.cur].done = true;
+    S.f[S.cur].st = DONE;
     jump(S.f[S.cur].ctx, S.sched);
 }
 
@@ -122,47 +208,185 @@ inline void start(fiber &f)
     f.ctx.uc.uc_link = nullptr;
     makecontext(&f.ctx.uc, entry, 0);
 #endif
-    f.done = false;
+    f.st = RUN;
 }
 
-/* __syncthreads: yield; the scheduler resumes everyone once every live
- * thread of the block has arrived (round robin over the threads) */
-inline void sync() { jump(S.f[S.cur].ctx, S.sched); }
+/* threads t of a released barrier become runnable, in the resume order */
+inline void wake(unsigned lo, unsigned hi)
+{
+    if (S.order == REVERSE)
+        for (unsigned t = hi; t-- > lo;)
+            S.q.push_back(t);
+    else
+        for (unsigned t = lo; t < hi; t++)
+            S.q.push_back(t);
+}
+
+/* the next thread to resume, or -1 when none is runnable */
+inline int pick()
+{
+    if (S.order == SHUFFLE) {
+        size_t n = S.q.size();
+        if (!n)
+            return -1;
+        size_t i = (size_t)(rnd() % n);
+        unsigned t = S.q[i];
+        S.q[i] = S.q[n - 1];
+        S.q.pop_back();
+        return (int)t;
+    }
+    if (S.qh == S.q.size()) {
+        S.q.clear();
+        S.qh = 0;
+        return -1;
+    }
+    return (int)S.q[S.qh++];
+}
+
+/* yield to the scheduler in state st (RUN: preempted, resumes later) */
+inline void yield_as(int st)
+{
+    S.f[S.cur].st = st;
+    if (st == RUN)
+        S.q.push_back(S.cur);
+    jump(S.f[S.cur].ctx, S.sched);
+}
+
+/* __syncthreads: wait until every thread of the block has arrived */
+inline void sync() { yield_as(AT_BLOCK); }
+
+/* the warp barrier of a full-mask shuffle: all 32 lanes must be there */
+inline void warp_sync()
+{
+    unsigned w = S.cur / 32;
+    if ((w + 1) * 32 > S.nt)
+        fail("full-mask __shfl_xor_sync in a partial warp (block size not a multiple of 32)");
+    for (unsigned t = w * 32; t < w * 32 + 32; t++)
+        if (S.f[t].st == DONE)
+            fail("full-mask __shfl_xor_sync in a warp where a lane has returned");
+    yield_as(AT_WARP);
+}
+
+/* shuffle order only: a chance for another thread to run here */
+inline void point()
+{
+    if (S.order == SHUFFLE && S.nt > 1 && rnd() % 8 == 0)
+        yield_as(RUN);
+}
 
 inline void *dyn() { return S.dyn.data(); }
+
+/* run one block's threads to the end */
+inline void run_block(unsigned nt)
+{
+    memset(__start_gk_emu_shared, 0xff, (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared));
+    std::fill(S.dyn.begin(), S.dyn.end(), (unsigned char)0xff);
+    S.q.clear();
+    S.qh = 0;
+    for (unsigned t = 0; t < nt; t++)
+        start(S.f[t]);
+    wake(0, nt);
+    for (;;) {
+        int t = pick();
+        if (t < 0) {
+            /* nobody runnable: every live thread waits at a barrier */
+            unsigned live = 0, at_block = 0;
+            for (unsigned i = 0; i < nt; i++) {
+                live += S.f[i].st != DONE;
+                at_block += S.f[i].st == AT_BLOCK;
+            }
+            if (!live)
+                return;
+            if (at_block != live)
+                fail("deadlock: threads at a warp shuffle while others wait at __syncthreads");
+            if (live != nt)
+                fail("__syncthreads reached after other threads of the block returned");
+            for (unsigned i = 0; i < nt; i++)
+                S.f[i].st = RUN;
+            wake(0, nt);
+            continue;
+        }
+        S.cur = (unsigned)t;
+        threadIdx = make_uint3(S.cur % blockDim.x, (S.cur / blockDim.x) % blockDim.y,
+                               S.cur / (blockDim.x * blockDim.y));
+        jump(S.sched, S.f[S.cur].ctx);
+        if (S.f[S.cur].st == AT_WARP) {
+            unsigned w0 = S.cur / 32 * 32, k = 0;
+            while (k < 32 && S.f[w0 + k].st == AT_WARP)
+                k++;
+            if (k == 32) {
+                for (unsigned i = w0; i < w0 + 32; i++)
+                    S.f[i].st = RUN;
+                if (S.order == REVERSE) {
+                    /* the warp runs on at once: warps drift apart */
+                    std::vector<unsigned> l;
+                    for (unsigned i = w0 + 32; i-- > w0;)
+                        l.push_back(i);
+                    S.q.insert(S.q.begin() + (ptrdiff_t)S.qh, l.begin(), l.end());
+                } else {
+                    wake(w0, w0 + 32);
+                }
+            }
+        }
+    }
+}
 
 struct launch {
     dim3 g, b;
     size_t sh;
     launch(dim3 g_, dim3 b_, size_t sh_) : g(g_), b(b_), sh(sh_) {}
+    /* the device's limits (compute capability 7.0 and later): a launch
+     * beyond them does not run and leaves cudaErrorInvalidConfiguration */
+    bool valid() const
+    {
+        size_t stat = (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared);
+        unsigned long long nt = (unsigned long long)b.x * b.y * b.z;
+        const char *why = !nt || !g.x || !g.y || !g.z ? "an empty grid or block"
+                          : b.x > 1024 || b.y > 1024 || b.z > 64 || nt > 1024
+                              ? "more than 1024 threads per block (or a block dimension too large)"
+                          : g.x > 2147483647u || g.y > 65535 || g.z > 65535
+                              ? "grid y or z above 65535"
+                          : sh + stat > 48 * 1024
+                              ? "more than 48 KiB of shared memory without cudaFuncSetAttribute"
+                              : nullptr;
+        if (!why)
+            return true;
+        fprintf(stderr, "gk_emu: invalid launch: grid (%u,%u,%u), block (%u,%u,%u), %zu bytes "
+                        "of dynamic shared memory: %s\n", g.x, g.y, g.z, b.x, b.y, b.z, sh, why);
+        llmt_emu_last_error = (int)cudaErrorInvalidConfiguration;
+        return false;
+    }
     void run(const std::function<void()> &body) const
     {
+        setup();
+        if (!valid())
+            return;
         unsigned nt = b.x * b.y * b.z;
         if (S.f.size() < nt)
             S.f.resize(nt);
+        S.nt = nt;
         S.shfl.assign(nt, 0.f);
         S.dyn.assign(sh ? sh : 1, 0);
         S.body = &body;
         blockDim = b;
         gridDim = g;
-        for (unsigned z = 0; z < g.z; z++)
-            for (unsigned y = 0; y < g.y; y++)
-                for (unsigned x = 0; x < g.x; x++) {
-                    blockIdx = make_uint3(x, y, z);
-                    for (unsigned t = 0; t < nt; t++)
-                        start(S.f[t]);
-                    for (bool live = true; live;) {
-                        live = false;
-                        for (unsigned t = 0; t < nt; t++) {
-                            if (S.f[t].done)
-                                continue;
-                            S.cur = t;
-                            threadIdx = make_uint3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
-                            jump(S.sched, S.f[t].ctx);
-                            live = live || !S.f[t].done;
-                        }
-                    }
-                }
+        /* blocks in order, reversed, or shuffled (they may run in any order
+         * on a GPU: a kernel that depends on it is wrong) */
+        size_t nb = (size_t)g.x * g.y * g.z;
+        std::vector<size_t> ord;
+        if (S.order == SHUFFLE) {
+            ord.resize(nb);
+            for (size_t i = 0; i < nb; i++)
+                ord[i] = i;
+            for (size_t i = nb; i > 1; i--)
+                std::swap(ord[i - 1], ord[(size_t)(rnd() % i)]);
+        }
+        for (size_t k = 0; k < nb; k++) {
+            size_t i = S.order == SHUFFLE ? ord[k] : S.order == REVERSE ? nb - 1 - k : k;
+            blockIdx = make_uint3((unsigned)(i % g.x), (unsigned)(i / g.x % g.y),
+                                  (unsigned)(i / ((size_t)g.x * g.y)));
+            run_block(nt);
+        }
     }
     template <class K> auto operator()(K k) const
     {
@@ -171,22 +395,32 @@ struct launch {
     }
 };
 
+inline cudaError_t take_error()
+{
+    cudaError_t e = (cudaError_t)llmt_emu_last_error;
+    llmt_emu_last_error = 0;
+    return e;
+}
+
 } // namespace gk_emu
 
 static inline void __syncthreads() { gk_emu::sync(); }
 
-static inline float __shfl_xor_sync(unsigned, float v, int o)
+static inline float __shfl_xor_sync(unsigned mask, float v, int o)
 {
+    if (mask != 0xffffffffu)
+        gk_emu::fail("__shfl_xor_sync with a partial mask (the emulation knows full warps only)");
     gk_emu::S.shfl[gk_emu::S.cur] = v;
-    gk_emu::sync();
-    float r = gk_emu::S.shfl[gk_emu::S.cur ^ (unsigned)o];
-    gk_emu::sync();
+    gk_emu::warp_sync();
+    float r = gk_emu::S.shfl[gk_emu::S.cur ^ ((unsigned)o & 31u)];
+    gk_emu::warp_sync();
     return r;
 }
 
 #define GK_LAUNCH(k, grid, block, shmem, st) \
-    ((void)(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
+    (llmt_emu_stream_use(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
 #define GK_DYN_SHARED(T, name) T *name = static_cast<T *>(gk_emu::dyn())
-#define GK_LAST_ERROR() cudaSuccess
+#define GK_LAST_ERROR() gk_emu::take_error()
+#define GK_EMU_POINT() gk_emu::point()
 
 #endif

@@ -462,6 +462,46 @@ static void test_refusals(void **st)
     int32_t tok[4] = {1, 2, 99, 3}, tgt[4] = {0};
     float loss;
     assert_int_equal(llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &loss), -1);  /* vocab */
+    int32_t tok2[4] = {1, 2, 3, 4}, tgt2[4] = {1, 64, 2, 3};
+    assert_int_equal(llmt_gmodel_forward(g, 0, tok2, NULL, tgt2, NULL, &loss), -1); /* target */
+    llmt_gmodel_free(g);
+}
+
+/* a checkpoint snapshot in flight on the copy stream while the optimizer
+ * writes master on the compute stream: the copy holds the weights from
+ * before the update (the update waits for it: gsnap_fence; without that
+ * wait the emulation stops at the race, cuda_emu.c) */
+static void test_snapshot_overlap(void **st)
+{
+    (void)st;
+    llmt_config c;
+    small_cfg(&c, 0);
+    llmt_par par = {1, 0, 1, 0, NULL};
+    llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, 4, 1);
+    assert_non_null(g);
+    llmt_model *h = llmt_gmodel_host(g);
+    size_t n = llmt_model_nparams(h);
+    float *before = dup(llmt_model_master(h), n), *after;
+    llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+    assert_int_equal(llmt_gmodel_zero_grad(g), 0);
+    /* the fence of an optimizer step */
+    assert_int_equal(llmt_gmodel_snapshot_start(g), 0);
+    assert_int_equal(llmt_gmodel_adamw(g, 1e-2, 1.0, &ac, 1), 0);   /* decay moves master */
+    const float *snap = llmt_gmodel_snapshot_wait(g);
+    assert_non_null(snap);
+    assert_memory_equal(snap, before, n * 4);
+    assert_int_equal(llmt_gmodel_download_master(g), 0);
+    after = dup(llmt_model_master(h), n);
+    assert_true(memcmp(after, before, n * 4) != 0);
+    /* the fence of an upload (the host master back to before) */
+    memcpy(llmt_model_master(h), before, n * 4);
+    assert_int_equal(llmt_gmodel_snapshot_start(g), 0);
+    assert_int_equal(llmt_gmodel_upload(g), 0);
+    snap = llmt_gmodel_snapshot_wait(g);
+    assert_non_null(snap);
+    assert_memory_equal(snap, after, n * 4);
+    free(before);
+    free(after);
     llmt_gmodel_free(g);
 }
 
@@ -482,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_zero1),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_snapshot_overlap),
     };
     omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
     if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
