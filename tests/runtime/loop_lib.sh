@@ -42,10 +42,15 @@ train() {
 # then a crash: open-mpi/ompi#10734, #11508). A run that died of exactly
 # that runs once more from the same start: rtrain DIR COPY args puts DIR
 # back as COPY was (or removes it when COPY is empty) first.
+# A TCP connection reset before the first step (the wire-up is lazy: the
+# first collectives open the connections) is treated the same way; a real
+# crash repeats and fails.
 rtrain() {
 	_dir=$1 _copy=$2; shift 2
 	train "$@"; _rc=$?
-	if grep -q "Open MPI failed to TCP connect" "$CLUSTER_WORK/last.out"; then
+	if grep -q "Open MPI failed to TCP connect" "$CLUSTER_WORK/last.out" ||
+		{ [ $_rc != 0 ] && [ ! -s "$_dir/metrics.jsonl" ] &&
+		  grep -q "readv failed: Connection reset by peer" "$CLUSTER_WORK/last.out"; }; then
 		echo "note: MPI wire-up failure (exit $_rc), running again"
 		rm -rf "$_dir"
 		[ -z "$_copy" ] || cp -r "$_copy" "$_dir"
