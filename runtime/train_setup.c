@@ -315,6 +315,14 @@ int llmt_tr_setup(trainer *t)
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
 	t->G = o->B * o->A * l->dp;
+	/* On GPUs the DP reduce-scatter (comm stream) runs while TP
+	 * all-reduces or PP sends (compute stream) are in flight on other
+	 * communicators; NCCL then launches them in the order they were
+	 * issued, which is the same on every rank, so they cannot deadlock
+	 * for want of resident kernels (NCCL >= 2.26 reads it; a value the
+	 * user or the site set wins). Harmless without NCCL. */
+	if (l->dp > 1 && (l->tp > 1 || l->pp > 1))
+		setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", 0);
 	rc = llmt_loader_open(&t->ld, o->data_dir, o->T, t->cfg.vocab_size, o->seed, err, el);
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
