@@ -115,8 +115,8 @@ static bool all_nan(const float *x, int n)
     return true;
 }
 
-/* fn() must end the process with abort() (the emulation's message) */
-static void dies(const char *what, void (*fn)())
+/* runs fn() in a child process; its wait status */
+static int in_child(void (*fn)())
 {
     fflush(stdout);
     pid_t p = fork();
@@ -126,6 +126,13 @@ static void dies(const char *what, void (*fn)())
     }
     int st = 0;
     waitpid(p, &st, 0);
+    return st;
+}
+
+/* fn() must end the process with abort() (the emulation's message) */
+static void dies(const char *what, void (*fn)())
+{
+    int st = in_child(fn);
     check(what, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 }
 
@@ -208,14 +215,7 @@ static void nccl_unwaited() { nccl_order(0); }
 /* fn() must return normally */
 static void lives(const char *what, void (*fn)())
 {
-    fflush(stdout);
-    pid_t p = fork();
-    if (p == 0) {
-        fn();
-        _exit(0);
-    }
-    int st = 0;
-    waitpid(p, &st, 0);
+    int st = in_child(fn);
     check(what, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
