@@ -367,7 +367,11 @@ int llmt_tr_setup(trainer *t)
 		if (!o->hb_dir)
 			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
 		rc = mkdir_p(hb, err, el);
-		if (!rc && llmt_hb_start(hb, rank, 2.0))
+		/* every 2 s, or a quarter of a short watchdog deadline: a rank
+		 * waiting for a stuck peer must look fresher than the peer by
+		 * the wrapper's margin (half the deadline, at least 3 s) */
+		double wd = llmt_wd_timeout(), per = wd > 0 && wd < 8 ? wd / 4 : 2.0;
+		if (!rc && llmt_hb_start(hb, rank, per < 0.25 ? 0.25 : per))
 			rc = LLMT_EXIT_IO;
 		else if (rc)
 			fprintf(stderr, "llm-train: %s\n", err);
