@@ -140,13 +140,18 @@ static int save_write(trainer *t, int sync, double *stall)
 
 int llmt_tr_save(trainer *t, int sync, double *stall)
 {
-	double t0 = llmt_tr_now();
-	int rc;
+	double t0 = llmt_tr_now(), comm = llmt_wd_timeout(), armed = -1;
+	int rc = 0;
 
 	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
 	/* a stable optimizer's snapshot is written in place by the previous
-	 * save, which must be done before the new snapshot overwrites it */
-	rc = t->opt->stable ? llmt_ckpt_wait(t->w, t->err, sizeof(t->err)) : 0;
+	 * save, which must be done before the new snapshot overwrites it; the
+	 * peers wait in the agreement below for the slowest rank's writer:
+	 * the deadline stretched by the checkpoint's, as in save_write */
+	if (t->opt->stable) {
+		armed = llmt_wd_arm(comm > 0 ? comm + llmt_ckpt_timeout() : 0);
+		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
+	}
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: %s\n", t->p->l.rank, t->err);
 	t->save_st = t->st;
@@ -157,7 +162,10 @@ int llmt_tr_save(trainer *t, int sync, double *stall)
 	}
 	t->save_snap_s = llmt_tr_now() - t0;
 	*stall = t->save_snap_s;
-	if ((rc = llmt_tr_agree(t->p, rc)))
+	rc = llmt_tr_agree(t->p, rc);
+	if (armed >= 0)
+		llmt_wd_arm(armed);
+	if (rc)
 		return rc;
 	t->save_pending = 1;
 	if (sync || !t->opt->async) {
