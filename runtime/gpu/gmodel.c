@@ -247,12 +247,16 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
             ct[t * h2 + i] = (float)cos(t * f);
             sn[t * h2 + i] = (float)sin(t * f);
         }
-    int bad = gcheck(cudaMemcpy(g->cos_t, ct, (size_t)T * h2 * 4, cudaMemcpyHostToDevice), "copy") ||
+    /* dmem's zeroing is queued on the compute stream, which the legacy
+     * stream's copies below do not wait for: it must not land on the tables
+     * after them */
+    int bad = gcheck(cudaStreamSynchronize(g->st), "synchronize") ||
+              gcheck(cudaMemcpy(g->cos_t, ct, (size_t)T * h2 * 4, cudaMemcpyHostToDevice), "copy") ||
               gcheck(cudaMemcpy(g->sin_t, sn, (size_t)T * h2 * 4, cudaMemcpyHostToDevice), "copy");
     free(ct);
     free(sn);
-    /* the zeroing memsets and table copies above ran on the legacy default
-     * stream, which the non-blocking model streams do not wait for */
+    /* the table copies ran on the legacy default stream, which the
+     * non-blocking model streams do not wait for */
     bad = bad || gcheck(cudaDeviceSynchronize(), "synchronize");
     if (bad || llmt_gmodel_upload(g))
         goto fail;
