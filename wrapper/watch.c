@@ -142,6 +142,7 @@ struct ctx {
 	struct wr_watch_out *o;
 	struct wr_steptimes *st;
 	struct wr_hb *hb;
+	double *hb_seen;          /* per rank: when (our clock) its current heartbeat was first read */
 	long *seen_step;          /* per rank: last step we sampled */
 	bool *straggler_told;
 	double last_line;         /* progress_from_output */
@@ -241,6 +242,7 @@ static bool pump(struct ctx *x, int fd, int to, struct linebuf *lb, bool is_err)
 static void read_heartbeats(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
+	double now = wr_now();
 	for (int r = 0; r < c->nranks; r++) {
 		char p[4200], line[256];
 		snprintf(p, sizeof p, "%s/rank_%05d", c->hb_dir, r);
@@ -249,6 +251,8 @@ static void read_heartbeats(struct ctx *x)
 			continue;   /* not written yet: hang.c counts it from the launch */
 		struct wr_hb h;
 		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch) {
+			if (!x->hb[r].valid || h.time != x->hb[r].time)
+				x->hb_seen[r] = now;
 			x->hb[r] = h;
 			if (x->first_hb < 0 || h.time < x->first_hb)
 				x->first_hb = h.time;   /* the ranks of this attempt are up */
@@ -315,14 +319,25 @@ static bool watchdog_exit(const struct ctx *x)
 	return e->exited && e->exit_code == LLMT_EXIT_TRANSIENT;
 }
 
-/* On exit 75, the heartbeats last read name the rank the others waited for. */
+/* On exit 75, the heartbeats last read name the rank the others waited for.
+ * Their ages are judged by when this wrapper first read each one, on its
+ * own clock: the times in them are from the nodes' clocks, which may be
+ * apart by more than the margin (a tick of error instead). */
 static void find_stuck(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
 	double silent = 0, gap = 0;
 	if (!watchdog_exit(x))
 		return;
-	int r = wr_stuck_find(x->hb, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
+	struct wr_hb *seen = malloc((size_t)c->nranks * sizeof *seen);
+	if (!seen)
+		return;
+	for (int i = 0; i < c->nranks; i++) {
+		seen[i] = x->hb[i];
+		seen[i].time = x->hb_seen[i];
+	}
+	int r = wr_stuck_find(seen, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
+	free(seen);
 	if (r < 0)
 		return;
 	x->o->stuck_rank = r;
@@ -346,9 +361,10 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	x.st = st;
 	int n = c->nranks > 0 ? c->nranks : 1;
 	x.hb = calloc((size_t)n, sizeof *x.hb);
+	x.hb_seen = calloc((size_t)n, sizeof *x.hb_seen);
 	x.seen_step = calloc((size_t)n, sizeof *x.seen_step);
 	x.straggler_told = calloc((size_t)n, sizeof *x.straggler_told);
-	if (!x.hb || !x.seen_step || !x.straggler_told) {
+	if (!x.hb || !x.hb_seen || !x.seen_step || !x.straggler_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
 	}
@@ -510,6 +526,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		find_stuck(&x);
 	}
 	free(x.hb);
+	free(x.hb_seen);
 	free(x.seen_step);
 	free(x.straggler_told);
 	return 0;

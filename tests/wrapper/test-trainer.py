@@ -65,8 +65,13 @@ def atomic_write(path, text):
 # TEST_TRAINER_HB_HOST=0: heartbeats without the optional host field (as llm-train writes them)
 hb_host = " " + host if env("TEST_TRAINER_HB_HOST", "1") != "0" else ""
 
+# TEST_TRAINER_CLOCK_SKEW=r:s: rank r's clock (its heartbeat times) is s seconds ahead (a node's clock)
+sk_rank, _, sk_s = env("TEST_TRAINER_CLOCK_SKEW").partition(":")
+skew_ns = int(float(sk_s) * 1e9) if sk_rank == str(rank) else 0
+
 def heartbeat(step, phase, last):
-    atomic_write("%s/rank_%05d" % (hbdir, rank), "%d %d %s %.6f%s\n" % (step, time.time_ns(), phase, last, hb_host))
+    atomic_write("%s/rank_%05d" % (hbdir, rank),
+                 "%d %d %s %.6f%s\n" % (step, time.time_ns() + skew_ns, phase, last, hb_host))
 
 preempt = [False]
 signal.signal(signal.SIGUSR1, lambda s, fr: preempt.__setitem__(0, True))
@@ -157,6 +162,18 @@ while step < steps:
             sys.exit(85)
         if fault_kind == "bitflip":
             w = ("1" if w[0] == "0" else "0") + w[1:]
+    # stuck: the fault rank freezes outside communication (no heartbeat);
+    # the others wait for it "in communication" as llm-train does, their
+    # heartbeat refreshed every 0.5 s, until LLM_TRAIN_COMM_TIMEOUT: exit 75
+    if fault_step == step + 1 and fault_kind == "stuck":
+        if fault_rank == rank:
+            while True: time.sleep(1)
+        t1 = time.time()
+        while time.time() - t1 < float(env("LLM_TRAIN_COMM_TIMEOUT", "300")):
+            heartbeat(step, "train", last)
+            time.sleep(0.5)
+        print("test-trainer: rank %d: communication watchdog: waited for a peer" % rank, file=sys.stderr)
+        sys.exit(75)
     # TEST_TRAINER_SLOW_RANK=r: that rank's steps take 5x as long (a straggler)
     time.sleep(step_time * (5 if env("TEST_TRAINER_SLOW_RANK") == str(rank) else 1))
     w = hashlib.sha256((w + ":%d" % data_pos).encode()).hexdigest()

@@ -3,8 +3,9 @@
 # Slurm, --no-srun) with the test trainer: usage errors, a config error is
 # never retried, the restart budget stops a crash loop, a crash resumes to
 # bit-identical weights, a corrupt checkpoint is skipped (not deleted), a
-# NaN or a loss spike rolls back and skips data, a foreign trainer without heartbeats is
-# restarted after an output hang, and the report's outputs exist.
+# NaN or a loss spike rolls back and skips data, exit 75 names the stuck
+# peer whatever the nodes' clocks say, a foreign trainer without heartbeats
+# is restarted after an output hang, and the report's outputs exist.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-local.XXXXXX) || exit 1
@@ -50,6 +51,28 @@ LLM_TRAIN_FAULT=crash@7 "$WRAP" --no-srun --ckpt-dir "$T/crash" $WRAP_FAST -- "$
 	>"$T/crash.out" 2>&1 || { cat "$T/crash.out"; fail "crash run failed"; }
 grep '"event":"launch"' "$T/crash/ledger.jsonl" | grep -q '"resume_step":5' || fail "crash: not resumed from step 5"
 cmp -s "$T/ref/final_weights" "$T/crash/final_weights" || fail "crash: final weights differ from the reference"
+
+# -- exit 75 with a stuck peer: two ranks (one process each, on "nodes"
+#    nA and nB); rank 1 freezes at step 3 while rank 0 waits "in
+#    communication" until its watchdog (4 s) ends it with 75. Rank 1's
+#    node clock is 20 s ahead: the wrapper judges the heartbeats' ages by
+#    when it read them, so it names rank 1 on nB (by the times written in
+#    them, rank 0 would look 16 s staler). The rerun completes.
+cat >"$T/two.sh" <<'TWO'
+#!/bin/sh
+RANK=1 SLURMD_NODENAME=nB "$@" & p1=$!
+RANK=0 SLURMD_NODENAME=nA "$@"; rc=$?
+kill -9 $p1; wait $p1
+exit $rc
+TWO
+chmod +x "$T/two.sh"
+WORLD_SIZE=2 LLM_TRAIN_COMM_TIMEOUT=4 TEST_TRAINER_CLOCK_SKEW=1:20 LLM_TRAIN_FAULT=stuck@3:1 \
+	"$WRAP" --no-srun --ckpt-dir "$T/stuck" $WRAP_FAST --hang-timeout-min 60 --hang-timeout-max 60 \
+	-- "$T/two.sh" "$TRAINER" --steps 20 >"$T/stuck.out" 2>&1 || { cat "$T/stuck.out"; fail "stuck run failed"; }
+grep '"event":"stuck"' "$T/stuck/ledger.jsonl" | grep -q '"rank":1,"node":"nB"' ||
+	{ cat "$T/stuck.out"; fail "stuck: rank 1 on nB not named"; }
+grep '"event":"failure"' "$T/stuck/ledger.jsonl" | grep -q 'nB' || fail "stuck: the failure does not name nB"
+cmp -s "$T/ref/final_weights" "$T/stuck/final_weights" || fail "stuck: final weights differ from the reference"
 
 # -- LLM_TRAIN_CKPT_INTERVAL=auto: after the crash the next attempt gets a
 #    Young/Daly interval in steps from the measured checkpoint cost
