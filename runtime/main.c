@@ -1,6 +1,6 @@
 /* main.c: the llm-train command: `llm-train [train] OPTIONS` trains;
- * subcommands tokenize, ckpt-verify, ckpt-list, export and import are
- * dispatched to their modules. Usage errors exit 64 with one line. */
+ * subcommands tokenize, ckpt-verify, ckpt-list, export, import and memory
+ * are dispatched to their modules. Usage errors exit 64 with one line. */
 #include "config.h"
 #include <errno.h>
 #include <getopt.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include "llmt/exitcodes.h"
 #include "ckpt.h"
+#include "memplan.h"
 #include "comm.h"
 #include "parallel.h"
 #include "tokenize.h"
@@ -27,6 +28,8 @@ static const char usage[] =
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
+	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
+	"         [--grad-accum A] [--threads N] [--no-ckpt]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
 	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
@@ -51,7 +54,7 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 	return 0;
 }
 
-static int integer(const char *opt, const char *s, long lo, long hi, long *out)
+int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out)
 {
 	char *end, want[96];
 	long long v;
@@ -101,7 +104,7 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 	o->hb_dir = (e = getenv("LLM_TRAIN_HEARTBEAT_DIR")) && *e ? e : NULL;
 	o->resume = getenv("LLM_TRAIN_RESUME");
 	if ((e = getenv("LLM_TRAIN_SKIP_BATCHES")) && *e &&
-	    integer("LLM_TRAIN_SKIP_BATCHES", e, 0, 1L << 40, &o->skip_batches))
+	    llmt_cli_int("LLM_TRAIN_SKIP_BATCHES", e, 0, 1L << 40, &o->skip_batches))
 		return LLMT_EXIT_USAGE;
 	optind = 1;
 	opterr = 0;
@@ -109,13 +112,13 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		switch (c) {
 		case O_MODEL: o->model_path = optarg; break;
 		case O_DATA: o->data_dir = optarg; break;
-		case O_STEPS: rc = integer("--steps", optarg, 1, 1L << 40, &o->steps); break;
-		case O_MB: rc = integer("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
-		case O_SEQ: rc = integer("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
-		case O_GA: rc = integer("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
+		case O_STEPS: rc = llmt_cli_int("--steps", optarg, 1, 1L << 40, &o->steps); break;
+		case O_MB: rc = llmt_cli_int("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
+		case O_SEQ: rc = llmt_cli_int("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
+		case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
 		case O_LR: rc = num("--lr", optarg, 0, 10, &o->lr); break;
 		case O_MINLR: rc = num("--min-lr", optarg, 0, 10, &o->min_lr); break;
-		case O_WARM: rc = integer("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
+		case O_WARM: rc = llmt_cli_int("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
 		case O_WD: rc = num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
 		case O_B1: rc = num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
 		case O_B2: rc = num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
@@ -124,7 +127,7 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		case O_SEED: rc = num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
 		case O_CKDIR: o->ckpt_dir = optarg; break;
 		case O_CKINT: interval = optarg; break;
-		case O_KEEP: rc = integer("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
+		case O_KEEP: rc = llmt_cli_int("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
 		case O_PREC:
 			if (!strcmp(optarg, "bf16"))
 				o->prec = LLMT_BF16;
@@ -133,8 +136,8 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 			else
 				rc = bad("--precision", optarg, "want bf16 or fp32");
 			break;
-		case O_SDC: rc = integer("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
-		case O_BAD: rc = integer("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
+		case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
+		case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
 		case O_SPIKE: rc = num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
 		case O_RESUME: o->resume = optarg; break;
 		case O_INIT: o->init_from = optarg; break;
@@ -143,8 +146,8 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
 		case O_QUIET: o->quiet = 1; break;
 		case O_VAL: o->val_dir = optarg; break;
-		case O_EVAL: rc = integer("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
-		case O_EVALB: rc = integer("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
+		case O_EVAL: rc = llmt_cli_int("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
+		case O_EVALB: rc = llmt_cli_int("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
 		case O_HELP: return -1;
 		default:
 			fprintf(stderr, "llm-train: unknown or incomplete option '%s' (llm-train --help)\n",
@@ -228,6 +231,7 @@ int main(int argc, char **argv)
 		{ "ckpt-list", llmt_ckpt_cmd_list },
 		{ "export", llmt_ckpt_cmd_export },
 		{ "import", llmt_ckpt_cmd_import },
+		{ "memory", llmt_memplan_main },
 		{ "train", train_main },
 	};
 

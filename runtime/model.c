@@ -154,6 +154,34 @@ static int build_table(llmt_model *m)
     return 0;
 }
 
+/* what the parameter table depends on: config, layout, this stage's layers */
+static void set_shape(llmt_model *m, const llmt_config *c, const llmt_par *par)
+{
+    m->c = *c;
+    if (!m->c.n_kv_heads)
+        m->c.n_kv_heads = c->n_heads;
+    m->par = *par;
+    m->nl = c->n_layers / par->pp;
+    m->l0 = m->nl * par->pp_rank;
+    m->first = par->pp_rank == 0;
+    m->last = par->pp_rank == par->pp - 1;
+    m->hd = c->d_model / c->n_heads;
+}
+
+size_t llmt_model_count(const llmt_config *c, const llmt_par *par)
+{
+    llmt_model m;
+    size_t n = 0;
+    memset(&m, 0, sizeof m);
+    set_shape(&m, c, par);
+    m.lo = calloc((size_t)m.nl + 1, sizeof *m.lo);
+    if (m.lo && !build_table(&m))
+        n = m.n;
+    free(m.lo);
+    free(m.params);
+    return n;
+}
+
 /* counter-based generator: splitmix64 finaliser over (seed, name, index) */
 static uint64_t mix(uint64_t z)
 {
@@ -319,21 +347,13 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
     llmt_model *m = calloc(1, sizeof *m);
     if (!m)
         goto oom;
-    m->c = *c;
-    if (!m->c.n_kv_heads)
-        m->c.n_kv_heads = c->n_heads;
-    m->par = *par;
+    set_shape(m, c, par);
     m->prec = prec;
     m->bf = prec == LLMT_BF16;
     m->B = B;
     m->T = T;
     m->M = B * T;
     m->nslots = nslots;
-    m->nl = c->n_layers / par->pp;
-    m->l0 = m->nl * par->pp_rank;
-    m->first = par->pp_rank == 0;
-    m->last = par->pp_rank == par->pp - 1;
-    m->hd = c->d_model / c->n_heads;
     m->Hl = c->n_heads / par->tp;
     m->KVl = m->c.n_kv_heads / par->tp;
     m->Fl = c->d_ff / par->tp;

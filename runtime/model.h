@@ -70,6 +70,10 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
  * stderr on failure (bad layout, out of memory). */
 llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
                               llmt_prec prec, int B, int T, int nslots);
+/* Pure: the flat parameter count of the stage/shard llmt_model_create
+ * would build (its llmt_model_nparams), without building it; 0 when out
+ * of memory. The layout must pass llmt_model_check_layout. */
+size_t llmt_model_count(const llmt_config *c, const llmt_par *par);
 void llmt_model_free(llmt_model *m);
 
 /* Initialise the master weights: each LOGICAL tensor's element i gets a

@@ -1,0 +1,13 @@
+/* memplan.h: `llm-train memory`, the memory plan of a job before it runs:
+ * per pipeline stage, one rank's host memory on CPUs and its device and
+ * host memory on GPUs (memest.c), for sizing --mem and the GPU count. */
+#ifndef LLMT_MEMPLAN_H
+#define LLMT_MEMPLAN_H
+
+/* argv[0] is "memory". 0, or 64 (bad option or layout), 66 (no config). */
+int llmt_memplan_main(int argc, char **argv);
+
+/* main.c's option parsers: one message naming the option and value, 64 */
+int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out);
+
+#endif

@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/runtime/memplan.sh: `llm-train memory`, the plan before a run, says
+# what llm-train itself estimates at the end of the same run (CPU rank; and
+# on the emulated GPU, device and host) for the same model, micro-batch,
+# sequence, threads and checkpointing; its stages' parameter counts add up
+# to the whole model (the tied embedding's second copy on the last stage);
+# bad input exits 64 naming the value.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+LT=$top_builddir/runtime/llm-train
+EMU=$top_builddir/tests/gpu/llm-train-emu
+MODEL=$top_srcdir/configs/tiny.yaml
+W=$(mktemp -d /tmp/llmt-memplan.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export OMP_NUM_THREADS=1
+"$LT" tokenize "$top_srcdir/LICENSE" "$W/data" >/dev/null || fail "tokenize"
+opts="--micro-batch 2 --seq 64"
+"$LT" memory --model "$MODEL" $opts --threads 1 >"$W/plan" || fail "llm-train memory exited $?"
+cat "$W/plan"
+
+# field TEXT: the first "N.N MiB" after TEXT in a line
+field() { sed -n "s/.*$1[^0-9]*\([0-9.]*\) MiB.*/\1/p" | head -n 1; }
+plan_cpu=$(field "CPU rank (1 threads):" <"$W/plan")
+"$LT" --model "$MODEL" --data "$W/data" --steps 2 $opts --ckpt-dir "$W/ck" >"$W/run" 2>&1 ||
+	{ cat "$W/run"; fail "llm-train exited"; }
+run_cpu=$(field "peak [0-9.]* MiB (VmHWM), estimate" <"$W/run")
+echo "CPU rank: plan $plan_cpu MiB, the run's own estimate $run_cpu MiB"
+[ -n "$plan_cpu" ] && [ "$plan_cpu" = "$run_cpu" ] || fail "the plan's CPU rank ($plan_cpu) is not the run's estimate ($run_cpu)"
+
+if [ -x "$EMU" ]; then
+	LLM_TRAIN_GPU=0 "$EMU" --model "$MODEL" --data "$W/data" --steps 2 $opts --ckpt-dir "$W/ckg" >"$W/grun" 2>&1 ||
+		{ cat "$W/grun"; fail "the emulated GPU run exited"; }
+	pd=$(field "GPU rank: device" <"$W/plan")
+	rd=$(field "device memory estimate of rank 0:" <"$W/grun")
+	ph=$(field "GPU rank: host" <"$W/plan")
+	rh=$(field "host peak [0-9.]* MiB (VmHWM), estimate" <"$W/grun")
+	echo "GPU rank: device plan $pd MiB, run $rd MiB; host plan $ph MiB, run $rh MiB"
+	[ -n "$pd" ] && [ "$pd" = "$rd" ] && [ "$ph" = "$rh" ] || fail "the plan's GPU rank is not the run's estimate"
+else
+	echo "note: built without CUDA: the GPU plan is not held against a run"
+fi
+
+# stages: with pp = 4, stages 0, 1 and 3 printed, 2 as 1; the counts add up
+"$LT" memory --model "$MODEL" --pp 4 >"$W/pp4" || fail "--pp 4 exited $?"
+"$LT" memory --model "$MODEL" >"$W/pp1" || fail "--pp 1 exited $?"
+cnt() { sed -n "s/^stage $1 of .*: \([0-9]*\) parameters per rank/\1/p" "$2"; }
+s0=$(cnt 0 "$W/pp4") s1=$(cnt 1 "$W/pp4") s3=$(cnt 3 "$W/pp4") all=$(cnt 0 "$W/pp1")
+grep -q "^stages 2-2: as stage 1" "$W/pp4" || fail "no line for the middle stage"
+V=$(sed -n 's/^vocab_size: *//p' "$MODEL") d=$(sed -n 's/^d_model: *//p' "$MODEL")
+sum=$((s0 + 2 * s1 + s3)) want=$((all + V * d))
+echo "pp=4: $s0 + 2 x $s1 + $s3 = $sum parameters; whole model $all + tied copy $((V * d)) = $want"
+[ "$sum" = "$want" ] || fail "the stages hold $sum parameters, want $want"
+
+# bad input: exit 64, the bad value named
+bad() {
+	_want=$1; shift
+	"$LT" memory "$@" >"$W/out" 2>"$W/err"; _rc=$?
+	[ $_rc = 64 ] || fail "llm-train memory $*: exit $_rc, want 64"
+	grep -q -- "$_want" "$W/err" || { cat "$W/err"; fail "llm-train memory $*: the message does not name $_want"; }
+	[ "$(wc -l <"$W/err")" -le 3 ] || fail "llm-train memory $*: more than one message"
+}
+bad "tp=3" --model "$MODEL" --tp 3
+bad "micro-batch 0" --model "$MODEL" --micro-batch 0
+bad "seq 100000" --model "$MODEL" --seq 100000
+bad "/nonexistent.yaml" --model /nonexistent.yaml
+bad "model is required" --tp 2
+echo PASS
