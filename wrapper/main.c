@@ -328,7 +328,10 @@ int main(int argc, char **argv)
 			}
 		}
 		long sdc_step = -1;
-		if (code == LLMT_EXIT_SDC) {
+		/* the first task's code, as classify judges it: srun's own may be
+		 * a collateral kill's (a replica terminated after the others
+		 * exited 86) */
+		if ((wo.e.task_exit_code ? wo.e.task_exit_code : code) == LLMT_EXIT_SDC) {
 			char p[4200];
 			snprintf(p, sizeof p, "%s/sdc.json", o.ckpt_dir);
 			if (access(p, R_OK) != 0)
