@@ -113,17 +113,8 @@ static void *ticker(void *arg)
 	/* ticks at a quarter of the period; writes at most once a period, so
 	 * a refreshed heartbeat is never older than 1.25 periods */
 	while (!hb.stop) {
-		struct timespec ts;
-		double tick = hb.period / 4;
 		int due;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)tick;
-		ts.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&hb.cv, &hb.mu, &ts);
+		llmt_timedwait_s(&hb.cv, &hb.mu, CLOCK_REALTIME, hb.period / 4);
 		if (hb.stop)
 			break;
 		due = (double)(now_ns() - hb.written) >= hb.period * 1e9;

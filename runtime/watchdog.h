@@ -7,9 +7,11 @@
  * plus LLM_TRAIN_CKPT_TIMEOUT in checkpoint saves (doc/contracts.md). */
 #ifndef LLMT_WATCHDOG_H
 #define LLMT_WATCHDOG_H
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define LLMT_WD_DEFAULT_S 300.0
 
@@ -58,6 +60,9 @@ int llmt_wd_describe(char *buf, size_t len, int rank, const llmt_wd_call *c, dou
 int llmt_wd_start(double timeout_s, int rank);
 /* Stop the thread (joins it). Safe to call when not started. */
 void llmt_wd_stop(void);
+/* pthread_cond_timedwait for s seconds from now on clock clk (the clock
+ * cv was made with): the sampling threads' sleep (watchdog_run.c, heartbeat.c). */
+int llmt_timedwait_s(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk, double s);
 /* The deadline in force from now on, in seconds (0: disarmed); returns
  * the previous one, so a section can change it and restore it. */
 double llmt_wd_arm(double limit_s);

@@ -69,19 +69,11 @@ static void *watch(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&wd.mu);
 	while (!wd.stop) {
-		struct timespec ts;
 		llmt_wd_call c;
 		uint64_t seq;
 		double waited, limit;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)period;
-		ts.tv_nsec += (long)((period - (double)(time_t)period) * 1e9);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&wd.cv, &wd.mu, &ts);
+		llmt_timedwait_s(&wd.cv, &wd.mu, CLOCK_MONOTONIC, period);
 		if (wd.stop)
 			break;
 		if (!sample(&seq, &c))
@@ -93,6 +85,20 @@ static void *watch(void *arg)
 	}
 	pthread_mutex_unlock(&wd.mu);
 	return NULL;
+}
+
+int llmt_timedwait_s(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk, double s)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	ts.tv_sec += (time_t)s;
+	ts.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_cond_timedwait(cv, mu, &ts);
 }
 
 int llmt_wd_start(double timeout_s, int rank)

@@ -77,26 +77,7 @@ ok() {
 # cmp_metrics A B FIRST LAST TOL: steps FIRST..LAST of A/metrics.jsonl and
 # B/metrics.jsonl: loss and grad_norm within TOL relative (0: equal bits)
 cmp_metrics() {
-	$py - "$W/$1/metrics.jsonl" "$W/$2/metrics.jsonl" "$3" "$4" "$5" "$1 vs $2" <<'PY'
-import json, sys
-a, b, lo, hi, tol, what = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-def rd(p):
-    return {r['step']: r for r in map(json.loads, open(p))}
-ra, rb = rd(a), rd(b)
-worst = 0.0
-for s in range(lo, hi + 1):
-    if s not in ra or s not in rb:
-        sys.exit('FAIL: %s: step %d missing' % (what, s))
-    for k in ('loss', 'grad_norm'):
-        x, y = ra[s][k], rb[s][k]
-        if tol == 0 and x != y:
-            sys.exit('FAIL: %s: step %d %s %r != %r' % (what, s, k, x, y))
-        r = abs(x - y) / abs(x)
-        worst = max(worst, r)
-        if r > tol:
-            sys.exit('FAIL: %s: step %d %s %r vs %r (relative %.2e > %g)' % (what, s, k, x, y, r, tol))
-print('%s: steps %d-%d, worst relative difference of loss and norm %.2e (tolerance %g)' % (what, lo, hi, worst, tol))
-PY
+	$py "$top_srcdir/tests/gpu/metrics_cmp.py" "$W/$1/metrics.jsonl" "$W/$2/metrics.jsonl" "$3" "$4" "$5" "$1 vs $2"
 }
 agree() { grep -q '"replicas_agree": *true' "$W/$1/step_0000000$2/manifest.json" || fail "$1: step $2 manifest lacks replicas_agree true"; }
 

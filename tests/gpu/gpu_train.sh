@@ -58,24 +58,8 @@ run() {
 }
 # same A B FIRST LAST TOL: loss and grad_norm of steps FIRST..LAST (0: equal)
 same() {
-	"${LLMT_PYTHON:-/usr/bin/python3}" - "$W/$1/metrics.jsonl" "$W/$2/metrics.jsonl" "$3" "$4" "$5" "$1 vs $2" <<'PY'
-import json, sys
-a, b, lo, hi, tol, what = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-ra = {r['step']: r for r in map(json.loads, open(a))}
-rb = {r['step']: r for r in map(json.loads, open(b))}
-worst = 0.0
-for s in range(lo, hi + 1):
-    if s not in ra or s not in rb:
-        sys.exit('FAIL: %s: no step %d' % (what, s))
-    for k in ('loss', 'grad_norm'):
-        x, y = ra[s][k], rb[s][k]
-        r = abs(x - y) / abs(x)
-        worst = max(worst, r)
-        if (tol == 0 and x != y) or r > tol:
-            sys.exit('FAIL: %s: step %d %s %r vs %r (relative %.2e, limit %g)' % (what, s, k, x, y, r, tol))
-print('%s, steps %d-%d: worst relative difference %.2e (limit %g); loss %.4f -> %.4f'
-      % (what, lo, hi, worst, tol, rb[lo]['loss'], rb[hi]['loss']))
-PY
+	"${LLMT_PYTHON:-/usr/bin/python3}" "$top_srcdir/tests/gpu/metrics_cmp.py" "$W/$1/metrics.jsonl" "$W/$2/metrics.jsonl" \
+		"$3" "$4" "$5" "$1 vs $2"
 }
 
 run cpu -1 --ckpt-interval 0

@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "optim.h"
+#include "relerr.h"
 #include "small_cfg.h"
 
 static uint64_t rs = 12345;
@@ -46,15 +47,6 @@ static float *dup(const float *x, size_t n)
     memcpy(p, x, n * 4);
     return p;
 }
-static double relf(const float *a, const float *b, size_t n)
-{
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return d / (m > 0 ? m : 1);
-}
 static double relb(const bf16 *a, const bf16 *b, size_t n)
 {
     double d = 0, m = 0;
@@ -77,13 +69,13 @@ static void test_rmsnorm(void **st)
     assert_int_equal(gk_rmsnorm_fwd(x, w, o1, r1, M, d, 1e-5f, 0), 0);
     k_rmsnorm_fwd(x, w, o2, r2, M, d, 1e-5f, 1);
     NEAR(relb(o1, o2, (size_t)M * d), 8e-3);
-    NEAR(relf(r1, r2, M), 1e-5);
+    NEAR(relerr(r1, r2, M), 1e-5);
     float *dx1 = rnd((size_t)M * d, 1), *dx2 = dup(dx1, (size_t)M * d);
     float *dw1 = rnd(d, 1), *dw2 = dup(dw1, d), *part = malloc(GK_COLSUM_CHUNKS * d * 4);
     assert_int_equal(gk_rmsnorm_bwd(x, w, r2, dy, dx1, dw1, part, M, d, 0), 0);
     k_rmsnorm_bwd(x, w, r2, dy, dx2, dw2, M, d);
-    NEAR(relf(dx1, dx2, (size_t)M * d), 1e-5);
-    NEAR(relf(dw1, dw2, d), 1e-5);
+    NEAR(relerr(dx1, dx2, (size_t)M * d), 1e-5);
+    NEAR(relerr(dw1, dw2, d), 1e-5);
     free(x); free(w); free(dy); free(o1); free(o2); free(dx1); free(dx2); free(dw1); free(dw2);
     free(part);
 }
@@ -116,8 +108,8 @@ static void attn_prep(int qk, int T)
     NEAR(relb(k[0], k[1], nh), 8e-3);
     NEAR(relb(v[0], v[1], nh), 0);
     if (qk) {
-        NEAR(relf(qr[0], qr[1], (size_t)M * H), 1e-5);
-        NEAR(relf(kr[0], kr[1], (size_t)M * KV), 1e-5);
+        NEAR(relerr(qr[0], qr[1], (size_t)M * H), 1e-5);
+        NEAR(relerr(kr[0], kr[1], (size_t)M * KV), 1e-5);
     }
     float *dq = rnd(nh, 1), *dk = rnd(nh, 1), *dv = rnd(nh, 1);
     bf16 *g1 = malloc((size_t)M * W * 2), *g2 = malloc((size_t)M * W * 2);
@@ -130,8 +122,8 @@ static void attn_prep(int qk, int T)
                     kr[1], dqw2, dkw2, cs, sn, 1);
     NEAR(relb(g1, g2, (size_t)M * W), 8e-3);
     if (qk) {
-        NEAR(relf(dqw1, dqw2, hd), 1e-5);
-        NEAR(relf(dkw1, dkw2, hd), 1e-5);
+        NEAR(relerr(dqw1, dqw2, hd), 1e-5);
+        NEAR(relerr(dkw1, dkw2, hd), 1e-5);
     }
     for (int j = 0; j < 2; j++) {
         free(q[j]); free(k[j]); free(v[j]); free(qr[j]); free(kr[j]);
@@ -199,7 +191,7 @@ static void test_elementwise(void **st)
     assert_int_equal(nu, 3);
     assert_int_equal(gk_embed_bwd(dE1, u, s, p, nu, dx, d, 0), 0);
     k_embed_bwd(dE2, tok, dx, M, d);
-    NEAR(relf(dE1, dE2, (size_t)V * d), 1e-6);
+    NEAR(relerr(dE1, dE2, (size_t)V * d), 1e-6);
     /* cross-entropy with z-loss */
     float *lg = rnd((size_t)M * V, 5), loss[5];
     int32_t tgt[5] = {1, 36, 0, 7, 20};
@@ -231,9 +223,9 @@ static void test_adamw_sumsq(void **st)
                               (float)(1 - 0.95), (float)(1 - lr * 0.1), (float)(lr / bc1),
                               (float)sqrt(bc2), 1e-8f, 0), 0);
     llmt_adamw_update(p2, g, m2, v2, n, lr, gs, &c, t, 1);
-    NEAR(relf(p1, p2, n), 1e-6);
-    NEAR(relf(m1, m2, n), 1e-6);
-    NEAR(relf(v1, v2, n), 1e-6);
+    NEAR(relerr(p1, p2, n), 1e-6);
+    NEAR(relerr(m1, m2, n), 1e-6);
+    NEAR(relerr(v1, v2, n), 1e-6);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(wc[i], f32_to_bf16(p1[i]));
     double part[GK_SUMSQ_BLOCKS], s = 0;
@@ -289,20 +281,20 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
             NEAR(fabs(l1 - l2) / l2, 2e-3);
             float *lg = malloc((size_t)M * V * 4);
             assert_int_equal(llmt_gmodel_logits(g, lg), 0);
-            NEAR(relf(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
+            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
             free(lg);
         } else {
-            NEAR(relf(o1, o2, (size_t)M * d), 2e-2);
+            NEAR(relerr(o1, o2, (size_t)M * d), 2e-2);
         }
         assert_int_equal(llmt_model_backward(cm, 0, last ? NULL : go, first ? NULL : gi2, 0.5f), 0);
         assert_int_equal(llmt_gmodel_backward(g, 0, last ? NULL : go, first ? NULL : gi1, 0.5f), 0);
         if (!first)
-            NEAR(relf(gi1, gi2, (size_t)M * d), 5e-2);
+            NEAR(relerr(gi1, gi2, (size_t)M * d), 5e-2);
         assert_int_equal(llmt_gmodel_download_grads(g), 0);
         int np;
         const llmt_param_info *pi = llmt_model_params(cm, &np);
         for (int t = 0; t < np; t++) {
-            double e = relf(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
+            double e = relerr(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
                             pi[t].numel);
             if (!(e <= 5e-2))
                 fail_msg("gradient of %s: rel %g", pi[t].name, e);
@@ -317,7 +309,7 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
                               !pi[t].no_decay);
         assert_int_equal(llmt_gmodel_adamw(g, 1e-2, 0.7, &ac, step + 1), 0);
         assert_int_equal(llmt_gmodel_download_master(g), 0);
-        NEAR(relf(llmt_model_master(h), ref, n), 1e-6);
+        NEAR(relerr(llmt_model_master(h), ref, n), 1e-6);
         /* both models continue from the GPU's weights: upload path */
         memcpy(llmt_model_master(cm), llmt_model_master(h), n * 4);
         llmt_model_sync_compute(cm);
@@ -383,13 +375,13 @@ static void test_bridge(void **st)
             assert_int_equal(llmt_model_forward(cm, s, tok, NULL, tgt, NULL, &lc), 0);
             assert_int_equal(llmt_model_forward(gm, s, tok, NULL, tgt, NULL, &lg), 0);
             NEAR(fabs(lc - lg) / lc, 2e-3);
-            NEAR(relf(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-2);
+            NEAR(relerr(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-2);
         }
         for (int s = 0; s < 2; s++) {
             assert_int_equal(llmt_model_backward(cm, s, NULL, NULL, 0.5f), 0);
             assert_int_equal(llmt_model_backward(gm, s, NULL, NULL, 0.5f), 0);
         }
-        NEAR(relf(llmt_model_grads(gm), llmt_model_grads(cm), n), 5e-2);
+        NEAR(relerr(llmt_model_grads(gm), llmt_model_grads(cm), n), 5e-2);
         /* a host-side update, then sync: the next step uses it */
         float *wc = llmt_model_master(cm), *wg = llmt_model_master(gm), *g = llmt_model_grads(cm);
         for (size_t i = 0; i < n; i++) {
@@ -440,7 +432,7 @@ static void test_zero1(void **st)
         assert_int_equal(llmt_gmodel_adamw(g2, 1e-2, llmt_clip_scale(sqrt(ss), 0.5), &ac, step), 0);
         assert_int_equal(llmt_gmodel_download_master(g1), 0);
         assert_int_equal(llmt_gmodel_download_master(g2), 0);
-        NEAR(relf(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
+        NEAR(relerr(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
                   n), 1e-6);
     }
     llmt_gmodel_free(g1);

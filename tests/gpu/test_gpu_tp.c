@@ -25,6 +25,7 @@
 #include "model.h"
 #include "optim.h"
 #include "parallel.h"
+#include "relerr.h"
 #include "small_cfg.h"
 
 #define B 2
@@ -61,16 +62,6 @@ static void check(const char *what, const char *name, double v, double lim)
     }
 }
 
-/* max |a - b| / max |b| */
-static double rel(const float *a, const float *b, size_t n)
-{
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return d / (m > 0 ? m : 1);
-}
 
 /* the same, of local shard x (of p) against its slice of the full tensor
  * X (of P, unsplit) */
@@ -188,8 +179,8 @@ static void run_config(llmt_parallel *p, int gqa)
             check("loss vs tp=1", what, fabs(lgpu - l1) / l1, 2e-3);
             if (llmt_gmodel_logits(g, lg))
                 check("logits download", what, 1, 0);
-            check("logits vs CPU", what, rel(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
-            check("logits vs tp=1", what, rel(lg, llmt_model_logits(c1, 0), (size_t)M * V), 2e-2);
+            check("logits vs CPU", what, relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
+            check("logits vs tp=1", what, relerr(lg, llmt_model_logits(c1, 0), (size_t)M * V), 2e-2);
             if (l->pp > 1 && world_rank == l->tp * (l->pp - 1))
                 printf("%s: loss GPU tp=%d %.6f, CPU tp=%d %.6f, CPU tp=1 %.6f\n", what, l->tp,
                        lgpu, l->tp, lcpu, l1);
@@ -197,8 +188,8 @@ static void run_config(llmt_parallel *p, int gqa)
                 printf("%s: loss GPU tp=%d %.6f, CPU tp=%d %.6f, CPU tp=1 %.6f\n", what, l->tp,
                        lgpu, l->tp, lcpu, l1);
         } else {
-            check("stage output vs CPU", what, rel(og, oc, (size_t)Md), 2e-2);
-            check("stage output vs tp=1", what, rel(og, o1, (size_t)Md), 2e-2);
+            check("stage output vs CPU", what, relerr(og, oc, (size_t)Md), 2e-2);
+            check("stage output vs tp=1", what, relerr(og, o1, (size_t)Md), 2e-2);
             if (llmt_comm_send_bytes(p->pp_comm, og, Md * 4, l->pp_rank + 1, 41))
                 check("activations sent", "", 1, 0);
         }
@@ -210,8 +201,8 @@ static void run_config(llmt_parallel *p, int gqa)
         if (llmt_model_backward(cm, 0, go, ic, 0.5f) || llmt_model_backward(c1, 0, go, i1, 0.5f))
             check("CPU backward", "", 1, 0);
         if (!first) {
-            check("input gradient vs CPU", what, rel(ig, ic, (size_t)Md), 5e-2);
-            check("input gradient vs tp=1", what, rel(ig, i1, (size_t)Md), 5e-2);
+            check("input gradient vs CPU", what, relerr(ig, ic, (size_t)Md), 5e-2);
+            check("input gradient vs tp=1", what, relerr(ig, i1, (size_t)Md), 5e-2);
             if (llmt_comm_send_bytes(p->pp_comm, ig, Md * 4, l->pp_rank - 1, 42))
                 check("gradient sent", "", 1, 0);
         }
@@ -220,7 +211,7 @@ static void run_config(llmt_parallel *p, int gqa)
         for (int t = 0; t < np; t++) {
             const llmt_param_info *P = find(c1, pi[t].name, pi[t].tied_copy);
             snprintf(what, sizeof what, "%s (%s step %d)", pi[t].name, gqa ? "gqa" : "tied", s);
-            check("gradient vs CPU", what, rel(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel),
+            check("gradient vs CPU", what, relerr(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel),
                   5e-2);
             if (!P)
                 check("tensor missing in the tp=1 model", what, 1, 0);
@@ -241,7 +232,7 @@ static void run_config(llmt_parallel *p, int gqa)
         if (llmt_gmodel_adamw(g, LR, 1.0, &ac, s + 1) || llmt_gmodel_download_master(g))
             check("device AdamW", "", 1, 0);
         snprintf(what, sizeof what, "%s step %d", gqa ? "gqa" : "tied", s);
-        check("device AdamW vs optim.c", what, rel(llmt_model_master(h), ref, n), 1e-6);
+        check("device AdamW vs optim.c", what, relerr(llmt_model_master(h), ref, n), 1e-6);
         memcpy(llmt_model_master(cm), llmt_model_master(h), n * 4);
         llmt_model_sync_compute(cm);
         adamw_host(c1, g1, mm1, vv1, s + 1);
@@ -326,7 +317,7 @@ static void run_zero1(llmt_parallel *p, int gqa)
             check("host optimizer step", what, 1, 0);
         check("ZeRO-1 norm vs host optimizer", what, fabs(norm - nref) / nref, 1e-9);
         check("clipping active (norm > clip)", what, ac.grad_clip / norm, 1);
-        check("ZeRO-1 weights vs host optimizer", what, rel(llmt_model_master(h), ref, n), 1e-6);
+        check("ZeRO-1 weights vs host optimizer", what, relerr(llmt_model_master(h), ref, n), 1e-6);
         if (world_rank == 0)
             printf("%s: dp=%d tp=%d: ZeRO-1 norm device %.9f, host %.9f\n", what, l->dp, l->tp,
                    norm, nref);
