@@ -1,7 +1,7 @@
 /* main.c: the llm-train command: `llm-train [train] OPTIONS` trains;
  * subcommands tokenize, ckpt-verify, ckpt-list, export, import and memory
  * are dispatched to their modules. Usage errors exit 64 with one line. */
-#include "config.h"
+#include "model/model_config.h"
 #include <errno.h>
 #include <getopt.h>
 #include <omp.h>
@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "llmt/exitcodes.h"
-#include "ckpt.h"
-#include "memplan.h"
-#include "comm.h"
-#include "parallel.h"
-#include "tokenize.h"
-#include "train.h"
-#include "watchdog.h"
+#include "ckpt/ckpt.h"
+#include "memory/memplan.h"
+#include "comm/comm.h"
+#include "comm/parallel.h"
+#include "data/tokenize.h"
+#include "train/train.h"
+#include "resilience/watchdog.h"
 
 static const char usage[] =
 	"usage: llm-train [train] --model CFG.yaml --data DIR [--steps N] [--micro-batch B] [--seq T]\n"

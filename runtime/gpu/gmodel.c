@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include "../comm_nccl.h"
+#include "comm_nccl.h"
 #include "gmodel_impl.h"
 
 int gcheck(cudaError_t e, const char *what)

@@ -17,8 +17,8 @@
 #define LLMT_GMODEL_H
 #include <stddef.h>
 #include <stdint.h>
-#include "model.h"
-#include "optim.h"
+#include "model/model.h"
+#include "train/optim.h"
 
 typedef struct llmt_gmodel llmt_gmodel;
 struct llmt_nccl;
@@ -59,7 +59,7 @@ int llmt_gmodel_logits(llmt_gmodel *g, float *out);
 
 /* Data parallelism with ZeRO-1 on the device: after set_dp, a backward
  * with reduce set (the last micro-batch of a step) reduce-scatters each
- * gradient bucket (gplan.h: gbucket_shard) over dp on a communication
+ * gradient bucket (host_plan.h: gbucket_shard) over dp on a communication
  * stream as soon as backward has finished it, so communication overlaps
  * the rest of backward; dp_wait waits for it (watchdog). step_dp then
  * computes the gradient norm of this pipeline stage (over DP and TP, each
@@ -93,7 +93,7 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 int llmt_gmodel_snapshot_start(llmt_gmodel *g);
 const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
 
-/* Attention takes query rows C at a time (default gplan.h's gattn_chunk
+/* Attention takes query rows C at a time (default host_plan.h's gattn_chunk
  * of T); a shorter C that divides T may be set (tests). 0, or -1 when C
  * does not fit. */
 int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C);

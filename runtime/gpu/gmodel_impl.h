@@ -4,12 +4,12 @@
 #ifndef LLMT_GMODEL_IMPL_H
 #define LLMT_GMODEL_IMPL_H
 #include <cuda_runtime_api.h>
-#include "../bf16.h"
-#include "../model_impl.h"
-#include "gk.h"
-#include "gmm.h"
+#include "model/bf16.h"
+#include "model/model_impl.h"
+#include "dev_kernels.h"
+#include "blas.h"
 #include "gmodel.h"
-#include "gplan.h"
+#include "host_plan.h"
 
 struct glayer_act {
     float *x_mid;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include "../comm_nccl.h"
+#include "comm_nccl.h"
 #include "gmodel_impl.h"
 #include "gmodel_opt.h"
 

@@ -1,5 +1,5 @@
 /* gmodel_opt.h: the device side of the training loop's GPU optimizer
- * (gbridge_opt.c drives it): this rank's ZeRO-1 share of the flat buffer
+ * (bridge_optim.c drives it): this rank's ZeRO-1 share of the flat buffer
  * (the bucket blocks of llmt_gmodel_set_dp, or all of it without data
  * parallelism), its gradient sum of squares, its clipped AdamW update and
  * the weight all-gather, element copies for fault injection and the tied
@@ -10,7 +10,7 @@
 #define LLMT_GMODEL_OPT_H
 #include <stddef.h>
 #include "gmodel.h"
-#include "optim.h"
+#include "train/optim.h"
 
 typedef struct llmt_gopt llmt_gopt;
 

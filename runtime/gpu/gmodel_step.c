@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include "../comm_nccl.h"
+#include "comm_nccl.h"
 #include "gmodel_impl.h"
 
 #define BF LLMT_DT_BF16
@@ -32,7 +32,7 @@ static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, f
     return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, F32, alpha, 0);
 }
 
-/* Causal attention in query chunks of g->attn_chunk rows (gplan.h:
+/* Causal attention in query chunks of g->attn_chunk rows (host_plan.h:
  * gattn_chunk): chunk c's queries meet keys 0 .. (c+1)C-1 only, so the
  * blocks above the diagonal are neither computed nor stored. Scores S and
  * their gradient dP are fp32 scratch of one chunk; P (bf16) is kept per

@@ -1,7 +1,7 @@
 #!/bin/sh
 # attn.sh: one layer's causal attention (forward + backward through the
 # rotary prep) of the bench model's shape, the blocked bf16 kernel
-# (runtime/attn.c) against the oneDNN full-square path it replaced,
+# (runtime/model/attn.c) against the oneDNN full-square path it replaced,
 # measured side by side in this run (bench_attn); also at T=1024, where the
 # skipped upper triangle is a larger share. Prints times and ratios; no
 # thresholds.

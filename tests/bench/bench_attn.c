@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "attn.h"
-#include "kernels.h"
-#include "matmul.h"
+#include "model/attn.h"
+#include "model/kernels.h"
+#include "model/matmul.h"
 
 static double now(clockid_t id)
 {

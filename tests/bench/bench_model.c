@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 #include <omp.h>
-#include "model.h"
-#include "optim.h"
+#include "model/model.h"
+#include "train/optim.h"
 
 static double now(clockid_t id)
 {

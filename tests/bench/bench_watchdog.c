@@ -7,8 +7,8 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <time.h>
-#include "comm.h"
-#include "watchdog.h"
+#include "comm/comm.h"
+#include "resilience/watchdog.h"
 
 static double now(void)
 {

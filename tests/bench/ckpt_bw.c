@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
 
 static double now(void)
 {

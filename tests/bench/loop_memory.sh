@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/bench/loop_memory.sh: peak memory per rank (VmHWM, reported by
-# llm-train at exit) against the analytic estimate (runtime/memest.c:
+# llm-train at exit) against the analytic estimate (runtime/memory/memest.c:
 # parameters, ZeRO-1 optimizer shard, 1F1B activations, scratch, pipeline
 # buffers, reduce-scatter scratch). The fixed runtime overhead (libraries, MPI, oneDNN) is
 # measured in the same run as the peak of a ~1M-parameter model and taken

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/bench/watchdog.sh: the cost of the communication watchdog's bracket
-# per MPI call (runtime/watchdog.h), against one monotonic clock read and
+# per MPI call (runtime/resilience/watchdog.h), against one monotonic clock read and
 # an 8-byte MPI_Allreduce on a one-rank world (raw, and through
 # comm_mpi.c with the bracket), all measured in the same run
 # (tests/bench/bench_watchdog). A singleton MPI job: no cluster needed.

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "bf16.h"
-#include "gpu/gmm.h"
+#include "model/bf16.h"
+#include "gpu/blas.h"
 
 /* ---- streams, events and what real CUDA leaves pending -----------------
  * Every operation completes at once here, except what a real device may
@@ -626,7 +626,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
  * Device buffers are host memory here, so each NCCL call is the comm.h
  * collective on the same group (deterministic, as the runtime's MPI
  * backend); a NULL group is a one-rank communicator (single-process tests). */
-#include "comm_nccl.h"
+#include "gpu/comm_nccl.h"
 
 struct llmt_nccl { llmt_comm *c; int rank, size; };
 

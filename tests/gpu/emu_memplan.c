@@ -1,2 +1,2 @@
-/* emu_memplan.c: runtime/memplan.c (llm-train memory) for llm-train-emu. */
-#include "memplan.c"
+/* emu_memplan.c: runtime/memory/memplan.c (llm-train memory) for llm-train-emu. */
+#include "memory/memplan.c"

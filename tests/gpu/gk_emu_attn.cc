@@ -1,2 +1,2 @@
-/* gk_emu_attn.cc: runtime/gpu/gk_attn.cu built for CPU emulation (gk_emu.h). */
-#include "gk_attn.cu"
+/* gk_emu_attn.cc: runtime/gpu/dev_attn.cu built for CPU emulation (gk_emu.h). */
+#include "gpu/dev_attn.cu"

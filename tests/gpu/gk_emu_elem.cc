@@ -1,2 +1,2 @@
-/* gk_emu_elem.cc: runtime/gpu/gk_elem.cu built for CPU emulation (gk_emu.h). */
-#include "gk_elem.cu"
+/* gk_emu_elem.cc: runtime/gpu/dev_elem.cu built for CPU emulation (gk_emu.h). */
+#include "gpu/dev_elem.cu"

@@ -1,2 +1,2 @@
-/* gk_emu_norm.cc: runtime/gpu/gk_norm.cu built for CPU emulation (gk_emu.h). */
-#include "gk_norm.cu"
+/* gk_emu_norm.cc: runtime/gpu/dev_norm.cu built for CPU emulation (gk_emu.h). */
+#include "gpu/dev_norm.cu"

@@ -23,13 +23,13 @@
 #include <string.h>
 #include <time.h>
 #include <cuda_runtime.h>
-#include "comm_nccl.h"
-#include "gpu/gmm.h"
+#include "gpu/comm_nccl.h"
+#include "gpu/blas.h"
 #include "gpu/gmodel.h"
-#include "matmul.h"
-#include "model.h"
-#include "optim.h"
-#include "parallel.h"
+#include "model/matmul.h"
+#include "model/model.h"
+#include "train/optim.h"
+#include "comm/parallel.h"
 #include "ref_dump.h"
 
 static int failures;

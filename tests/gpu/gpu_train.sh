@@ -1,7 +1,7 @@
 #!/bin/sh
 # gpu_train.sh: llm-train itself on the GPU (LLM_TRAIN_GPU=0: the model,
 # gradient norm, clipping and fused AdamW on the device, checkpoints through
-# pinned asynchronous snapshots; gbridge_opt.c) against llm-train on the
+# pinned asynchronous snapshots; bridge_optim.c) against llm-train on the
 # CPU, same seed, same real text (KJV, scripts/make-corpus), bf16, tiny
 # model (the path tests/gpu/emu_train.sh checks in emulation):
 # - the loss curves of 30 steps agree within 3% at every step (bf16);

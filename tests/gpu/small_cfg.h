@@ -3,7 +3,7 @@
  * heads, QK-norm, z-loss and an untied head, else tied and plain. */
 #ifndef LLMT_TESTS_SMALL_CFG_H
 #define LLMT_TESTS_SMALL_CFG_H
-#include "model.h"     /* llmt_config (runtime/config.h) */
+#include "model/model.h"     /* llmt_config (runtime/model/model_config.h) */
 
 static inline void small_cfg(llmt_config *c, int gqa)
 {

@@ -18,9 +18,9 @@
 #include <cstring>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "gk_dev.cuh"
+#include "gpu/dev_common.cuh"
 extern "C" {
-#include "comm_nccl.h"
+#include "gpu/comm_nccl.h"
 }
 
 static int fails;

@@ -10,8 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <string.h>
-#include "gpu/gbridge.h"
-#include "gpu/gplan.h"
+#include "gpu/bridge.h"
+#include "gpu/host_plan.h"
 #include "llmt/exitcodes.h"
 
 static void test_pick(void **st)

@@ -15,14 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bf16.h"
-#include "comm_nccl.h"
-#include "gpu/gk.h"
+#include "model/bf16.h"
+#include "gpu/comm_nccl.h"
+#include "gpu/dev_kernels.h"
 #include "gpu/gmodel.h"
-#include "gpu/gplan.h"
-#include "kernels.h"
-#include "model.h"
-#include "optim.h"
+#include "gpu/host_plan.h"
+#include "model/kernels.h"
+#include "model/model.h"
+#include "train/optim.h"
 #include "relerr.h"
 #include "small_cfg.h"
 

@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
-#include "comm_nccl.h"
+#include "gpu/comm_nccl.h"
 #include "gpu/gmodel.h"
-#include "model.h"
-#include "optim.h"
-#include "parallel.h"
+#include "model/model.h"
+#include "train/optim.h"
+#include "comm/parallel.h"
 #include "relerr.h"
 #include "small_cfg.h"
 

@@ -15,12 +15,12 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "gpu/gbridge.h"
-#include "memest.h"
-#include "model.h"
-#include "optim.h"
-#include "parallel.h"
-#include "pipeline.h"
+#include "gpu/bridge.h"
+#include "memory/memest.h"
+#include "model/model.h"
+#include "train/optim.h"
+#include "comm/parallel.h"
+#include "train/pipeline.h"
 #include "small_cfg.h"
 
 size_t llmt_emu_dev_bytes(size_t *peak);   /* cuda_emu.c */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # train_bench.sh CFG B T STEPS: llm-train itself on GPU 0 (the whole loop:
-# data loader, guards, device norm/AdamW, metrics; gbridge_opt.c) for
+# data loader, guards, device norm/AdamW, metrics; bridge_optim.c) for
 # STEPS steps of micro-batch B x sequence T on text (the GPL, repeated);
 # prints one line
 #   bench-loop CFG B=.. T=..: N tokens/s (median of steps 3..STEPS), ...

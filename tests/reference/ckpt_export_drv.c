@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ckpt.h"
-#include "model.h"
+#include "ckpt/ckpt.h"
+#include "model/model.h"
 #include "llmt/exitcodes.h"
 
 #define T 16

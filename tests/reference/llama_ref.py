@@ -1,4 +1,4 @@
-# llama_ref.py: the same Llama-family model as runtime/model.c written in
+# llama_ref.py: the same Llama-family model as runtime/model/model.c written in
 # plain PyTorch (functional, HF tensor names), used by the reference checks.
 import math
 import torch

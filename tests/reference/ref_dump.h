@@ -4,7 +4,7 @@
 #define REF_DUMP_H
 #include <stddef.h>
 #include <stdint.h>
-#include "model.h"
+#include "model/model.h"
 
 /* dir/name <- bytes of p; on failure "prog: cannot write PATH", -1. */
 int ref_dump_file(const char *prog, const char *dir, const char *name, const void *p,

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
-#include "optim.h"
+#include "model/model.h"
+#include "train/optim.h"
 #include "ref_dump.h"
 
 int main(int argc, char **argv)

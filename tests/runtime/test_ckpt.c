@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "runtime/ckpt.h"
-#include "runtime/ckpt_int.h"
+#include "runtime/ckpt/ckpt.h"
+#include "runtime/ckpt/ckpt_int.h"
 
 typedef struct { const char *name; int ndim; int64_t R, C; int split, stage; } fake_t;
 static const fake_t T[] = {

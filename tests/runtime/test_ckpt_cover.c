@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ckpt_int.h"
+#include "ckpt/ckpt_int.h"
 
 typedef struct { int file; int64_t r0, nr, c0, nc; } pc;
 

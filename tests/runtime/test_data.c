@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "llmt/exitcodes.h"
-#include "loader.h"
-#include "shard.h"
-#include "tokenize.h"
+#include "data/loader.h"
+#include "data/shard.h"
+#include "data/tokenize.h"
 
 static char dir[256];
 

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "faults.h"
-#include "heartbeat.h"
-#include "metrics.h"
-#include "sdc.h"
-#include "train.h"
+#include "resilience/faults.h"
+#include "resilience/heartbeat.h"
+#include "train/metrics.h"
+#include "train/sdc.h"
+#include "train/train.h"
 
 static void test_guard(void **st)
 {

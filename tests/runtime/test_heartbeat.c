@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "heartbeat.h"
-#include "watchdog.h"
+#include "resilience/heartbeat.h"
+#include "resilience/watchdog.h"
 #include "wrapper/hang.h"
 
 static void test_format(void **st)

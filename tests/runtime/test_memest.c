@@ -12,11 +12,11 @@
 #include <malloc.h>
 #include <omp.h>
 #include <stdio.h>
-#include "attn.h"
-#include "memest.h"
-#include "model.h"
-#include "parallel.h"
-#include "pipeline.h"
+#include "model/attn.h"
+#include "memory/memest.h"
+#include "model/model.h"
+#include "comm/parallel.h"
+#include "train/pipeline.h"
 
 static double in_use(void)
 {

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "attn.h"
-#include "kernels.h"
+#include "model/attn.h"
+#include "model/kernels.h"
 
 static int fails;
 

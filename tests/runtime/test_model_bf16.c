@@ -6,7 +6,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include "bf16.h"
+#include "model/bf16.h"
 
 static float bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 

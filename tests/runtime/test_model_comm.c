@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm.h"
+#include "comm/comm.h"
 
 static float val(int rank, size_t i)
 {

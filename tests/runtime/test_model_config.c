@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "model.h"   /* brings runtime/config.h (a plain "config.h" is autoconf's here) */
+#include "model/model.h"   /* brings runtime/model/model_config.h (a plain "config.h" is autoconf's here) */
 
 static char path[64];
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "model/model.h"
 
 #define B 2
 #define T 16

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "optim.h"
+#include "train/optim.h"
 
 static const llmt_adamw_cfg cfg = { 0.9, 0.999, 1e-8, 0.01, 0 };
 

@@ -7,9 +7,9 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
-#include "memest.h"
-#include "parallel.h"
-#include "pipeline.h"
+#include "memory/memest.h"
+#include "comm/parallel.h"
+#include "train/pipeline.h"
 
 static void test_defaults(void **st)
 {

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "schedule.h"
-#include "train.h"
+#include "train/schedule.h"
+#include "train/train.h"
 
 static void test_lr(void **st)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "llmt/exitcodes.h"
-#include "watchdog.h"
+#include "resilience/watchdog.h"
 
 static void test_observe(void **st)
 {

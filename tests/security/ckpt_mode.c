@@ -4,8 +4,8 @@
  * checks the directories are 0700 and owned by that user.
  *   ckpt_mode CKPT_DIR */
 #include <stdio.h>
-#include "ckpt.h"
-#include "heartbeat.h"
+#include "ckpt/ckpt.h"
+#include "resilience/heartbeat.h"
 
 int main(int argc, char **argv)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-#include "ckpt_int.h"
+#include "ckpt/ckpt_int.h"
 #include "fuzz_util.h"
 
 #define MAX_READ (1u << 18)   /* elements read back per tensor */

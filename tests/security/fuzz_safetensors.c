@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ckpt_int.h"
+#include "ckpt/ckpt_int.h"
 #include "fuzz_util.h"
-#include "safetensors.h"
+#include "ckpt/safetensors.h"
 
 #define MAX_READ (1u << 18)
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_util.h"
-#include "shard.h"
+#include "data/shard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The munge-authenticated rendezvous store (runtime/store.c) on one node:
+# The munge-authenticated rendezvous store (runtime/comm/store.c) on one node:
 # the job's user is served; another user's process (nobody, via setpriv),
 # a credential for another job and a replayed credential are refused, each
 # with one log line on the server.

@@ -1,4 +1,4 @@
-/* store_tool.c: command-line front of runtime/store.c for the tests:
+/* store_tool.c: command-line front of runtime/comm/store.c for the tests:
  *   store_tool serve PORTFILE JOB [IDLE_MS]   listen on 127.0.0.1, write the port
  *   store_tool set PORT JOB KEY VALUE [--save-cred F | --cred F]
  *   store_tool get PORT JOB KEY
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store.h"
+#include "comm/store.h"
 
 static volatile int stop;
 static void on_term(int sig)

@@ -1,0 +1,167 @@
+/* dev_elem.cu: element-wise and row kernels of the GPU model: SwiGLU,
+ * embedding (deterministic backward from a sorted plan), cross-entropy
+ * fused with z-loss, residual add, bf16 conversion and the fused AdamW
+ * (fp32 master and state, bf16 compute copy refreshed in the same pass). */
+#include "dev_common.cuh"
+
+#define GRID_LOOP(e, n) \
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < (n); \
+         e += (size_t)gridDim.x * blockDim.x)
+
+__global__ void k_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int F, size_t n)
+{
+    GRID_LOOP(e, n) {
+        size_t m = e / F, j = e % F;
+        float g = ld_bf(gu, m * 2 * F + j), u = ld_bf(gu, m * 2 * F + F + j);
+        st_bf(a, e, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+__global__ void k_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int F, size_t n)
+{
+    GRID_LOOP(e, n) {
+        size_t m = e / F, j = e % F, ig = m * 2 * F + j, iu = ig + F;
+        float g = ld_bf(gu, ig), u = ld_bf(gu, iu);
+        float sg = 1.0f / (1.0f + expf(-g)), d = da[e];
+        st_bf(dgu, ig, d * u * sg * (1.0f + g * (1.0f - sg)));
+        st_bf(dgu, iu, d * g * sg);
+    }
+}
+
+extern "C" cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st)
+{
+    size_t n = (size_t)M * F;
+    GK_LAUNCH(k_swiglu_fwd, gk_blocks(n, 256), 256, 0, st)(gu, a, F, n);
+    return GK_LAST_ERROR();
+}
+
+extern "C" cudaError_t gk_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int M,
+                                     int F, cudaStream_t st)
+{
+    size_t n = (size_t)M * F;
+    GK_LAUNCH(k_swiglu_bwd, gk_blocks(n, 256), 256, 0, st)(gu, da, dgu, F, n);
+    return GK_LAST_ERROR();
+}
+
+__global__ void k_embed_fwd(const float *E, const int32_t *tok, float *x, int d, size_t n)
+{
+    GRID_LOOP(e, n) {
+        size_t m = e / d, j = e % d;
+        x[e] = E[(size_t)tok[m] * d + j];
+    }
+}
+
+extern "C" cudaError_t gk_embed_fwd(const float *E, const int32_t *tok, float *x, int M, int d,
+                                    cudaStream_t st)
+{
+    size_t n = (size_t)M * d;
+    GK_LAUNCH(k_embed_fwd, gk_blocks(n, 256), 256, 0, st)(E, tok, x, d, n);
+    return GK_LAST_ERROR();
+}
+
+/* block (u, column tile): one token's rows summed in position order */
+__global__ void k_embed_bwd(float *dE, const int32_t *uniq, const int32_t *start,
+                            const int32_t *pos, const float *dx, int d)
+{
+    int u = blockIdx.x, j = blockIdx.y * blockDim.x + threadIdx.x;
+    if (j >= d)
+        return;
+    float s = 0.f;
+    for (int p = start[u]; p < start[u + 1]; p++)
+        s += dx[(size_t)pos[p] * d + j];
+    dE[(size_t)uniq[u] * d + j] += s;
+}
+
+extern "C" cudaError_t gk_embed_bwd(float *dE, const int32_t *uniq, const int32_t *start,
+                                    const int32_t *pos, int nuniq, const float *dx, int d,
+                                    cudaStream_t st)
+{
+    if (nuniq == 0)
+        return cudaSuccess;
+    dim3 g((unsigned)nuniq, (unsigned)((d + 127) / 128));
+    GK_LAUNCH(k_embed_bwd, g, 128, 0, st)(dE, uniq, start, pos, dx, d);
+    return GK_LAST_ERROR();
+}
+
+__global__ void k_xent(const float *logits, const int32_t *tgt, gk_bf16 *dlog, float *loss, int V,
+                       float z, float invM)
+{
+    size_t m = blockIdx.x;
+    const float *l = logits + m * V;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        mx = fmaxf(mx, l[j]);
+    mx = block_max(mx);
+    float sum = 0.f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        sum += expf(l[j] - mx);
+    sum = block_sum(sum);
+    float lse = mx + logf(sum);
+    int t = tgt[m];
+    if (threadIdx.x == 0)
+        loss[m] = lse - l[t] + z * lse * lse;
+    float coef = (1.0f + 2.0f * z * lse) * invM;
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        st_bf(dlog, m * V + j, expf(l[j] - lse) * coef - (j == t ? invM : 0.f));
+}
+
+extern "C" cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_bf16 *dlogits,
+                                   float *loss, int M, int V, float z, cudaStream_t st)
+{
+    GK_LAUNCH(k_xent, (unsigned)M, 512, 0, st)(logits, tgt, dlogits, loss, V, z, 1.0f / (float)M);
+    return GK_LAST_ERROR();
+}
+
+__global__ void k_add(float *x, const float *r, size_t n)
+{
+    GRID_LOOP(e, n) x[e] += r[e];
+}
+
+__global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n)
+{
+    GRID_LOOP(e, n) st_bf(d, e, s[e]);
+}
+
+extern "C" cudaError_t gk_add(float *x, const float *r, size_t n, cudaStream_t st)
+{
+    GK_LAUNCH(k_add, gk_blocks(n, 256), 256, 0, st)(x, r, n);
+    return GK_LAST_ERROR();
+}
+
+extern "C" cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_t st)
+{
+    GK_LAUNCH(k_to_bf16, gk_blocks(n, 256), 256, 0, st)(src, dst, n);
+    return GK_LAST_ERROR();
+}
+
+/* the arithmetic of llmt_adamw_update, element by element */
+__global__ void k_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc, size_t n,
+                        float gs, int scale, float b1, float b2, float omb1, float omb2,
+                        float keep, float step, float bc2s, float eps)
+{
+    GRID_LOOP(i, n) {
+        float gi = scale ? g[i] * gs : g[i];
+        float pi = p[i] * keep;
+        float mi = m[i] * b1 + gi * omb1;
+        float vi = v[i] * b2 + gi * gi * omb2;
+        float denom = sqrtf(vi) / bc2s + eps;
+        m[i] = mi;
+        v[i] = vi;
+        float np = pi + (-step) * (mi / denom);
+        p[i] = np;
+        if (wc)
+            st_bf(wc, i, np);
+    }
+}
+
+extern "C" cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc,
+                                size_t n, float gscale, float b1, float b2, float omb1,
+                                float omb2, float keep, float step, float bc2s, float eps,
+                                cudaStream_t st)
+{
+    if (n == 0)
+        return cudaSuccess;
+    GK_LAUNCH(k_adamw, gk_blocks(n, 256), 256, 0, st)(p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2,
+                                              omb1, omb2, keep, step, bc2s, eps);
+    return GK_LAST_ERROR();
+}

@@ -1,0 +1,92 @@
+/* dev_kernels.h: C entry points of the CUDA kernels of the GPU model (gk_*.cu):
+ * every layer's non-matmul forward and backward mirroring kernels.h
+ * (bf16 storage, fp32 accumulation), cross-entropy with z-loss, fused
+ * AdamW. All launch on the given stream and return cudaGetLastError(). No
+ * atomics: every reduction has a fixed order, so results are the same bits
+ * on every run and every data-parallel replica. */
+#ifndef LLMT_GK_H
+#define LLMT_GK_H
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t gk_bf16;   /* bfloat16 bits (device __nv_bfloat16) */
+
+/* Rows of the column-sum scratch used by deterministic weight gradients:
+ * callers provide GK_COLSUM_CHUNKS * width floats (RMSNorm), and
+ * GK_COLSUM_MAX * head_dim floats for the QK-norm gradient (tall: rows are
+ * tokens x heads, so more chunks). */
+#define GK_COLSUM_CHUNKS 64
+#define GK_COLSUM_MAX 1024
+
+cudaError_t gk_rmsnorm_fwd(const float *x, const float *w, gk_bf16 *out, float *rstd, int M,
+                           int d, float eps, cudaStream_t st);
+/* dx += ...; dw += sum_m dy*x*rstd (part: GK_COLSUM_CHUNKS*d scratch) */
+cudaError_t gk_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
+                           float *dx, float *dw, float *part, int M, int d, cudaStream_t st);
+
+/* as k_attn_prep_fwd (bf16 q, k, v head-major); qw == NULL: no QK-norm */
+cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B, int T,
+                             int H, int KV, int hd, const float *qw, const float *kw, float *qr,
+                             float *kr, float eps, const float *cos_t, const float *sin_t,
+                             cudaStream_t st);
+/* as k_attn_prep_bwd; with QK-norm, contrib is a scratch of M*(H+KV)*hd
+ * floats and part one of GK_COLSUM_MAX*hd floats */
+cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
+                             const float *qkv, int B, int T, int H, int KV, int hd,
+                             const float *qw, const float *kw, const float *qr, const float *kr,
+                             float *dqw, float *dkw, float *contrib, float *part,
+                             const float *cos_t, const float *sin_t, cudaStream_t st);
+
+cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T, cudaStream_t st);
+cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int T,
+                                  cudaStream_t st);
+/* The same for a chunk of C query rows starting at query r0 against the kc
+ * keys they can see (host_plan.h: gattn_chunk): n x C rows of stride kc. */
+cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc, int r0,
+                                 cudaStream_t st);
+cudaError_t gk_softmax_chunk_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int C,
+                                 int kc, int r0, cudaStream_t st);
+cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int H, int hd,
+                               cudaStream_t st);
+cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H, int hd,
+                               cudaStream_t st);
+
+cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st);
+cudaError_t gk_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int M, int F,
+                          cudaStream_t st);
+
+cudaError_t gk_embed_fwd(const float *E, const int32_t *tok, float *x, int M, int d,
+                         cudaStream_t st);
+/* dE[uniq[u]] += sum of dx[pos[start[u] .. start[u+1])] in that order
+ * (the plan from gembed_plan.h, on the device) */
+cudaError_t gk_embed_bwd(float *dE, const int32_t *uniq, const int32_t *start,
+                         const int32_t *pos, int nuniq, const float *dx, int d, cudaStream_t st);
+
+/* per row m: loss[m] = lse - l[tgt] + z*lse^2; dlogits (bf16) =
+ * d(mean over M)/d logits. The caller sums loss[] in order. */
+cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_bf16 *dlogits, float *loss,
+                        int M, int V, float z, cudaStream_t st);
+
+cudaError_t gk_add(float *x, const float *r, size_t n, cudaStream_t st);
+cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_t st);
+
+/* Fused AdamW over n elements (same arithmetic as llmt_adamw_update), also
+ * refreshing the bf16 compute copy wc (may be NULL). */
+cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc, size_t n,
+                     float gscale, float b1, float b2, float omb1, float omb2, float keep,
+                     float step, float bc2s, float eps, cudaStream_t st);
+
+/* Sum of squares: partial[b] for b < GK_SUMSQ_BLOCKS in double (the host
+ * adds them in order). */
+#define GK_SUMSQ_BLOCKS 256
+cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

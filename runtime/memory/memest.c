@@ -1,0 +1,164 @@
+/* memest.c: memory accounting of a rank. The activation terms follow the
+ * tensors model.c (CPU, either attention path) and gpu/gmodel.c (device)
+ * keep per layer and per micro-batch slot (residual streams, normed
+ * inputs, q/k/v, softmax, attention output, SwiGLU in and out) and their
+ * shared scratch; 1F1B keeps min(pp, A) slots. */
+#include "memest.h"
+#include <stdio.h>
+#include <string.h>
+#include "gpu/host_plan.h"
+
+#define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
+
+static double r64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
+
+/* attn.c attn_ws_new: nt per-thread slices (carve) and the QK-norm
+ * weight-gradient partials */
+static double attn_ws_bytes(double BH, double T, double Tp, double hd, int nt)
+{
+	double pk = r64(Tp * (hd / 2) * 4);
+	double per = 4 * pk + r64(ATTN_QB * Tp * 4) + r64(Tp / 2 * ATTN_QB * 4) + 2 * r64(T * hd * 4);
+
+	return nt * per + BH * 2 * hd * 4;
+}
+
+void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int A, int bf16, int ckpt, int attn_nt, llmt_memest *e)
+{
+	double es = bf16 ? 2 : 4, M = (double)B * T, d = c->d_model, V = c->vocab_size;
+	int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+	double hd = (double)c->d_model / c->n_heads, Hl = (double)c->n_heads / l->tp;
+	double KVl = (double)kv / l->tp, Fl = (double)c->d_ff / l->tp, Wq = (Hl + 2 * KVl) * hd;
+	double Hh = Hl * hd, BH = B * Hl, nl = (double)c->n_layers / l->pp, n = (double)nflat;
+	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
+	int slots = l->pp < A ? l->pp : A;
+	double layer, slot, shard = n / l->dp;
+	/* P and dS: T rows of T keys, or of T rounded up to 64 (blocked) */
+	double Tp = attn_nt ? (double)((T + ATTN_QB - 1) / ATTN_QB * ATTN_QB) : T;
+
+	memset(e, 0, sizeof(*e));
+	e->params = n * (4 + 4 + (bf16 ? 2 : 0));
+	/* m and v; with dp > 1 also the reduced gradient and all-gather staging */
+	e->optimizer = shard * 8 + (l->dp > 1 ? shard * 8 : 0);
+	layer = M * d * 4 + 2 * M * d * es + 2 * M * 4 + 3 * BH * T * hd * es + BH * T * Tp * es +
+		M * Hh * es + 3 * M * Fl * es;
+	if (c->qk_norm)
+		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
+	slot = (nl + 1) * M * d * 4 + nl * layer + (first ? M * 4 : 0) +
+		(last ? M * d * es + M * 4 + M * V * es : 0);
+	e->activations = slots * slot;
+	/* rotary tables, QK-norm gradient, y dx dh, da, datt, dyact, dgu, dS, dqkv */
+	e->scratch = T * hd * 4 + 2 * hd * 4 + M * Wq * 4 + 3 * M * d * 4 + M * Fl * 4 + M * Hh * 4 +
+		M * (d > Hh ? d : Hh) * es + 2 * M * Fl * es + BH * T * Tp * es + M * Wq * es +
+		(last ? M * V * 4 : 0);
+	if (attn_nt) /* the blocked kernel's per-thread scratch */
+		e->scratch += attn_ws_bytes(BH, T, Tp, hd, attn_nt);
+	else /* oneDNN: S and dP squares in fp32, O, dO, dq, dk, dv */
+		e->scratch += 2 * BH * T * T * 4 + 3 * BH * T * hd * 4 + 2 * BH * T * hd * es;
+	e->pipeline = 2 * M * 4 + (l->pp > 1 ? (slots + 3) * M * d * 4 : 0);
+	/* the deterministic reduce-scatter receives every member's block */
+	e->comm = l->dp > 1 ? shard * l->dp * 4 : 0;
+	/* the save copies this rank's share: 1/dp of the master, its m and v */
+	e->snapshot = ckpt ? shard * 4 * 3 : 0;
+	e->total = e->params + e->optimizer + e->activations + e->scratch + e->pipeline + e->comm +
+		e->snapshot;
+}
+
+/* GK_SUMSQ_BLOCKS, GK_COLSUM_CHUNKS, GK_COLSUM_MAX of gpu/dev_kernels.h (which
+ * needs the CUDA headers) and gmodel.c's cuBLASLt workspace */
+#define GPU_SUMSQ_BLOCKS 256
+#define GPU_COLSUM_CHUNKS 64
+#define GPU_COLSUM_MAX 1024
+#define GPU_MM_WORKSPACE (64.0 * 1048576)
+
+void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int A, int devopt, llmt_memest_gpu *e)
+{
+	double M = (double)B * T, d = c->d_model, V = c->vocab_size, n = (double)nflat;
+	int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+	double hd = (double)c->d_model / c->n_heads, Hl = (double)c->n_heads / l->tp;
+	double KVl = (double)kv / l->tp, Fl = (double)c->d_ff / l->tp, Wq = (Hl + 2 * KVl) * hd;
+	double Hh = Hl * hd, BH = B * Hl, nl = (double)c->n_layers / l->pp;
+	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
+	int slots = l->pp < A ? l->pp : A, C = gattn_chunk(T);
+	double layer, slot, wide, pw;
+
+	memset(e, 0, sizeof(*e));
+	e->params = n * (4 + 4 + 2) + T * hd * 4;
+	if (devopt) {
+		/* m and v; the packed norm ranges when the share is cut in
+		 * several (DP buckets; on TP ranks but 0 the replicated norms
+		 * are left out): about the share */
+		int cut = l->dp > 1 || l->tp_rank > 0;
+		e->optimizer = n * 8 + GPU_SUMSQ_BLOCKS * 8 + (cut ? n / l->dp * 4 : 0);
+	}
+	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + 3 * BH * T * hd * 2 +
+		(double)gattn_p_elems((size_t)BH, T, C) * 2 + M * Hh * 2 + 3 * M * Fl * 2;
+	if (c->qk_norm)
+		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
+	slot = (nl + 1) * M * d * 4 + nl * layer + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
+		(last ? M * 4 + M * d * 2 + M * 4 + M * V * 2 : 0);
+	e->activations = slots * slot;
+	wide = d > Wq ? d : Wq;
+	wide = wide > Fl ? wide : Fl;
+	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide
+							   : GPU_COLSUM_MAX * hd;
+	/* qkv_s, S and dP of one chunk, y dx dh, da, datt, dq dk dv, O dO,
+	 * dyact, dgu, dS, dqkv, colsum partials, head contributions, sumsq */
+	e->scratch = M * Wq * 4 + 2 * BH * C * T * 4 + 3 * M * d * 4 + M * Fl * 4 + M * Hh * 4 +
+		3 * BH * T * hd * 4 + 2 * BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 +
+		2 * M * Fl * 2 + BH * C * T * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
+		GPU_SUMSQ_BLOCKS * 8 + (c->qk_norm && l->tp > 1 ? 2 * hd * 4 : 0) +
+		(last ? M * V * 4 + M * 4 : 0);
+	e->workspace = GPU_MM_WORKSPACE;
+	e->total = e->params + e->optimizer + e->activations + e->scratch + e->workspace;
+}
+
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e)
+{
+	double M = (double)B * T, n = (double)nflat, k = n / l->dp;
+	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
+	llmt_memest one;
+
+	memset(e, 0, sizeof(*e));
+	/* gmodel.c: llmt_model_create(B = T = 1, one slot) */
+	llmt_memory_estimate(c, l, nflat, 1, 1, 1, 1, 0, 0, &one);
+	e->mirror = one.params + one.activations + one.scratch + one.pipeline;
+	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
+	e->staging = M * 4 * 3 + 4 + M * 4;
+	if (devopt) {
+		/* bridge_optim.c: the tied embedding's host copy on both its
+		 * stages; gmodel_opt.c llmt_gopt_snapshot: master, m and v of
+		 * the ZeRO-1 checkpoint range; d_load_into: whole m and v */
+		if (c->tie_embeddings && l->pp > 1 && (first || last))
+			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
+		e->snapshot = ckpt ? (n + 2 * k) * 4 + 4 : 0;
+		e->load = resume ? n * 8 : 0;
+	}
+	if (!devopt) {
+		/* the host optimizer's state, and the writer's copy of its share
+		 * (the device optimizer's pinned snapshot is written in place) */
+		llmt_memest h;
+		llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, &h);
+		e->mirror += h.optimizer + h.comm;
+		e->writer = h.snapshot;
+	}
+	e->total = e->mirror + e->staging +
+		(e->snapshot + e->writer > e->load ? e->snapshot + e->writer : e->load);
+}
+
+double llmt_memory_peak(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	double kb = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}

@@ -1,0 +1,72 @@
+/* memest.h: the analytic memory estimate of one rank (bytes): parameter
+ * state, ZeRO-1 optimizer shard, the activations 1F1B keeps in flight,
+ * kernel scratch, pipeline buffers, communication scratch and the
+ * checkpoint snapshot; the device memory of a GPU model; and the
+ * measured peak (VmHWM) to hold it against. Library and runtime overhead
+ * (MPI, oneDNN, code) is not in the estimate. */
+#ifndef LLMT_MEMEST_H
+#define LLMT_MEMEST_H
+#include <stddef.h>
+#include "model/model_config.h"
+#include "comm/parallel.h"
+
+typedef struct {
+	double params;       /* fp32 master + fp32 grads + bf16 compute copy */
+	double optimizer;    /* AdamW m, v, reduced gradient shard, staging */
+	double activations;  /* kept for backward, all slots in flight */
+	double scratch;      /* per-layer work buffers shared by slots */
+	double pipeline;     /* stage-to-stage buffers */
+	double comm;         /* reduce-scatter receive scratch of comm_mpi.c (dp > 1) */
+	double snapshot;     /* host copy of an asynchronous checkpoint */
+	double total;
+} llmt_memest;
+
+/* Pure. nflat: this rank's flat parameter count (llmt_model_nparams).
+ * attn_nt: 0 when the model runs the oneDNN full-square attention (fp32,
+ * LLMT_NO_BF16, head_dim or CPU unsuited), else the thread count of the
+ * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
+ * scratch); llmt_model_blocked_attn says which. */
+void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int A, int bf16, int ckpt, int attn_nt, llmt_memest *e);
+
+/* Device memory of a rank whose model is on a GPU (runtime/gpu/gmodel.c
+ * alloc_dev, gmodel_opt.c): bf16 compute, attention in causal query
+ * chunks (host_plan.h gattn_chunk). Host memory is not counted. */
+typedef struct {
+	double params;       /* fp32 master + fp32 grads + bf16 copy, rotary tables */
+	double optimizer;    /* device AdamW m and v (whole stage), norm scratch */
+	double activations;  /* kept for backward, all slots in flight */
+	double scratch;      /* per-layer work buffers, column-sum partials */
+	double workspace;    /* the cuBLASLt workspace (gmm_create) */
+	double total;
+} llmt_memest_gpu;
+
+/* Pure. devopt: the training loop's optimizer runs on the device
+ * (llmt_dev_optim: m and v over the whole stage, not a ZeRO-1 shard). */
+void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int A, int devopt, llmt_memest_gpu *e);
+/* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,
+ * gmodel*.c): the host mirror (the CPU model built for one token: fp32
+ * master and gradients, bf16 copy), the pinned checkpoint snapshot (the
+ * checkpoint writer writes it in place), the AdamW state read on a resume (freed before the first snapshot) and the
+ * staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
+typedef struct {
+	double mirror;       /* the host model: parameter state, one-token buffers */
+	double snapshot;     /* pinned: whole master, this rank's m and v share */
+	double writer;       /* the writer's copy of the share: host optimizer only */
+	double load;         /* a resume's whole m and v, freed before a snapshot */
+	double staging;      /* tokens, pinned loss row, tied embedding copy */
+	double total;        /* mirror + staging + the larger of snapshot + writer, load */
+} llmt_memest_host;
+
+/* Pure. ckpt: checkpoints are written (the snapshot is allocated at the
+ * first one); resume: the run starts from a checkpoint with its state.
+ * devopt as above; without it the host optimizer's terms of
+ * llmt_memory_estimate are counted instead (no pinned snapshot). */
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e);
+
+/* Peak resident set of this process (VmHWM) in bytes; 0 if unknown. */
+double llmt_memory_peak(void);
+
+#endif

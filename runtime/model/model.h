@@ -1,0 +1,135 @@
+/* model.h: one pipeline stage of one tensor-parallel shard of a Llama-family
+ * decoder (RMSNorm, rotary, GQA attention with optional QK-norm, SwiGLU,
+ * tied/untied embeddings, CE + z-loss), forward and backward written out.
+ * Parameters live in one flat fp32 master buffer and one flat fp32 gradient
+ * buffer (for the optimizer and ZeRO-1); a bf16 copy is used for compute.
+ *
+ * Layout rules
+ * - Layers are split evenly over pp stages (n_layers % pp == 0). The first
+ *   stage owns model.embed_tokens.weight, the last stage model.norm.weight
+ *   and the LM head. With tie_embeddings and pp > 1 the first AND the last
+ *   stage each hold a copy of model.embed_tokens.weight (the last stage's
+ *   entry has tied_copy = 1): the loop must all-reduce (sum) the gradients
+ *   of the two copies between first and last stage before the optimizer
+ *   step, so the copies stay identical; checkpoints store only the entry
+ *   with tied_copy == 0.
+ * - Tensor parallel, Megatron style: q/k/v and MLP gate/up are column
+ *   parallel (rows of the HF [out,in] weight split, heads split: n_heads %
+ *   tp == 0 and n_kv_heads % tp == 0, d_ff % tp == 0); o_proj and down_proj
+ *   are row parallel (columns split) followed by an fp32 all-reduce of the
+ *   output over tp_comm. The input gradient of the column-parallel linears
+ *   is all-reduced in backward, so replicated parameters (norms,
+ *   embedding, LM head) get identical gradients on every TP rank.
+ *   Embedding and LM head are replicated over TP (not vocab-parallel).
+ * - Activations passed between stages are fp32, B*T*d_model, row-major
+ *   [B][T][d]. Inside a stage the residual stream is fp32; matmul inputs
+ *   and weights are bf16 under LLMT_BF16 with fp32 accumulation. */
+#ifndef LLMT_MODEL_H
+#define LLMT_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "model_config.h"
+#include "comm/comm.h"
+
+typedef enum { LLMT_FP32 = 0, LLMT_BF16 = 1 } llmt_prec;
+
+typedef struct llmt_par {
+    int tp, tp_rank;      /* tensor-parallel size and this rank in it */
+    int pp, pp_rank;      /* pipeline stages and this stage */
+    llmt_comm *tp_comm;   /* TP group, NULL when tp == 1 */
+} llmt_par;
+
+/* One local tensor. The local shard is the logical tensor restricted to
+ * [split_off, split_off + split_len) along split_dim (split_dim = -1: the
+ * whole tensor, replicated). Local storage is row-major over the local
+ * shape (shape with dim split_dim replaced by split_len). */
+typedef struct llmt_param_info {
+    char name[96];        /* Hugging Face Llama name, e.g.
+                           * model.layers.3.self_attn.q_proj.weight */
+    int ndim;             /* 1 or 2 */
+    int64_t shape[2];     /* logical (full, unsharded) shape, HF order [out,in] */
+    int split_dim;        /* -1, 0 or 1 */
+    int64_t split_off, split_len;
+    size_t offset;        /* first element in the flat buffers */
+    size_t numel;         /* local element count */
+    int no_decay;         /* 1 for norm weights (no weight decay) */
+    int tied_copy;        /* 1: second copy of a tied tensor (see above) */
+} llmt_param_info;
+
+typedef struct llmt_model llmt_model;
+
+/* 0 when the layout divides the model; -1 and a reason in err otherwise
+ * (the caller exits 64). */
+int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
+                            char *err, size_t errlen);
+
+/* Build this stage/shard for micro-batches of B sequences of T tokens
+ * (T <= max_seq) with nslots activation slots (micro-batches in flight;
+ * 1F1B needs up to pp). Parameters are initialised deterministically (see
+ * llmt_model_init) and the compute copy is synced. NULL with a message on
+ * stderr on failure (bad layout, out of memory). */
+llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
+                              llmt_prec prec, int B, int T, int nslots);
+/* Pure: the flat parameter count of the stage/shard llmt_model_create
+ * would build (its llmt_model_nparams), without building it; 0 when out
+ * of memory. The layout must pass llmt_model_check_layout. */
+size_t llmt_model_count(const llmt_config *c, const llmt_par *par);
+void llmt_model_free(llmt_model *m);
+
+/* Initialise the master weights: each LOGICAL tensor's element i gets a
+ * value from (seed, tensor name, i) through a counter-based generator,
+ * then the local slice is taken, so every layout starts from the same
+ * weights. Linear and embedding weights ~ N(0, init_std), o_proj and
+ * down_proj ~ N(0, init_std / sqrt(2 n_layers)), norm weights = 1.
+ * Syncs the compute copy and zeroes the gradients. */
+void llmt_model_init(llmt_model *m);
+
+/* Parameter table (local tensors, in flat-buffer order). */
+const llmt_param_info *llmt_model_params(const llmt_model *m, int *count);
+/* The flat buffers: nparams elements each (tensors may be followed by a
+ * few padding elements for alignment: they stay 0 in both buffers). */
+size_t llmt_model_nparams(const llmt_model *m);
+/* 1 when the CPU model's attention is the blocked bf16 kernel (attn.h; it
+ * runs on omp_get_max_threads() threads), 0 for oneDNN's full square. */
+int llmt_model_blocked_attn(const llmt_model *m);
+float *llmt_model_master(llmt_model *m);
+float *llmt_model_grads(llmt_model *m);
+/* Refresh the compute copy (bf16) from the master weights: call after
+ * every optimizer step or any write into the master buffer. */
+void llmt_model_sync_compute(llmt_model *m);
+/* Zero the gradients. The first backward after it writes the gradients of
+ * the matrix products instead of adding them to the zeros (the same
+ * result without reading the buffer), so nothing else may add to the
+ * gradients between the two. */
+void llmt_model_zero_grad(llmt_model *m);
+
+const llmt_config *llmt_model_config(const llmt_model *m);
+llmt_prec llmt_model_prec(const llmt_model *m);
+/* First layer index and number of layers of this stage. */
+void llmt_model_stage_layers(const llmt_model *m, int *first, int *count);
+int llmt_model_is_first(const llmt_model *m);
+int llmt_model_is_last(const llmt_model *m);
+
+/* Forward one micro-batch in slot s (activations kept for backward).
+ * First stage reads tokens (B*T int32 in [0,vocab)), other stages act_in
+ * (B*T*d fp32). Last stage reads targets (B*T int32) and writes *loss_out =
+ * mean over B*T of cross-entropy + z_loss * logsumexp^2; other stages write
+ * act_out (B*T*d fp32). Returns 0, or -1 on a communication failure. */
+int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens,
+                       const float *act_in, const int32_t *targets,
+                       float *act_out, float *loss_out);
+
+/* Backward of the micro-batch in slot s, ACCUMULATING into the gradient
+ * buffer. Last stage: the gradient of its loss is grad_scale (e.g.
+ * 1/micro-batches); other stages read grad_out (dL/d act_out, already
+ * scaled; grad_scale unused). Non-first stages write grad_in (dL/d act_in,
+ * B*T*d fp32). Returns 0, or -1 on a communication failure. */
+int llmt_model_backward(llmt_model *m, int s, const float *grad_out,
+                        float *grad_in, float grad_scale);
+
+/* Last stage: the logits (B*T*vocab fp32) of the most recent forward (one
+ * buffer shared by all slots; s is ignored), for tests and evaluation;
+ * NULL on other stages. */
+const float *llmt_model_logits(const llmt_model *m, int s);
+
+#endif

@@ -1,0 +1,26 @@
+/* sdc.h: silent-data-corruption check across DP replicas (replicas must be
+ * bit-identical): per-rank parameter checksums, the per-replica verdict,
+ * and the report CKPT_DIR/sdc.json (doc/contracts.md). */
+#ifndef LLMT_SDC_H
+#define LLMT_SDC_H
+#include <stddef.h>
+#include <stdint.h>
+#include "comm/parallel.h"
+
+#define LLMT_HOSTLEN 64
+
+/* Pure: checksum of n floats (bit pattern; one flipped bit always changes it). */
+uint64_t llmt_checksum_f32(const float *x, size_t n);
+/* Pure: SDC verdict from per-replica checksums. Returns the number of
+ * suspect replicas written into suspects (0 when all agree): every
+ * replica when dp == 2 or no strict majority exists, else the ones that
+ * differ from the majority. */
+int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects);
+/* Collective over p->all: compare this step's parameters w[0..n) across
+ * DP replicas. 0 when they agree; LLMT_EXIT_SDC after rank 0 wrote
+ * dir/sdc.json (stderr when dir is NULL) naming the suspects and their
+ * hosts (hosts: every rank's node name, by RANK); 75 on a comm failure. */
+int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step,
+	char (*hosts)[LLMT_HOSTLEN], const char *dir);
+
+#endif

@@ -1,0 +1,423 @@
+/* train.c: the training loop of one rank (see train.h). Every decision
+ * that must be the same on all ranks (skip, stop, checkpoint, SDC) is made
+ * from values all ranks share through one collective, so ranks never
+ * disagree and no rank waits in a collective the others left. */
+#include "train.h"
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include "llmt/exitcodes.h"
+#include "gpu/bridge.h"
+#include "memory/memest.h"
+#include "schedule.h"
+#include "train_int.h"
+#include "resilience/watchdog.h"
+
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig)
+{
+	g_signal = sig;
+}
+
+void llmt_train_defaults(llmt_train_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->steps = 100;
+	o->B = 4;
+	o->T = 64;
+	o->A = 1;
+	o->lr = 3e-4;
+	o->min_lr = -1; /* set to lr/10 by the caller when negative */
+	o->warmup = 0;
+	o->adamw.beta1 = 0.9;
+	o->adamw.beta2 = 0.95;
+	o->adamw.eps = 1e-8;
+	o->adamw.weight_decay = 0.1;
+	o->adamw.grad_clip = 1.0;
+	o->seed = 1337;
+	o->mtbf_s = 4 * 3600;
+	o->ckpt_keep = 3;
+	o->prec = LLMT_BF16;
+	o->sdc_interval = 100;
+	o->max_bad_steps = 3;
+	o->spike_factor = 3.0;
+	o->eval_batches = 4;
+}
+
+int llmt_parse_interval(const char *s, llmt_train_opts *o)
+{
+	char *end;
+	double v;
+
+	o->ckpt_steps = 0;
+	o->ckpt_seconds = 0;
+	o->ckpt_auto = 0;
+	if (!strcmp(s, "auto")) {
+		o->ckpt_auto = 1;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v >= 0) || v > 1e9)
+		return -1;
+	if (!*end) {
+		if (v != floor(v))
+			return -1;
+		o->ckpt_steps = (long)v;
+		return 0;
+	}
+	if (end[1])
+		return -1;
+	switch (*end) {
+	case 's': o->ckpt_seconds = v; break;
+	case 'm': o->ckpt_seconds = v * 60; break;
+	case 'h': o->ckpt_seconds = v * 3600; break;
+	default: return -1;
+	}
+	return o->ckpt_seconds > 0 ? 0 : -1;
+}
+
+double llmt_auto_interval(double stall, double write_time, double mtbf)
+{
+	double iv = stall > 0 ? sqrt(2 * stall * mtbf) : 600;
+
+	return iv < 2 * write_time ? 2 * write_time : iv;
+}
+
+int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, double factor)
+{
+	if (!isfinite(loss) || !isfinite(norm))
+		return 1;
+	return good_steps > 0 && factor > 0 && loss > factor * loss_ema;
+}
+
+static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
+{
+	trainer *t = vt;
+	llmt_layout *l = &t->p->l;
+	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
+		in, tg, t->err, sizeof(t->err));
+
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", l->rank, t->err);
+	return rc;
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
+{
+	llmt_layout *l = &t->p->l;
+	size_t at;
+
+	if (llmt_fault_at(&t->faults, LLMT_FAULT_NAN, stepno, l->rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault nan@%ld\n", l->rank, stepno);
+		*my_loss = NAN;
+		if (t->opt->ops->poke(t->opt, LLMT_POKE_NAN, &at))
+			fprintf(stderr, "llm-train: rank %d: the nan fault could not reach the gradients\n", l->rank);
+	}
+	if (llmt_fault_at(&t->faults, LLMT_FAULT_SPIKE, stepno, l->rank)) {
+		fprintf(stderr, "llm-train: rank %d: injected fault spike@%ld\n", l->rank, stepno);
+		*my_loss *= 1000;
+		if (t->opt->ops->poke(t->opt, LLMT_POKE_SPIKE, &at))
+			fprintf(stderr, "llm-train: rank %d: the spike fault could not reach the gradients\n", l->rank);
+	}
+}
+
+static void inject_bitflip(trainer *t, long stepno)
+{
+	llmt_layout *l = &t->p->l;
+	size_t at;
+
+	if (!llmt_fault_at(&t->faults, LLMT_FAULT_BITFLIP, stepno, l->rank))
+		return;
+	if (t->opt->ops->poke(t->opt, LLMT_POKE_BITFLIP, &at))
+		fprintf(stderr, "llm-train: rank %d: the bitflip fault could not reach the weights\n", l->rank);
+	else
+		fprintf(stderr, "llm-train: rank %d: injected fault bitflip@%ld (element %zu)\n", l->rank, stepno, at);
+}
+
+static int ckpt_due_time(trainer *t, double now)
+{
+	const llmt_train_opts *o = t->o;
+	double iv;
+
+	if (!t->w)
+		return 0;
+	if (o->ckpt_seconds > 0)
+		iv = o->ckpt_seconds;
+	else if (o->ckpt_auto) {
+		if (t->save_start > 0) { /* notice when the background write ends */
+			char e2[256];
+			if (llmt_ckpt_poll(t->w, e2, sizeof(e2)) != 0) {
+				t->write_time = now - t->save_start;
+				t->save_start = 0;
+			}
+		}
+		iv = llmt_auto_interval(t->save_stall, t->write_time, o->mtbf_s);
+	} else
+		return 0;
+	return now - t->last_save_time >= iv;
+}
+
+/* Mean loss over the first eval_batches global batches of the validation
+ * data (the same batches every time, so the numbers compare). */
+static int evaluate(trainer *t, long stepno)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_layout *l = &t->p->l;
+	double sum = 0, part, v;
+	int rc = 0;
+
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	t->cur = &t->val;
+	for (int b = 0; b < o->eval_batches && !rc; b++) {
+		t->base = (uint64_t)b * (uint64_t)t->G;
+		rc = llmt_pipeline_forward(&t->pl, fetch, t, &part);
+		sum += part;
+	}
+	t->cur = &t->ld;
+	if (rc) {
+		llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
+		return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
+	}
+	v = l->pp_rank == l->pp - 1 && l->tp_rank == 0 ? sum / ((double)o->eval_batches * o->A * l->dp) : 0;
+	if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, &v, 1))
+		return LLMT_EXIT_TRANSIENT;
+	if (l->rank == 0) {
+		if (!o->quiet)
+			printf("step %ld/%ld val_loss %.6f\n", stepno, o->steps, v);
+		if (t->evalf) {
+			if (isfinite(v))
+				fprintf(t->evalf, "{\"step\":%ld,\"val_loss\":%.9g}\n", stepno, v);
+			else
+				fprintf(t->evalf, "{\"step\":%ld,\"val_loss\":null}\n", stepno);
+			fflush(t->evalf);
+		}
+	}
+	return 0;
+}
+
+static int loop(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_layout *l = &t->p->l;
+	llmt_schedule sch = { o->lr, o->min_lr, o->warmup, o->steps };
+	int first_stage_loss = l->pp_rank == l->pp - 1 && l->tp_rank == 0;
+	double fpt = llmt_config_flops_per_token(&t->cfg, o->T), last_step_s = 0, stall;
+	/* the CPU estimate says nothing of a GPU's peak */
+	double peak = o->peak_cpu_estimate && strcmp(t->opt->where, "host") ? 0 : o->peak_gflops;
+	int rc = 0;
+
+	t->last_save_time = llmt_tr_now();
+	while (t->st.step < o->steps) {
+		long stepno = (long)t->st.step + 1;
+		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
+		int bad, sync_ckpt, due;
+
+		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
+		llmt_wd_arm(last_step_s > 0 ? llmt_wd_timeout() : 0); /* not in the first step: one-time costs */
+		llmt_faults_fire_process(&t->faults, stepno, l->rank);
+		llmt_model_zero_grad(t->m);
+		t->base = (uint64_t)t->st.pos;
+		rc = llmt_pipeline_run(&t->pl, fetch, t, 1.0f / (float)(o->A * l->dp), &loss_sum);
+		if (rc) {
+			fprintf(stderr, "llm-train: rank %d: step %ld failed (%s)\n", l->rank, stepno,
+				rc < 0 ? "communication" : "data");
+			llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
+			return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
+		}
+		/* a save begun last step: its snapshot copy overlapped this
+		 * step's passes; hand it to the writer before the update */
+		if (t->save_pending) {
+			if ((rc = llmt_tr_save_finish(t, &stall)))
+				break;
+			ckpt_s += stall;
+		}
+		my_loss = first_stage_loss ? loss_sum / o->A / l->dp : 0;
+		inject_grad_faults(t, stepno, &my_loss);
+		if (t->opt->ops->finish(t->opt, &norm)) {
+			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
+			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
+			return LLMT_EXIT_TRANSIENT;
+		}
+		v[0] = my_loss;
+		v[1] = g_signal ? 1 : 0;
+		v[2] = l->rank == 0 && ckpt_due_time(t, llmt_tr_now());
+		if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 3))
+			return LLMT_EXIT_TRANSIENT;
+		lr = llmt_schedule_lr(&sch, stepno - 1);
+		bad = llmt_guard_bad(v[0], norm, t->st.loss_ema, (long)t->st.good_steps, o->spike_factor);
+		if (!bad) {
+			if (t->opt->ops->step(t->opt, lr, norm)) {
+				fprintf(stderr, "llm-train: rank %d: step %ld: optimizer update failed\n", l->rank, stepno);
+				llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
+				return LLMT_EXIT_TRANSIENT;
+			}
+			t->st.opt_t = t->opt->t;
+			t->st.bad_run = 0;
+			t->st.loss_ema = t->st.good_steps ? 0.9 * t->st.loss_ema + 0.1 * v[0] : v[0];
+			t->st.good_steps++;
+		} else {
+			t->st.bad_run++;
+			if (l->rank == 0)
+				fprintf(stderr, "llm-train: step %ld: %s (loss %g, grad norm %g): update skipped (%lld in a row, limit %d)\n",
+					stepno, isfinite(v[0]) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
+					v[0], norm, (long long)t->st.bad_run, o->max_bad_steps);
+		}
+		comm_s = t->pl.comm_s + t->opt->comm_s; /* p2p, reduce-scatter, norm, all-gather */
+		inject_bitflip(t, stepno);
+		t->st.step = stepno;
+		t->st.pos += t->G;
+		if (o->sdc_interval > 0 && l->dp > 1 && stepno % o->sdc_interval == 0 && (rc = llmt_tr_sdc_check(t)))
+			break;
+		if (t->st.bad_run >= o->max_bad_steps) {
+			if (l->rank == 0)
+				fprintf(stderr, "llm-train: %lld bad steps in a row: numerical fault persists, roll back further\n",
+					(long long)t->st.bad_run);
+			rc = LLMT_EXIT_ROLLBACK;
+		}
+		sync_ckpt = v[1] > 0 || stepno == o->steps;
+		due = !rc && t->w && (sync_ckpt || v[2] > 0 || (o->ckpt_steps > 0 && stepno % o->ckpt_steps == 0));
+		if (due) {
+			if (l->dp > 1 && (rc = llmt_tr_sdc_check(t)))
+				break; /* never save replicas that disagree */
+			rc = llmt_tr_save(t, sync_ckpt, &stall);
+			ckpt_s += stall;
+		}
+		last_step_s = llmt_tr_now() - t0;
+		if (l->rank == 0) {
+			double tps = (double)t->G * o->T / last_step_s;
+			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
+				peak > 0 ? fpt * tps / (peak * 1e9 * l->world) : NAN,
+				last_step_s, comm_s, ckpt_s, bad };
+			if (t->metrics && llmt_metrics_write(t->metrics, &mt)) {
+				fclose(t->metrics); /* reported once; training goes on */
+				t->metrics = NULL;
+			}
+			if (!o->quiet)
+				printf("step %ld/%ld loss %.6f norm %.4f lr %.3e %.0f tok/s%s%s\n", stepno, o->steps,
+					v[0], norm, lr, tps, bad ? " SKIPPED" : "", due ? " ckpt" : "");
+			fflush(stdout);
+		}
+		if (!rc && o->eval_interval > 0 && (stepno % o->eval_interval == 0 || stepno == o->steps))
+			rc = evaluate(t, stepno);
+		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
+		if (rc)
+			break;
+		if (v[1] > 0 && stepno < o->steps) {
+			if (l->rank == 0 && t->w)
+				printf("llm-train: preempted: checkpoint of step %ld written, exiting for requeue\n", stepno);
+			else if (l->rank == 0)
+				printf("llm-train: preempted at step %ld: no checkpoint dir, nothing saved; exiting for requeue\n", stepno);
+			return LLMT_EXIT_REQUEUE;
+		}
+	}
+	return rc;
+}
+
+/* Peak resident memory of every rank against the analytic estimate, on
+ * rank 0's stdout (collective): every rank's (or the largest one's past 8
+ * ranks) host peak, and for a GPU rank also the device estimate. */
+static void report_memory(trainer *t)
+{
+	llmt_layout *l = &t->p->l;
+	llmt_memest e;
+	llmt_memest_host h;
+	int dev = llmt_dev_model(t->m) != 0, devopt = dev && !strcmp(t->opt->where, "device");
+	size_t n = llmt_model_nparams(t->m);
+	double mine[2], *all = malloc(sizeof(double) * 2 * (size_t)l->world);
+
+	if (!all)
+		return;
+	llmt_memory_estimate(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, t->o->prec == LLMT_BF16,
+		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, &e);
+	llmt_memory_estimate_gpu_host(&t->cfg, l, n, t->o->B, t->o->T, devopt, t->w != NULL,
+		t->resume_from != NULL, &h);
+	mine[0] = llmt_memory_peak();
+	mine[1] = dev ? h.total : e.total;
+	if (!llmt_comm_allgather_bytes(t->p->all, mine, all, sizeof(mine)) && l->rank == 0) {
+		int top = 0;
+		for (int r = 1; r < l->world; r++)
+			if (all[2 * r] > all[2 * top])
+				top = r;
+		for (int r = 0; r < l->world; r++)
+			if (l->world <= 8 || r == top)
+				printf("llm-train: memory rank %d: %speak %.1f MiB (VmHWM), estimate %.1f MiB without runtime overhead\n",
+					r, dev ? "host " : "", all[2 * r] / 1048576, all[2 * r + 1] / 1048576);
+		if (!dev)
+			printf("llm-train: memory estimate of rank 0: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n",
+				e.params / 1048576, e.optimizer / 1048576, e.activations / 1048576, e.scratch / 1048576,
+				e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
+		if (dev) {
+			llmt_memest_gpu g;
+			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt, &g);
+			printf("llm-train: host memory estimate of rank 0: mirror %.1f, snapshot %.1f (pinned) + %.1f (writer), resume %.1f, staging %.1f MiB\n",
+				h.mirror / 1048576, h.snapshot / 1048576, h.writer / 1048576, h.load / 1048576,
+				h.staging / 1048576);
+			printf("llm-train: device memory estimate of rank 0: %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch %.1f, workspace %.1f MiB\n",
+				g.total / 1048576, g.params / 1048576, g.optimizer / 1048576,
+				g.activations / 1048576, g.scratch / 1048576, g.workspace / 1048576);
+		}
+	}
+	free(all);
+}
+
+int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
+{
+	trainer *t = calloc(1, sizeof(*t));
+	struct sigaction sa;
+	int rc;
+
+	if (!t)
+		return LLMT_EXIT_SOFTWARE;
+	t->o = o;
+	t->p = p;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (llmt_faults_from_env(&t->faults, t->err, sizeof(t->err))) {
+		if (p->l.rank == 0)
+			fprintf(stderr, "llm-train: %s\n", t->err);
+		rc = LLMT_EXIT_USAGE;
+	} else {
+		rc = llmt_tr_setup(t);
+	}
+	if (!rc)
+		rc = loop(t);
+	llmt_wd_arm(0); /* the final writes: I/O */
+	if (t->w) {
+		int r2 = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
+		if (r2 && !rc) {
+			fprintf(stderr, "llm-train: rank %d: %s\n", p->l.rank, t->err);
+			rc = r2;
+		}
+		llmt_ckpt_writer_free(t->w);
+	}
+	if (rc == 0 && t->m && !o->quiet)
+		report_memory(t);
+	llmt_hb_stop(rc == 0 ? LLMT_HB_DONE : LLMT_HB_TRAIN);
+	if (t->metrics)
+		fclose(t->metrics);
+	if (t->m) {
+		llmt_pipeline_free(&t->pl);
+		if (t->opt)
+			t->opt->ops->free(t->opt);
+		llmt_model_free(t->m);
+	}
+	if (t->ld.shards)
+		llmt_loader_close(&t->ld);
+	if (t->val.shards)
+		llmt_loader_close(&t->val);
+	if (t->evalf)
+		fclose(t->evalf);
+	free(t->hosts);
+	free(t);
+	return rc;
+}

@@ -1,0 +1,444 @@
+/* train_setup.c: what the training loop needs before its first step
+ * (config, data, checkpoint dir, heartbeat, model, optimizer, pipeline,
+ * starting state) and its checkpoint glue (state, save, resume). Every
+ * outcome goes through an all-rank agreement, so no rank proceeds alone. */
+#include "train_int.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "llmt/exitcodes.h"
+#include "gpu/bridge.h"
+#include "resilience/watchdog.h"
+
+double llmt_tr_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The largest code over all ranks: every rank leaves on the same code. */
+int llmt_tr_agree(llmt_parallel *p, int rc)
+{
+	double v = rc;
+
+	if (llmt_comm_allreduce_max_f64(p->all, &v, 1))
+		return LLMT_EXIT_TRANSIENT;
+	return (int)v;
+}
+
+static int mkdir_p(const char *path, char *err, size_t errlen)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			goto bad;
+		*s = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "%.900s: %s", buf, strerror(errno));
+	return LLMT_EXIT_IO;
+}
+
+/* ---- checkpoint state ---------------------------------------------------- */
+/* The checkpoint description of training state st and optimizer state os
+ * (whose m and v may be NULL: then only the master buffer is listed). */
+static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen, train_state *st,
+	const llmt_opt_state *os)
+{
+	llmt_layout *l = &t->p->l;
+	int np;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->rank = l->rank;
+	cs->world = l->world;
+	cs->tp = l->tp;
+	cs->pp = l->pp;
+	cs->dp = l->dp;
+	cs->tp_rank = l->tp_rank;
+	cs->pp_rank = l->pp_rank;
+	cs->dp_rank = l->dp_rank;
+	cs->config = &t->cfg;
+	cs->params = llmt_model_params(t->m, &np);
+	cs->nparams = np;
+	cs->nflat = llmt_model_nparams(t->m);
+	cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
+	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };
+	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, os->v, os->lo, os->hi, 0, 0 };
+	cs->nbufs = os->m ? 3 : 1;
+	cs->blobs[0] = (llmt_ckpt_blob){ "train", st, sizeof(*st) };
+	cs->nblobs = 1;
+	if (json) {
+		snprintf(json, jlen,
+			"{\"step\":%lld,\"data_position\":%lld,\"global_batch\":%d,\"seq\":%d,"
+			"\"adam_steps\":%lld,\"bad_steps_in_a_row\":%lld,\"loss_ema\":%.17g,\"data_seed\":%llu,"
+			"\"lr\":%.17g,\"total_steps\":%ld}",
+			(long long)st->step, (long long)st->pos, t->G, t->o->T, (long long)st->opt_t,
+			(long long)st->bad_run, st->loss_ema, (unsigned long long)st->seed,
+			t->o->lr, t->o->steps);
+		cs->train_json = json;
+	}
+	cs->world_comm = t->p->all;
+	cs->dp_comm = l->dp > 1 ? t->p->dp_comm : NULL;
+}
+
+/* Hand the snapshot of t->save_st to the writer (sync: and wait). */
+static int save_write(trainer *t, int sync, double *stall)
+{
+	llmt_ckpt_state cs;
+	llmt_opt_state os;
+	char json[1024];
+	double t0 = llmt_tr_now();
+	/* the ranks wait for the slowest one's checkpoint I/O (sync write,
+	 * agreement): the deadline stretched by the checkpoint's */
+	double comm = llmt_wd_timeout(), armed = llmt_wd_arm(comm > 0 ? comm + llmt_ckpt_timeout() : 0);
+	int rc = 0, agreed;
+
+	llmt_hb_set(t->save_st.step, LLMT_HB_SAVE, 0);
+	llmt_faults_fire_save(&t->faults, (long)t->save_st.step, t->p->l.rank);
+	t->save_pending = 0;
+	if (t->opt->ops->saved(t->opt, &os)) {
+		snprintf(t->err, sizeof(t->err), "the optimizer state snapshot failed");
+		rc = LLMT_EXIT_TRANSIENT;
+	}
+	if (!rc) {
+		ckpt_state(t, &cs, json, sizeof(json), &t->save_st, &os);
+		cs.borrow = t->opt->stable;
+		rc = llmt_ckpt_save(t->w, t->save_st.step, &cs, t->err, sizeof(t->err));
+	}
+	*stall = llmt_tr_now() - t0;  /* this part; the snapshot's was counted at its step */
+	if (!rc && sync)
+		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: %s\n", t->p->l.rank,
+			(long long)t->save_st.step, t->err);
+	t->save_stall = *stall + t->save_snap_s;
+	t->save_start = sync ? 0 : t0;
+	if (sync && !rc)
+		t->write_time = llmt_tr_now() - t0 + t->save_snap_s;
+	t->last_save_time = llmt_tr_now();
+	/* phase save until every rank is done: a rank waiting here for a slow
+	 * writer is saving, not hung (the wrapper pauses hang detection) */
+	agreed = llmt_tr_agree(t->p, rc);
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	llmt_wd_arm(armed);
+	return agreed;
+}
+
+int llmt_tr_save(trainer *t, int sync, double *stall)
+{
+	double t0 = llmt_tr_now(), comm = llmt_wd_timeout(), armed = -1;
+	int rc = 0;
+
+	llmt_hb_set(t->st.step, LLMT_HB_SAVE, 0);
+	/* a stable optimizer's snapshot is written in place by the previous
+	 * save, which must be done before the new snapshot overwrites it; the
+	 * peers wait in the agreement below for the slowest rank's writer:
+	 * the deadline stretched by the checkpoint's, as in save_write */
+	if (t->opt->stable) {
+		armed = llmt_wd_arm(comm > 0 ? comm + llmt_ckpt_timeout() : 0);
+		rc = llmt_ckpt_wait(t->w, t->err, sizeof(t->err));
+	}
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", t->p->l.rank, t->err);
+	t->save_st = t->st;
+	if (!rc && t->opt->ops->snapshot(t->opt)) {
+		rc = LLMT_EXIT_TRANSIENT;
+		fprintf(stderr, "llm-train: rank %d: checkpoint of step %lld: optimizer state snapshot failed\n",
+			t->p->l.rank, (long long)t->st.step);
+	}
+	t->save_snap_s = llmt_tr_now() - t0;
+	*stall = t->save_snap_s;
+	rc = llmt_tr_agree(t->p, rc);
+	if (armed >= 0)
+		llmt_wd_arm(armed);
+	if (rc)
+		return rc;
+	t->save_pending = 1;
+	if (sync || !t->opt->async) {
+		double w;
+		rc = save_write(t, sync, &w);
+		*stall += w;
+		return rc;
+	}
+	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
+	return 0;
+}
+
+int llmt_tr_save_finish(trainer *t, double *stall)
+{
+	return save_write(t, 0, stall);
+}
+
+static int resume(trainer *t, const char *from)
+{
+	char path[4096];
+	llmt_ckpt *c;
+	llmt_ckpt_state cs;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc, code = 0;
+
+	rc = llmt_ckpt_resolve(from, path, sizeof(path), t->err, sizeof(t->err));
+	if (rc) {
+		fprintf(stderr, "llm-train: resume from %s: %s\n", from, t->err);
+		return rc;
+	}
+	c = llmt_ckpt_open(path, &code, t->err, sizeof(t->err));
+	if (!c) {
+		fprintf(stderr, "llm-train: resume from %s: %s\n", path, t->err);
+		return code ? code : LLMT_EXIT_DATA;
+	}
+	rc = llmt_ckpt_check_config(c, &t->cfg, t->err, sizeof(t->err));
+	if (!rc)
+		rc = llmt_ckpt_blob_get(c, "train", 0, &blob, &len, t->err, sizeof(t->err));
+	if (!rc) {
+		train_state s;
+		if (len != sizeof(s) || (memcpy(&s, blob, sizeof(s)), s.magic != STATE_MAGIC) || s.version != 1) {
+			snprintf(t->err, sizeof(t->err), "training state blob has the wrong size or version");
+			rc = LLMT_EXIT_DATA;
+		} else {
+			t->st = s;
+		}
+	}
+	free(blob);
+	rc = llmt_tr_agree(t->p, rc);
+	if (!rc) {
+		llmt_opt_state os;
+		if (t->opt->ops->load_into(t->opt, 1, &os)) {
+			snprintf(t->err, sizeof(t->err), "out of memory for the optimizer state");
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			ckpt_state(t, &cs, NULL, 0, &t->st, &os);
+			llmt_hb_set(0, LLMT_HB_LOAD, 0);
+			rc = llmt_ckpt_load(c, &cs, t->err, sizeof(t->err));
+		}
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (!rc) {
+		if (t->opt->ops->loaded(t->opt, (long)t->st.opt_t, 1)) {
+			snprintf(t->err, sizeof(t->err), "cannot put the loaded state on the %s", t->opt->where);
+			rc = LLMT_EXIT_TRANSIENT;
+		}
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (rc) {
+		if (t->err[0])
+			fprintf(stderr, "llm-train: rank %d: resume from %s: %s\n", t->p->l.rank, path, t->err);
+	} else {
+		if (t->p->l.rank == 0)
+			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
+				(long long)t->st.step, (long long)t->st.pos);
+	}
+	llmt_ckpt_close(c);
+	return rc;
+}
+
+int llmt_tr_sdc_check(trainer *t)
+{
+	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
+
+	const float *w = t->opt->ops->master(t->opt);
+	int rc = w ? 0 : LLMT_EXIT_TRANSIENT;
+
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	return llmt_sdc_check(t->p, w, llmt_model_nparams(t->m), (long)t->st.step, t->hosts, dir);
+}
+
+/* The optimizer where the model lives: the device's when the GPU backend
+ * took the model (bridge.h), else the host's. */
+static int setup_optim(trainer *t)
+{
+	llmt_layout *l = &t->p->l;
+	llmt_opt_env e = { &t->o->adamw, t->o->A, l->tp_rank, l->pp, l->pp_rank,
+		t->cfg.tie_embeddings && l->pp > 1, l->dp > 1 ? t->p->dp_comm : NULL,
+		l->pp > 1 ? t->p->pp_comm : NULL, l->world > 1 ? t->p->all : NULL };
+	double v[2];
+
+	/* one backend for all: a DP group split between a GPU and CPUs would
+	 * wait in two different collectives */
+	v[0] = llmt_dev_model(t->m);
+	v[1] = -v[0];
+	if (llmt_comm_allreduce_max_f64(t->p->all, v, 2))
+		return LLMT_EXIT_TRANSIENT;
+	if (v[0] != -v[1]) {
+		if (l->rank == 0)
+			fprintf(stderr, "llm-train: some ranks run the model on a GPU and others on the CPU "
+				"(LLM_TRAIN_GPU differs between tasks): use one backend for every rank\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if (!llmt_dev_optim(t->m, &e, &t->opt))
+		t->opt = llmt_trainopt_host(t->m, &e);
+	return t->opt ? 0 : LLMT_EXIT_SOFTWARE;
+}
+
+static int gather_hosts(trainer *t)
+{
+	char me[LLMT_HOSTLEN] = { 0 };
+	const char *n = getenv("SLURMD_NODENAME");
+
+	if (n && *n)
+		snprintf(me, sizeof(me), "%s", n);
+	else if (gethostname(me, sizeof(me) - 1))
+		snprintf(me, sizeof(me), "unknown");
+	t->hosts = calloc((size_t)t->p->l.world, LLMT_HOSTLEN);
+	if (!t->hosts)
+		return LLMT_EXIT_SOFTWARE;
+	return llmt_comm_allgather_bytes(t->p->all, me, t->hosts, LLMT_HOSTLEN) ? LLMT_EXIT_TRANSIENT : 0;
+}
+
+int llmt_tr_setup(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_layout *l = &t->p->l;
+	llmt_par mp = { l->tp, l->tp_rank, l->pp, l->pp_rank, l->tp > 1 ? t->p->tp_comm : NULL };
+	int rc = 0, rank = l->rank;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+
+	if (llmt_config_load(o->model_path, &t->cfg, err, el) || llmt_config_validate(&t->cfg, err, el))
+		rc = LLMT_EXIT_USAGE;
+	else if (llmt_model_check_layout(&t->cfg, &mp, err, el))
+		rc = LLMT_EXIT_USAGE;
+	else if (o->T > t->cfg.max_seq) {
+		snprintf(err, el, "--seq %d exceeds max_seq %d of %s", o->T, t->cfg.max_seq, o->model_path);
+		rc = LLMT_EXIT_USAGE;
+	}
+	if (rc && rank == 0)
+		fprintf(stderr, "llm-train: %s\n", err);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->G = o->B * o->A * l->dp;
+	/* On GPUs the DP reduce-scatter (comm stream) runs while TP
+	 * all-reduces or PP sends (compute stream) are in flight on other
+	 * communicators; NCCL then launches them in the order they were
+	 * issued, which is the same on every rank, so they cannot deadlock
+	 * for want of resident kernels (NCCL >= 2.26 reads it; a value the
+	 * user or the site set wins). Harmless without NCCL. */
+	if (l->dp > 1 && (l->tp > 1 || l->pp > 1))
+		setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", 0);
+	rc = llmt_loader_open(&t->ld, o->data_dir, o->T, t->cfg.vocab_size, o->seed, err, el);
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->cur = &t->ld;
+	if (o->eval_interval > 0) {
+		char vd[4096];
+		snprintf(vd, sizeof(vd), "%s", o->val_dir ? o->val_dir : o->data_dir);
+		if (!o->val_dir)
+			strncat(vd, "/val", sizeof(vd) - strlen(vd) - 1);
+		rc = llmt_loader_open(&t->val, vd, o->T, t->cfg.vocab_size, 1, err, el);
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: validation data: %s\n", rank, err);
+	}
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	/* LLM_TRAIN_RESUME unset (no wrapper): continue from CKPT_DIR when it
+	 * holds a valid checkpoint. Set but empty: a fresh start the wrapper
+	 * chose (e.g. no checkpoint fits a rollback); the checkpoints there are
+	 * kept (a save never writes into an existing step directory). */
+	if (o->ckpt_dir && (!o->resume || !*o->resume)) {
+		char path[4096], e2[256];
+		if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
+			if (!o->resume)
+				t->resume_from = o->ckpt_dir;
+			else if (rank == 0)
+				printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
+					o->ckpt_dir, path);
+		}
+	}
+	if (o->ckpt_dir) {
+		rc = mkdir_p(o->ckpt_dir, err, el);
+		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
+			rc = LLMT_EXIT_IO;
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+	}
+	if (!rc && (o->hb_dir || o->ckpt_dir)) {
+		char hb[4096];
+		snprintf(hb, sizeof(hb), "%s", o->hb_dir ? o->hb_dir : o->ckpt_dir);
+		if (!o->hb_dir)
+			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
+		rc = mkdir_p(hb, err, el);
+		/* every 2 s, or a quarter of a short watchdog deadline: a rank
+		 * waiting for a stuck peer must look fresher than the peer by
+		 * the wrapper's margin (half the deadline, at least 3 s) */
+		double wd = llmt_wd_timeout(), per = wd > 0 && wd < 8 ? wd / 4 : 2.0;
+		if (!rc && llmt_hb_start(hb, rank, per < 0.25 ? 0.25 : per))
+			rc = LLMT_EXIT_IO;
+		else if (rc)
+			fprintf(stderr, "llm-train: %s\n", err);
+	}
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->m = llmt_model_create(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A));
+	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	rc = setup_optim(t);
+	if (!rc && llmt_pipeline_init(&t->pl, t->m, l->pp > 1 ? t->p->pp_comm : NULL, o->A, o->B, o->T))
+		rc = LLMT_EXIT_SOFTWARE;
+	if (!rc)
+		rc = gather_hosts(t);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->st.magic = STATE_MAGIC;
+	t->st.version = 1;
+	t->st.seed = o->seed;
+	t->st.global_batch = t->G;
+	if (o->resume && *o->resume)
+		t->resume_from = o->resume;
+	if (t->resume_from) {
+		rc = resume(t, t->resume_from);
+	} else if (o->init_from) {
+		llmt_ckpt_state cs;
+		llmt_opt_state os;
+		rc = t->opt->ops->load_into(t->opt, 0, &os) ? LLMT_EXIT_SOFTWARE : 0;
+		if (!rc) {
+			ckpt_state(t, &cs, NULL, 0, &t->st, &os);
+			llmt_hb_set(0, LLMT_HB_LOAD, 0);
+			rc = llmt_ckpt_init_from(o->init_from, &cs, err, el);
+		}
+		if (rc)
+			fprintf(stderr, "llm-train: rank %d: --init-from %s: %s\n", rank, o->init_from, err);
+		if (!rc && t->opt->ops->loaded(t->opt, 0, 0))
+			rc = LLMT_EXIT_TRANSIENT;
+		rc = llmt_tr_agree(t->p, rc);
+	}
+	if (rc)
+		return rc;
+	if (o->skip_batches > 0) {
+		t->st.pos += (int64_t)o->skip_batches * t->G;
+		if (rank == 0)
+			printf("llm-train: skipping %ld global batches of data (position %lld)\n",
+				o->skip_batches, (long long)t->st.pos);
+	}
+	if (rank == 0 && (o->run_dir || o->ckpt_dir)) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/metrics.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
+		if (o->run_dir && mkdir_p(o->run_dir, err, el))
+			fprintf(stderr, "llm-train: %s\n", err);
+		if (!(t->metrics = llmt_metrics_open(path)))
+			rc = LLMT_EXIT_IO;
+		snprintf(path, sizeof(path), "%s/eval.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
+		if (!rc && o->eval_interval > 0 && !(t->evalf = llmt_metrics_open(path)))
+			rc = LLMT_EXIT_IO;
+	}
+	return llmt_tr_agree(t->p, rc);
+}
+
