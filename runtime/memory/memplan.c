@@ -113,7 +113,7 @@ int llmt_memplan_main(int argc, char **argv)
 		return LLMT_EXIT_USAGE;
 	}
 	llmt_par par = { (int)tp, 0, (int)pp, 0, NULL };
-	if (llmt_model_check_layout(&c, &par, err, sizeof(err))) {
+	if (llmt_model_check_shape(&c, &par, err, sizeof(err))) {
 		fprintf(stderr, "llm-train memory: %s\n", err);
 		return LLMT_EXIT_USAGE;
 	}

@@ -11,7 +11,7 @@
 #include "model_impl.h"
 #include "gpu/bridge.h"
 
-int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
+int llmt_model_check_shape(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
 {
     char why[200];
     if (llmt_config_validate(c, why, sizeof why)) {
@@ -38,6 +38,13 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, 
         snprintf(err, errlen, "head_dim %d is above the supported 1024", c->d_model / c->n_heads);
         return -1;
     }
+    return 0;
+}
+
+int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
+{
+    if (llmt_model_check_shape(c, p, err, errlen))
+        return -1;
     if (p->tp > 1 && !p->tp_comm) {
         snprintf(err, errlen, "tp=%d needs a TP communicator", p->tp);
         return -1;

@@ -59,7 +59,11 @@ typedef struct llmt_param_info {
 typedef struct llmt_model llmt_model;
 
 /* 0 when the layout divides the model; -1 and a reason in err otherwise
- * (the caller exits 64). */
+ * (the caller exits 64). llmt_model_check_shape asks no communicator (an
+ * offline plan: llm-train memory); llmt_model_check_layout also wants the
+ * TP communicator a tp > 1 stage is built with. */
+int llmt_model_check_shape(const llmt_config *c, const llmt_par *par,
+                           char *err, size_t errlen);
 int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
                             char *err, size_t errlen);
 
