@@ -22,6 +22,7 @@ static const char usage[] =
 	"         [--grad-accum A] [--lr X] [--min-lr X] [--warmup N] [--weight-decay X] [--beta1 X]\n"
 	"         [--beta2 X] [--eps X] [--grad-clip X] [--seed S] [--ckpt-dir DIR]\n"
 	"         [--ckpt-interval N|Ns|Nm|Nh|auto] [--ckpt-keep K] [--precision bf16|fp32]\n"
+	"         [--recompute none|attn|full]\n"
 	"         [--sdc-interval N] [--max-bad-steps K] [--spike-factor X] [--resume CKPT]\n"
 	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
@@ -29,7 +30,7 @@ static const char usage[] =
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
-	"         [--grad-accum A] [--threads N] [--no-ckpt]\n"
+	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
 	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
@@ -73,7 +74,7 @@ int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out)
 static int parse_train(int argc, char **argv, llmt_train_opts *o)
 {
 	enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
-		O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_SDC, O_BAD, O_SPIKE,
+		O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_RECOMP, O_SDC, O_BAD, O_SPIKE,
 		O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
@@ -85,7 +86,8 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		{ "eps", required_argument, NULL, O_EPS }, { "grad-clip", required_argument, NULL, O_CLIP },
 		{ "seed", required_argument, NULL, O_SEED }, { "ckpt-dir", required_argument, NULL, O_CKDIR },
 		{ "ckpt-interval", required_argument, NULL, O_CKINT }, { "ckpt-keep", required_argument, NULL, O_KEEP },
-		{ "precision", required_argument, NULL, O_PREC }, { "sdc-interval", required_argument, NULL, O_SDC },
+		{ "precision", required_argument, NULL, O_PREC },
+		{ "recompute", required_argument, NULL, O_RECOMP }, { "sdc-interval", required_argument, NULL, O_SDC },
 		{ "max-bad-steps", required_argument, NULL, O_BAD }, { "spike-factor", required_argument, NULL, O_SPIKE },
 		{ "resume", required_argument, NULL, O_RESUME }, { "init-from", required_argument, NULL, O_INIT },
 		{ "run-dir", required_argument, NULL, O_RUN }, { "peak-gflops", required_argument, NULL, O_PEAK },
@@ -135,6 +137,10 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 				o->prec = LLMT_FP32;
 			else
 				rc = bad("--precision", optarg, "want bf16 or fp32");
+			break;
+		case O_RECOMP:
+			if (llmt_recompute_from(optarg, &o->recompute))
+				rc = bad("--recompute", optarg, "want none, attn or full");
 			break;
 		case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
 		case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;

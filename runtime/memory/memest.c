@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "gpu/host_plan.h"
+#include "model/model.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
 
@@ -23,7 +24,7 @@ static double attn_ws_bytes(double BH, double T, double Tp, double hd, int nt)
 }
 
 void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
-	int B, int T, int A, int bf16, int ckpt, int attn_nt, llmt_memest *e)
+	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e)
 {
 	double es = bf16 ? 2 : 4, M = (double)B * T, d = c->d_model, V = c->vocab_size;
 	int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
@@ -40,13 +41,21 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nfl
 	e->params = n * (4 + 4 + (bf16 ? 2 : 0));
 	/* m and v; with dp > 1 also the reduced gradient and all-gather staging */
 	e->optimizer = shard * 8 + (l->dp > 1 ? shard * 8 : 0);
-	layer = M * d * 4 + 2 * M * d * es + 2 * M * 4 + 3 * BH * T * hd * es + BH * T * Tp * es +
+	double probs = BH * T * Tp * es; /* one layer's softmax probabilities */
+	layer = M * d * 4 + 2 * M * d * es + 2 * M * 4 + 3 * BH * T * hd * es + probs +
 		M * Hh * es + 3 * M * Fl * es;
 	if (c->qk_norm)
 		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
-	slot = (nl + 1) * M * d * 4 + nl * layer + (first ? M * 4 : 0) +
-		(last ? M * d * es + M * 4 + M * V * es : 0);
-	e->activations = slots * slot;
+	/* model.c alloc_acts: ATTN keeps one probability buffer for every layer
+	 * and slot; FULL one layer's activations for every layer and slot, and
+	 * each layer's input (the residual streams) per slot */
+	slot = (nl + 1) * M * d * 4 + (first ? M * 4 : 0) + (last ? M * d * es + M * 4 + M * V * es : 0);
+	if (recompute == LLMT_RECOMPUTE_FULL)
+		e->activations = slots * slot + layer;
+	else if (recompute == LLMT_RECOMPUTE_ATTN)
+		e->activations = slots * (slot + nl * (layer - probs)) + probs;
+	else
+		e->activations = slots * (slot + nl * layer);
 	/* rotary tables, QK-norm gradient, y dx dh, da, datt, dyact, dgu, dS, dqkv */
 	e->scratch = T * hd * 4 + 2 * hd * 4 + M * Wq * 4 + 3 * M * d * 4 + M * Fl * 4 + M * Hh * 4 +
 		M * (d > Hh ? d : Hh) * es + 2 * M * Fl * es + BH * T * Tp * es + M * Wq * es +
@@ -123,7 +132,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, s
 
 	memset(e, 0, sizeof(*e));
 	/* gmodel.c: llmt_model_create(B = T = 1, one slot) */
-	llmt_memory_estimate(c, l, nflat, 1, 1, 1, 1, 0, 0, &one);
+	llmt_memory_estimate(c, l, nflat, 1, 1, 1, 1, 0, 0, LLMT_RECOMPUTE_NONE, &one);
 	e->mirror = one.params + one.activations + one.scratch + one.pipeline;
 	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
 	e->staging = M * 4 * 3 + 4 + M * 4;
@@ -140,7 +149,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, s
 		/* the host optimizer's state, and the writer's copy of its share
 		 * (the device optimizer's pinned snapshot is written in place) */
 		llmt_memest h;
-		llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, &h);
+		llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, LLMT_RECOMPUTE_NONE, &h);
 		e->mirror += h.optimizer + h.comm;
 		e->writer = h.snapshot;
 	}

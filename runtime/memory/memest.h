@@ -27,7 +27,7 @@ typedef struct {
  * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
  * scratch); llmt_model_blocked_attn says which. */
 void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
-	int B, int T, int A, int bf16, int ckpt, int attn_nt, llmt_memest *e);
+	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e);
 
 /* Device memory of a rank whose model is on a GPU (runtime/gpu/gmodel.c
  * alloc_dev, gmodel_opt.c): bf16 compute, attention in causal query

@@ -18,11 +18,11 @@
 
 static const char usage[] =
 	"usage: llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B]\n"
-	"         [--seq T] [--grad-accum A] [--threads N] [--no-ckpt]\n";
+	"         [--seq T] [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n";
 
 /* one stage: its rank 0 (tp_rank = dp_rank = 0) */
 static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int T, int A,
-	int threads, int ckpt)
+	int threads, int ckpt, llmt_recompute rc)
 {
 	char err[256], v[3][16];
 	llmt_layout l;
@@ -40,7 +40,7 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	llmt_memest e;
 	llmt_memest_gpu g;
 	llmt_memest_host h;
-	llmt_memory_estimate(c, &l, n, B, T, A, 1, ckpt, attn_ok(hd) ? threads : 0, &e);
+	llmt_memory_estimate(c, &l, n, B, T, A, 1, ckpt, attn_ok(hd) ? threads : 0, rc, &e);
 	llmt_memory_estimate_gpu(c, &l, n, B, T, A, 1, &g);
 	llmt_memory_estimate_gpu_host(c, &l, n, B, T, 1, ckpt, 1, &h);
 	printf("stage %d of %d (layers %d-%d): %zu parameters per rank\n", s, pp, s * nl,
@@ -49,6 +49,11 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	       "scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n", threads, MIB(e.total),
 	       MIB(e.params), MIB(e.optimizer), MIB(e.activations), MIB(e.scratch), MIB(e.pipeline),
 	       MIB(e.comm), MIB(e.snapshot));
+	if (rc != LLMT_RECOMPUTE_NONE) {
+		printf("  GPU rank: --recompute %s is not available on the GPU backend yet\n",
+		       llmt_recompute_name(rc));
+		return 0;
+	}
 	printf("  GPU rank: device %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch "
 	       "%.1f, workspace %.1f MiB\n", MIB(g.total), MIB(g.params), MIB(g.optimizer),
 	       MIB(g.activations), MIB(g.scratch), MIB(g.workspace));
@@ -60,18 +65,20 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 
 int llmt_memplan_main(int argc, char **argv)
 {
-	enum { O_MODEL = 1, O_TP, O_PP, O_DP, O_MB, O_SEQ, O_GA, O_THR, O_NOCK, O_HELP };
+	enum { O_MODEL = 1, O_TP, O_PP, O_DP, O_MB, O_SEQ, O_GA, O_THR, O_NOCK, O_RC, O_HELP };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "tp", required_argument, NULL, O_TP },
 		{ "pp", required_argument, NULL, O_PP }, { "dp", required_argument, NULL, O_DP },
 		{ "micro-batch", required_argument, NULL, O_MB }, { "seq", required_argument, NULL, O_SEQ },
 		{ "grad-accum", required_argument, NULL, O_GA },
 		{ "threads", required_argument, NULL, O_THR }, { "no-ckpt", no_argument, NULL, O_NOCK },
+		{ "recompute", required_argument, NULL, O_RC },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	const char *model = NULL;
 	long tp = 1, pp = 1, dp = 1, B = 1, T = 0, A = 1, thr = omp_get_max_threads();
 	int ckpt = 1, o, rc = 0;
+	llmt_recompute recompute = LLMT_RECOMPUTE_NONE;
 	char err[512];
 	llmt_config c;
 
@@ -88,6 +95,12 @@ int llmt_memplan_main(int argc, char **argv)
 		case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &A); break;
 		case O_THR: rc = llmt_cli_int("--threads", optarg, 1, 4096, &thr); break;
 		case O_NOCK: ckpt = 0; break;
+		case O_RC:
+			if (llmt_recompute_from(optarg, &recompute)) {
+				fprintf(stderr, "llm-train memory: --recompute %s: want none, attn or full\n", optarg);
+				return LLMT_EXIT_USAGE;
+			}
+			break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default:
 			fprintf(stderr, "llm-train memory: unknown option or missing value: %s\n%s",
@@ -113,17 +126,18 @@ int llmt_memplan_main(int argc, char **argv)
 		return LLMT_EXIT_USAGE;
 	}
 	llmt_par par = { (int)tp, 0, (int)pp, 0, NULL };
-	if (llmt_model_check_layout(&c, &par, err, sizeof(err))) {
+	if (llmt_model_check_shape(&c, &par, err, sizeof(err))) {
 		fprintf(stderr, "llm-train memory: %s\n", err);
 		return LLMT_EXIT_USAGE;
 	}
 	printf("llm-train memory: %s: tp=%ld pp=%ld dp=%ld, micro-batch %ld x seq %ld, grad-accum %ld, "
-	       "bf16, checkpoints %s; per rank, without runtime overhead (MPI, oneDNN, CUDA)\n", model,
-	       tp, pp, dp, B, T, A, ckpt ? "on" : "off");
+	       "bf16, checkpoints %s, recompute %s; per rank, without runtime overhead (MPI, oneDNN, CUDA)\n", model,
+	       tp, pp, dp, B, T, A, ckpt ? "on" : "off", llmt_recompute_name(recompute));
 	/* stages 1 .. pp-2 hold the same tensors: the first of them stands for all */
 	for (long s = 0; s < pp && !rc; s++)
 		if (s < 2 || s == pp - 1)
-			rc = stage(&c, (int)tp, (int)pp, (int)dp, (int)s, (int)B, (int)T, (int)A, (int)thr, ckpt);
+			rc = stage(&c, (int)tp, (int)pp, (int)dp, (int)s, (int)B, (int)T, (int)A, (int)thr, ckpt,
+				recompute);
 		else if (s == 2)
 			printf("stages 2-%ld: as stage 1\n", pp - 2);
 	return rc;

@@ -11,7 +11,24 @@
 #include "model_impl.h"
 #include "gpu/bridge.h"
 
-int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
+static const char *const recompute_names[] = { "none", "attn", "full" };
+
+int llmt_recompute_from(const char *s, llmt_recompute *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, recompute_names[i])) {
+            *out = (llmt_recompute)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *llmt_recompute_name(llmt_recompute r)
+{
+    return r >= LLMT_RECOMPUTE_NONE && r <= LLMT_RECOMPUTE_FULL ? recompute_names[r] : "?";
+}
+
+int llmt_model_check_shape(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
 {
     char why[200];
     if (llmt_config_validate(c, why, sizeof why)) {
@@ -38,6 +55,13 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, 
         snprintf(err, errlen, "head_dim %d is above the supported 1024", c->d_model / c->n_heads);
         return -1;
     }
+    return 0;
+}
+
+int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
+{
+    if (llmt_model_check_shape(c, p, err, errlen))
+        return -1;
     if (p->tp > 1 && !p->tp_comm) {
         snprintf(err, errlen, "tp=%d needs a TP communicator", p->tp);
         return -1;
@@ -259,13 +283,50 @@ void llmt_model_zero_grad(llmt_model *m)
     m->gz = 1; /* the next (CPU) backward's products write instead of adding */
 }
 
+/* one layer's kept activations; P too unless with_P is 0 (shared) */
+static int alloc_layer(llmt_model *m, struct layer_act *a, int with_P)
+{
+    size_t M = (size_t)m->M, d = (size_t)m->c.d_model, es = m->bf ? 2 : 4;
+    size_t Hh = (size_t)m->Hl * m->hd, BH = (size_t)m->B * m->Hl, T = (size_t)m->T;
+    size_t Fl = (size_t)m->Fl, Wq = (size_t)m->Wq, hd = (size_t)m->hd;
+#define A(p, bytes) do { if (!((p) = mem(m, (bytes)))) return -1; } while (0)
+    A(a->x_mid, M * d * 4);
+    A(a->h1, M * d * es);
+    A(a->h2, M * d * es);
+    A(a->rstd1, M * 4);
+    A(a->rstd2, M * 4);
+    if (m->c.qk_norm) {
+        A(a->qkv, M * Wq * 4);
+        A(a->qr, M * (size_t)m->Hl * 4);
+        A(a->kr, M * (size_t)m->KVl * 4);
+    }
+    A(a->q, BH * T * hd * es);
+    A(a->k, BH * T * hd * es);
+    A(a->v, BH * T * hd * es);
+    if (with_P)
+        A(a->P, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);
+    A(a->att, M * Hh * es);
+    A(a->gu, M * 2 * Fl * es);
+    A(a->a, M * Fl * es);
+#undef A
+    return 0;
+}
+
 static int alloc_acts(llmt_model *m)
 {
     size_t M = (size_t)m->M, d = (size_t)m->c.d_model, es = m->bf ? 2 : 4;
     size_t Hh = (size_t)m->Hl * m->hd, BH = (size_t)m->B * m->Hl, T = (size_t)m->T;
     size_t V = (size_t)m->c.vocab_size, Fl = (size_t)m->Fl, Wq = (size_t)m->Wq;
     size_t hd = (size_t)m->hd;
+    llmt_recompute rc = m->recompute;
+    struct layer_act shared = { 0 };
 #define A(p, bytes) do { if (!((p) = mem(m, (bytes)))) return -1; } while (0)
+    /* FULL: one set of layer activations for every layer and slot; ATTN:
+     * one softmax buffer */
+    if (rc == LLMT_RECOMPUTE_FULL && alloc_layer(m, &shared, 1))
+        return -1;
+    if (rc == LLMT_RECOMPUTE_ATTN)
+        A(shared.P, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);
     A(m->slots, sizeof(struct slot) * (size_t)m->nslots);
     for (int s = 0; s < m->nslots; s++) {
         struct slot *sl = &m->slots[s];
@@ -275,23 +336,14 @@ static int alloc_acts(llmt_model *m)
         A(sl->la, sizeof(struct layer_act) * (size_t)m->nl);
         for (int l = 0; l < m->nl; l++) {
             struct layer_act *a = &sl->la[l];
-            A(a->x_mid, M * d * 4);
-            A(a->h1, M * d * es);
-            A(a->h2, M * d * es);
-            A(a->rstd1, M * 4);
-            A(a->rstd2, M * 4);
-            if (m->c.qk_norm) {
-                A(a->qkv, M * Wq * 4);
-                A(a->qr, M * (size_t)m->Hl * 4);
-                A(a->kr, M * (size_t)m->KVl * 4);
+            if (rc == LLMT_RECOMPUTE_FULL) {
+                *a = shared;
+                continue;
             }
-            A(a->q, BH * T * hd * es);
-            A(a->k, BH * T * hd * es);
-            A(a->v, BH * T * hd * es);
-            A(a->P, BH * T * (m->aw ? (size_t)attn_ld(m->T) : T) * es);
-            A(a->att, M * Hh * es);
-            A(a->gu, M * 2 * Fl * es);
-            A(a->a, M * Fl * es);
+            if (alloc_layer(m, a, rc == LLMT_RECOMPUTE_NONE))
+                return -1;
+            if (rc == LLMT_RECOMPUTE_ATTN)
+                a->P = shared.P;
         }
         if (m->first)
             A(sl->tokens, M * 4);
@@ -331,14 +383,27 @@ static int alloc_acts(llmt_model *m)
 llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B,
                               int T, int nslots)
 {
+    return llmt_model_create_rc(c, par, prec, B, T, nslots, LLMT_RECOMPUTE_NONE);
+}
+
+llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B,
+                                 int T, int nslots, llmt_recompute recompute)
+{
     char err[256];
     if (llmt_model_check_layout(c, par, err, sizeof err)) {
         fprintf(stderr, "llm-train: %s\n", err);
         return NULL;
     }
     llmt_model *dm;
-    if (llmt_dev_create(c, par, prec, B, T, nslots, &dm))
+    if (llmt_dev_create(c, par, prec, B, T, nslots, &dm)) {
+        if (dm && recompute != LLMT_RECOMPUTE_NONE) {
+            fprintf(stderr, "llm-train: --recompute %s is not available on the GPU backend yet "
+                    "(use --recompute none)\n", recompute == LLMT_RECOMPUTE_ATTN ? "attn" : "full");
+            llmt_model_free(dm);
+            return NULL;
+        }
         return dm;
+    }
     if (B < 1 || T < 1 || T > c->max_seq || T > 4096 || nslots < 1) {
         fprintf(stderr, "llm-train: bad micro-batch B=%d T=%d (max_seq %d, at most 4096) slots=%d\n",
                 B, T, c->max_seq, nslots);
@@ -350,6 +415,7 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
     set_shape(m, c, par);
     m->prec = prec;
     m->bf = prec == LLMT_BF16;
+    m->recompute = recompute;
     m->B = B;
     m->T = T;
     m->M = B * T;

@@ -33,6 +33,17 @@
 
 typedef enum { LLMT_FP32 = 0, LLMT_BF16 = 1 } llmt_prec;
 
+/* Activation recomputation (llm-train --recompute): NONE keeps every
+ * layer's activations for backward; ATTN keeps no softmax probabilities
+ * (one buffer shared by all layers and slots) and recomputes them before
+ * each layer's attention backward; FULL keeps only each layer's input and
+ * recomputes the layer's forward before its backward. The same kernels run
+ * in the same order, so the gradients are bit-identical to NONE. */
+typedef enum { LLMT_RECOMPUTE_NONE = 0, LLMT_RECOMPUTE_ATTN, LLMT_RECOMPUTE_FULL } llmt_recompute;
+/* "none" "attn" "full" to the mode (0), else -1; and back */
+int llmt_recompute_from(const char *s, llmt_recompute *out);
+const char *llmt_recompute_name(llmt_recompute r);
+
 typedef struct llmt_par {
     int tp, tp_rank;      /* tensor-parallel size and this rank in it */
     int pp, pp_rank;      /* pipeline stages and this stage */
@@ -59,7 +70,11 @@ typedef struct llmt_param_info {
 typedef struct llmt_model llmt_model;
 
 /* 0 when the layout divides the model; -1 and a reason in err otherwise
- * (the caller exits 64). */
+ * (the caller exits 64). llmt_model_check_shape asks no communicator (an
+ * offline plan: llm-train memory); llmt_model_check_layout also wants the
+ * TP communicator a tp > 1 stage is built with. */
+int llmt_model_check_shape(const llmt_config *c, const llmt_par *par,
+                           char *err, size_t errlen);
 int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
                             char *err, size_t errlen);
 
@@ -70,6 +85,10 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
  * stderr on failure (bad layout, out of memory). */
 llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
                               llmt_prec prec, int B, int T, int nslots);
+/* The same with activation recomputation (the CPU model only: the GPU
+ * backend refuses anything but LLMT_RECOMPUTE_NONE with a message). */
+llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec,
+                                 int B, int T, int nslots, llmt_recompute recompute);
 /* Pure: the flat parameter count of the stage/shard llmt_model_create
  * would build (its llmt_model_nparams), without building it; 0 when out
  * of memory. The layout must pass llmt_model_check_layout. */

@@ -34,6 +34,7 @@ struct llmt_model {
     llmt_par par;
     llmt_prec prec;
     int bf;                 /* prec == LLMT_BF16 */
+    llmt_recompute recompute; /* which activations backward recomputes */
     int B, T, M, nslots;
     int l0, nl;             /* first layer and count on this stage */
     int first, last;

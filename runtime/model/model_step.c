@@ -158,6 +158,15 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     k_rmsnorm_bwd_act(a->x_mid, m->master + lo->ln2, a->rstd2, m->dh, dx, m->grads + lo->ln2, M,
                       d, m->dyact, bf);
 
+    /* ATTN recomputation: the softmax probabilities again, by the forward's
+     * own kernels on the kept q, k, v (att is rewritten with the same values) */
+    if (m->recompute == LLMT_RECOMPUTE_ATTN) {
+        if (m->aw)
+            attn_fwd(m->aw, a->q, a->k, a->v, a->P, a->att, m->B, m->Hl, T, hd,
+                     1.0f / sqrtf((float)hd));
+        else if (attn_fwd_full(m, a))
+            return -1;
+    }
     /* attention: dx is now dL/d(x_mid), and dyact too */
     if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, m->aw ? LLMT_DT_BF16 : LLMT_DT_F32, M, d,
                 Hh, 1.0f))
@@ -214,8 +223,11 @@ static int stage_bwd(llmt_model *m, struct slot *sl, const float *grad_out, floa
         memcpy(m->dx, grad_out, Md * 4);
         k_to_act(m->dx, m->dyact, Md, m->bf);
     }
+    /* FULL recomputation: the layer's forward again from its kept input
+     * (it rewrites xs[l + 1] with the same values, no longer needed) */
     for (int l = m->nl - 1; l >= 0; l--)
-        if (layer_bwd(m, sl, l))
+        if ((m->recompute == LLMT_RECOMPUTE_FULL && layer_fwd(m, sl, l)) ||
+            layer_bwd(m, sl, l))
             return -1;
     if (m->first)
         k_embed_bwd(m->grads + m->off_embed, sl->tokens, m->dx, M, d);

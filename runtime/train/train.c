@@ -335,7 +335,8 @@ static void report_memory(trainer *t)
 	if (!all)
 		return;
 	llmt_memory_estimate(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, t->o->prec == LLMT_BF16,
-		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, &e);
+		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, t->o->recompute,
+		&e);
 	llmt_memory_estimate_gpu_host(&t->cfg, l, n, t->o->B, t->o->T, devopt, t->w != NULL,
 		t->resume_from != NULL, &h);
 	mine[0] = llmt_memory_peak();

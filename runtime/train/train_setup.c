@@ -386,7 +386,8 @@ int llmt_tr_setup(trainer *t)
 	}
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
-	t->m = llmt_model_create(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A));
+	t->m = llmt_model_create_rc(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
+		o->recompute);
 	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;

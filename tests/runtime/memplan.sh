@@ -40,6 +40,24 @@ else
 	echo "note: built without CUDA: the GPU plan is not held against a run"
 fi
 
+# tensor parallel: the plan of a tp=2 layout (made offline, with no TP
+# communicator; it used to exit "tp=2 needs a TP communicator") equals what
+# each rank of a real tp=2 run estimates (mpirun on this host)
+if command -v mpirun >/dev/null 2>&1; then
+	"$LT" memory --model "$MODEL" --tp 2 $opts --threads 1 >"$W/tp2" || fail "llm-train memory --tp 2 exited $?"
+	plan2=$(field "CPU rank (1 threads):" <"$W/tp2")
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 2 \
+		-x LLM_TRAIN_TP=2 -x OMP_NUM_THREADS "$LT" --model "$MODEL" --data "$W/data" --steps 2 $opts \
+		--ckpt-dir "$W/ck2" >"$W/run2" 2>&1 || { cat "$W/run2"; fail "the tp=2 run exited"; }
+	for r in 0 1; do
+		got=$(field "memory rank $r: peak [0-9.]* MiB (VmHWM), estimate" <"$W/run2")
+		echo "tp=2 rank $r: plan $plan2 MiB, the run's own estimate $got MiB"
+		[ -n "$plan2" ] && [ "$plan2" = "$got" ] || fail "tp=2: the plan ($plan2) is not rank $r's estimate ($got)"
+	done
+else
+	fail "mpirun missing (openmpi-bin is a dependency)"
+fi
+
 # stages: with pp = 4, stages 0, 1 and 3 printed, 2 as 1; the counts add up
 "$LT" memory --model "$MODEL" --pp 4 >"$W/pp4" || fail "--pp 4 exited $?"
 "$LT" memory --model "$MODEL" >"$W/pp1" || fail "--pp 1 exited $?"

@@ -3,7 +3,8 @@
  * for both attention paths: the blocked bf16 kernel (when this CPU runs
  * it), bf16 on oneDNN's full square (head_dim not a multiple of 16) and
  * fp32; first and last pipeline stage, tied and untied, QK-norm. The
- * model's part of the estimate is params + activations + scratch. */
+ * model's part of the estimate is params + activations + scratch; and the
+ * same with each activation recomputation mode (--recompute attn, full). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,8 @@ static double in_use(void)
 	return (double)mi.uordblks + (double)mi.hblkhd;
 }
 
+static llmt_recompute mode; /* the recomputation of the models check builds */
+
 /* one model: d_model d, heads h, precision, stage pp_rank of pp, A micro-batches */
 static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp_rank, int A,
 	int T, int want_blocked)
@@ -42,7 +45,7 @@ static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp
 	llmt_par par = { 1, 0, pp, pp_rank, NULL };
 	int B = 2, slots = llmt_pipeline_slots(pp, A);
 	double before = in_use();
-	llmt_model *m = llmt_model_create(&c, &par, prec, B, T, slots);
+	llmt_model *m = llmt_model_create_rc(&c, &par, prec, B, T, slots, mode);
 	assert_non_null(m);
 	double got = in_use() - before;
 	if (T == 8) { /* the warm-up */
@@ -51,10 +54,10 @@ static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp
 	}
 	assert_int_equal(llmt_model_blocked_attn(m), want_blocked);
 	llmt_memory_estimate(&c, &l, llmt_model_nparams(m), B, T, A, prec == LLMT_BF16, 0,
-		want_blocked ? omp_get_max_threads() : 0, &e);
+		want_blocked ? omp_get_max_threads() : 0, mode, &e);
 	double est = e.params + e.activations + e.scratch;
-	printf("d=%d h=%d qk=%d tied=%d %s pp=%d/%d A=%d T=%d blocked=%d: allocated %.0f, estimate %.0f, ratio %.5f\n",
-		d, h, qk, tied, prec == LLMT_BF16 ? "bf16" : "fp32", pp_rank, pp, A, T, want_blocked,
+	printf("recompute %s d=%d h=%d qk=%d tied=%d %s pp=%d/%d A=%d T=%d blocked=%d: allocated %.0f, estimate %.0f, ratio %.5f\n",
+		llmt_recompute_name(mode), d, h, qk, tied, prec == LLMT_BF16 ? "bf16" : "fp32", pp_rank, pp, A, T, want_blocked,
 		got, est, got / est);
 	/* the rest: parameter table, pointer arrays, allocator rounding (pages) */
 	assert_true(got >= est && got < est * 1.01);
@@ -77,10 +80,20 @@ static void test_paths(void **st)
 	check(128, 4, 1, 1, LLMT_BF16, 2, 1, 4, 130, 1);            /* last stage, tied copy */
 }
 
+/* recomputation keeps less: the estimate follows what is allocated */
+static void test_recompute(void **st)
+{
+	(void)st;
+	for (mode = LLMT_RECOMPUTE_ATTN; mode <= LLMT_RECOMPUTE_FULL; mode++)
+		test_paths(st);
+	mode = LLMT_RECOMPUTE_NONE;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_recompute),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

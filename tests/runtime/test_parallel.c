@@ -119,11 +119,11 @@ static void test_memest(void **st)
 	assert_int_equal(llmt_layout_from_values(&l4, 4, 0, NULL, NULL, NULL, NULL, NULL, err, sizeof(err)), 0);
 	/* state: 10 bytes a parameter in bf16 (fp32 master + grads + bf16 copy);
 	 * AdamW m+v 8 bytes, sharded 1/dp with gradient shard and staging */
-	llmt_memory_estimate(&c, &l1, 1000, 2, 16, 1, 1, 0, 0, &a);
+	llmt_memory_estimate(&c, &l1, 1000, 2, 16, 1, 1, 0, 0, 0, &a);
 	assert_float_equal(a.params, 10000, 0);
 	assert_float_equal(a.optimizer, 8000, 0);
 	assert_float_equal(a.snapshot, 0, 0);
-	llmt_memory_estimate(&c, &l4, 1000, 2, 16, 1, 1, 1, 0, &b);
+	llmt_memory_estimate(&c, &l4, 1000, 2, 16, 1, 1, 1, 0, 0, &b);
 	assert_float_equal(b.optimizer, 1000.0 / 4 * 16, 0);
 	assert_float_equal(b.snapshot, 1000.0 / 4 * 12, 0);
 	assert_float_equal(b.comm, 4000, 0);                     /* reduce-scatter scratch */
@@ -133,7 +133,7 @@ static void test_memest(void **st)
 	assert_true(a.activations > 3 * 2 * 16 * 64 * 4);
 	/* 1F1B on the first of 2 stages keeps 2 micro-batches of its 1 layer */
 	assert_int_equal(llmt_layout_from_values(&p2, 2, 0, NULL, "2", NULL, NULL, NULL, err, sizeof(err)), 0);
-	llmt_memory_estimate(&c, &p2, 1000, 2, 16, 4, 1, 0, 0, &e);
+	llmt_memory_estimate(&c, &p2, 1000, 2, 16, 4, 1, 0, 0, 0, &e);
 	assert_true(e.pipeline > 0);
 	assert_true(e.activations > a.activations * 0.9 && e.activations < a.activations * 1.1);
 	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.pipeline + e.comm + e.snapshot, 1e-6);

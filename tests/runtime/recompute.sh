@@ -1,0 +1,50 @@
+#!/bin/sh
+# tests/runtime/recompute.sh: --recompute attn and full give the same
+# training as none, bit for bit: every tensor of the checkpoint (fp32
+# master weights, AdamW m and v) after 6 steps with gradient accumulation,
+# in one process (bf16, the blocked attention where this CPU has it; and
+# fp32, oneDNN's attention) and at tp=2 pp=2 (mpirun, 1F1B with 2 slots);
+# a bad mode exits 64 naming it. The estimate's side: test_memest.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+LT=$top_builddir/runtime/llm-train
+CMP="/usr/bin/python3 $top_srcdir/tests/runtime/ckpt_compare.py"
+MODEL=$top_srcdir/configs/tiny.yaml
+[ -x "$LT" ] || fail "$LT is not built"
+W=$(mktemp -d /tmp/llmt-recompute.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export OMP_NUM_THREADS=2
+"$LT" tokenize "$top_srcdir/LICENSE" "$W/data" >/dev/null || fail "tokenize"
+args="--model $MODEL --data $W/data --steps 6 --micro-batch 2 --seq 64 --grad-accum 2 --ckpt-interval 6 --quiet"
+
+# run NAME LAUNCHER... -- llm-train options: one training run into $W/NAME
+run() {
+	_n=$1; shift
+	"$@" --ckpt-dir "$W/$_n" >"$W/$_n.out" 2>&1 || { cat "$W/$_n.out"; fail "$_n: exit $?"; }
+}
+same() { # A B: every tensor of the two step-6 checkpoints bit-identical
+	$CMP "$W/$1/step_00000006" "$W/$2/step_00000006" >"$W/cmp.out" 2>&1 ||
+		{ cat "$W/cmp.out"; fail "$2 differs from $1"; }
+	echo "$2: bit-identical to $1 ($(wc -l <"$W/cmp.out") lines of comparison)"
+}
+for prec in bf16 fp32; do
+	for r in none attn full; do
+		run "$prec-$r" "$LT" $args --precision $prec --recompute $r
+	done
+	same "$prec-none" "$prec-attn"
+	same "$prec-none" "$prec-full"
+done
+
+command -v mpirun >/dev/null 2>&1 || fail "mpirun missing (openmpi-bin is a dependency)"
+for r in none attn full; do
+	run "par-$r" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+		timeout 300 mpirun -np 4 --oversubscribe -x LLM_TRAIN_TP=2 -x LLM_TRAIN_PP=2 -x OMP_NUM_THREADS \
+		"$LT" $args --recompute $r
+done
+same par-none par-attn
+same par-none par-full
+
+"$LT" $args --recompute some --ckpt-dir "$W/bad" >"$W/bad.out" 2>&1; rc=$?
+[ $rc = 64 ] || fail "--recompute some: exit $rc, want 64"
+grep -q "recompute some" "$W/bad.out" || { cat "$W/bad.out"; fail "the message does not name the value"; }
+echo PASS
