@@ -19,6 +19,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "topology.h"
+#include "autoplan_main.h"
 
 static const char usage[] =
 "usage: llm-train-plan --nodes HOSTLIST --layout SPEC [options]\n"
@@ -122,7 +123,17 @@ static double pct(double ours, double theirs)
 	return theirs > 0 ? 100.0 * (ours - theirs) / theirs : 0;
 }
 
+static int plan_main(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--auto"))
+			return llmt_autoplan_main(argc, argv);
+	return plan_main(argc, argv);
+}
+
+static int plan_main(int argc, char **argv)
 {
 	enum { O_NODES = 256, O_TOPO, O_POLICY, O_LAYOUT, O_TPN, O_PARAMS, O_HIDDEN, O_LAYERS,
 	       O_SEQ, O_MB, O_MBS, O_JSON, O_CJSON, O_NOMAP, O_HELP, O_NOPOL, O_ENV, O_JOB, O_STEP };

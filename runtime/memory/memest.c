@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "gpu/host_plan.h"
-#include "model/model.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
 

@@ -11,23 +11,6 @@
 #include "model_impl.h"
 #include "gpu/bridge.h"
 
-static const char *const recompute_names[] = { "none", "attn", "full" };
-
-int llmt_recompute_from(const char *s, llmt_recompute *out)
-{
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, recompute_names[i])) {
-            *out = (llmt_recompute)i;
-            return 0;
-        }
-    return -1;
-}
-
-const char *llmt_recompute_name(llmt_recompute r)
-{
-    return r >= LLMT_RECOMPUTE_NONE && r <= LLMT_RECOMPUTE_FULL ? recompute_names[r] : "?";
-}
-
 int llmt_model_check_shape(const llmt_config *c, const llmt_par *p, char *err, size_t errlen)
 {
     char why[200];

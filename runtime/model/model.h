@@ -33,16 +33,6 @@
 
 typedef enum { LLMT_FP32 = 0, LLMT_BF16 = 1 } llmt_prec;
 
-/* Activation recomputation (llm-train --recompute): NONE keeps every
- * layer's activations for backward; ATTN keeps no softmax probabilities
- * (one buffer shared by all layers and slots) and recomputes them before
- * each layer's attention backward; FULL keeps only each layer's input and
- * recomputes the layer's forward before its backward. The same kernels run
- * in the same order, so the gradients are bit-identical to NONE. */
-typedef enum { LLMT_RECOMPUTE_NONE = 0, LLMT_RECOMPUTE_ATTN, LLMT_RECOMPUTE_FULL } llmt_recompute;
-/* "none" "attn" "full" to the mode (0), else -1; and back */
-int llmt_recompute_from(const char *s, llmt_recompute *out);
-const char *llmt_recompute_name(llmt_recompute r);
 
 typedef struct llmt_par {
     int tp, tp_rank;      /* tensor-parallel size and this rank in it */

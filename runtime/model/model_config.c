@@ -222,3 +222,20 @@ double llmt_config_flops_per_token(const llmt_config *c, int T)
     return 6.0 * (double)llmt_config_n_params(c) +
            6.0 * c->n_layers * (double)T * c->d_model;
 }
+
+static const char *const recompute_names[] = { "none", "attn", "full" };
+
+int llmt_recompute_from(const char *s, llmt_recompute *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, recompute_names[i])) {
+            *out = (llmt_recompute)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *llmt_recompute_name(llmt_recompute r)
+{
+    return r >= LLMT_RECOMPUTE_NONE && r <= LLMT_RECOMPUTE_FULL ? recompute_names[r] : "?";
+}

@@ -1,4 +1,4 @@
-/* config.h: the model configuration (sizes and numerics of a Llama-family
+/* model_config.h: the model configuration (sizes and numerics of a Llama-family
  * decoder) and its YAML file reader (libyaml). Pure data plus one loader;
  * the caller turns a load failure into exit code 64 (LLMT_EXIT_USAGE). */
 #ifndef LLMT_CONFIG_H
@@ -44,5 +44,16 @@ int64_t llmt_config_n_params(const llmt_config *c);
 /* Model FLOPs per trained token for MFU: 6*N + 6*L*T*d (N from
  * llmt_config_n_params, T = sequence length used). */
 double llmt_config_flops_per_token(const llmt_config *c, int T);
+
+/* Activation recomputation (llm-train --recompute): NONE keeps every
+ * layer's activations for backward; ATTN keeps no softmax probabilities
+ * (one buffer shared by all layers and slots) and recomputes them before
+ * each layer's attention backward; FULL keeps only each layer's input and
+ * recomputes the layer's forward before its backward. The same kernels run
+ * in the same order, so the gradients are bit-identical to NONE. */
+typedef enum { LLMT_RECOMPUTE_NONE = 0, LLMT_RECOMPUTE_ATTN, LLMT_RECOMPUTE_FULL } llmt_recompute;
+/* "none" "attn" "full" to the mode (0), else -1; and back */
+int llmt_recompute_from(const char *s, llmt_recompute *out);
+const char *llmt_recompute_name(llmt_recompute r);
 
 #endif

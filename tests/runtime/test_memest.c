@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include "model/attn.h"
 #include "memory/memest.h"
+#include "memory/autoplan.h"
 #include "model/model.h"
 #include "comm/parallel.h"
 #include "train/pipeline.h"
@@ -89,11 +90,31 @@ static void test_recompute(void **st)
 	mode = LLMT_RECOMPUTE_NONE;
 }
 
+/* the planner's analytic count of a stage's parameters is model.c's table */
+static void test_stage_params(void **st)
+{
+	(void)st;
+	llmt_config c;
+	llmt_config_defaults(&c);
+	c.vocab_size = 512, c.d_model = 96, c.n_layers = 4, c.n_heads = 4, c.d_ff = 192, c.max_seq = 64;
+	for (int v = 0; v < 4; v++) {
+		c.n_kv_heads = v & 1 ? 2 : 4, c.qk_norm = v >> 1 & 1, c.tie_embeddings = v & 1;
+		for (int tp = 1; tp <= 2; tp++)
+			for (int pp = 1; pp <= 4; pp *= 2)
+				for (int s = 0; s < pp; s++) {
+					llmt_par par = { tp, 0, pp, s, NULL };
+					assert_int_equal(llmt_autoplan_stage_params(&c, tp, pp, s),
+						llmt_model_count(&c, &par));
+				}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_recompute),
+		cmocka_unit_test(test_stage_params),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
