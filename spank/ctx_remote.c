@@ -13,6 +13,7 @@
 #include <string.h>
 #include <slurm/slurm.h>
 
+#include "hostlist.h"
 #include "plan.h"
 
 #define LLMT_NODELIST_MAX (64u << 10)
@@ -117,6 +118,13 @@ static int batch_step(spank_t sp)
 	return 0;
 }
 
+static int count_host(const char *name, void *arg)
+{
+	(void)name;
+	(void)arg;
+	return 0;
+}
+
 static int training_step(spank_t sp)
 {
 	uint32_t ntasks = 0, nnodes = 0;
@@ -142,6 +150,16 @@ static int training_step(spank_t sp)
 	}
 	if (nnodes == 0 || nnodes > LLMT_MAX_NODES) {
 		fail("step node count out of range");
+		goto out;
+	}
+	/* Every map below is sized by the node count: a step whose host list
+	 * says otherwise (a client built on libslurm sends what it likes) is
+	 * refused before anything is built. */
+	char herr[LLMT_ERRLEN] = "";
+	int nhosts = llmt_hostlist_foreach(nodelist, nnodes, count_host, NULL, herr, sizeof(herr));
+	if (nhosts < 0 || (unsigned)nhosts != nnodes) {
+		fail("SLURM_STEP_NODELIST does not hold the step's %u nodes%s%s", nnodes,
+		     herr[0] ? ": " : "", herr);
 		goto out;
 	}
 	tpn = calloc(nnodes, sizeof(*tpn));
@@ -170,15 +188,11 @@ static int training_step(spank_t sp)
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");
 		goto out;
 	}
+	/* The daemon's own configuration only (slurmstepd's SLURM_CONF, else
+	 * the default): a path from the job's environment would have root
+	 * open a file of the user's choosing. */
 	char tpath[LLMT_PATH_MAX];
-	char conf[LLMT_PATH_MAX];
-	const char *sc = getenv("SLURM_CONF");
-	if (!sc) {
-		if (job_getenv(sp, "SLURM_CONF", conf, sizeof(conf)))
-			goto out;
-		sc = conf[0] ? conf : NULL;
-	}
-	int tr = llmt_policy_topology_path(rs.policy, sc, tpath, sizeof(tpath));
+	int tr = llmt_policy_topology_path(rs.policy, getenv("SLURM_CONF"), tpath, sizeof(tpath));
 	if (tr < 0) {
 		fail("topology path too long");
 		goto out;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The harness includes the plugin's entry file: the callbacks run exactly
@@ -565,6 +566,108 @@ static void test_remote_bad_layout_refused(void **state)
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
 }
 
+/* Issue 14 item 3 (fails on the old code: ASan reports a heap overflow,
+ * the map being sized by the node count while the build walked every host
+ * of the list): a step whose host list disagrees with its node count is
+ * refused before any map is built. */
+static void test_remote_host_count_mismatch_refused(void **state)
+{
+	(void)state;
+	const char *lists[] = { "n[1-4000]", "n1" };
+	for (int i = 0; i < 2; i++) {
+		start(S_CTX_REMOTE);
+		fake.item.step_id = 1;
+		fake.item.nnodes = 2;
+		fake.item.total_tasks = 2;
+		fake.item.local_tasks = 1;
+		fake_env_set("SLURM_STEP_NODELIST", lists[i]);
+		fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1(x2)");
+		fake_give_option("llm-train", NULL);
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		fake.item.in_task = 1;
+		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+		if (!fake_log_has("SLURM_STEP_NODELIST does not hold the step's 2 nodes")) {
+			fake_log_dump();
+			fail_msg("no refusal for %s", lists[i]);
+		}
+		assert_null(fake_env_get("RANK"));
+	}
+}
+
+/* Issue 14 item 2 (fails on the old code, which took SLURM_CONF from the
+ * job's environment when slurmstepd had none, as on a site whose slurmd
+ * reads the default /etc/slurm/slurm.conf, and fopen'ed a FIFO the user
+ * put at dirname/topology.conf: user_init blocked forever). Here user_init
+ * runs in a child with a 20 s alarm; slurmstepd's own environment has no
+ * SLURM_CONF, the job's names the user's directory. Then an admin
+ * topology path that is a FIFO (topology.source: file) is refused at once. */
+static void run_user_init_bounded(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		slurm_spank_user_init(FAKE_SP, AC, AV);
+		fake.item.in_task = 1;
+		int rc = slurm_spank_task_init(FAKE_SP, AC, AV);
+		for (int i = 0; i < fake.nlog; i++)
+			fprintf(stderr, "child log: %s\n", fake.log[i]);
+		_exit(rc == 0 ? 0 : 3);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fail_msg("user_init hung (killed by signal %d)", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+}
+
+static void test_remote_topology_never_from_job_env(void **state)
+{
+	(void)state;
+	char evil[600], fifo[700], conf[700], pol[1200];
+	snprintf(evil, sizeof(evil), "%s/user", tmpdir);
+	assert_int_equal(mkdir(evil, 0755), 0);
+	snprintf(fifo, sizeof(fifo), "%s/topology.conf", evil);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	snprintf(conf, sizeof(conf), "%s/slurm.conf", evil);
+	write_file(conf, "", 0644);
+	char *saved = getenv("SLURM_CONF") ? strdup(getenv("SLURM_CONF")) : NULL;
+	unsetenv("SLURM_CONF");
+	write_file(policy_path, "topology:\n  source: slurm\n", 0644);
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 1;
+	fake.item.nnodes = 1;
+	fake.item.total_tasks = 1;
+	fake.item.local_tasks = 1;
+	fake_env_set("SLURM_STEP_NODELIST", "n1");
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1");
+	fake_env_set("SLURM_CONF", conf);
+	fake_give_option("llm-train", NULL);
+	run_user_init_bounded();
+	/* an admin path that is a FIFO: refused, not opened blocking */
+	snprintf(pol, sizeof(pol), "topology:\n  source: %s\n", fifo);
+	write_file(policy_path, pol, 0644);
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 1;
+	fake.item.nnodes = 1;
+	fake.item.total_tasks = 1;
+	fake.item.local_tasks = 1;
+	fake_env_set("SLURM_STEP_NODELIST", "n1");
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1");
+	fake_give_option("llm-train", NULL);
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+	if (!fake_log_has("topology.conf: not a regular file")) {
+		fake_log_dump();
+		fail_msg("FIFO topology not refused");
+	}
+	if (saved) {
+		setenv("SLURM_CONF", saved, 1);
+		free(saved);
+	}
+}
+
 static void test_remote_setenv_failure_reported(void **state)
 {
 	(void)state;
@@ -838,6 +941,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote_not_training_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_bad_layout_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_setenv_failure_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_host_count_mismatch_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_topology_never_from_job_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_not_training_noop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_xid_drains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_gpu_count, setup, teardown),
