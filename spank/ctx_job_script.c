@@ -73,9 +73,14 @@ static int64_t mark_read(int dfd, const char *node)
 {
 	char name[LLMT_HOST_MAX + 16], buf[32];
 	snprintf(name, sizeof(name), "klog.%s", node);
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return 0;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)

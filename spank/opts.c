@@ -160,6 +160,50 @@ static int parse_bool(const char *key, const char *v, int *out, char *err, size_
 	return -1;
 }
 
+/* Offset of the first control character of s, or -1. */
+static long ctl_at(const char *s)
+{
+	for (long i = 0; s && s[i]; i++)
+		if (iscntrl((unsigned char)s[i]))
+			return i;
+	return -1;
+}
+
+/* A SPEC holding a control character: refused naming the item's key
+ * (never the text: it must not reach a log line). 0 when clean. */
+static int spec_ctl_refuse(const char *spec, char *err, size_t errlen)
+{
+	long off = ctl_at(spec);
+	if (off < 0)
+		return 0;
+	long b = off;
+	while (b > 0 && spec[b - 1] != ',')
+		b--;
+	const char *eq = memchr(spec + b, '=', (size_t)(off - b));
+	unsigned char c = (unsigned char)spec[off];
+	if (eq)
+		SET_ERR("--llm-train: %.*s holds a control character (byte 0x%02x)", (int)(eq - spec - b),
+			spec + b, c);
+	else
+		SET_ERR("--llm-train: SPEC holds a control character (byte 0x%02x at offset %ld)", c, off);
+	return -1;
+}
+
+/* The LLMT_SET_* bit of a SPEC key (without "llm-"), 0 when unknown. */
+static unsigned key_bit(const char *k)
+{
+	static const struct { const char *k; unsigned bit; } m[] = {
+		{ "tp", LLMT_SET_TP }, { "pp", LLMT_SET_PP }, { "dp", LLMT_SET_DP },
+		{ "ckpt-dir", LLMT_SET_CKPT_DIR }, { "ckpt-interval", LLMT_SET_CKPT_INTERVAL },
+		{ "restarts", LLMT_SET_RESTARTS }, { "nccl", LLMT_SET_NCCL },
+		{ "nccl-profile", LLMT_SET_NCCL }, { "explain", LLMT_SET_EXPLAIN },
+	};
+	for (unsigned i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (!strcmp(k, m[i].k))
+			return m[i].bit;
+	return 0;
+}
+
 int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 		  char *err, size_t errlen)
 {
@@ -172,6 +216,15 @@ int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 	}
 	if (!strncmp(k, "llm-", 4))
 		k += 4;
+	if (ctl_at(k) >= 0) {
+		SET_ERR("--llm-train: an option name holds a control character");
+		return -1;
+	}
+	if (strcmp(k, "train") != 0 && ctl_at(val) >= 0) {
+		SET_ERR("--llm-train: %.64s holds a control character (byte 0x%02x)", k,
+			(unsigned char)val[ctl_at(val)]);
+		return -1;
+	}
 	if (val && strlen(val) >= LLMT_SPEC_MAX) {
 		SET_ERR("--llm-%s: value longer than %d bytes", k, LLMT_SPEC_MAX - 1);
 		return -1;
@@ -262,16 +315,27 @@ int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
 		SET_ERR("--llm-train: SPEC longer than %d bytes", LLMT_SPEC_MAX - 1);
 		return -1;
 	}
+	if (spec_ctl_refuse(spec, err, errlen))
+		return -1;
 	memcpy(buf, spec, n + 1);
 	/* Empty items ("tp=2,,pp=2", trailing comma) are mistakes: refuse. */
 	if (buf[0] == ',' || buf[n - 1] == ',' || strstr(buf, ",,")) {
 		SET_ERR("--llm-train: empty item in '%.200s'", spec);
 		return -1;
 	}
+	unsigned seen = 0;
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
 		if (eq)
 			*eq = 0;
+		/* A key given twice in one SPEC is a mistake (the policy refuses
+		 * duplicate keys the same way): which one was meant? */
+		unsigned bit = key_bit(strncmp(item, "llm-", 4) ? item : item + 4);
+		if (bit & seen) {
+			SET_ERR("--llm-train: key '%.64s' given twice in one SPEC", item);
+			return -1;
+		}
+		seen |= bit;
 		if (!strcmp(item, "train") || !strcmp(item, "llm-train")) {
 			SET_ERR("--llm-train: unknown key '%.64s'", item);
 			return -1;

@@ -52,7 +52,9 @@ void llmt_opts_init(struct llmt_opts *o);
 /* Parse SPEC of --llm-train=SPEC: comma-separated key=value items,
  *   tp=N pp=N dp=N|auto ckpt-dir=/abs ckpt-interval=N|Ns|Nm|Nh|auto
  *   restarts=N nccl=NAME (alias nccl-profile) explain (alias explain=1|0)
- * NULL or "" only enables. Sets o->enabled. Later items override earlier.
+ * NULL or "" only enables. Sets o->enabled. A key given twice (aliases
+ * included) and a control character anywhere are refused; the message
+ * then names the key, never the text (it goes to slurmd's log).
  * Returns 0, or -1 with one line in err naming the bad item/value. */
 int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
 			 char *err, size_t errlen);

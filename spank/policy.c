@@ -364,6 +364,7 @@ static int nodetype_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 static int node_types(struct walk *w, yaml_node_t *v)
 {
 	struct llmt_policy *p = w->p;
+	yaml_node_t *ents[LLMT_MAX_NODE_TYPES];
 	if (want(w, v, YAML_SEQUENCE_NODE, "node_types"))
 		return -1;
 	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
@@ -386,6 +387,18 @@ static int node_types(struct walk *w, yaml_node_t *v)
 			if (t->nvlink_block == t->gpus_per_node)
 				t->nvlink_block = 0;   /* one node: same as "node" */
 		}
+		/* One node, one type: with two matching, one would silently
+		 * win (its GPU count, NVLink domain and NICs). */
+		for (unsigned i = 0; i < p->nnode_types; i++) {
+			char host[LLMT_HOST_MAX];
+			if (llmt_hostlist_common(t->nodes, p->node_types[i].nodes, LLMT_MAX_NODES, host,
+						 sizeof(host)) == 1)
+				return fail(w, e, "node %s matches node types '%s' (%s:%lu) and '%s' (%s:%lu)",
+					    host, p->node_types[i].name, w->fname,
+					    (unsigned long)ents[i]->start_mark.line + 1, t->name, w->fname,
+					    (unsigned long)e->start_mark.line + 1);
+		}
+		ents[p->nnode_types] = e;
 		p->nnode_types++;
 	}
 	return 0;

@@ -196,6 +196,32 @@ static void test_bad_options_refused(void **state)
 	}
 }
 
+/* Issue 14 items 5 and 6 (fail on the old code, which logged the
+ * newline through slurm_error, i.e. a forged line in slurmd's log, and
+ * accepted tp=1,tp=2): refused with one clean line naming the key. */
+static void test_control_chars_and_duplicates_refused(void **state)
+{
+	(void)state;
+	const struct { const char *opt, *val, *must; } c[] = {
+		{ "llm-train", "tp=1\nerror: llm_train: prolog on node1: draining: Xid 79", "tp holds a control character" },
+		{ "llm-nccl-profile", "ib\rforged", "nccl-profile holds a control character" },
+		{ "llm-train", "tp=1,tp=2", "key 'tp' given twice" },
+	};
+	for (int i = 0; i < 3; i++) {
+		start(S_CTX_ALLOCATOR);
+		fake_give_option(c[i].opt, c[i].val);
+		assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, AC, AV), -1);
+		assert_int_equal(fake.nlog, 1);
+		if (!fake_log_has(c[i].must)) {
+			fake_log_dump();
+			fail_msg("no refusal naming '%s'", c[i].must);
+		}
+		for (const char *p = fake.log[0]; *p; p++)
+			assert_true((unsigned char)*p >= 0x20);
+		assert_null(strstr(fake.log[0], "forged"));
+	}
+}
+
 static void test_overlong_option_refused(void **state)
 {
 	(void)state;
@@ -928,6 +954,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_allocator_no_options_is_noop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allocator_good_options_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_options_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_chars_and_duplicates_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlong_option_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broken_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_policy_uses_defaults, setup, teardown),
