@@ -373,11 +373,15 @@ static void copy(char *dst, size_t n, const char *v)
 	snprintf(dst, n, "%s", v ? v : "");
 }
 
+static const char *run_stepd_addrs;   /* NodeAddrs the fake slurmctld gives */
+
 static void run_stepd(const char *spec, const char *nodelist, const char *tpn, uint32_t nnodes,
 		      uint32_t nodeid, uint32_t first, uint32_t ntasks, uint32_t total,
 		      struct task_env *out, int leak)
 {
 	start(S_CTX_REMOTE);
+	if (run_stepd_addrs)
+		snprintf(fake.node_addrs, sizeof(fake.node_addrs), "%s", run_stepd_addrs);
 	fake.item.step_id = 2;
 	fake.item.nnodes = nnodes;
 	fake.item.node_id = nodeid;
@@ -455,6 +459,32 @@ static void test_remote_every_task_env(void **state)
 		run_stepd("tp=2,ckpt-dir=/tmp/run9", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
 	check_step(e, 4, 2, 2);
 	assert_string_equal(e[0].ckpt, "/tmp/run9");
+}
+
+/* Issue 14 item 7 (fails on the old code, whose MASTER_ADDR was always
+ * the node name, which need not resolve): the rank-0 node's NodeAddr
+ * where Slurm has one that differs from the name; the name where it does
+ * not. run_stepd starts each node afresh, so the address is set there. */
+static void test_remote_master_addr_is_node_addr(void **state)
+{
+	(void)state;
+	struct task_env e[8];
+	memset(e, 0, sizeof(e));
+	for (uint32_t node = 0; node < 2; node++) {
+		run_stepd_addrs = "n1=127.0.0.1,n2=10.1.2.3";
+		run_stepd("tp=1", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
+	}
+	check_step(e, 4, 2, 1);
+	assert_string_equal(e[0].addr, "127.0.0.1");
+	assert_true(fake.node_queries >= 1);
+	/* NodeAddr = name (a site whose names resolve): the name */
+	memset(e, 0, sizeof(e));
+	for (uint32_t node = 0; node < 2; node++) {
+		run_stepd_addrs = "";
+		run_stepd("tp=1", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
+	}
+	assert_string_equal(e[0].addr, "n1");
+	run_stepd_addrs = NULL;
 }
 
 static void test_remote_overwrites_batch_env(void **state)
@@ -962,6 +992,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_local_user_init_checks_task_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_explain_prints_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_every_task_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_master_addr_is_node_addr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_overwrites_batch_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_gpu_node_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_batch_step_settings_only, setup, teardown),
