@@ -332,6 +332,17 @@ int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errle
 		snprintf(err, errlen, "command %s is not an absolute path", argv && argv[0] ? argv[0] : "(null)");
 		return -1;
 	}
+	/* The fixed environment, plus the daemon's own SLURM_CONF (slurmd
+	 * sets it in the prolog/epilog environment from its configuration;
+	 * the job's environment never reaches here) so that scontrol finds
+	 * the cluster a slurmd started with -f serves. */
+	char conf[1100];
+	char *env[4] = { llmt_child_env[0], llmt_child_env[1], NULL, NULL };
+	const char *sc = getenv("SLURM_CONF");
+	if (sc && sc[0] == '/' && strlen(sc) < 1024 && strcspn(sc, "\n\r\t") == strlen(sc)) {
+		snprintf(conf, sizeof(conf), "SLURM_CONF=%s", sc);
+		env[2] = conf;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -346,7 +357,7 @@ int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errle
 			if (nul > 2)
 				close(nul);
 		}
-		execve(argv[0], argv, llmt_child_env);
+		execve(argv[0], argv, env);
 		_exit(127);
 	}
 	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);

@@ -51,7 +51,8 @@ int llmt_free_bytes_bounded(const char *root, uint64_t *avail, int timeout_ms,
  * the job's or the daemon's own): PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C. */
 extern char *const llmt_child_env[];
 
-/* Runs argv[0] (an absolute path) with argv and llmt_child_env,
+/* Runs argv[0] (an absolute path) with argv and llmt_child_env (plus the
+ * daemon's own SLURM_CONF when it has one, for scontrol),
  * stdin/stdout/stderr on /dev/null, killing it after timeout_ms. Returns its exit status, or -1
  * (err set) when it could not run, died by a signal or timed out. */
 int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errlen);
