@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "limits.h"
+#include "llmt_limits.h"
 #include "opts.h"
 #include "policy.h"
 #include "rankmap.h"

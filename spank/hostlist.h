@@ -6,7 +6,7 @@
 #define LLMT_HOSTLIST_H
 
 #include <stddef.h>
-#include "limits.h"
+#include "llmt_limits.h"
 
 /* Call fn(name, arg) for each host of expr in order (no dedup). Stops
  * with -1 if fn returns non-zero (err left to fn), if expr is malformed,

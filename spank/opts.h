@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "limits.h"
+#include "llmt_limits.h"
 
 struct llmt_policy;
 

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <slurm/spank.h>
 
-#include "limits.h"
+#include "llmt_limits.h"
 #include "opts.h"
 #include "policy.h"
 #include "envgen.h"

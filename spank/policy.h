@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <sys/stat.h>
-#include "limits.h"
+#include "llmt_limits.h"
 #include "opts.h"
 
 #define LLMT_MAX_ROOTS         16
