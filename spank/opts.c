@@ -10,6 +10,7 @@
 
 #include "hostlist.h"
 #include "opts.h"
+#include "path.h"
 #include "policy.h"
 
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
@@ -57,76 +58,6 @@ static int parse_size(const char *key, const char *s, unsigned *out,
 	}
 	*out = (unsigned)v;
 	return 0;
-}
-
-int llmt_interval_parse(const char *s, struct llmt_interval *iv,
-			char *err, size_t errlen)
-{
-	char num[32];
-	size_t n;
-	unsigned long long v;
-	char unit = 0;
-
-	if (!s || !*s) {
-		SET_ERR("--llm-train: ckpt-interval needs a value (N steps, Ns/Nm/Nh or auto)");
-		return -1;
-	}
-	if (!strcmp(s, "auto")) {
-		iv->kind = LLMT_IVAL_AUTO;
-		iv->count = 0;
-		iv->unit = 0;
-		return 0;
-	}
-	n = strlen(s);
-	if (n >= sizeof(num)) {
-		SET_ERR("--llm-train: ckpt-interval=%.40s... is too long", s);
-		return -1;
-	}
-	memcpy(num, s, n + 1);
-	if (n > 1 && strchr("smh", num[n - 1])) {
-		unit = num[n - 1];
-		num[n - 1] = 0;
-	}
-	for (const char *p = num; *p; p++)
-		if (!isdigit((unsigned char)*p)) {
-			SET_ERR("--llm-train: ckpt-interval=%s is not N, Ns, Nm, Nh or auto", s);
-			return -1;
-		}
-	if (parse_uint("ckpt-interval", num, 1000000000ULL, &v, err, errlen))
-		return -1;
-	if (v == 0) {
-		SET_ERR("--llm-train: ckpt-interval=%s must be at least 1", s);
-		return -1;
-	}
-	iv->kind = unit ? LLMT_IVAL_SECONDS : LLMT_IVAL_STEPS;
-	iv->count = v;
-	iv->unit = unit;
-	return 0;
-}
-
-void llmt_interval_format(const struct llmt_interval *iv, char *buf, size_t len)
-{
-	switch (iv->kind) {
-	case LLMT_IVAL_STEPS:
-		snprintf(buf, len, "%llu", (unsigned long long)iv->count);
-		break;
-	case LLMT_IVAL_SECONDS:
-		snprintf(buf, len, "%llu%c", (unsigned long long)iv->count, iv->unit);
-		break;
-	default:
-		snprintf(buf, len, "auto");
-	}
-}
-
-uint64_t llmt_interval_seconds(const struct llmt_interval *iv)
-{
-	if (iv->kind != LLMT_IVAL_SECONDS)
-		return 0;
-	switch (iv->unit) {
-	case 'h': return iv->count * 3600;
-	case 'm': return iv->count * 60;
-	default: return iv->count;
-	}
 }
 
 /* A name (profile): letters, digits, '_', '-', '.'; 1..LLMT_NAME_MAX-1. */
@@ -382,7 +313,6 @@ int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
 			  char *err, size_t errlen)
 {
 	size_t n = strlen(dir);
-	const char *c;
 
 	if (dir[0] != '/') {
 		SET_ERR("--llm-train: ckpt-dir=%.200s is not an absolute path", dir);
@@ -393,17 +323,10 @@ int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
 			SET_ERR("--llm-train: ckpt-dir holds a control character");
 			return -1;
 		}
-	/* Walk components: refuse "." and "..", which defeat a prefix check. */
-	for (c = dir; *c;) {
-		while (*c == '/')
-			c++;
-		const char *e = strchr(c, '/');
-		size_t len = e ? (size_t)(e - c) : strlen(c);
-		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) {
-			SET_ERR("--llm-train: ckpt-dir=%.200s has a '.' or '..' component", dir);
-			return -1;
-		}
-		c += len;
+	/* "." and ".." defeat a prefix check */
+	if (llmt_path_has_dot(dir)) {
+		SET_ERR("--llm-train: ckpt-dir=%.200s has a '.' or '..' component", dir);
+		return -1;
 	}
 	if (!p || p->limits.nroots == 0)
 		return 0;
