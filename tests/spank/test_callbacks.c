@@ -586,31 +586,32 @@ static void test_remote_not_training_untouched(void **state)
 	assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
 }
 
+/* A remote context for step 1 of nnodes nodes and total tasks (local
+ * on this node) on nodelist with tpn, started with the option given. */
+static void start_step(uint32_t nnodes, uint32_t total, uint32_t local, const char *nodelist,
+		       const char *tpn, const char *opt, const char *val)
+{
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 1;
+	fake.item.nnodes = nnodes;
+	fake.item.total_tasks = total;
+	fake.item.local_tasks = local;
+	fake_env_set("SLURM_STEP_NODELIST", nodelist);
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", tpn);
+	fake_give_option(opt, val);
+}
+
 static void test_remote_bad_layout_refused(void **state)
 {
 	(void)state;
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 1;
-	fake.item.total_tasks = 3;
-	fake.item.local_tasks = 3;
-	fake_env_set("SLURM_STEP_NODELIST", "n1");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "3");
-	fake_give_option("llm-tp", "2");
+	start_step(1, 3, 3, "n1", "3", "llm-tp", "2");
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
 	assert_true(fake_log_has("llm_train: "));
 	assert_null(fake_env_get("RANK"));
 	/* a wrong distribution (task not where the map puts it) is refused */
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 2;
-	fake.item.total_tasks = 4;
-	fake.item.local_tasks = 2;
-	fake_env_set("SLURM_STEP_NODELIST", "n[1-2]");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "2(x2)");
-	fake_give_option("llm-train", NULL);
+	start_step(2, 4, 2, "n[1-2]", "2(x2)", "llm-train", NULL);
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	fake.item.node_id = 0;
@@ -631,14 +632,7 @@ static void test_remote_host_count_mismatch_refused(void **state)
 	(void)state;
 	const char *lists[] = { "n[1-4000]", "n1" };
 	for (int i = 0; i < 2; i++) {
-		start(S_CTX_REMOTE);
-		fake.item.step_id = 1;
-		fake.item.nnodes = 2;
-		fake.item.total_tasks = 2;
-		fake.item.local_tasks = 1;
-		fake_env_set("SLURM_STEP_NODELIST", lists[i]);
-		fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1(x2)");
-		fake_give_option("llm-train", NULL);
+		start_step(2, 2, 1, lists[i], "1(x2)", "llm-train", NULL);
 		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 		fake.item.in_task = 1;
 		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
@@ -690,27 +684,13 @@ static void test_remote_topology_never_from_job_env(void **state)
 	char *saved = getenv("SLURM_CONF") ? strdup(getenv("SLURM_CONF")) : NULL;
 	unsetenv("SLURM_CONF");
 	write_file(policy_path, "topology:\n  source: slurm\n", 0644);
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 1;
-	fake.item.total_tasks = 1;
-	fake.item.local_tasks = 1;
-	fake_env_set("SLURM_STEP_NODELIST", "n1");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1");
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
 	fake_env_set("SLURM_CONF", conf);
-	fake_give_option("llm-train", NULL);
 	run_user_init_bounded();
 	/* an admin path that is a FIFO: refused, not opened blocking */
 	snprintf(pol, sizeof(pol), "topology:\n  source: %s\n", fifo);
 	write_file(policy_path, pol, 0644);
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 1;
-	fake.item.total_tasks = 1;
-	fake.item.local_tasks = 1;
-	fake_env_set("SLURM_STEP_NODELIST", "n1");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1");
-	fake_give_option("llm-train", NULL);
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
