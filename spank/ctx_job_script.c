@@ -1,7 +1,9 @@
 /* ctx_job_script.c: job_prolog and job_epilog (root, on every node of a
  * training job). Runs the health checks the policy names (GPU count,
- * kernel-log hardware errors since the last check, free space on the
- * admin's checkpoint roots), each bounded in time. A failing node is
+ * kernel-log hardware errors since the last check or the job's start),
+ * each in a child bounded by its timeout. Free space on a shared
+ * checkpoint root is a property of the root, not of the node: it is
+ * checked at submit (plugin.c) and never drains a node. A failing node is
  * drained with the reason, and the job learns why through its Comment
  * (scontrol show job / squeue -o %k), since a prolog's stderr goes nowhere
  * the job can see. Never follows a user-supplied path: only paths from the
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "health_io.h"
@@ -70,9 +73,14 @@ static int64_t mark_read(int dfd, const char *node)
 {
 	char name[LLMT_HOST_MAX + 16], buf[32];
 	snprintf(name, sizeof(name), "klog.%s", node);
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return 0;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
@@ -120,6 +128,22 @@ static void klog_path(const char *node, char *buf, size_t len)
 	buf[j] = '\0';
 }
 
+/* The job's start on the kernel log's clock (CLOCK_MONOTONIC):
+ * SLURM_JOB_START_TIME (epoch seconds) where slurmd gives it, else now. */
+static int64_t job_start_us(int64_t now_us)
+{
+	const char *s = getenv("SLURM_JOB_START_TIME");
+	char *end;
+	if (!s || !*s)
+		return now_us;
+	long long t = strtoll(s, &end, 10);
+	time_t wall = time(NULL);
+	if (*end || t <= 0 || t > (long long)wall)
+		return now_us;
+	int64_t back = ((int64_t)wall - t) * 1000000;
+	return back < now_us ? now_us - back : 0;
+}
+
 static int timeout_ms(const struct llmt_health_check *c)
 {
 	unsigned s = c->timeout_s ? c->timeout_s : 10;
@@ -140,7 +164,8 @@ static void check_gpus(const struct llmt_policy *p, const char *node, struct ver
 	if (!t || t->gpus_per_node == 0)
 		return;
 	char err[LLMT_ERRLEN], detail[LLMT_ERRLEN + 64];
-	int n = llmt_gpu_count(llmt_conf.dev_dir, err, sizeof(err));
+	int n = llmt_gpu_count_bounded(llmt_conf.dev_dir, timeout_ms(&p->health.gpu_count), err,
+				       sizeof(err));
 	if (n < 0) {
 		snprintf(detail, sizeof(detail), "cannot count GPUs: %s", err);
 		llmt_health_reason(v->reason, sizeof(v->reason), "gpu_count", detail);
@@ -163,13 +188,18 @@ static void check_klog(const struct llmt_policy *p, const char *node, struct ver
 		slurm_error(LLMT_MSG "kernel log check skipped: %s", err);
 		return;
 	}
-	int64_t since = mark_read(dfd, node);
 	int64_t now = llmt_monotonic_us();
+	int64_t since = mark_read(dfd, node);
+	/* No mark (first check since the state dir was made) or one from
+	 * before a reboot (the clock restarted): the job's start, i.e. now
+	 * for a prolog; records older than that are not this job's to judge. */
+	if (since <= 0 || since > now)
+		since = job_start_us(now);
 	klog_path(node, path, sizeof(path));
 	int tmo = timeout_ms(&p->health.xid_scan);
 	struct llmt_health_scan scan;
-	if (llmt_klog_scan(path, since, 0, tmo < KLOG_TIMEOUT_MS_MIN ? KLOG_TIMEOUT_MS_MIN : tmo, &scan,
-			   err, sizeof(err)) != 0) {
+	if (llmt_klog_scan_bounded(path, since, tmo < KLOG_TIMEOUT_MS_MIN ? KLOG_TIMEOUT_MS_MIN : tmo,
+				   &scan, err, sizeof(err)) != 0) {
 		/* An unreadable log is the admin's to fix, not a node fault. */
 		slurm_error(LLMT_MSG "kernel log check skipped: %s", err);
 		close(dfd);
@@ -190,31 +220,6 @@ static void check_klog(const struct llmt_policy *p, const char *node, struct ver
 			 llmt_hw_kind_name(scan.first_kind), scan.errors, scan.first);
 	llmt_health_reason(v->reason, sizeof(v->reason), "kernel log", detail);
 	v->failed = 1;
-}
-
-static void check_space(const struct llmt_policy *p, struct verdict *v)
-{
-	if (!p->health.ckpt_free_space.enabled || p->health.ckpt_min_free_gib <= 0)
-		return;
-	uint64_t need = (uint64_t)(p->health.ckpt_min_free_gib * 1073741824.0);
-	for (unsigned i = 0; i < p->limits.nroots && i < LLMT_MAX_ROOTS; i++) {
-		char err[LLMT_ERRLEN], detail[LLMT_ERRLEN + 64];
-		uint64_t avail = 0;
-		const char *root = p->limits.ckpt_roots[i];
-		if (llmt_free_bytes(root, &avail, err, sizeof(err)) != 0) {
-			snprintf(detail, sizeof(detail), "%s", err);
-			llmt_health_reason(v->reason, sizeof(v->reason), "ckpt_free_space", detail);
-			v->failed = 1;
-			return;
-		}
-		if (avail < need) {
-			snprintf(detail, sizeof(detail), "%s has %.1f GiB free, policy needs %.1f GiB", root,
-				 (double)avail / 1073741824.0, p->health.ckpt_min_free_gib);
-			llmt_health_reason(v->reason, sizeof(v->reason), "ckpt_free_space", detail);
-			v->failed = 1;
-			return;
-		}
-	}
 }
 
 /* scontrol update A B [C]: argv built here, never through a shell. */
@@ -255,8 +260,6 @@ static int job_script(spank_t sp, int ac, char **av, const char *phase)
 	check_gpus(p, node, &v);
 	if (!v.failed)
 		check_klog(p, node, &v);
-	if (!v.failed)
-		check_space(p, &v);
 	int tmo = 10000;
 	if (p->health.xid_scan.timeout_s)
 		tmo = timeout_ms(&p->health.xid_scan);

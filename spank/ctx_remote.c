@@ -13,6 +13,7 @@
 #include <string.h>
 #include <slurm/slurm.h>
 
+#include "hostlist.h"
 #include "plan.h"
 
 #define LLMT_NODELIST_MAX (64u << 10)
@@ -28,6 +29,7 @@ static struct {
 	struct llmt_policy *policy;
 	struct llmt_topology *topo;
 	struct llmt_plan *plan;
+	char master[LLMT_HOST_MAX];   /* MASTER_ADDR: rank 0's NodeAddr or name */
 	struct llmt_env env;  /* scratch for task_init (one task per process) */
 } rs;
 
@@ -44,6 +46,7 @@ static void remote_reset(void)
 	rs.policy = NULL;
 	rs.ready = rs.training = rs.batch = rs.failed = 0;
 	rs.err[0] = '\0';
+	rs.master[0] = '\0';
 }
 
 __attribute__((format(printf, 1, 2)))
@@ -117,6 +120,41 @@ static int batch_step(spank_t sp)
 	return 0;
 }
 
+/* MASTER_ADDR for the rank-0 node: its NodeAddr where Slurm has one that
+ * differs from the name (nodes whose names do not resolve, e.g. an
+ * emulated cluster), else the name. One slurmctld query per step
+ * (slurm_load_node_single); on failure the name, logged at debug. */
+static void master_addr(const char *node, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", node);
+	node_info_msg_t *msg = NULL;
+	char name[LLMT_HOST_MAX];
+	snprintf(name, sizeof(name), "%s", node);
+	if (slurm_load_node_single(&msg, name, SHOW_ALL) != SLURM_SUCCESS || !msg) {
+		slurm_debug(LLMT_MSG "NodeAddr of %s unknown (%s): MASTER_ADDR is the name", node,
+			    slurm_strerror(slurm_get_errno()));
+		return;
+	}
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		const node_info_t *n = &msg->node_array[i];
+		if (!n->name || strcmp(n->name, node) != 0 || !n->node_addr || !n->node_addr[0])
+			continue;
+		size_t k = strlen(n->node_addr);
+		if (k < len && strspn(n->node_addr, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				      "0123456789.-:_") == k)
+			snprintf(buf, len, "%s", n->node_addr);
+		break;
+	}
+	slurm_free_node_info_msg(msg);
+}
+
+static int count_host(const char *name, void *arg)
+{
+	(void)name;
+	(void)arg;
+	return 0;
+}
+
 static int training_step(spank_t sp)
 {
 	uint32_t ntasks = 0, nnodes = 0;
@@ -142,6 +180,16 @@ static int training_step(spank_t sp)
 	}
 	if (nnodes == 0 || nnodes > LLMT_MAX_NODES) {
 		fail("step node count out of range");
+		goto out;
+	}
+	/* Every map below is sized by the node count: a step whose host list
+	 * says otherwise (a client built on libslurm sends what it likes) is
+	 * refused before anything is built. */
+	char herr[LLMT_ERRLEN] = "";
+	int nhosts = llmt_hostlist_foreach(nodelist, nnodes, count_host, NULL, herr, sizeof(herr));
+	if (nhosts < 0 || (unsigned)nhosts != nnodes) {
+		fail("SLURM_STEP_NODELIST does not hold the step's %u nodes%s%s", nnodes,
+		     herr[0] ? ": " : "", herr);
 		goto out;
 	}
 	tpn = calloc(nnodes, sizeof(*tpn));
@@ -170,15 +218,11 @@ static int training_step(spank_t sp)
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");
 		goto out;
 	}
+	/* The daemon's own configuration only (slurmstepd's SLURM_CONF, else
+	 * the default): a path from the job's environment would have root
+	 * open a file of the user's choosing. */
 	char tpath[LLMT_PATH_MAX];
-	char conf[LLMT_PATH_MAX];
-	const char *sc = getenv("SLURM_CONF");
-	if (!sc) {
-		if (job_getenv(sp, "SLURM_CONF", conf, sizeof(conf)))
-			goto out;
-		sc = conf[0] ? conf : NULL;
-	}
-	int tr = llmt_policy_topology_path(rs.policy, sc, tpath, sizeof(tpath));
+	int tr = llmt_policy_topology_path(rs.policy, getenv("SLURM_CONF"), tpath, sizeof(tpath));
 	if (tr < 0) {
 		fail("topology path too long");
 		goto out;
@@ -197,6 +241,7 @@ static int training_step(spank_t sp)
 		fail("rank map covers a different step than Slurm's (tasks or nodes differ)");
 		goto out;
 	}
+	master_addr(llmt_plan_master(rs.plan), rs.master, sizeof(rs.master));
 out:
 	free(tpn);
 	free(nodelist);
@@ -279,7 +324,7 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	in.local_world_size = pl->nodes[k->node].ntasks;
 	in.node_gpus = pl->nodes[k->node].gpus;
 	in.nic = llmt_plan_nic(pl, gid);
-	in.master_addr = llmt_plan_master(pl);
+	in.master_addr = rs.master[0] ? rs.master : llmt_plan_master(pl);
 	in.job_id = rs.job_id;
 	in.step_id = rs.step_id;
 	in.opts = &rs.opts;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "envgen.h"
+#include "subst.h"
 
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
 
@@ -14,73 +15,22 @@ unsigned llmt_master_port(uint32_t job_id, uint32_t step_id)
 	return 20000u + (job_id % 625u) * 16u + (step_id % 16u);
 }
 
-static int subst_value(const char *name, size_t nlen, const struct llmt_env_input *in,
-		       char *val, size_t vlen)
+/* The ${...} values of one task. */
+static void subst_vars(const struct llmt_env_input *in, struct llmt_subst_vars *v)
 {
-	if (nlen == 3 && !strncmp(name, "nic", 3))
-		snprintf(val, vlen, "%s", in && in->nic ? in->nic : "");
-	else if (nlen == 3 && !strncmp(name, "gpu", 3))
-		snprintf(val, vlen, "%d", in ? (int)in->task->gpu : 0);
-	else if (nlen == 10 && !strncmp(name, "local_rank", 10))
-		snprintf(val, vlen, "%u", in ? in->task->local_rank : 0);
-	else if (nlen == 4 && !strncmp(name, "rank", 4))
-		snprintf(val, vlen, "%u", in ? in->task->rank : 0);
-	else if (nlen == 16 && !strncmp(name, "local_world_size", 16))
-		snprintf(val, vlen, "%u", in ? in->local_world_size : 0);
-	else
-		return -1;
-	return 0;
-}
-
-static int subst(const char *tmpl, const struct llmt_env_input *in, char *buf, size_t len,
-		 char *err, size_t errlen)
-{
-	size_t off = 0;
-	char v[LLMT_NAME_MAX + 16];
-
-	for (const char *p = tmpl; *p;) {
-		const char *piece = p;
-		size_t plen = 1;
-		if (p[0] == '$' && p[1] == '{') {
-			const char *e = strchr(p + 2, '}');
-			if (!e) {
-				SET_ERR("unterminated ${ in '%.100s'", tmpl);
-				return -1;
-			}
-			if (subst_value(p + 2, (size_t)(e - p - 2), in, v, sizeof(v))) {
-				SET_ERR("unknown ${%.*s} in '%.100s' (known: nic gpu local_rank rank local_world_size)",
-					(int)(e - p - 2 > 32 ? 32 : e - p - 2), p + 2, tmpl);
-				return -1;
-			}
-			piece = v;
-			plen = strlen(v);
-			p = e + 1;
-		} else {
-			p++;
-		}
-		if (buf) {
-			if (off + plen >= len) {
-				SET_ERR("value of '%.100s' too long after substitution", tmpl);
-				return -1;
-			}
-			memcpy(buf + off, piece, plen);
-		}
-		off += plen;
-	}
-	if (buf)
-		buf[off] = 0;
-	return 0;
+	v->nic = in->nic;
+	v->gpu = (int)in->task->gpu;
+	v->local_rank = in->task->local_rank;
+	v->rank = in->task->rank;
+	v->local_world_size = in->local_world_size;
 }
 
 int llmt_env_subst(const char *tmpl, const struct llmt_env_input *in, char *buf, size_t len,
 		   char *err, size_t errlen)
 {
-	return subst(tmpl, in, buf, len, err, errlen);
-}
-
-int llmt_env_subst_check(const char *tmpl, char *err, size_t errlen)
-{
-	return subst(tmpl, NULL, NULL, 0, err, errlen);
+	struct llmt_subst_vars v;
+	subst_vars(in, &v);
+	return llmt_subst(tmpl, &v, buf, len, err, errlen);
 }
 
 static int put(struct llmt_env *env, const char *name, char *err, size_t errlen,
@@ -169,7 +119,7 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 		for (unsigned i = 0; i < pr->nvars; i++) {
 			char val[LLMT_ENV_VALUE_MAX];
 			char e[256];
-			if (subst(pr->vars[i].value, in, val, sizeof(val), e, sizeof(e))) {
+			if (llmt_env_subst(pr->vars[i].value, in, val, sizeof(val), e, sizeof(e))) {
 				SET_ERR("nccl profile %s, %s: %s", pr->name, pr->vars[i].name, e);
 				return -1;
 			}

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "limits.h"
+#include "llmt_limits.h"
 #include "opts.h"
 #include "policy.h"
 #include "rankmap.h"
@@ -55,13 +55,9 @@ unsigned llmt_master_port(uint32_t job_id, uint32_t step_id);
 int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *out,
 		char *err, size_t errlen);
 
-/* Substitute ${nic} ${gpu} ${local_rank} ${rank} ${local_world_size} in
- * tmpl. Unknown names and unterminated ${ are errors. 0 or -1 with err. */
+/* llmt_subst (subst.h) with this task's values. 0 or -1 with err. */
 int llmt_env_subst(const char *tmpl, const struct llmt_env_input *in,
 		   char *buf, size_t len, char *err, size_t errlen);
-
-/* Check a template's ${...} names without substituting (policy load). */
-int llmt_env_subst_check(const char *tmpl, char *err, size_t errlen);
 
 /* The value of name in env, or NULL. */
 const char *llmt_env_get(const struct llmt_env *env, const char *name);

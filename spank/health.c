@@ -1,22 +1,12 @@
 /* health.c: node health, pure part: kernel log record parsing, hardware
  * error classification and reason formatting. Written by hand because no
  * library parses kmsg/dmesg lines; the patterns follow the kernel's own
- * message formats (drivers/acpi/apei/ghes.c, pci/pcie/aer.c, NVRM). */
+ * message formats (drivers/acpi/apei/ghes.c, pci/pcie/aer.c, mce, EDAC,
+ * NVRM), each anchored at the start of the message. */
 #include "health.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static const char *memfind(const char *hay, size_t n, const char *needle)
-{
-	size_t m = strlen(needle);
-	if (m == 0 || m > n)
-		return NULL;
-	for (size_t i = 0; i + m <= n; i++)
-		if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
-			return hay + i;
-	return NULL;
-}
 
 /* Parses decimal digits at p (at most end); returns the number of digits,
  * 0 on none or overflow past 18 digits. */
@@ -34,6 +24,36 @@ static size_t parse_u64(const char *p, const char *end, uint64_t *v)
 	return k;
 }
 
+/* "[  sec.usec] msg" at line..end: fills out, 0; -1 when not that form. */
+static int split_dmesg(const char *line, const char *end, struct llmt_kline *out)
+{
+	const char *p = line + 1;
+	while (p < end && *p == ' ')
+		p++;
+	uint64_t sec = 0, frac = 0;
+	size_t k = parse_u64(p, end, &sec);
+	if (k == 0)
+		return -1;
+	p += k;
+	size_t fk = 0;
+	if (p < end && *p == '.') {
+		p++;
+		fk = parse_u64(p, end, &frac);
+		p += fk;
+	}
+	if (p >= end || *p != ']')
+		return -1;
+	while (fk < 6) { frac *= 10; fk++; }
+	while (fk > 6) { frac /= 10; fk--; }
+	out->ts_us = (int64_t)(sec * 1000000u + frac);
+	p++;
+	while (p < end && *p == ' ')
+		p++;
+	out->msg = p;
+	out->msg_len = (size_t)(end - p);
+	return 0;
+}
+
 int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 {
 	const char *end = line + len;
@@ -42,44 +62,31 @@ int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 	if (len == 0 || line[0] == ' ')
 		return -1;
 	out->ts_us = -1;
+	out->facility = -1;
 	out->msg = line;
 	out->msg_len = len;
+	uint64_t prio;
 
 	if (line[0] == '[') {          /* dmesg: "[  123.456789] msg" */
-		const char *p = line + 1;
-		while (p < end && *p == ' ')
-			p++;
-		uint64_t sec = 0, frac = 0;
-		size_t k = parse_u64(p, end, &sec);
-		if (k == 0)
-			return 0;
-		p += k;
-		size_t fk = 0;
-		if (p < end && *p == '.') {
-			p++;
-			fk = parse_u64(p, end, &frac);
-			p += fk;
-		}
-		if (p >= end || *p != ']')
-			return 0;
-		while (fk < 6) { frac *= 10; fk++; }
-		while (fk > 6) { frac /= 10; fk--; }
-		out->ts_us = (int64_t)(sec * 1000000u + frac);
-		p++;
-		while (p < end && *p == ' ')
-			p++;
-		out->msg = p;
-		out->msg_len = (size_t)(end - p);
+		split_dmesg(line, end, out);
+		return 0;
+	}
+	if (line[0] == '<') {          /* dmesg -r: "<prio>[  123.456789] msg" */
+		size_t k = parse_u64(line + 1, end, &prio);
+		const char *p = line + 1 + k;
+		if (k && k <= 10 && p + 1 < end && p[0] == '>' && p[1] == '[' &&
+		    split_dmesg(p + 1, end, out) == 0)
+			out->facility = (int)(prio >> 3);
 		return 0;
 	}
 
 	/* kmsg: "prio,seq,usec,flags[,more];msg" */
 	const char *semi = memchr(line, ';', len);
 	if (semi) {
-		uint64_t prio, seq, usec;
+		uint64_t seq, usec;
 		const char *p = line;
 		size_t k = parse_u64(p, semi, &prio);
-		if (k && p + k < semi && p[k] == ',') {
+		if (k && k <= 10 && p + k < semi && p[k] == ',') {
 			p += k + 1;
 			k = parse_u64(p, semi, &seq);
 			if (k && p + k < semi && p[k] == ',') {
@@ -87,6 +94,7 @@ int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 				k = parse_u64(p, semi, &usec);
 				if (k && p + k <= semi) {
 					out->ts_us = (int64_t)usec;
+					out->facility = (int)(prio >> 3);
 					out->msg = semi + 1;
 					out->msg_len = (size_t)(end - semi - 1);
 				}
@@ -96,60 +104,134 @@ int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 	return 0;
 }
 
+/* Cursor over one message: each match step advances it or fails. */
+struct cur {
+	const char *p, *end;
+};
+
+static int lit(struct cur *c, const char *s)
+{
+	size_t m = strlen(s);
+	if ((size_t)(c->end - c->p) < m || memcmp(c->p, s, m) != 0)
+		return 0;
+	c->p += m;
+	return 1;
+}
+
+static int is_hex(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+/* n..m characters of the class: hex digits (cls 'x'), decimal ('d'),
+ * driver-name characters ('w': [A-Za-z0-9_-]), bus id ('b': hex : .). */
+static int span(struct cur *c, char cls, size_t n, size_t m)
+{
+	size_t k = 0;
+	while (c->p + k < c->end && k < m) {
+		char ch = c->p[k];
+		int ok = cls == 'x' ? is_hex(ch) :
+			 cls == 'd' ? (ch >= '0' && ch <= '9') :
+			 cls == 'b' ? (is_hex(ch) || ch == ':' || ch == '.') :
+			 ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-');
+		if (!ok)
+			break;
+		k++;
+	}
+	if (k < n)
+		return 0;
+	c->p += k;
+	return 1;
+}
+
+/* "NVRM: Xid (PCI:<bus id>): <code>," -> code, or -1 when not that form. */
 static int parse_xid(const char *msg, size_t len)
 {
-	/* "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus." */
-	const char *x = memfind(msg, len, "Xid");
-	if (!x)
+	struct cur c = { msg, msg + len };
+	const char *d;
+	if (!lit(&c, "NVRM: Xid (PCI:") || !span(&c, 'b', 4, 32) || !lit(&c, "): "))
 		return -1;
-	const char *end = msg + len;
-	const char *p = x + 3;
-	const char *colon = NULL;
-	/* skip the "(PCI:...)" group, then expect ": <code>" */
-	if (p < end && *p == ' ')
-		p++;
-	if (p < end && *p == '(') {
-		const char *close = memchr(p, ')', (size_t)(end - p));
-		if (!close)
-			return -1;
-		p = close + 1;
-	}
-	colon = p;
-	if (colon >= end || *colon != ':')
+	d = c.p;
+	if (!span(&c, 'd', 1, 4) || !lit(&c, ","))
 		return -1;
-	p = colon + 1;
-	while (p < end && *p == ' ')
-		p++;
-	uint64_t v;
-	size_t k = parse_u64(p, end, &v);
-	if (k == 0 || k > 4)
-		return -1;
+	uint64_t v = 0;
+	parse_u64(d, c.p, &v);
 	return (int)v;
+}
+
+/* "<driver> <domain:bus:dev.fn>: " (dev_printk's prefix for a PCI device). */
+static int pci_dev_prefix(struct cur *c)
+{
+	struct cur t = *c;
+	if (!span(&t, 'w', 1, 32) || !lit(&t, " "))
+		return 0;
+	struct cur with_domain = t;
+	if (span(&with_domain, 'x', 4, 4) && lit(&with_domain, ":"))
+		t = with_domain;
+	if (!span(&t, 'x', 2, 2) || !lit(&t, ":") || !span(&t, 'x', 2, 2) || !lit(&t, ".") ||
+	    !span(&t, 'd', 1, 1) || !lit(&t, ": "))
+		return 0;
+	*c = t;
+	return 1;
+}
+
+static int is_pcie(const char *msg, size_t len)
+{
+	struct cur c = { msg, msg + len };
+	if (!pci_dev_prefix(&c))
+		return 0;
+	struct cur a = c;
+	if (lit(&a, "AER: ") && (lit(&a, "Uncorrected (") || lit(&a, "Uncorrectable (")) &&
+	    (lit(&a, "Fatal)") || lit(&a, "Non-Fatal)")))
+		return 1;
+	lit(&c, "AER: ");
+	return lit(&c, "PCIe Bus Error: severity=Uncorrect");
+}
+
+static int is_mce(const char *msg, size_t len)
+{
+	struct cur c = { msg, msg + len }, d = c, e = c;
+	if (lit(&c, "mce: [Hardware Error]: CPU ") && span(&c, 'd', 1, 6) && lit(&c, ": Machine Check"))
+		return 1;
+	if (lit(&d, "mce: Uncorrected hardware memory error"))
+		return 1;
+	return lit(&e, "Kernel panic - not syncing: Fatal machine check");
+}
+
+static int is_ghes(const char *msg, size_t len)
+{
+	struct cur c = { msg, msg + len };
+	if (lit(&c, "{") && (!span(&c, 'd', 1, 6) || !lit(&c, "}")))
+		return 0;
+	return lit(&c, "[Hardware Error]: event severity: ") &&
+	       (lit(&c, "fatal") || lit(&c, "recoverable"));
+}
+
+static int is_edac(const char *msg, size_t len)
+{
+	struct cur c = { msg, msg + len };
+	return lit(&c, "EDAC MC") && span(&c, 'd', 1, 6) && lit(&c, ": ") && span(&c, 'd', 1, 10) &&
+	       lit(&c, " UE ");
 }
 
 enum llmt_hw_kind llmt_hw_classify(const char *msg, size_t len, int *xid)
 {
 	if (xid)
 		*xid = -1;
-	if (memfind(msg, len, "NVRM: Xid")) {
-		int code = parse_xid(msg, len);
+	int code = parse_xid(msg, len);
+	if (code >= 0) {
 		if (xid)
 			*xid = code;
 		return LLMT_HW_XID;
 	}
-	if (memfind(msg, len, "PCIe Bus Error") &&
-	    (memfind(msg, len, "severity=Uncorrected") || memfind(msg, len, "severity=Uncorrectable")))
+	if (is_pcie(msg, len))
 		return LLMT_HW_PCIE;
-	if (memfind(msg, len, "Machine Check Exception") ||
-	    memfind(msg, len, "Uncorrected hardware memory error") ||
-	    memfind(msg, len, "mce: [Hardware Error]: CPU") ||
-	    memfind(msg, len, "Kernel panic - not syncing: Fatal machine check"))
+	if (is_mce(msg, len))
 		return LLMT_HW_MCE;
-	if (memfind(msg, len, "[Hardware Error]") &&
-	    (memfind(msg, len, "event severity: fatal") || memfind(msg, len, "event severity: recoverable")))
+	if (is_ghes(msg, len))
 		return LLMT_HW_GHES;
-	if (memfind(msg, len, "EDAC") &&
-	    (memfind(msg, len, " UE ") || memfind(msg, len, "Uncorrected") || memfind(msg, len, "UE err")))
+	if (is_edac(msg, len))
 		return LLMT_HW_EDAC;
 	return LLMT_HW_NONE;
 }
@@ -188,6 +270,10 @@ int llmt_health_scan_line(struct llmt_health_scan *s, const char *line, size_t l
 	/* A line without a time cannot be placed after the job start: only a
 	 * line known to be recent counts. */
 	if (kl.ts_us < 0 || kl.ts_us < s->since_us)
+		return 0;
+	/* Only the kernel's own records: user-space writes to /dev/kmsg carry
+	 * facility 1, and plain dmesg text does not say whose a line is. */
+	if (kl.facility != 0)
 		return 0;
 	int xid;
 	enum llmt_hw_kind kind = llmt_hw_classify(kl.msg, kl.msg_len, &xid);

@@ -17,11 +17,15 @@ enum llmt_hw_kind {
 };
 
 /* One kernel log record split into its timestamp and message. Accepts
- * /dev/kmsg records "prio,seq,usec,flags;message" and dmesg text
+ * /dev/kmsg records "prio,seq,usec,flags;message", raw dmesg text
+ * "<prio>[  sec.usec] message" (dmesg -r) and plain dmesg text
  * "[  sec.usec] message". ts_us is monotonic microseconds since boot, or
- * -1 when the line carries no time. */
+ * -1 when the line carries no time. facility is prio >> 3 (0 = the kernel,
+ * 1 = a user-space write to /dev/kmsg), -1 when the line does not say
+ * (plain dmesg text). */
 struct llmt_kline {
 	int64_t ts_us;
+	int facility;
 	const char *msg;
 	size_t msg_len;
 };
@@ -31,7 +35,18 @@ struct llmt_kline {
 int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out);
 
 /* The kind of hardware error the message reports; *xid gets the Xid code
- * for LLMT_HW_XID (else -1). */
+ * for LLMT_HW_XID (else -1). Every form is anchored at the start of the
+ * message, as the kernel and the driver print it (a task name, which any
+ * user sets, can start a kernel message but is at most 15 bytes and is
+ * followed by "[pid]" or " (pid)"):
+ *   NVRM: Xid (PCI:<bus id>): <code>,            (an unparsed code: NONE)
+ *   <driver> <pci dev>: [AER: ]PCIe Bus Error: severity=Uncorrect...
+ *   <driver> <pci dev>: AER: Uncorrect(ed|able) (Fatal|Non-Fatal) error
+ *   mce: [Hardware Error]: CPU <n>: Machine Check...
+ *   mce: Uncorrected hardware memory error ...
+ *   Kernel panic - not syncing: Fatal machine check
+ *   [{n}][Hardware Error]: event severity: fatal|recoverable
+ *   EDAC MC<n>: <count> UE ... */
 enum llmt_hw_kind llmt_hw_classify(const char *msg, size_t len, int *xid);
 const char *llmt_hw_kind_name(enum llmt_hw_kind kind);
 
@@ -40,7 +55,10 @@ const char *llmt_hw_kind_name(enum llmt_hw_kind kind);
  * cleanup): they do not condemn the node. */
 int llmt_xid_is_application(int xid);
 
-/* Running scan state: fed line by line, remembers the first error. */
+/* Running scan state: fed line by line, remembers the first error. Only
+ * kernel records count (facility 0 known from the record's prefix): plain
+ * dmesg text, which merges user-space writes, and user-space records
+ * (facility 1) are looked at but never counted. */
 struct llmt_health_scan {
 	int64_t since_us;        /* lines older than this are ignored */
 	unsigned lines;          /* records looked at */

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,11 +188,160 @@ int llmt_free_bytes(const char *root, uint64_t *avail, char *err, size_t errlen)
 	return 0;
 }
 
+char *const llmt_child_env[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C", NULL };
+
+/* Reaps pid if it has ended; a child stuck in the kernel (uninterruptible
+ * I/O) is left behind: init reaps it once the caller has exited. */
+static void abandon(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 10; i++) {
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return;
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int llmt_call_bounded(llmt_bounded_fn fn, const void *arg, void *out, size_t outlen,
+		      int timeout_ms, const char *what, char *err, size_t errlen)
+{
+	/* what the child sends: rc, err text, then out */
+	struct reply { int rc; char err[512]; };
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "%s: pipe: %s", what, strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "%s: fork: %s", what, strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		struct reply r;
+		memset(&r, 0, sizeof(r));
+		r.rc = fn(arg, out, r.err, sizeof(r.err));
+		int ok = write(fds[1], &r, sizeof(r)) == (ssize_t)sizeof(r) &&
+			 write(fds[1], out, outlen) == (ssize_t)outlen;
+		_exit(ok ? 0 : 1);
+	}
+	close(fds[1]);
+	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+	struct reply r;
+	size_t want = sizeof(r) + outlen, got = 0;
+	char *buf = malloc(want);
+	int rc = -1;
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		goto done;
+	}
+	while (got < want) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			snprintf(err, errlen, "%s timed out after %d ms", what, timeout_ms);
+			goto done;
+		}
+		struct pollfd pf = { fds[0], POLLIN, 0 };
+		int pr = poll(&pf, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(fds[0], buf + got, want - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errlen, "%s: the checking process died", what);
+			goto done;
+		}
+		got += (size_t)n;
+	}
+	memcpy(&r, buf, sizeof(r));
+	memcpy(out, buf + sizeof(r), outlen);
+	r.err[sizeof(r.err) - 1] = '\0';
+	rc = r.rc;
+	if (rc != 0)
+		snprintf(err, errlen, "%s", r.err);
+done:
+	free(buf);
+	close(fds[0]);
+	if (rc == 0 || got == want) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		abandon(pid);
+	}
+	return rc;
+}
+
+struct klog_args { const char *path; int64_t since_us; int timeout_ms; };
+
+static int klog_child(const void *arg, void *out, char *err, size_t errlen)
+{
+	const struct klog_args *a = arg;
+	return llmt_klog_scan(a->path, a->since_us, 0, a->timeout_ms, out, err, errlen);
+}
+
+int llmt_klog_scan_bounded(const char *path, int64_t since_us, int timeout_ms,
+			   struct llmt_health_scan *scan, char *err, size_t errlen)
+{
+	/* the scan stops itself at the deadline; the child's own bound is a
+	 * little later so that a read stuck in the kernel is the only cause */
+	struct klog_args a = { path, since_us, timeout_ms };
+	llmt_health_scan_init(scan, since_us);
+	return llmt_call_bounded(klog_child, &a, scan, sizeof(*scan), timeout_ms + 500,
+				 "kernel log scan", err, errlen);
+}
+
+static int gpu_child(const void *arg, void *out, char *err, size_t errlen)
+{
+	int n = llmt_gpu_count(arg, err, errlen);
+	*(int *)out = n;
+	return n < 0 ? -1 : 0;
+}
+
+int llmt_gpu_count_bounded(const char *dev_dir, int timeout_ms, char *err, size_t errlen)
+{
+	int n = -1;
+	if (llmt_call_bounded(gpu_child, dev_dir, &n, sizeof(n), timeout_ms, "GPU count", err,
+			      errlen) != 0)
+		return -1;
+	return n;
+}
+
+static int space_child(const void *arg, void *out, char *err, size_t errlen)
+{
+	return llmt_free_bytes(arg, out, err, errlen);
+}
+
+int llmt_free_bytes_bounded(const char *root, uint64_t *avail, int timeout_ms,
+			    char *err, size_t errlen)
+{
+	*avail = 0;
+	return llmt_call_bounded(space_child, root, avail, sizeof(*avail), timeout_ms,
+				 "statvfs", err, errlen);
+}
+
 int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errlen)
 {
 	if (!argv || !argv[0] || argv[0][0] != '/') {
 		snprintf(err, errlen, "command %s is not an absolute path", argv && argv[0] ? argv[0] : "(null)");
 		return -1;
+	}
+	/* The fixed environment, plus the daemon's own SLURM_CONF (slurmd
+	 * sets it in the prolog/epilog environment from its configuration;
+	 * the job's environment never reaches here) so that scontrol finds
+	 * the cluster a slurmd started with -f serves. */
+	char conf[1100];
+	char *env[4] = { llmt_child_env[0], llmt_child_env[1], NULL, NULL };
+	const char *sc = getenv("SLURM_CONF");
+	if (sc && sc[0] == '/' && strlen(sc) < 1024 && strcspn(sc, "\n\r\t") == strlen(sc)) {
+		snprintf(conf, sizeof(conf), "SLURM_CONF=%s", sc);
+		env[2] = conf;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -207,7 +357,7 @@ int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errle
 			if (nul > 2)
 				close(nul);
 		}
-		execv(argv[0], argv);
+		execve(argv[0], argv, env);
 		_exit(127);
 	}
 	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);

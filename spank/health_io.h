@@ -31,8 +31,29 @@ int llmt_gpu_count(const char *dev_dir, char *err, size_t errlen);
  * absolute path root (statvfs). 0 or -1 with err set. */
 int llmt_free_bytes(const char *root, uint64_t *avail, char *err, size_t errlen);
 
-/* Runs argv[0] (an absolute path) with argv, stdin/stdout/stderr on
- * /dev/null, killing it after timeout_ms. Returns its exit status, or -1
+/* Runs fn(arg, out) in a child process and copies its out (outlen bytes,
+ * plain data) back, waiting at most timeout_ms: a call that hangs (a
+ * file system that does not answer) is killed and abandoned, never waited
+ * for. Returns fn's return value (0 or -1 with its message in err), or -1
+ * with err "... timed out after N ms" / a fork or pipe error. */
+typedef int (*llmt_bounded_fn)(const void *arg, void *out, char *err, size_t errlen);
+int llmt_call_bounded(llmt_bounded_fn fn, const void *arg, void *out, size_t outlen,
+		      int timeout_ms, const char *what, char *err, size_t errlen);
+
+/* The checks above, each in a child bounded by timeout_ms. */
+int llmt_klog_scan_bounded(const char *path, int64_t since_us, int timeout_ms,
+			   struct llmt_health_scan *scan, char *err, size_t errlen);
+int llmt_gpu_count_bounded(const char *dev_dir, int timeout_ms, char *err, size_t errlen);
+int llmt_free_bytes_bounded(const char *root, uint64_t *avail, int timeout_ms,
+			    char *err, size_t errlen);
+
+/* The fixed environment every child of a root context gets (nothing of
+ * the job's or the daemon's own): PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C. */
+extern char *const llmt_child_env[];
+
+/* Runs argv[0] (an absolute path) with argv and llmt_child_env (plus the
+ * daemon's own SLURM_CONF when it has one, for scontrol),
+ * stdin/stdout/stderr on /dev/null, killing it after timeout_ms. Returns its exit status, or -1
  * (err set) when it could not run, died by a signal or timed out. */
 int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errlen);
 

@@ -123,3 +123,34 @@ int llmt_hostlist_contains(const char *expr, const char *host)
 	slurm_hostlist_destroy(hl);
 	return r;
 }
+
+struct common_ctx {
+	hostlist_t other;
+	char *host;
+	size_t len;
+	int found;
+};
+
+static int check_common(const char *name, void *arg)
+{
+	struct common_ctx *c = arg;
+	if (slurm_hostlist_find(c->other, name) < 0)
+		return 0;
+	snprintf(c->host, c->len, "%s", name);
+	c->found = 1;
+	return 1;    /* stop */
+}
+
+int llmt_hostlist_common(const char *a, const char *b, unsigned max, char *host, size_t len)
+{
+	hostlist_t other = slurm_hostlist_create(b);
+	if (!other)
+		return -1;
+	struct common_ctx c = { other, host, len, 0 };
+	char err[64];
+	int rc = llmt_hostlist_foreach(a, max, check_common, &c, err, sizeof(err));
+	slurm_hostlist_destroy(other);
+	if (c.found)
+		return 1;
+	return rc < 0 ? -1 : 0;
+}

@@ -6,7 +6,7 @@
 #define LLMT_HOSTLIST_H
 
 #include <stddef.h>
-#include "limits.h"
+#include "llmt_limits.h"
 
 /* Call fn(name, arg) for each host of expr in order (no dedup). Stops
  * with -1 if fn returns non-zero (err left to fn), if expr is malformed,
@@ -23,5 +23,10 @@ int llmt_hostlist_expand(const char *expr, unsigned max,
 
 /* 1 if host is in expr, 0 if not, -1 if expr is malformed. */
 int llmt_hostlist_contains(const char *expr, const char *host);
+
+/* 1 with the first host of a that b also names copied into host (len
+ * bytes), 0 when they share none, -1 when one is malformed or a names
+ * more than max hosts. */
+int llmt_hostlist_common(const char *a, const char *b, unsigned max, char *host, size_t len);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "hostlist.h"
 #include "opts.h"
+#include "path.h"
 #include "policy.h"
 
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
@@ -59,76 +60,6 @@ static int parse_size(const char *key, const char *s, unsigned *out,
 	return 0;
 }
 
-int llmt_interval_parse(const char *s, struct llmt_interval *iv,
-			char *err, size_t errlen)
-{
-	char num[32];
-	size_t n;
-	unsigned long long v;
-	char unit = 0;
-
-	if (!s || !*s) {
-		SET_ERR("--llm-train: ckpt-interval needs a value (N steps, Ns/Nm/Nh or auto)");
-		return -1;
-	}
-	if (!strcmp(s, "auto")) {
-		iv->kind = LLMT_IVAL_AUTO;
-		iv->count = 0;
-		iv->unit = 0;
-		return 0;
-	}
-	n = strlen(s);
-	if (n >= sizeof(num)) {
-		SET_ERR("--llm-train: ckpt-interval=%.40s... is too long", s);
-		return -1;
-	}
-	memcpy(num, s, n + 1);
-	if (n > 1 && strchr("smh", num[n - 1])) {
-		unit = num[n - 1];
-		num[n - 1] = 0;
-	}
-	for (const char *p = num; *p; p++)
-		if (!isdigit((unsigned char)*p)) {
-			SET_ERR("--llm-train: ckpt-interval=%s is not N, Ns, Nm, Nh or auto", s);
-			return -1;
-		}
-	if (parse_uint("ckpt-interval", num, 1000000000ULL, &v, err, errlen))
-		return -1;
-	if (v == 0) {
-		SET_ERR("--llm-train: ckpt-interval=%s must be at least 1", s);
-		return -1;
-	}
-	iv->kind = unit ? LLMT_IVAL_SECONDS : LLMT_IVAL_STEPS;
-	iv->count = v;
-	iv->unit = unit;
-	return 0;
-}
-
-void llmt_interval_format(const struct llmt_interval *iv, char *buf, size_t len)
-{
-	switch (iv->kind) {
-	case LLMT_IVAL_STEPS:
-		snprintf(buf, len, "%llu", (unsigned long long)iv->count);
-		break;
-	case LLMT_IVAL_SECONDS:
-		snprintf(buf, len, "%llu%c", (unsigned long long)iv->count, iv->unit);
-		break;
-	default:
-		snprintf(buf, len, "auto");
-	}
-}
-
-uint64_t llmt_interval_seconds(const struct llmt_interval *iv)
-{
-	if (iv->kind != LLMT_IVAL_SECONDS)
-		return 0;
-	switch (iv->unit) {
-	case 'h': return iv->count * 3600;
-	case 'm': return iv->count * 60;
-	default: return iv->count;
-	}
-}
-
 /* A name (profile): letters, digits, '_', '-', '.'; 1..LLMT_NAME_MAX-1. */
 static int check_name(const char *key, const char *v, char *err, size_t errlen)
 {
@@ -160,6 +91,50 @@ static int parse_bool(const char *key, const char *v, int *out, char *err, size_
 	return -1;
 }
 
+/* Offset of the first control character of s, or -1. */
+static long ctl_at(const char *s)
+{
+	for (long i = 0; s && s[i]; i++)
+		if (iscntrl((unsigned char)s[i]))
+			return i;
+	return -1;
+}
+
+/* A SPEC holding a control character: refused naming the item's key
+ * (never the text: it must not reach a log line). 0 when clean. */
+static int spec_ctl_refuse(const char *spec, char *err, size_t errlen)
+{
+	long off = ctl_at(spec);
+	if (off < 0)
+		return 0;
+	long b = off;
+	while (b > 0 && spec[b - 1] != ',')
+		b--;
+	const char *eq = memchr(spec + b, '=', (size_t)(off - b));
+	unsigned char c = (unsigned char)spec[off];
+	if (eq)
+		SET_ERR("--llm-train: %.*s holds a control character (byte 0x%02x)", (int)(eq - spec - b),
+			spec + b, c);
+	else
+		SET_ERR("--llm-train: SPEC holds a control character (byte 0x%02x at offset %ld)", c, off);
+	return -1;
+}
+
+/* The LLMT_SET_* bit of a SPEC key (without "llm-"), 0 when unknown. */
+static unsigned key_bit(const char *k)
+{
+	static const struct { const char *k; unsigned bit; } m[] = {
+		{ "tp", LLMT_SET_TP }, { "pp", LLMT_SET_PP }, { "dp", LLMT_SET_DP },
+		{ "ckpt-dir", LLMT_SET_CKPT_DIR }, { "ckpt-interval", LLMT_SET_CKPT_INTERVAL },
+		{ "restarts", LLMT_SET_RESTARTS }, { "nccl", LLMT_SET_NCCL },
+		{ "nccl-profile", LLMT_SET_NCCL }, { "explain", LLMT_SET_EXPLAIN },
+	};
+	for (unsigned i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (!strcmp(k, m[i].k))
+			return m[i].bit;
+	return 0;
+}
+
 int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 		  char *err, size_t errlen)
 {
@@ -172,6 +147,15 @@ int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 	}
 	if (!strncmp(k, "llm-", 4))
 		k += 4;
+	if (ctl_at(k) >= 0) {
+		SET_ERR("--llm-train: an option name holds a control character");
+		return -1;
+	}
+	if (strcmp(k, "train") != 0 && ctl_at(val) >= 0) {
+		SET_ERR("--llm-train: %.64s holds a control character (byte 0x%02x)", k,
+			(unsigned char)val[ctl_at(val)]);
+		return -1;
+	}
 	if (val && strlen(val) >= LLMT_SPEC_MAX) {
 		SET_ERR("--llm-%s: value longer than %d bytes", k, LLMT_SPEC_MAX - 1);
 		return -1;
@@ -262,16 +246,27 @@ int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
 		SET_ERR("--llm-train: SPEC longer than %d bytes", LLMT_SPEC_MAX - 1);
 		return -1;
 	}
+	if (spec_ctl_refuse(spec, err, errlen))
+		return -1;
 	memcpy(buf, spec, n + 1);
 	/* Empty items ("tp=2,,pp=2", trailing comma) are mistakes: refuse. */
 	if (buf[0] == ',' || buf[n - 1] == ',' || strstr(buf, ",,")) {
 		SET_ERR("--llm-train: empty item in '%.200s'", spec);
 		return -1;
 	}
+	unsigned seen = 0;
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
 		if (eq)
 			*eq = 0;
+		/* A key given twice in one SPEC is a mistake (the policy refuses
+		 * duplicate keys the same way): which one was meant? */
+		unsigned bit = key_bit(strncmp(item, "llm-", 4) ? item : item + 4);
+		if (bit & seen) {
+			SET_ERR("--llm-train: key '%.64s' given twice in one SPEC", item);
+			return -1;
+		}
+		seen |= bit;
 		if (!strcmp(item, "train") || !strcmp(item, "llm-train")) {
 			SET_ERR("--llm-train: unknown key '%.64s'", item);
 			return -1;
@@ -318,7 +313,6 @@ int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
 			  char *err, size_t errlen)
 {
 	size_t n = strlen(dir);
-	const char *c;
 
 	if (dir[0] != '/') {
 		SET_ERR("--llm-train: ckpt-dir=%.200s is not an absolute path", dir);
@@ -329,17 +323,10 @@ int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
 			SET_ERR("--llm-train: ckpt-dir holds a control character");
 			return -1;
 		}
-	/* Walk components: refuse "." and "..", which defeat a prefix check. */
-	for (c = dir; *c;) {
-		while (*c == '/')
-			c++;
-		const char *e = strchr(c, '/');
-		size_t len = e ? (size_t)(e - c) : strlen(c);
-		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) {
-			SET_ERR("--llm-train: ckpt-dir=%.200s has a '.' or '..' component", dir);
-			return -1;
-		}
-		c += len;
+	/* "." and ".." defeat a prefix check */
+	if (llmt_path_has_dot(dir)) {
+		SET_ERR("--llm-train: ckpt-dir=%.200s has a '.' or '..' component", dir);
+		return -1;
 	}
 	if (!p || p->limits.nroots == 0)
 		return 0;

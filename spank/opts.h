@@ -6,22 +6,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "limits.h"
+#include "llmt_limits.h"
+#include "interval.h"
 
 struct llmt_policy;
-
-/* Checkpoint interval: N steps, a time (Ns, Nm, Nh) or auto. */
-enum llmt_ival_kind {
-	LLMT_IVAL_UNSET = 0,
-	LLMT_IVAL_STEPS,
-	LLMT_IVAL_SECONDS,
-	LLMT_IVAL_AUTO,
-};
-struct llmt_interval {
-	enum llmt_ival_kind kind;
-	uint64_t count;  /* steps, or the number in `unit` */
-	char unit;       /* 0 for steps/auto, else 's', 'm' or 'h' as written */
-};
 
 /* Which fields the user set (bits of llmt_opts.set). */
 enum {
@@ -52,7 +40,9 @@ void llmt_opts_init(struct llmt_opts *o);
 /* Parse SPEC of --llm-train=SPEC: comma-separated key=value items,
  *   tp=N pp=N dp=N|auto ckpt-dir=/abs ckpt-interval=N|Ns|Nm|Nh|auto
  *   restarts=N nccl=NAME (alias nccl-profile) explain (alias explain=1|0)
- * NULL or "" only enables. Sets o->enabled. Later items override earlier.
+ * NULL or "" only enables. Sets o->enabled. A key given twice (aliases
+ * included) and a control character anywhere are refused; the message
+ * then names the key, never the text (it goes to slurmd's log).
  * Returns 0, or -1 with one line in err naming the bad item/value. */
 int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
 			 char *err, size_t errlen);
@@ -63,14 +53,6 @@ int llmt_opts_parse_spec(struct llmt_opts *o, const char *spec,
  * value parses it as a SPEC. Returns 0 or -1 with err. */
 int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 		  char *err, size_t errlen);
-
-/* Parse a checkpoint interval text into *iv. 0 or -1 with err. */
-int llmt_interval_parse(const char *s, struct llmt_interval *iv,
-			char *err, size_t errlen);
-/* Format an interval as the contract writes it: "100", "30m", "auto". */
-void llmt_interval_format(const struct llmt_interval *iv, char *buf, size_t len);
-/* Interval in seconds for time kinds, 0 otherwise. */
-uint64_t llmt_interval_seconds(const struct llmt_interval *iv);
 
 /* What the job is, as far as the calling context knows it. */
 struct llmt_job_info {

@@ -7,7 +7,7 @@
 #define LLMT_PLAN_H
 
 #include <stddef.h>
-#include "limits.h"
+#include "llmt_limits.h"
 #include "cost.h"
 #include "policy.h"
 #include "rankmap.h"

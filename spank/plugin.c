@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "health_io.h"
 #include "plan.h"
 
 struct llmt_raw_opts llmt_raw;
@@ -338,6 +339,45 @@ void llmt_job_control_mark(spank_t sp)
 		slurm_error(LLMT_MSG "spank_job_control_setenv(LLM_TRAIN): %s", spank_strerror(rc));
 }
 
+/* The policy's checkpoint root that holds dir, or NULL. */
+static const char *ckpt_root_of(const struct llmt_policy *p, const char *dir)
+{
+	const char *best = NULL;
+	for (unsigned i = 0; i < p->limits.nroots && i < LLMT_MAX_ROOTS; i++) {
+		const char *r = p->limits.ckpt_roots[i];
+		size_t n = strlen(r);
+		while (n > 1 && r[n - 1] == '/')
+			n--;
+		if (strncmp(dir, r, n) == 0 && (dir[n] == '/' || dir[n] == '\0' || n == 1) &&
+		    (!best || n > strlen(best)))
+			best = r;
+	}
+	return best;
+}
+
+int llmt_ckpt_space_check(const struct llmt_opts *o, const struct llmt_policy *p,
+			  char *err, size_t errlen)
+{
+	if (!p->health.ckpt_free_space.enabled || p->health.ckpt_min_free_gib <= 0 || !o->ckpt_dir[0])
+		return 0;
+	const char *root = ckpt_root_of(p, o->ckpt_dir);
+	if (!root)
+		return 0;
+	unsigned t = p->health.ckpt_free_space.timeout_s ? p->health.ckpt_free_space.timeout_s : 10;
+	uint64_t avail = 0, need = (uint64_t)(p->health.ckpt_min_free_gib * 1073741824.0);
+	char e[LLMT_ERRLEN];
+	if (llmt_free_bytes_bounded(root, &avail, (int)t * 1000, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "checkpoint root %s: %s: job not submitted", root, e);
+		return -1;
+	}
+	if (avail < need) {
+		snprintf(err, errlen, "checkpoint root %s has %.1f GiB free, the policy needs %.1f GiB: "
+			 "job not submitted", root, (double)avail / 1073741824.0, p->health.ckpt_min_free_gib);
+		return -1;
+	}
+	return 0;
+}
+
 int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *account_var,
 			const char *explain_refusal)
 {
@@ -351,6 +391,12 @@ int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *accou
 	struct llmt_policy *p = NULL;
 	if (llmt_prepare_or_log(&job, &o, &p) != 0)
 		return -1;
+	char err[LLMT_ERRLEN];
+	if (llmt_ckpt_space_check(&o, p, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s", err);
+		llmt_policy_free(p);
+		return -1;
+	}
 	if (explain_refusal && o.explain) {
 		llmt_explain(stdout, &o, p, NULL, NULL, 0, 0, 0);
 		fflush(stdout);

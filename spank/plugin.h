@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <slurm/spank.h>
 
-#include "limits.h"
+#include "llmt_limits.h"
 #include "opts.h"
 #include "policy.h"
 #include "envgen.h"
@@ -95,6 +95,12 @@ int llmt_prepare(const struct llmt_job_info *job, struct llmt_opts *o,
 /* llmt_prepare for a context callback: the error goes to slurm_error. */
 int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
 			struct llmt_policy **pol);
+/* Free space on the policy's checkpoint root that holds o->ckpt_dir
+ * (health.ckpt_free_space; statvfs in a child bounded by its timeout):
+ * a root low on space refuses new jobs at submit, and drains no node.
+ * 0, or -1 with one line in err. */
+int llmt_ckpt_space_check(const struct llmt_opts *o, const struct llmt_policy *p,
+			  char *err, size_t errlen);
 /* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a training
  * job, independent of how the options reached the job; failure is logged. */
 void llmt_job_control_mark(spank_t sp);

@@ -13,9 +13,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "envgen.h"
 #include "hostlist.h"
+#include "path.h"
 #include "policy.h"
+#include "subst.h"
 
 #define POLICY_MAX_BYTES (1u << 20)
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
@@ -273,10 +274,9 @@ static int caps_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_
 
 static int check_root(struct walk *w, yaml_node_t *n, const char *r)
 {
-	char e[256];
 	if (r[0] != '/')
 		return fail(w, n, "limits.ckpt_roots: '%.200s' is not an absolute path", r);
-	if (llmt_ckpt_dir_allowed(r, NULL, e, sizeof(e)))
+	if (llmt_path_has_dot(r))
 		return fail(w, n, "limits.ckpt_roots: '%.200s' has '.' or '..' components", r);
 	return 0;
 }
@@ -364,6 +364,7 @@ static int nodetype_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 static int node_types(struct walk *w, yaml_node_t *v)
 {
 	struct llmt_policy *p = w->p;
+	yaml_node_t *ents[LLMT_MAX_NODE_TYPES];
 	if (want(w, v, YAML_SEQUENCE_NODE, "node_types"))
 		return -1;
 	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
@@ -386,6 +387,18 @@ static int node_types(struct walk *w, yaml_node_t *v)
 			if (t->nvlink_block == t->gpus_per_node)
 				t->nvlink_block = 0;   /* one node: same as "node" */
 		}
+		/* One node, one type: with two matching, one would silently
+		 * win (its GPU count, NVLink domain and NICs). */
+		for (unsigned i = 0; i < p->nnode_types; i++) {
+			char host[LLMT_HOST_MAX];
+			if (llmt_hostlist_common(t->nodes, p->node_types[i].nodes, LLMT_MAX_NODES, host,
+						 sizeof(host)) == 1)
+				return fail(w, e, "node %s matches node types '%s' (%s:%lu) and '%s' (%s:%lu)",
+					    host, p->node_types[i].name, w->fname,
+					    (unsigned long)ents[i]->start_mark.line + 1, t->name, w->fname,
+					    (unsigned long)e->start_mark.line + 1);
+		}
+		ents[p->nnode_types] = e;
 		p->nnode_types++;
 	}
 	return 0;
@@ -394,7 +407,6 @@ static int node_types(struct walk *w, yaml_node_t *v)
 static int topology_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
 	struct llmt_policy *p = w->p;
-	char e[256];
 	if (strcmp(key, "source"))
 		return unknown(w, k, "topology", key, "source");
 	if (get_str(w, v, "topology.source", p->topology.path, sizeof(p->topology.path)))
@@ -406,7 +418,7 @@ static int topology_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 		p->topology.source = LLMT_TOPO_NONE;
 		p->topology.path[0] = 0;
 	} else if (p->topology.path[0] == '/') {
-		if (llmt_ckpt_dir_allowed(p->topology.path, NULL, e, sizeof(e)))
+		if (llmt_path_has_dot(p->topology.path))
 			return fail(w, v, "topology.source: '%.200s' has '.' or '..' components", p->topology.path);
 		p->topology.source = LLMT_TOPO_FILE;
 	} else {
@@ -437,7 +449,7 @@ static int profile_var(struct walk *w, const char *key, yaml_node_t *k, yaml_nod
 	snprintf(var->name, sizeof(var->name), "%s", key);
 	if (get_str(w, v, key, var->value, sizeof(var->value)))
 		return -1;
-	if (llmt_env_subst_check(var->value, e, sizeof(e)))
+	if (llmt_subst_check(var->value, e, sizeof(e)))
 		return fail(w, v, "nccl_profiles.%s.%s: %s", pr->name, key, e);
 	pr->nvars++;
 	return 0;

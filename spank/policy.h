@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 #include <sys/stat.h>
-#include "limits.h"
-#include "opts.h"
+#include "llmt_limits.h"
+#include "interval.h"
 
 #define LLMT_MAX_ROOTS         16
 #define LLMT_MAX_LIMIT_ENTRIES 64

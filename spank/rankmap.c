@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cost.h"
-#include "limits.h"
+#include "llmt_limits.h"
 #include "rankmap.h"
 
 #define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)

@@ -2,12 +2,16 @@
  * LinkSpeed=) and block lines (BlockName= Nodes=, BlockSizes=) into a
  * node table sorted by name. Written by hand: libslurm's topology API
  * is internal and its structures changed ABI in 25.05. */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "hostlist.h"
 #include "topology.h"
@@ -232,6 +236,45 @@ static int resolve_child(const char *name, void *arg)
 	return 0;
 }
 
+
+/* Kahn's order over the parent links; idx is scratch of nswitches
+ * entries (its idx fields are reused as a queue). 0, or -1 with err. */
+static int levels_and_cycles(struct llmt_topology *t, struct parser *ps, struct swsort *idx)
+{
+	char *err = ps->err;
+	size_t errlen = ps->errlen;
+	unsigned n = t->nswitches, head = 0, tail = 0;
+	unsigned *pending = calloc(n, sizeof(*pending));
+	if (!pending) {
+		SET_ERR("%s: out of memory", ps->fname);
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (t->switches[i].parent >= 0)
+			pending[t->switches[i].parent]++;
+	for (unsigned i = 0; i < n; i++)
+		if (pending[i] == 0)
+			idx[tail++].idx = (int)i;
+	while (head < tail) {
+		int c = idx[head++].idx, p = t->switches[c].parent;
+		if (p < 0)
+			continue;
+		if (t->switches[c].level >= 0 && t->switches[p].level < t->switches[c].level + 1)
+			t->switches[p].level = t->switches[c].level + 1;
+		if (--pending[p] == 0)
+			idx[tail++].idx = p;
+	}
+	int rc = 0;
+	for (unsigned i = 0; i < n && tail < n; i++)
+		if (pending[i] != 0) {
+			SET_ERR("%s: switch '%s' is part of a cycle", ps->fname, t->switches[i].name);
+			rc = -1;
+			break;
+		}
+	free(pending);
+	return rc;
+}
+
 static int finish(struct parser *ps)
 {
 	struct llmt_topology *t = ps->t;
@@ -271,22 +314,12 @@ static int finish(struct parser *ps)
 				goto out;
 			}
 		}
-		/* Cycles: walking up from any switch must end within nswitches
-		 * steps. Levels: leaves 0, each ancestor the longest way up. */
-		for (unsigned i = 0; i < t->nswitches; i++) {
-			int leaf = t->switches[i].level == 0, s = (int)i;
-			unsigned steps = 0;
-			while (s >= 0 && steps <= t->nswitches) {
-				if (leaf && t->switches[s].level < (int)steps)
-					t->switches[s].level = (int)steps;
-				s = t->switches[s].parent;
-				steps++;
-			}
-			if (s >= 0) {
-				SET_ERR("%s: switch '%s' is part of a cycle", ps->fname, t->switches[i].name);
-				goto out;
-			}
-		}
+		/* Cycles and levels in one linear pass (a switch has one
+		 * parent): switches whose children are all done are done, a
+		 * leaf's level is 0, each ancestor's the longest way up from a
+		 * leaf; a switch never done is on a cycle. */
+		if (levels_and_cycles(t, ps, idx) != 0)
+			goto out;
 	}
 
 	/* Merge memberships into one node table. */
@@ -412,31 +445,50 @@ out:
 int llmt_topology_load(const char *path, struct llmt_topology **out,
 		       char *err, size_t errlen)
 {
-	FILE *f;
 	char *buf;
-	size_t n;
+	size_t n = 0;
 	int rc;
+	struct stat st;
 
 	*out = NULL;
-	f = fopen(path, "re");
-	if (!f) {
-		SET_ERR("%s: %s", path, strerror(errno));
+	/* Read by root (slurmstepd): no link followed, a FIFO or device
+	 * never blocks the open or the read, the size is bounded. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		SET_ERR("%s: %s", path, errno == ELOOP ? "is a symbolic link (refused)" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		SET_ERR("%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (st.st_size > (off_t)LLMT_TOPO_MAX_BYTES) {
+		SET_ERR("%s: larger than %u bytes", path, LLMT_TOPO_MAX_BYTES);
+		close(fd);
 		return -1;
 	}
 	buf = malloc(LLMT_TOPO_MAX_BYTES + 1);
 	if (!buf) {
-		fclose(f);
+		close(fd);
 		SET_ERR("%s: out of memory", path);
 		return -1;
 	}
-	n = fread(buf, 1, LLMT_TOPO_MAX_BYTES + 1, f);
-	if (ferror(f)) {
-		SET_ERR("%s: read error: %s", path, strerror(errno));
-		fclose(f);
-		free(buf);
-		return -1;
+	while (n <= LLMT_TOPO_MAX_BYTES) {
+		ssize_t r = read(fd, buf + n, LLMT_TOPO_MAX_BYTES + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			SET_ERR("%s: read error: %s", path, strerror(errno));
+			close(fd);
+			free(buf);
+			return -1;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
 	}
-	fclose(f);
+	close(fd);
 	if (n > LLMT_TOPO_MAX_BYTES) {
 		SET_ERR("%s: larger than %u bytes", path, LLMT_TOPO_MAX_BYTES);
 		free(buf);

@@ -6,7 +6,7 @@
 #define LLMT_TOPOLOGY_H
 
 #include <stddef.h>
-#include "limits.h"
+#include "llmt_limits.h"
 
 #define LLMT_TOPO_MAX_SWITCHES 65536
 #define LLMT_TOPO_MAX_BLOCKS   65536

@@ -17,7 +17,7 @@ mkdir -p "$out" || exit 1
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter $SAN -I$src/include -I$src -I$src/spank -I$bld -I$src/tests/spank -I$src/tests/security"
 LIBS="-lyaml -lslurm -lcmocka"
-core="opts policy hostlist topology rankmap cost envgen plan"
+core="interval opts path policy subst hostlist topology rankmap cost envgen plan"
 glue="plugin ctx_allocator ctx_local ctx_remote ctx_job_script health health_io"
 objs=
 for f in $core $glue; do

@@ -29,9 +29,11 @@ tpn=$(awk '/^T /{print $20; exit}' "$w/srun.out")
 	--topology "$CLUSTER_DIR/etc/topology.conf" --policy "$CLUSTER_DIR/etc/llm-train.yaml" \
 	--json >"$w/plan.json" || fail "llm-train-plan failed"
 
+NODEADDRS=$(scontrol -o show node | sed -n 's/.*NodeName=\([^ ]*\) .*NodeAddr=\([^ ]*\) .*/\1=\2/p' | paste -sd, -)
+export NODEADDRS
 check_tasks() {   # FILE PLAN.JSON CKPT_DIR TP PP DP
 	"$py" - "$@" <<'EOF'
-import json, sys
+import json, os, sys
 out, planf, ck, tp, pp, dp = sys.argv[1:7]
 plan = {e["task"]: e for e in json.load(open(planf))}
 rows = [l.split() for l in open(out) if l.startswith("T ")]
@@ -43,6 +45,9 @@ for r in rows:
     per_node[r[2]] = per_node.get(r[2], 0) + 1
 ports = set()
 rank0_node = [e["node"] for e in plan.values() if e["rank"] == 0][0]
+# MASTER_ADDR is rank 0's NodeAddr (scontrol's view) where it differs from the name
+addrs = dict(x.split("=", 1) for x in os.environ.get("NODEADDRS", "").split(",") if "=" in x)
+rank0_addr = addrs.get(rank0_node, rank0_node)
 for r in rows:
     (_, procid, node, rank, ws, lr, lws, maddr, mport, tpr, ppr, dpr, gpu, nic,
      etp, epp, edp, eck) = r[:18]
@@ -52,7 +57,7 @@ for r in rows:
         want(str(e[k]) == v, f"task {procid}: {k}={v}, plan says {e[k]}")
     want(ws == str(len(plan)), f"task {procid}: WORLD_SIZE={ws}")
     want(lws == str(per_node[node]), f"task {procid}: LOCAL_WORLD_SIZE={lws}")
-    want(maddr == rank0_node, f"task {procid}: MASTER_ADDR={maddr}, rank 0 is on {rank0_node}")
+    want(maddr == rank0_addr, f"task {procid}: MASTER_ADDR={maddr}, rank 0 is on {rank0_node} ({rank0_addr})")
     want((etp, epp, edp) == (tp, pp, dp), f"task {procid}: layout {etp},{epp},{edp}")
     want(eck == ck, f"task {procid}: LLM_TRAIN_CKPT_DIR={eck}")
     want(20000 <= int(mport) <= 29999, f"task {procid}: MASTER_PORT={mport}")
@@ -95,10 +100,10 @@ echo "ok: sbatch: batch step has settings and no rank; inner steps overwrite lea
 if ! "$py" -c 'import torch.distributed' 2>/dev/null; then
 	echo "SKIP-PART: /usr/bin/python3 has no torch.distributed: rendezvous not run"
 else
-	# The emulated nodes share one host and have no DNS names: translate
-	# node names to their NodeAddr, as a cluster's DNS would.
-	map=$(scontrol -o show node | sed -n 's/.*NodeName=\([^ ]*\) .*NodeAddr=\([^ ]*\) .*/\1=\2/p' | paste -sd, -)
-	LLMT_TEST_HOSTMAP=$map GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \
+	# The emulated nodes share one host and their names do not resolve:
+	# no host map, MASTER_ADDR is rank 0's NodeAddr (issue 14 item 7; this
+	# part failed on the old code, whose MASTER_ADDR was the name).
+	GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \
 		srun -N4 --ntasks-per-node=1 --llm-train=tp=1 "$py" "$top_srcdir/tests/spank/gloo_rendezvous.py" \
 		>"$w/gloo.out" 2>&1 || { cat "$w/gloo.out"; fail "gloo rendezvous failed"; }
 	[ "$(grep -c '^GLOO .* sum=6 ok=1$' "$w/gloo.out")" = 4 ] || { cat "$w/gloo.out"; fail "gloo all_reduce"; }

@@ -2,6 +2,7 @@
  * codes Slurm 22.05 documents in spank.h (ESPANK_NOT_REMOTE outside
  * slurmstepd, ESPANK_NOTASK outside task callbacks, ...). */
 #include "fake_spank.h"
+#include <slurm/slurm.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -318,4 +319,46 @@ spank_err_t spank_job_control_unsetenv(spank_t sp, const char *name)
 		return ESPANK_NOT_LOCAL;
 	env_del(fake.ctl_env, name);
 	return ESPANK_SUCCESS;
+}
+
+/* slurmctld's answer to a node query (the plugin looks up the rank-0
+ * node's NodeAddr): from fake.node_addrs; these definitions take the
+ * place of libslurm's in the test programs. */
+int slurm_load_node_single(node_info_msg_t **resp, char *node_name, uint16_t show_flags)
+{
+	(void)show_flags;
+	fake.node_queries++;
+	*resp = NULL;
+	char addr[128];
+	snprintf(addr, sizeof(addr), "%s", node_name);
+	size_t n = strlen(node_name);
+	for (const char *p = fake.node_addrs; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > n && strncmp(p, node_name, n) == 0 && p[n] == '=')
+			snprintf(addr, sizeof(addr), "%.*s", (int)(len - n - 1), p + n + 1);
+		p += len + (end ? 1 : 0);
+	}
+	node_info_msg_t *m = calloc(1, sizeof(*m));
+	node_info_t *a = calloc(1, sizeof(*a));
+	if (!m || !a)
+		abort();
+	a->name = strdup(node_name);
+	a->node_addr = strdup(addr);
+	m->record_count = 1;
+	m->node_array = a;
+	*resp = m;
+	return SLURM_SUCCESS;
+}
+
+void slurm_free_node_info_msg(node_info_msg_t *msg)
+{
+	if (!msg)
+		return;
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		free(msg->node_array[i].name);
+		free(msg->node_array[i].node_addr);
+	}
+	free(msg->node_array);
+	free(msg);
 }

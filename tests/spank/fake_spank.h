@@ -35,6 +35,10 @@ struct fake_spank {
 	int nlog;
 	int setenv_calls;
 	int fail_setenv;                 /* make spank_setenv fail (error path) */
+	char node_addrs[512];            /* "n1=10.0.0.1,...": what the fake
+					   slurm_load_node_single answers (a node
+					   not listed: its NodeAddr is its name) */
+	int node_queries;                /* slurm_load_node_single calls */
 };
 
 extern struct fake_spank fake;

@@ -2,15 +2,13 @@
 # rendezvous through init_method="env://" on the variables llm_train.so set
 # (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); all_reduce of the rank and
 # all_gather of SLURM_PROCID checked. Run by cluster_env.sh under srun.
+# The variables are used as they come, as an unmodified torchrun-style
+# script would (MASTER_ADDR is the rank-0 node's NodeAddr: the emulated
+# nodes' names do not resolve).
 import os, sys, datetime
 import torch
 import torch.distributed as dist
-hostmap = dict(x.split('=') for x in os.environ.get('LLMT_TEST_HOSTMAP', '').split(',') if '=' in x)
-name = os.environ['MASTER_ADDR']
 rank = int(os.environ['RANK']); ws = int(os.environ['WORLD_SIZE'])
-if rank == 0 and name != os.environ['SLURMD_NODENAME']:
-    print(f"GLOO FAIL MASTER_ADDR={name} but rank 0 runs on {os.environ['SLURMD_NODENAME']}"); sys.exit(1)
-os.environ['MASTER_ADDR'] = hostmap.get(name, name)
 dist.init_process_group('gloo', init_method='env://', timeout=datetime.timedelta(seconds=60))
 t = torch.tensor([float(rank)])
 dist.all_reduce(t)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The harness includes the plugin's entry file: the callbacks run exactly
@@ -195,6 +196,32 @@ static void test_bad_options_refused(void **state)
 	}
 }
 
+/* Issue 14 items 5 and 6 (fail on the old code, which logged the
+ * newline through slurm_error, i.e. a forged line in slurmd's log, and
+ * accepted tp=1,tp=2): refused with one clean line naming the key. */
+static void test_control_chars_and_duplicates_refused(void **state)
+{
+	(void)state;
+	const struct { const char *opt, *val, *must; } c[] = {
+		{ "llm-train", "tp=1\nerror: llm_train: prolog on node1: draining: Xid 79", "tp holds a control character" },
+		{ "llm-nccl-profile", "ib\rforged", "nccl-profile holds a control character" },
+		{ "llm-train", "tp=1,tp=2", "key 'tp' given twice" },
+	};
+	for (int i = 0; i < 3; i++) {
+		start(S_CTX_ALLOCATOR);
+		fake_give_option(c[i].opt, c[i].val);
+		assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, AC, AV), -1);
+		assert_int_equal(fake.nlog, 1);
+		if (!fake_log_has(c[i].must)) {
+			fake_log_dump();
+			fail_msg("no refusal naming '%s'", c[i].must);
+		}
+		for (const char *p = fake.log[0]; *p; p++)
+			assert_true((unsigned char)*p >= 0x20);
+		assert_null(strstr(fake.log[0], "forged"));
+	}
+}
+
 static void test_overlong_option_refused(void **state)
 {
 	(void)state;
@@ -346,11 +373,15 @@ static void copy(char *dst, size_t n, const char *v)
 	snprintf(dst, n, "%s", v ? v : "");
 }
 
+static const char *run_stepd_addrs;   /* NodeAddrs the fake slurmctld gives */
+
 static void run_stepd(const char *spec, const char *nodelist, const char *tpn, uint32_t nnodes,
 		      uint32_t nodeid, uint32_t first, uint32_t ntasks, uint32_t total,
 		      struct task_env *out, int leak)
 {
 	start(S_CTX_REMOTE);
+	if (run_stepd_addrs)
+		snprintf(fake.node_addrs, sizeof(fake.node_addrs), "%s", run_stepd_addrs);
 	fake.item.step_id = 2;
 	fake.item.nnodes = nnodes;
 	fake.item.node_id = nodeid;
@@ -428,6 +459,32 @@ static void test_remote_every_task_env(void **state)
 		run_stepd("tp=2,ckpt-dir=/tmp/run9", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
 	check_step(e, 4, 2, 2);
 	assert_string_equal(e[0].ckpt, "/tmp/run9");
+}
+
+/* Issue 14 item 7 (fails on the old code, whose MASTER_ADDR was always
+ * the node name, which need not resolve): the rank-0 node's NodeAddr
+ * where Slurm has one that differs from the name; the name where it does
+ * not. run_stepd starts each node afresh, so the address is set there. */
+static void test_remote_master_addr_is_node_addr(void **state)
+{
+	(void)state;
+	struct task_env e[8];
+	memset(e, 0, sizeof(e));
+	for (uint32_t node = 0; node < 2; node++) {
+		run_stepd_addrs = "n1=127.0.0.1,n2=10.1.2.3";
+		run_stepd("tp=1", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
+	}
+	check_step(e, 4, 2, 1);
+	assert_string_equal(e[0].addr, "127.0.0.1");
+	assert_true(fake.node_queries >= 1);
+	/* NodeAddr = name (a site whose names resolve): the name */
+	memset(e, 0, sizeof(e));
+	for (uint32_t node = 0; node < 2; node++) {
+		run_stepd_addrs = "";
+		run_stepd("tp=1", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
+	}
+	assert_string_equal(e[0].addr, "n1");
+	run_stepd_addrs = NULL;
 }
 
 static void test_remote_overwrites_batch_env(void **state)
@@ -529,31 +586,32 @@ static void test_remote_not_training_untouched(void **state)
 	assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
 }
 
+/* A remote context for step 1 of nnodes nodes and total tasks (local
+ * on this node) on nodelist with tpn, started with the option given. */
+static void start_step(uint32_t nnodes, uint32_t total, uint32_t local, const char *nodelist,
+		       const char *tpn, const char *opt, const char *val)
+{
+	start(S_CTX_REMOTE);
+	fake.item.step_id = 1;
+	fake.item.nnodes = nnodes;
+	fake.item.total_tasks = total;
+	fake.item.local_tasks = local;
+	fake_env_set("SLURM_STEP_NODELIST", nodelist);
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", tpn);
+	fake_give_option(opt, val);
+}
+
 static void test_remote_bad_layout_refused(void **state)
 {
 	(void)state;
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 1;
-	fake.item.total_tasks = 3;
-	fake.item.local_tasks = 3;
-	fake_env_set("SLURM_STEP_NODELIST", "n1");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "3");
-	fake_give_option("llm-tp", "2");
+	start_step(1, 3, 3, "n1", "3", "llm-tp", "2");
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
 	assert_true(fake_log_has("llm_train: "));
 	assert_null(fake_env_get("RANK"));
 	/* a wrong distribution (task not where the map puts it) is refused */
-	start(S_CTX_REMOTE);
-	fake.item.step_id = 1;
-	fake.item.nnodes = 2;
-	fake.item.total_tasks = 4;
-	fake.item.local_tasks = 2;
-	fake_env_set("SLURM_STEP_NODELIST", "n[1-2]");
-	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "2(x2)");
-	fake_give_option("llm-train", NULL);
+	start_step(2, 4, 2, "n[1-2]", "2(x2)", "llm-train", NULL);
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	fake.item.node_id = 0;
@@ -563,6 +621,87 @@ static void test_remote_bad_layout_refused(void **state)
 	assert_true(fake_log_has("-m block"));
 	fake.item.task_global_id = 400; /* outside the map */
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+}
+
+/* Issue 14 item 3 (fails on the old code: ASan reports a heap overflow,
+ * the map being sized by the node count while the build walked every host
+ * of the list): a step whose host list disagrees with its node count is
+ * refused before any map is built. */
+static void test_remote_host_count_mismatch_refused(void **state)
+{
+	(void)state;
+	const char *lists[] = { "n[1-4000]", "n1" };
+	for (int i = 0; i < 2; i++) {
+		start_step(2, 2, 1, lists[i], "1(x2)", "llm-train", NULL);
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		fake.item.in_task = 1;
+		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+		if (!fake_log_has("SLURM_STEP_NODELIST does not hold the step's 2 nodes")) {
+			fake_log_dump();
+			fail_msg("no refusal for %s", lists[i]);
+		}
+		assert_null(fake_env_get("RANK"));
+	}
+}
+
+/* Issue 14 item 2 (fails on the old code, which took SLURM_CONF from the
+ * job's environment when slurmstepd had none, as on a site whose slurmd
+ * reads the default /etc/slurm/slurm.conf, and fopen'ed a FIFO the user
+ * put at dirname/topology.conf: user_init blocked forever). Here user_init
+ * runs in a child with a 20 s alarm; slurmstepd's own environment has no
+ * SLURM_CONF, the job's names the user's directory. Then an admin
+ * topology path that is a FIFO (topology.source: file) is refused at once. */
+static void run_user_init_bounded(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		slurm_spank_user_init(FAKE_SP, AC, AV);
+		fake.item.in_task = 1;
+		int rc = slurm_spank_task_init(FAKE_SP, AC, AV);
+		for (int i = 0; i < fake.nlog; i++)
+			fprintf(stderr, "child log: %s\n", fake.log[i]);
+		_exit(rc == 0 ? 0 : 3);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fail_msg("user_init hung (killed by signal %d)", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+}
+
+static void test_remote_topology_never_from_job_env(void **state)
+{
+	(void)state;
+	char evil[600], fifo[700], conf[700], pol[1200];
+	snprintf(evil, sizeof(evil), "%s/user", tmpdir);
+	assert_int_equal(mkdir(evil, 0755), 0);
+	snprintf(fifo, sizeof(fifo), "%s/topology.conf", evil);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	snprintf(conf, sizeof(conf), "%s/slurm.conf", evil);
+	write_file(conf, "", 0644);
+	char *saved = getenv("SLURM_CONF") ? strdup(getenv("SLURM_CONF")) : NULL;
+	unsetenv("SLURM_CONF");
+	write_file(policy_path, "topology:\n  source: slurm\n", 0644);
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	fake_env_set("SLURM_CONF", conf);
+	run_user_init_bounded();
+	/* an admin path that is a FIFO: refused, not opened blocking */
+	snprintf(pol, sizeof(pol), "topology:\n  source: %s\n", fifo);
+	write_file(policy_path, pol, 0644);
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+	if (!fake_log_has("topology.conf: not a regular file")) {
+		fake_log_dump();
+		fail_msg("FIFO topology not refused");
+	}
+	if (saved) {
+		setenv("SLURM_CONF", saved, 1);
+		free(saved);
+	}
 }
 
 static void test_remote_setenv_failure_reported(void **state)
@@ -634,27 +773,40 @@ static void test_prolog_not_training_noop(void **state)
 	assert_int_not_equal(access(scontrol_log, F_OK), 0);
 }
 
+/* A kmsg record of the kernel stamped us after now on the log's clock. */
+static void kmsg_line(char *buf, size_t n, int prio, long long after_us, const char *msg)
+{
+	snprintf(buf, n, "%d,1,%lld,-;%s\n", prio, (long long)llmt_monotonic_us() + after_us, msg);
+}
+
 static void test_prolog_xid_drains(void **state)
 {
 	(void)state;
-	char klog[600], buf[4096];
+	char klog[600], buf[4096], l1[300], l2[300], l3[300], text[1000];
 	snprintf(klog, sizeof(klog), "%s/kmsg.%%n", tmpdir);
 	char klog_n1[600];
 	snprintf(klog_n1, sizeof(klog_n1), "%s/kmsg.n1", tmpdir);
-	write_file(klog_n1,
-		   "6,1,100,-;usb 1-1: new device\n"
-		   "4,2,200,-;NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception\n"
-		   "3,3,300,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n", 0644);
+	write_file(klog_n1, "", 0644);
 	start_script(klog, "/dev");
 	setenv("SPANK_LLM_TRAIN", "1", 1);
 	setenv("SLURMD_NODENAME", "n1", 1);
 	setenv("SLURM_JOB_ID", "77", 1);
+	/* a first check on a clean log sets the node's mark; the errors come
+	 * after it (between two jobs) */
+	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), 0);
+	usleep(1000);
+	kmsg_line(l1, sizeof(l1), 6, 0, "usb 1-1: new device");
+	kmsg_line(l2, sizeof(l2), 4, 0, "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception");
+	kmsg_line(l3, sizeof(l3), 3, 0, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.");
+	snprintf(text, sizeof(text), "%s%s%s", l1, l2, l3);
+	write_file(klog_n1, text, 0644);
+	usleep(1000);
 	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), -1);
 	assert_true(fake_log_has("Xid 79"));
 	assert_int_equal(read_text(scontrol_log, buf, sizeof(buf)), 0);
 	assert_non_null(strstr(buf, "update|NodeName=n1|State=DRAIN|Reason=llm_train: kernel log: Xid 79"));
 	assert_non_null(strstr(buf, "update|JobId=1234|Comment=prolog: node n1 drained"));
-	/* the mark moved past the error: an epilog right after is clean */
+	/* the mark moved past the error: an epilog after it is clean */
 	unlink(scontrol_log);
 	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
 	assert_int_not_equal(access(scontrol_log, F_OK), 0);
@@ -668,6 +820,37 @@ static void test_prolog_xid_drains(void **state)
 	assert_int_equal(read_text(scontrol_log, buf, sizeof(buf)), 0);
 	assert_non_null(strstr(buf, "update|NodeName=n1|State=DRAIN|Reason=llm_train: kernel log: Xid 48"));
 	assert_null(strstr(buf, "JobId="));
+	unsetenv("SPANK_LLM_TRAIN");
+}
+
+/* Issue 14 item 1 (fails on the old code, which drained on each of these
+ * and scanned from the oldest record on): a node's kernel log (kmsg format,
+ * kernel_log=) holding what an unprivileged user can put there (a task
+ * named "NVRM: Xid" or "PCIe Bus Error" that segfaulted, a user-space
+ * record) and a genuine Xid from before the job drains nothing. */
+static void test_prolog_spoofs_do_not_drain(void **state)
+{
+	(void)state;
+	char klog[600], l[4][300], text[1400];
+	snprintf(klog, sizeof(klog), "%s/kmsg.spoof", tmpdir);
+	kmsg_line(l[0], sizeof(l[0]), 6, 1000000,
+		  "NVRM: Xid[31250]: segfault at 0 ip 0000000000401136 sp 00007ffc error 6 in a[401000+1000]");
+	kmsg_line(l[1], sizeof(l[1]), 6, 1000000,
+		  "PCIe Bus Error[31251]: segfault at 0 ip 0 sp 0 error 6 in severity=Uncorrected[401000+1000]");
+	kmsg_line(l[2], sizeof(l[2]), 11, 1000000, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.");
+	/* genuine, but long before the job (the ring buffer's start) */
+	snprintf(l[3], sizeof(l[3]), "3,2,100,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, old.\n");
+	snprintf(text, sizeof(text), "%s%s%s%s", l[3], l[0], l[1], l[2]);
+	write_file(klog, text, 0644);
+	start_script(klog, "/dev");
+	setenv("SPANK_LLM_TRAIN", "1", 1);
+	setenv("SLURMD_NODENAME", "n2", 1);
+	if (slurm_spank_job_prolog(FAKE_SP, AC, AV) != 0) {
+		fake_log_dump();
+		fail_msg("a spoofed kernel log drained the node");
+	}
+	assert_int_not_equal(access(scontrol_log, F_OK), 0);
+	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
 	unsetenv("SPANK_LLM_TRAIN");
 }
 
@@ -705,7 +888,9 @@ static void test_prolog_option_via_getopt(void **state)
 	(void)state;
 	char klog[600];
 	snprintf(klog, sizeof(klog), "%s/kmsg2", tmpdir);
-	write_file(klog, "[ 5.000000] mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4\n", 0644);
+	char mce[300];
+	kmsg_line(mce, sizeof(mce), 2, 1000000, "mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4");
+	write_file(klog, mce, 0644);
 	start_script(klog, "/dev");
 	unsetenv("SPANK_LLM_TRAIN");
 	setenv("SLURMD_NODENAME", "n3", 1);
@@ -732,7 +917,11 @@ static void test_prolog_refuses_symlinked_log(void **state)
 	unsetenv("SPANK_LLM_TRAIN");
 }
 
-static void test_prolog_free_space(void **state)
+/* Issue 14 item 4 (fails on the old code, which drained every node that
+ * started a training job while a shared root was low): low space on the
+ * checkpoint root refuses the job at submit with one line, and the prolog
+ * drains no node for it. */
+static void test_low_space_refused_at_submit(void **state)
 {
 	(void)state;
 	char klog[600];
@@ -745,16 +934,26 @@ static void test_prolog_free_space(void **state)
 	start_script(klog, "/dev");
 	setenv("SPANK_LLM_TRAIN", "1", 1);
 	setenv("SLURMD_NODENAME", "n1", 1);
-	fake_give_option("llm-ckpt-dir", "/nonexistent/user/dir");
-	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), -1);
-	if (!fake_log_has("ckpt_free_space: /tmp has")) {
+	fake_give_option("llm-ckpt-dir", "/tmp/user/run");
+	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), 0);
+	assert_int_not_equal(access(scontrol_log, F_OK), 0);
+	unsetenv("SPANK_LLM_TRAIN");
+
+	start(S_CTX_ALLOCATOR);
+	fake_give_option("llm-ckpt-dir", "/tmp/user/run");
+	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, AC, AV), -1);
+	if (!fake_log_has("llm_train: checkpoint root /tmp has ") ||
+	    !fake_log_has("GiB free, the policy needs 1000000.0 GiB: job not submitted")) {
 		fake_log_dump();
-		fail_msg("no free-space reason");
+		fail_msg("no one-line refusal");
 	}
+	assert_int_equal(fake.nlog, 1);
+	/* a root with room, and a job without a checkpoint dir: accepted */
 	write_file(policy_path, "limits:\n  ckpt_roots: [/tmp]\nhealth:\n"
 		   "  ckpt_free_space: {min_gib: 0.000001, timeout: 5}\n", 0644);
-	assert_int_equal(slurm_spank_job_epilog(FAKE_SP, AC, AV), 0);
-	unsetenv("SPANK_LLM_TRAIN");
+	start(S_CTX_ALLOCATOR);
+	fake_give_option("llm-ckpt-dir", "/tmp/user/run");
+	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, AC, AV), 0);
 }
 
 int main(void)
@@ -765,6 +964,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_allocator_no_options_is_noop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allocator_good_options_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_options_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_chars_and_duplicates_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlong_option_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broken_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_policy_uses_defaults, setup, teardown),
@@ -772,18 +972,22 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_local_user_init_checks_task_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_explain_prints_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_every_task_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_master_addr_is_node_addr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_overwrites_batch_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_gpu_node_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_batch_step_settings_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_not_training_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_bad_layout_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_setenv_failure_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_host_count_mismatch_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_topology_never_from_job_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_not_training_noop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_xid_drains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_gpu_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_option_via_getopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_refuses_symlinked_log, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_prolog_free_space, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prolog_spoofs_do_not_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_low_space_refused_at_submit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "envgen.h"
+#include "subst.h"
 #include "plan.h"
 
 static const char pol_text[] =
@@ -168,9 +169,9 @@ static void test_subst(void **s)
 	/* too long for the buffer: refused, never truncated */
 	assert_int_equal(llmt_env_subst("${rank}${rank}${rank}${rank}", &in, buf, sizeof(buf), err,
 					sizeof(err)), -1);
-	assert_int_equal(llmt_env_subst_check("${bad}", err, sizeof(err)), -1);
-	assert_int_equal(llmt_env_subst_check("${nic", err, sizeof(err)), -1);
-	assert_int_equal(llmt_env_subst_check("plain", err, sizeof(err)), 0);
+	assert_int_equal(llmt_subst_check("${bad}", err, sizeof(err)), -1);
+	assert_int_equal(llmt_subst_check("${nic", err, sizeof(err)), -1);
+	assert_int_equal(llmt_subst_check("plain", err, sizeof(err)), 0);
 }
 
 static void test_tasks_per_node(void **s)

@@ -26,10 +26,17 @@ static void test_split_kmsg_and_dmesg(void **state)
 	assert_int_equal(k.msg_len, strlen("NVRM: hello"));
 	assert_memory_equal(k.msg, "NVRM: hello", k.msg_len);
 
+	assert_int_equal(k.facility, 0);
 	const char *b = "[ 1234.5] mce: x";
 	assert_int_equal(llmt_kline_split(b, strlen(b), &k), 0);
 	assert_int_equal(k.ts_us, 1234500000);
 	assert_memory_equal(k.msg, "mce: x", 6);
+	assert_int_equal(k.facility, -1);
+	const char *r = "<14>[ 2.0] hello";
+	assert_int_equal(llmt_kline_split(r, strlen(r), &k), 0);
+	assert_int_equal(k.ts_us, 2000000);
+	assert_int_equal(k.facility, 1);
+	assert_memory_equal(k.msg, "hello", 5);
 
 	const char *c = " SUBSYSTEM=pci";
 	assert_int_equal(llmt_kline_split(c, strlen(c), &k), -1);
@@ -60,6 +67,12 @@ static void test_classify(void **state)
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
 	m = "mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4: b200000000070f0f";
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_MCE);
+	m = "nvidia 3b:00.0: AER: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Inaccessible";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_PCIE);
+	m = "pcieport 0000:00:01.0: AER: Uncorrected (Non-Fatal) error received: 0000:01:00.0";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_PCIE);
+	m = "mce: Uncorrected hardware memory error in user-access at 3b9c000";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_MCE);
 	m = "{1}[Hardware Error]: event severity: fatal";
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_GHES);
 	m = "{1}[Hardware Error]: event severity: corrected";
@@ -73,6 +86,59 @@ static void test_classify(void **state)
 	assert_int_equal(xid, -1);
 	assert_true(llmt_xid_is_application(13));
 	assert_false(llmt_xid_is_application(79));
+}
+
+/* Issue 14 item 1 (fails on the old code, which counted any line holding
+ * "NVRM: Xid" with the code unparsed as -1, and user-space records): what
+ * an unprivileged user can put into the kernel log never counts. A task
+ * named "NVRM: Xid" or "PCIe Bus Error" that segfaults makes the kernel
+ * (facility 0) log "COMM[PID]: segfault at ...", the executable's name
+ * later in the line; a user-space write to /dev/kmsg is facility 1. */
+static void test_spoofs_never_count(void **state)
+{
+	(void)state;
+	int xid;
+	const char *spoof[] = {
+		"NVRM: Xid[31250]: segfault at 0 ip 0000000000401136 sp 00007ffd error 6 in x[401000+1000]",
+		"NVRM: Xid (PCI:[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd error 6",
+		"NVRM: Xid (PCI: (4242) used greatest stack depth: 12345 bytes left",
+		"PCIe Bus Error[777]: segfault at 0 ip 0 sp 0 error 6 in severity=Uncorrected[400000+1000]",
+		"x 0000:3b:00.0:[77]: segfault at 0 in PCIe Bus Error: severity=Uncorrected[400000+1000]",
+		"mce: [Hardwar[12]: segfault at 0 in Machine Check Exception[400000+1000]",
+		"EDAC MC0: 1 UE[12]: segfault at 0",
+		"EDAC x[12]: segfault at 0 in Uncorrected[400000+1000]",
+		"{1}[Hardware E[12]: segfault at 0 in event severity: fatal",
+		"python[1]: segfault: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+		"NVRM: Xid (PCI:0000:3b:00): seventy-nine, GPU has fallen off the bus.",
+		"NVRM: Xid (PCI:0000:3b:00): 79 GPU has fallen off the bus.",
+		"NVRM: Xid: 79, no bus id",
+	};
+	for (unsigned i = 0; i < sizeof(spoof) / sizeof(spoof[0]); i++) {
+		if (llmt_hw_classify(spoof[i], strlen(spoof[i]), &xid) != LLMT_HW_NONE)
+			fail_msg("counted: %s", spoof[i]);
+		assert_int_equal(xid, -1);
+	}
+	struct llmt_health_scan s;
+	llmt_health_scan_init(&s, 0);
+	const char *lines[] = {
+		/* genuine text, but written by user space (facility 1) */
+		"12,5,2000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+		"<11>[ 3.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+		/* plain dmesg text: whose it is is unknown */
+		"[ 4.0] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal)",
+		/* the kernel's own segfault record of a task named to look like one */
+		"6,6,5000,-;NVRM: Xid[31250]: segfault at 0 ip 0000000000401136 sp 00007ffd error 6",
+	};
+	for (unsigned i = 0; i < 4; i++)
+		llmt_health_scan_line(&s, lines[i], strlen(lines[i]));
+	assert_int_equal(s.lines, 4);
+	assert_int_equal(s.errors, 0);
+	/* the genuine driver record from the kernel still counts */
+	const char *real = "3,7,6000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.";
+	assert_int_equal(llmt_health_scan_line(&s, real, strlen(real)), 1);
+	assert_int_equal(s.first_xid, 79);
+	const char *raw = "<3>[ 7.0] pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrected (Fatal)";
+	assert_int_equal(llmt_health_scan_line(&s, raw, strlen(raw)), 1);
 }
 
 static void test_scan_filters_by_time_and_kind(void **state)
@@ -144,7 +210,7 @@ static void test_klog_file_scan(void **state)
 	char *text = malloc(big + 200);
 	assert_non_null(text);
 	memset(text, 'x', big);
-	snprintf(text + big, 200, "\n[ 10.0] NVRM: Xid (PCI:0000:01:00): 119, GSP timeout\n");
+	snprintf(text + big, 200, "\n<3>[ 10.0] NVRM: Xid (PCI:0000:01:00): 119, GSP timeout\n");
 	put(p, text, 0644);
 	free(text);
 	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
@@ -214,17 +280,76 @@ static void test_run_bounded(void **state)
 	assert_int_equal(llmt_run_bounded(missing, 2000, err, sizeof(err)), 127);
 }
 
+/* Issue 14 item 5 (fails on the old code, whose children inherited the
+ * check's environment): a child of a root context sees only the fixed
+ * environment. */
+static void test_run_bounded_clean_env(void **state)
+{
+	(void)state;
+	char err[512];
+	setenv("LLMT_PLANTED_SECRET", "x", 1);
+	setenv("LD_PRELOAD", "/nonexistent/evil.so", 1);
+	char *chk[] = { (char *)"/bin/sh", (char *)"-c",
+			(char *)"[ -z \"$LLMT_PLANTED_SECRET$LD_PRELOAD\" ] && [ \"$PATH\" = /usr/sbin:/usr/bin:/sbin:/bin ]",
+			NULL };
+	int rc = llmt_run_bounded(chk, 5000, err, sizeof(err));
+	unsetenv("LD_PRELOAD");
+	unsetenv("LLMT_PLANTED_SECRET");
+	assert_int_equal(rc, 0);
+}
+
+static int hang_fn(const void *arg, void *out, char *err, size_t errlen)
+{
+	(void)arg; (void)err; (void)errlen;
+	*(int *)out = 1;
+	for (;;)
+		pause();    /* a file system that never answers */
+	return 0;
+}
+
+static int answer_fn(const void *arg, void *out, char *err, size_t errlen)
+{
+	*(int *)out = *(const int *)arg;
+	snprintf(err, errlen, "odd");
+	return *(const int *)arg == 7 ? 0 : -1;
+}
+
+/* Issue 14 item 4 (new: the old checks ran in the caller, unbounded): a
+ * check that hangs comes back at its deadline, its child abandoned. */
+static void test_call_bounded(void **state)
+{
+	(void)state;
+	char err[512];
+	int out = 0, arg = 7;
+	assert_int_equal(llmt_call_bounded(answer_fn, &arg, &out, sizeof(out), 2000, "t", err,
+					   sizeof(err)), 0);
+	assert_int_equal(out, 7);
+	arg = 3;
+	assert_int_equal(llmt_call_bounded(answer_fn, &arg, &out, sizeof(out), 2000, "t", err,
+					   sizeof(err)), -1);
+	assert_string_equal(err, "odd");
+	int64_t t0 = llmt_monotonic_us();
+	assert_int_equal(llmt_call_bounded(hang_fn, NULL, &out, sizeof(out), 300, "statvfs", err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "statvfs timed out after 300 ms"));
+	/* came back (the bound is the deadline, not a measured threshold) */
+	assert_true(llmt_monotonic_us() - t0 < 60 * 1000000LL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_kmsg_and_dmesg),
 		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_spoofs_never_count),
 		cmocka_unit_test(test_scan_filters_by_time_and_kind),
 		cmocka_unit_test(test_reason_sanitised),
 		cmocka_unit_test_setup_teardown(test_klog_file_scan, setup, teardown),
 		cmocka_unit_test(test_real_kmsg_readable),
 		cmocka_unit_test_setup_teardown(test_gpu_count_and_space, setup, teardown),
 		cmocka_unit_test(test_run_bounded),
+		cmocka_unit_test(test_run_bounded_clean_env),
+		cmocka_unit_test(test_call_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,14 +96,29 @@ static void test_separate_options(void **s)
 	assert_int_equal(o.restarts, 0);
 	assert_int_equal(o.set & LLMT_SET_RESTARTS, LLMT_SET_RESTARTS);
 	assert_true(o.explain);
-	/* --llm-train=SPEC through set(), later items override */
-	assert_int_equal(llmt_opts_set(&o, "llm-train", "tp=4,tp=2", err, sizeof(err)), 0);
+	/* --llm-train=SPEC through set() overrides what was set before it */
+	assert_int_equal(llmt_opts_set(&o, "llm-train", "tp=2", err, sizeof(err)), 0);
 	assert_int_equal(o.tp, 2);
 	/* bare --llm-train */
 	llmt_opts_init(&o);
 	assert_int_equal(llmt_opts_set(&o, "llm-train", NULL, err, sizeof(err)), 0);
 	assert_true(o.enabled);
 	assert_int_equal(o.set, 0);
+}
+
+/* spec is refused with a one-line message (no control character) that
+ * holds must. */
+static void expect_refused(const char *spec, const char *must)
+{
+	struct llmt_opts o;
+	char err[256] = "";
+	llmt_opts_init(&o);
+	if (llmt_opts_parse_spec(&o, spec, err, sizeof(err)) != -1)
+		fail_msg("'%s' accepted", spec);
+	if (!strstr(err, must))
+		fail_msg("'%s': message '%s' does not name '%s'", spec, err, must);
+	for (const char *p = err; *p; p++)
+		assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
 }
 
 static void test_bad_specs(void **s)
@@ -133,16 +148,41 @@ static void test_bad_specs(void **s)
 		{ "train=1", "train" },
 		{ " tp=2", " tp" },
 	};
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		struct llmt_opts o;
-		char err[256] = "";
-		llmt_opts_init(&o);
-		if (llmt_opts_parse_spec(&o, c[i].spec, err, sizeof(err)) != -1)
-			fail_msg("'%s' accepted", c[i].spec);
-		if (!strstr(err, c[i].must))
-			fail_msg("'%s': message '%s' does not name '%s'", c[i].spec, err, c[i].must);
-		assert_null(strchr(err, '\n'));
-	}
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		expect_refused(c[i].spec, c[i].must);
+}
+
+/* Issue 14 items 5 and 6 (fail on the old code, which accepted
+ * "tp=1,tp=2" and put a value's newline into the message, i.e. into
+ * slurmd's log): a key twice in one SPEC is refused naming the key; a
+ * control character anywhere is refused before any message quotes it. */
+static void test_duplicate_and_control(void **s)
+{
+	(void)s;
+	const struct { const char *spec; const char *must; } c[] = {
+		{ "tp=1,tp=2", "key 'tp' given twice" },
+		{ "nccl=ib,nccl-profile=tcp", "key 'nccl-profile' given twice" },
+		{ "explain,dp=2,explain=0", "key 'explain' given twice" },
+		{ "tp=1,llm-tp=2", "key 'llm-tp' given twice" },
+		{ "tp=1\nerror: llm_train: prolog on node1: draining", "tp holds a control character (byte 0x0a)" },
+		{ "tp=1,,pp=\r2", "pp holds a control character (byte 0x0d)" },
+		{ "bogus\n=1", "SPEC holds a control character" },
+		{ "nccl=a\x1b[31m", "nccl holds a control character (byte 0x1b)" },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		expect_refused(c[i].spec, c[i].must);
+	/* the separate options the same */
+	struct llmt_opts o;
+	char err[256] = "";
+	llmt_opts_init(&o);
+	assert_int_equal(llmt_opts_set(&o, "llm-nccl-profile", "ib\nerror: forged", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nccl-profile holds a control character"));
+	assert_null(strchr(err, '\n'));
+	assert_int_equal(llmt_opts_set(&o, "llm-ckpt-interval", "5m\tx", err, sizeof(err)), -1);
+	assert_null(strchr(err, '\t'));
+	/* given once each: fine */
+	llmt_opts_init(&o);
+	assert_int_equal(llmt_opts_parse_spec(&o, "tp=2,pp=1,nccl=ib,explain", err, sizeof(err)), 0);
 }
 
 static void test_too_long(void **s)
@@ -245,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_intervals),
 		cmocka_unit_test(test_separate_options),
 		cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_duplicate_and_control),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_validate_good),
 		cmocka_unit_test(test_validate_bad),

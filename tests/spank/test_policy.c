@@ -174,9 +174,27 @@ static void test_stat_check(void **s)
 	assert_int_equal(llmt_policy_check_stat(&st, "/p", err, sizeof(err)), -1);
 }
 
+/* Issue 14 item 6 (fails on the old code, which accepted this and let
+ * the first type silently win for n3 and n4): two node types matching one
+ * node are refused naming both types and the file:line of each. */
+static void test_overlapping_node_types(void **s)
+{
+	(void)s;
+	expect_error("node_types:\n"
+		     "  - {name: small, nodes: 'n[1-4]', gpus_per_node: 4}\n"
+		     "  - {name: big, nodes: 'n[3-8]', gpus_per_node: 8}\n",
+		     "pol.yaml:3:5: node n3 matches node types 'small' (pol.yaml:2) and 'big' (pol.yaml:3)");
+	expect_error("node_types:\n"
+		     "  - {name: a, nodes: 'x1,y[1-9]'}\n"
+		     "  - {name: b, nodes: 'z1'}\n"
+		     "  - {name: c, nodes: 'z[2-3],y9'}\n",
+		     "node y9 matches node types 'a' (pol.yaml:2) and 'c' (pol.yaml:4)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_overlapping_node_types),
 		cmocka_unit_test(test_sample),
 		cmocka_unit_test(test_cluster_policy),
 		cmocka_unit_test(test_errors),

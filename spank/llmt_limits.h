@@ -1,6 +1,7 @@
-/* Size limits shared by the plugin's pure modules: every buffer that holds
- * user or admin input is fixed-size, so nothing a user sends makes the
- * plugin allocate without bound. */
+/* llmt_limits.h: size limits shared by the plugin's pure modules: every
+ * buffer that holds user or admin input is fixed-size, so nothing a user
+ * sends makes the plugin allocate without bound. (Not named limits.h:
+ * spank/ is on the include path and would shadow the system <limits.h>.) */
 #ifndef LLMT_LIMITS_H
 #define LLMT_LIMITS_H
 
