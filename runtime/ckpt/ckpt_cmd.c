@@ -406,9 +406,15 @@ int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_
 		rc = LLMT_EXIT_SOFTWARE;
 	}
 	kind = ck_source_find_kind(&s, "weights");
-	for (int i = 0; i < *ntab && !rc; i++)
-		rc = ck_source_read_tensor(&s, kind, ck_source_find_tensor(&s, (*tab)[i].name), *flat + (*tab)[i].offset,
-		                           LLMT_CKPT_F32, err, errlen);
+	for (int i = 0; i < *ntab && !rc; i++) {
+		int t = ck_source_find_tensor(&s, (*tab)[i].name);
+		if (t < 0) {   /* ck_hf_check found every one */
+			ck_fmt(err, errlen, "%s: no tensor %s", hfdir, (*tab)[i].name);
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			rc = ck_source_read_tensor(&s, kind, t, *flat + (*tab)[i].offset, LLMT_CKPT_F32, err, errlen);
+		}
+	}
 	ck_source_free(&s);
 	if (rc) {
 		free(*tab);

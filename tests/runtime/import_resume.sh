@@ -10,7 +10,9 @@
 #   (fp32 sums in another order); then a second run in the same CKPT_DIR
 #   resumes from its newest checkpoint (step 3), not from the import;
 # - llm-train-wrap in a batch job (its ckpt-list + LLM_TRAIN_RESUME) under
-#   (1,1,2): within 1e-4, the wrapper's launch event names step 0.
+#   (1,1,2): within 1e-4, the wrapper's launch event names step 0;
+# - generate --ckpt on the (2,1,2) and (1,2,1) checkpoints gives the same
+#   greedy tokens as generate --hf on their exports.
 # Fails on the old code: every path refused the import with "no blob train
 # of rank 0" (exit 66).
 set -u
@@ -65,4 +67,15 @@ grep -q "starting from the imported weights of $W/I3/step_00000000" "$W/wrap.out
 grep '"event":"launch"' "$W/I3/ledger.jsonl" | head -n 1 | grep -q '"resume_step":0' ||
 	{ cat "$W/I3/ledger.jsonl"; fail "wrapper: the launch does not resume step 0"; }
 $CMP "$W/I3/step_00000003" "$W/R0/step_00000003" 1e-4 || fail "wrapper run from the import differs"
+# generate gathers a checkpoint of any layout: the same greedy tokens as
+# from its export, for checkpoints saved under (2,1,2) and (1,2,1)
+for ck in R0 I2; do
+	"$LT" export --dtype fp32 "$W/$ck/step_00000003" "$W/$ck.hf" >/dev/null || fail "export $ck: exit $?"
+	"$LT" generate --ckpt "$W/$ck/step_00000003" --ids --prompt "In the beginning" --max-new 24 \
+		>"$W/$ck.gen" 2>"$W/gen.err" || { cat "$W/gen.err"; fail "generate --ckpt $ck: exit $?"; }
+	"$LT" generate --hf "$W/$ck.hf" --ids --prompt "In the beginning" --max-new 24 >"$W/$ck.hgen" 2>"$W/gen.err" ||
+		{ cat "$W/gen.err"; fail "generate --hf $ck: exit $?"; }
+	[ "$(wc -w <"$W/$ck.gen")" = 24 ] && cmp -s "$W/$ck.gen" "$W/$ck.hgen" ||
+		fail "generate from the $ck checkpoint: $(cat "$W/$ck.gen") vs its export: $(cat "$W/$ck.hgen")"
+done
 echo "PASS: the import starts --resume, --ckpt-dir (another layout) and the wrapper"
