@@ -28,7 +28,7 @@ static const char usage[] =
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
-	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
+	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
 	"         [--temperature T] [--top-p P] [--seed S] (llm-train generate --help)\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
