@@ -5,10 +5,11 @@
 # model, none in an untied one, a tokenizer whose vocabulary is not
 # vocab_size, an existing non-empty CKPT_DIR. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
-# byte for byte). A matching directory imports, and the weights come back
-# by export bit for bit. The models are written here (stdlib only).
+# byte for byte). A matching directory imports, the weights come back by
+# export bit for bit, and generate --ckpt on the import equals generate
+# --hf on the directory. The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
-import copy, hashlib, json, os, random, struct, subprocess, sys, tempfile
+import hashlib, json, os, random, struct, subprocess, sys, tempfile
 
 top_builddir = os.environ.get('top_builddir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_srcdir = os.environ.get('top_srcdir', top_builddir)
@@ -167,6 +168,10 @@ with tempfile.TemporaryDirectory() as W:
     if rc != 0:
         failures.append('--init-from a matching directory: exit %d: %s' % (rc, msg))
     if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
+        a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
+        b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
+        if a[0] != 0 or b[0] != 0 or a[1].splitlines()[0] != b[1].splitlines()[0] or len(a[1].split()) < 8:
+            failures.append('generate from the import differs from --hf: %r vs %r' % (b, a))
         rc, msg = run('generate', '--hf', only, '--prompt', 'a', '--max-new', '2')
         print('%-22s exit %d: %s' % ('generate --hf norm', rc, msg))
         if rc != 65 or 'missing' not in msg:
