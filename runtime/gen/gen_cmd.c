@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static const char gen_usage[] =
 typedef struct gen_opts {
 	const char *ckpt, *hf, *tokfile, *prompt;
 	long max_new, eos;
-	double temperature, top_p, seed;
+	double temperature, top_p;
+	uint64_t seed;
 	int ids, no_cache;
 } gen_opts;
 
@@ -37,6 +39,19 @@ static int numarg(const char *opt, const char *s, double lo, double hi, double *
 	*out = strtod(s, &end);
 	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
 		fprintf(stderr, "llm-train: generate: %s %s: want a number in [%g, %g]\n", opt, s, lo, hi);
+		return LLMT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int intarg(const char *opt, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	if (errno || end == s || *end || *out < lo || *out > hi) {
+		fprintf(stderr, "llm-train: generate: %s %s: want an integer in [%ld, %ld]\n", opt, s, lo, hi);
 		return LLMT_EXIT_USAGE;
 	}
 	return 0;
@@ -54,7 +69,7 @@ static int parse(int argc, char **argv, gen_opts *o)
 		{ "no-cache", no_argument, NULL, G_NOCACHE }, { "help", no_argument, NULL, G_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	double v;
+	long v;
 	int c, rc = 0;
 
 	*o = (gen_opts){ .max_new = 64, .eos = -1, .top_p = 1, .seed = 1234 };
@@ -66,11 +81,11 @@ static int parse(int argc, char **argv, gen_opts *o)
 		case G_HF: o->hf = optarg; break;
 		case G_TOK: o->tokfile = optarg; break;
 		case G_PROMPT: o->prompt = optarg; break;
-		case G_MAX: rc = numarg("--max-new", optarg, 1, 1 << 24, &v); o->max_new = (long)v; break;
+		case G_MAX: rc = intarg("--max-new", optarg, 1, 1 << 24, &o->max_new); break;
 		case G_TEMP: rc = numarg("--temperature", optarg, 0, 100, &o->temperature); break;
 		case G_TOPP: rc = numarg("--top-p", optarg, 1e-9, 1, &o->top_p); break;
-		case G_SEED: rc = numarg("--seed", optarg, 0, 9007199254740992.0, &o->seed); break;
-		case G_EOS: rc = numarg("--eos", optarg, 0, 1 << 30, &v); o->eos = (long)v; break;
+		case G_SEED: rc = intarg("--seed", optarg, 0, LONG_MAX, &v); o->seed = (uint64_t)v; break;
+		case G_EOS: rc = intarg("--eos", optarg, 0, 1 << 30, &o->eos); break;
 		case G_IDS: o->ids = 1; break;
 		case G_NOCACHE: o->no_cache = 1; break;
 		case G_HELP: fputs(gen_usage, stdout); return -1;
@@ -127,7 +142,7 @@ static int run(const gen_opts *o, llmt_gen *g, const llmt_tok *tok, int32_t *ids
 	double t0 = now_s(), t1;
 	char buf[256];
 
-	if (llmt_sampler_init(&sm, c->vocab_size, o->temperature, o->top_p, (uint64_t)o->seed)) {
+	if (llmt_sampler_init(&sm, c->vocab_size, o->temperature, o->top_p, o->seed)) {
 		fprintf(stderr, "llm-train: generate: out of memory\n");
 		return LLMT_EXIT_SOFTWARE;
 	}

@@ -142,7 +142,7 @@ const llmt_config *llmt_gen_config(const llmt_gen *g) { return &g->c; }
 /* y[out] = W[out][in] x */
 static void matvec(float *y, const float *W, const float *x, int out, int in)
 {
-#pragma omp parallel for schedule(static) if ((long)out * in > 32768)
+#pragma omp parallel for schedule(static) if ((long)out * in >= (1L << 18))
 	for (int o = 0; o < out; o++) {
 		const float *w = W + (size_t)o * (size_t)in;
 		float s = 0;
