@@ -139,18 +139,36 @@ void llmt_gen_free(llmt_gen *g)
 
 const llmt_config *llmt_gen_config(const llmt_gen *g) { return &g->c; }
 
-/* y[out] = W[out][in] x */
-static void matvec(float *y, const float *W, const float *x, int out, int in)
+/* y_j[out_j] = W_j[out_j][in] x for the n (<= 3) products of one input,
+ * in one parallel loop over all their rows (one fork/join: on a busy
+ * machine each costs more than a small product) */
+typedef struct mv { float *y; const float *W; int out; } mv;
+
+static void matvec_n(const mv *m, int n, const float *x, int in)
 {
-#pragma omp parallel for schedule(static) if ((long)out * in >= (1L << 18))
-	for (int o = 0; o < out; o++) {
-		const float *w = W + (size_t)o * (size_t)in;
+	int rows = 0;
+
+	for (int j = 0; j < n; j++)
+		rows += m[j].out;
+#pragma omp parallel for schedule(static) if ((long)rows * in >= (1L << 18))
+	for (int r = 0; r < rows; r++) {
+		int j = 0, o = r;
+		while (o >= m[j].out)
+			o -= m[j++].out;
+		const float *w = m[j].W + (size_t)o * (size_t)in;
 		float s = 0;
 #pragma omp simd reduction(+ : s)
 		for (int i = 0; i < in; i++)
 			s += w[i] * x[i];
-		y[o] = s;
+		m[j].y[o] = s;
 	}
+}
+
+static void matvec(float *y, const float *W, const float *x, int out, int in)
+{
+	mv m = { y, W, out };
+
+	matvec_n(&m, 1, x, in);
 }
 
 static void rmsnorm(float *y, const float *x, const float *w, int n, double eps)
@@ -219,9 +237,8 @@ const float *llmt_gen_step(llmt_gen *g, int32_t tok, int pos)
 		const gen_layer *y = &g->L[l];
 		size_t at = ((size_t)l * (size_t)g->max_t + (size_t)pos) * (size_t)g->kvd;
 		rmsnorm(g->h, g->x, y->ln1, d, c->norm_eps);
-		matvec(g->q, y->q, g->h, H * hd, d);
-		matvec(g->k, y->k, g->h, KV * hd, d);
-		matvec(g->v, y->v, g->h, KV * hd, d);
+		mv qkv[3] = { { g->q, y->q, H * hd }, { g->k, y->k, KV * hd }, { g->v, y->v, KV * hd } };
+		matvec_n(qkv, 3, g->h, d);
 		if (c->qk_norm) {
 			for (int h = 0; h < H; h++)
 				rmsnorm(g->q + h * hd, g->q + h * hd, y->qn, hd, c->norm_eps);
@@ -237,8 +254,8 @@ const float *llmt_gen_step(llmt_gen *g, int32_t tok, int pos)
 		for (int i = 0; i < d; i++)
 			g->x[i] += g->h[i];
 		rmsnorm(g->h, g->x, y->ln2, d, c->norm_eps);
-		matvec(g->g, y->gate, g->h, F, d);
-		matvec(g->u, y->up, g->h, F, d);
+		mv gu[2] = { { g->g, y->gate, F }, { g->u, y->up, F } };
+		matvec_n(gu, 2, g->h, d);
 		for (int i = 0; i < F; i++)
 			g->g[i] = g->g[i] / (1.0f + expf(-g->g[i])) * g->u[i];
 		matvec(g->h, y->down, g->g, d, F);
