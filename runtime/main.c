@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "comm/parallel.h"
 #include "data/tokenize.h"
+#include "gen/generate.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
 
@@ -28,7 +29,9 @@ static const char usage[] =
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
-	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
+	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
+	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
+	"         [--temperature T] [--top-p P] [--seed S] (llm-train generate --help)\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
 	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
@@ -238,6 +241,7 @@ int main(int argc, char **argv)
 		{ "export", llmt_ckpt_cmd_export },
 		{ "import", llmt_ckpt_cmd_import },
 		{ "memory", llmt_memplan_main },
+		{ "generate", llmt_generate_main },
 		{ "train", train_main },
 	};
 

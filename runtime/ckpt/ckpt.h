@@ -150,4 +150,16 @@ int llmt_ckpt_cmd_import(int argc, char **argv);  /* import HFDIR CKPT_DIR */
  * checking HFDIR/config.json against st->config. Not collective. */
 int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err, size_t errlen);
 
+/* One process's whole model (tp = pp = 1 table of llmt_model_table, fp32
+ * flat weights; *tab and *flat malloc'd, free() them), for generate:
+ * - llmt_hf_load: from HFDIR (config.json and safetensors checked as
+ *   import checks them; tokfile, or HFDIR's tokenizer, has vocab_size ids);
+ * - llmt_ckpt_gather: from a checkpoint (a step directory or CKPT_DIR's
+ *   newest) saved under any layout, checksums verified.
+ * 0 or an exit code with one line in err. */
+int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_param_info **tab, int *ntab,
+                 size_t *nflat, float **flat, char *err, size_t errlen);
+int llmt_ckpt_gather(const char *path, llmt_config *cfg, llmt_param_info **tab, int *ntab, size_t *nflat,
+                     float **flat, char *err, size_t errlen);
+
 #endif

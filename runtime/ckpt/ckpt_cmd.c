@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include "data/tok_iface.h"
 
 /* ---- ckpt-verify / ckpt-list ------------------------------------------ */
 int llmt_ckpt_cmd_verify(int argc, char **argv)
@@ -111,8 +113,9 @@ static int hf_int(json_t *o, const char *k, int *v, int dflt, const char *path, 
 	return 0;
 }
 
-/* Read HFDIR/config.json into c. 0 or an exit code. */
-static int hf_read_config(const char *hfdir, llmt_config *c, char *err, size_t errlen)
+/* Read HFDIR/config.json into c, and its torch_dtype into *dtype (an
+ * llmt_ckpt_dtype, -1 when absent). 0 or an exit code. */
+static int hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, size_t errlen)
 {
 	char path[4300];
 	json_error_t je;
@@ -165,6 +168,19 @@ static int hf_read_config(const char *hfdir, llmt_config *c, char *err, size_t e
 	if (act && strcmp(act, "silu")) {
 		ck_fmt(err, errlen, "%s: hidden_act %s: only silu is supported", path, act);
 		goto out;
+	}
+	*dtype = -1;
+	if ((x = json_object_get(o, "torch_dtype"))) {
+		static const char *names[] = { "float32", "bfloat16", "float16" };
+		const char *v = json_string_value(x);
+		for (int i = 0; i < 3 && v; i++)
+			if (!strcmp(v, names[i]))
+				*dtype = i;
+		if (*dtype < 0) {
+			ck_fmt(err, errlen, "%s: torch_dtype %s: only float32, bfloat16 and float16 are supported", path,
+			       v ? v : "(not a string)");
+			goto out;
+		}
 	}
 	if (c->norm_eps <= 0 || c->rope_theta <= 0) {
 		ck_fmt(err, errlen, "%s: rms_norm_eps and rope_theta must be positive", path);
@@ -290,6 +306,56 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 }
 
 /* ---- import and --init-from ------------------------------------------- */
+/* The tokenizer named (or HFDIR's tokenizer.model / tokenizer.json) has
+ * vocab_size ids. A file found in HFDIR that no tokenizer of this build
+ * reads is left unchecked, with a note. 0 or an exit code. */
+static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_config *c, char *err, size_t errlen)
+{
+	static const char *found[] = { "tokenizer.model", "tokenizer.json" };
+	char path[4300];
+	struct stat sb;
+	llmt_tok t;
+	int rc;
+
+	for (int i = 0; i < 2 && !tokfile; i++) {
+		ck_fmt(path, sizeof path, "%s/%s", hfdir, found[i]);
+		if (stat(path, &sb) == 0)
+			tokfile = path;
+	}
+	if (!tokfile)
+		return 0;
+	rc = llmt_tok_open(tokfile, &t, err, errlen);
+	if (rc == LLMT_EXIT_USAGE && tokfile == path) {
+		fprintf(stderr, "llm-train: note: %s: its vocabulary is not checked (no tokenizer of this build reads it)\n",
+		        path);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (t.vocab != c->vocab_size) {
+		ck_fmt(err, errlen, "tokenizer %s has %d tokens; %s/config.json's vocab_size is %d", tokfile, t.vocab,
+		       hfdir, c->vocab_size);
+		rc = LLMT_EXIT_USAGE;
+	}
+	llmt_tok_close(&t);
+	return rc;
+}
+
+/* HFDIR/config.json into cfg and its safetensors opened into s, checked
+ * against each other and against the tokenizer. 0 or an exit code. */
+static int hf_open(const char *hfdir, const char *tokfile, llmt_config *cfg, ck_source *s, char *err, size_t errlen)
+{
+	int rc, dtype;
+
+	if ((rc = hf_read_config(hfdir, cfg, &dtype, err, errlen)) != 0 ||
+	    (rc = hf_check_vocab(hfdir, tokfile, cfg, err, errlen)) != 0 ||
+	    (rc = st_open_dir(hfdir, s, err, errlen)) != 0)
+		return rc;
+	if ((rc = ck_hf_check(s, cfg, dtype, hfdir, err, errlen)) != 0)
+		ck_source_free(s);
+	return rc;
+}
+
 int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err, size_t errlen)
 {
 	llmt_config cfg;
@@ -297,14 +363,13 @@ int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err,
 	char e2[1024];
 	int rc, kind;
 
-	if ((rc = hf_read_config(hfdir, &cfg, err, errlen)) != 0)
+	if ((rc = hf_open(hfdir, NULL, &cfg, &s, err, errlen)) != 0)
 		return rc;
 	if (st->config && ck_config_compare(&cfg, st->config, e2, sizeof e2) != 0) {
 		ck_fmt(err, errlen, "%s: does not match this model: %s", hfdir, e2);
+		ck_source_free(&s);
 		return LLMT_EXIT_USAGE;
 	}
-	if ((rc = st_open_dir(hfdir, &s, err, errlen)) != 0)
-		return rc;
 	kind = ck_source_find_kind(&s, "weights");
 	for (int k = 0; k < st->nbufs && !rc; k++) {
 		const llmt_ckpt_buf *b = &st->bufs[k];
@@ -324,74 +389,118 @@ int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err,
 	return rc;
 }
 
+int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_param_info **tab, int *ntab,
+                 size_t *nflat, float **flat, char *err, size_t errlen)
+{
+	llmt_par par = { 1, 0, 1, 0, NULL };
+	ck_source s;
+	int rc, kind;
+
+	*tab = NULL;
+	*flat = NULL;
+	if ((rc = hf_open(hfdir, tokfile, cfg, &s, err, errlen)) != 0)
+		return rc;
+	if (llmt_model_table(cfg, &par, tab, ntab, nflat) != 0 ||
+	    !(*flat = calloc(*nflat ? *nflat : 1, sizeof **flat))) {
+		ck_fmt(err, errlen, "out of memory (%zu parameters)", *nflat);
+		rc = LLMT_EXIT_SOFTWARE;
+	}
+	kind = ck_source_find_kind(&s, "weights");
+	for (int i = 0; i < *ntab && !rc; i++) {
+		int t = ck_source_find_tensor(&s, (*tab)[i].name);
+		if (t < 0) {   /* ck_hf_check found every one */
+			ck_fmt(err, errlen, "%s: no tensor %s", hfdir, (*tab)[i].name);
+			rc = LLMT_EXIT_SOFTWARE;
+		} else {
+			rc = ck_source_read_tensor(&s, kind, t, *flat + (*tab)[i].offset, LLMT_CKPT_F32, err, errlen);
+		}
+	}
+	ck_source_free(&s);
+	if (rc) {
+		free(*tab);
+		free(*flat);
+		*tab = NULL;
+		*flat = NULL;
+	}
+	return rc;
+}
+
+/* CKPT_DIR absent or empty: import never writes beside saved checkpoints */
+static int import_target_free(const char *dir, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int used = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : (ck_fmt(err, errlen, "%s: %s", dir, strerror(errno)), LLMT_EXIT_IO);
+	while (!used && (e = readdir(d)))
+		used = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	if (used)
+		ck_fmt(err, errlen, "%s exists and is not empty: not overwritten (choose a new CKPT_DIR)", dir);
+	return used ? LLMT_EXIT_USAGE : 0;
+}
+
 int llmt_ckpt_cmd_import(int argc, char **argv)
 {
-	char err[2048];
+	const char *hf = NULL, *out = NULL, *tokfile = NULL;
+	char err[2048], e2[1024];
 	llmt_config cfg;
-	ck_source s;
-	llmt_param_info *tab;
+	llmt_param_info *tab = NULL;
 	size_t nflat = 0;
-	float *flat;
-	int rc, kind, nt;
+	float *flat = NULL;
+	llmt_ckpt_writer *w;
+	json_t *tj;
+	char *tjs = NULL;
+	int rc, nt = 0;
 
-	if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-		fprintf(stderr, "usage: llm-train import HF_DIR CKPT_DIR\n");
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc)
+			tokfile = argv[++i];
+		else if (argv[i][0] != '-' && !hf)
+			hf = argv[i];
+		else if (argv[i][0] != '-' && !out)
+			out = argv[i];
+		else
+			hf = out = NULL, i = argc;
+	}
+	if (!hf || !out) {
+		fprintf(stderr, "usage: llm-train import HF_DIR CKPT_DIR [--tokenizer FILE]\n");
 		return LLMT_EXIT_USAGE;
 	}
-	if ((rc = hf_read_config(argv[1], &cfg, err, sizeof err)) != 0 ||
-	    (rc = st_open_dir(argv[1], &s, err, sizeof err)) != 0) {
+	if ((rc = import_target_free(out, err, sizeof err)) != 0 ||
+	    (rc = llmt_hf_load(hf, tokfile, &cfg, &tab, &nt, &nflat, &flat, err, sizeof err)) != 0) {
 		fprintf(stderr, "llm-train: import: %s\n", err);
 		return rc;
 	}
-	kind = ck_source_find_kind(&s, "weights");
-	nt = s.ntensors;
-	tab = calloc((size_t)s.ntensors + 1, sizeof *tab);
-	for (int i = 0; i < s.ntensors; i++) {
-		llmt_param_info *p = &tab[i];
-		ck_fmt(p->name, sizeof p->name, "%s", s.tensors[i].name);
-		p->ndim = s.tensors[i].ndim;
-		p->shape[0] = s.tensors[i].shape[0];
-		p->shape[1] = s.tensors[i].shape[1];
-		p->split_dim = -1;
-		p->offset = nflat;
-		p->numel = (size_t)(s.tensors[i].rows * s.tensors[i].cols);
-		nflat += p->numel;
-	}
-	flat = malloc((nflat ? nflat : 1) * sizeof *flat);
-	rc = flat && tab ? 0 : LLMT_EXIT_SOFTWARE;
-	if (rc)
-		ck_fmt(err, sizeof err, "out of memory (%zu parameters)", nflat);
-	for (int i = 0; i < s.ntensors && !rc; i++)
-		rc = ck_source_read_tensor(&s, kind, i, flat + tab[i].offset, LLMT_CKPT_F32, err, sizeof err);
-	ck_source_free(&s);
-	if (!rc) {
-		llmt_ckpt_state st = { .rank = 0, .world = 1, .tp = 1, .pp = 1, .dp = 1, .config = &cfg, .params = tab,
-		                       .nparams = nt, .nflat = nflat, .nbufs = 1,
-		                       .train_json = "{\"imported_from\":\"safetensors\"}" };
-		llmt_ckpt_writer *w;
-		char e2[1024], dir[4300];
-		struct stat sb;
-		st.bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, flat, 0, nflat, 1, 0 };
-		ck_fmt(dir, sizeof dir, "%s/step_00000000", argv[2]);
-		if (stat(dir, &sb) == 0) {
-			ck_fmt(err, sizeof err, "%s exists: not overwritten (choose another CKPT_DIR)", dir);
-			rc = LLMT_EXIT_USAGE;
-		} else if (!(w = llmt_ckpt_writer_new(argv[2], 0, err, sizeof err))) {
-			rc = LLMT_EXIT_IO;
-		} else {
-			rc = llmt_ckpt_save(w, 0, &st, err, sizeof err);
-			int r2 = llmt_ckpt_wait(w, e2, sizeof e2);
-			if (!rc && r2) {
-				rc = r2;
-				ck_fmt(err, sizeof err, "%s", e2);
-			}
-			llmt_ckpt_writer_free(w);
+	/* weights only: a run resuming from it starts at step 0 with a fresh
+	 * optimizer (train_setup.c) */
+	tj = json_pack("{s:s, s:b}", "imported_from", hf, "weights_only", 1);
+	tjs = tj ? json_dumps(tj, JSON_COMPACT) : NULL;
+	json_decref(tj);
+	llmt_ckpt_state st = { .rank = 0, .world = 1, .tp = 1, .pp = 1, .dp = 1, .config = &cfg, .params = tab,
+	                       .nparams = nt, .nflat = nflat, .nbufs = 1, .train_json = tjs };
+	st.bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, flat, 0, nflat, 1, 0 };
+	if (!tjs) {
+		ck_fmt(err, sizeof err, "out of memory");
+		rc = LLMT_EXIT_SOFTWARE;
+	} else if (!(w = llmt_ckpt_writer_new(out, 0, err, sizeof err))) {
+		rc = LLMT_EXIT_IO;
+	} else {
+		rc = llmt_ckpt_save(w, 0, &st, err, sizeof err);
+		int r2 = llmt_ckpt_wait(w, e2, sizeof e2);
+		if (!rc && r2) {
+			rc = r2;
+			ck_fmt(err, sizeof err, "%s", e2);
 		}
+		llmt_ckpt_writer_free(w);
 	}
 	if (rc)
 		fprintf(stderr, "llm-train: import: %s\n", err);
 	else
-		printf("%s/step_00000000: imported %zu parameters from %s\n", argv[2], nflat, argv[1]);
+		printf("%s/step_00000000: imported %d tensors, %zu parameters from %s\n", out, nt, nflat, hf);
+	free(tjs);
 	free(flat);
 	free(tab);
 	return rc;

@@ -157,6 +157,15 @@ typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg);
 
+/* ---- Hugging Face directories (ckpt_hfcheck.c, pure) ------------------- */
+/* s (st_open_dir of hfdir) holds exactly the tensors of the model cfg
+ * describes (tp=pp=1 table): every one with its shape (and dtype
+ * want_dtype, an llmt_ckpt_dtype, when >= 0), none missing, none unknown
+ * (a tied model has no lm_head.weight). 0, or 65 with one line in err
+ * naming the tensors (missing and unknown ones listed). */
+int ck_hf_check(const ck_source *s, const llmt_config *cfg, int want_dtype, const char *hfdir, char *err,
+                size_t errlen);
+
 /* ---- file helpers (ckpt_fs.c) ----------------------------------------- */
 /* snprintf that returns 1 when the output was cut (paths, messages). */
 int ck_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -189,6 +189,26 @@ size_t llmt_model_count(const llmt_config *c, const llmt_par *par)
     return n;
 }
 
+int llmt_model_table(const llmt_config *c, const llmt_par *par, llmt_param_info **params, int *count,
+                     size_t *nflat)
+{
+    llmt_model m;
+    int rc = -1;
+    memset(&m, 0, sizeof m);
+    set_shape(&m, c, par);
+    m.lo = calloc((size_t)m.nl + 1, sizeof *m.lo);
+    if (m.lo && !build_table(&m)) {
+        *params = m.params;
+        *count = m.nparams_t;
+        *nflat = m.n;
+        m.params = NULL;
+        rc = 0;
+    }
+    free(m.lo);
+    free(m.params);
+    return rc;
+}
+
 /* counter-based generator: splitmix64 finaliser over (seed, name, index) */
 static uint64_t mix(uint64_t z)
 {

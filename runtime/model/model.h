@@ -83,6 +83,11 @@ llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt
  * would build (its llmt_model_nparams), without building it; 0 when out
  * of memory. The layout must pass llmt_model_check_layout. */
 size_t llmt_model_count(const llmt_config *c, const llmt_par *par);
+/* Pure: the parameter table llmt_model_create would build (malloc'd into
+ * *params, free() it) with its count and flat size. 0, or -1 when out of
+ * memory. The layout must pass llmt_model_check_layout. */
+int llmt_model_table(const llmt_config *c, const llmt_par *par, llmt_param_info **params, int *count,
+                     size_t *nflat);
 void llmt_model_free(llmt_model *m);
 
 /* Initialise the master weights: each LOGICAL tensor's element i gets a

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "llmt/exitcodes.h"
 #include "gpu/bridge.h"
 #include "resilience/watchdog.h"
@@ -183,6 +184,17 @@ int llmt_tr_save_finish(trainer *t, double *stall)
 	return save_write(t, 0, stall);
 }
 
+/* 1 when checkpoint c holds weights only (llm-train import): no training
+ * state, so a run starts from its weights at step 0, optimizer fresh */
+static int weights_only(const llmt_ckpt *c)
+{
+	json_t *o = json_loads(llmt_ckpt_train_json(c), 0, NULL);
+	int r = json_is_true(json_object_get(o, "weights_only"));
+
+	json_decref(o);
+	return r;
+}
+
 static int resume(trainer *t, const char *from)
 {
 	char path[4096];
@@ -190,7 +202,7 @@ static int resume(trainer *t, const char *from)
 	llmt_ckpt_state cs;
 	void *blob = NULL;
 	size_t len = 0;
-	int rc, code = 0;
+	int rc, code = 0, wonly;
 
 	rc = llmt_ckpt_resolve(from, path, sizeof(path), t->err, sizeof(t->err));
 	if (rc) {
@@ -203,9 +215,10 @@ static int resume(trainer *t, const char *from)
 		return code ? code : LLMT_EXIT_DATA;
 	}
 	rc = llmt_ckpt_check_config(c, &t->cfg, t->err, sizeof(t->err));
-	if (!rc)
+	wonly = !rc && weights_only(c);
+	if (!rc && !wonly)
 		rc = llmt_ckpt_blob_get(c, "train", 0, &blob, &len, t->err, sizeof(t->err));
-	if (!rc) {
+	if (!rc && !wonly) {
 		train_state s;
 		if (len != sizeof(s) || (memcpy(&s, blob, sizeof(s)), s.magic != STATE_MAGIC) || s.version != 1) {
 			snprintf(t->err, sizeof(t->err), "training state blob has the wrong size or version");
@@ -218,7 +231,7 @@ static int resume(trainer *t, const char *from)
 	rc = llmt_tr_agree(t->p, rc);
 	if (!rc) {
 		llmt_opt_state os;
-		if (t->opt->ops->load_into(t->opt, 1, &os)) {
+		if (t->opt->ops->load_into(t->opt, !wonly, &os)) {
 			snprintf(t->err, sizeof(t->err), "out of memory for the optimizer state");
 			rc = LLMT_EXIT_SOFTWARE;
 		} else {
@@ -229,7 +242,7 @@ static int resume(trainer *t, const char *from)
 		rc = llmt_tr_agree(t->p, rc);
 	}
 	if (!rc) {
-		if (t->opt->ops->loaded(t->opt, (long)t->st.opt_t, 1)) {
+		if (t->opt->ops->loaded(t->opt, wonly ? 0 : (long)t->st.opt_t, !wonly)) {
 			snprintf(t->err, sizeof(t->err), "cannot put the loaded state on the %s", t->opt->where);
 			rc = LLMT_EXIT_TRANSIENT;
 		}
@@ -239,7 +252,10 @@ static int resume(trainer *t, const char *from)
 		if (t->err[0])
 			fprintf(stderr, "llm-train: rank %d: resume from %s: %s\n", t->p->l.rank, path, t->err);
 	} else {
-		if (t->p->l.rank == 0)
+		if (t->p->l.rank == 0 && wonly)
+			printf("llm-train: starting from the imported weights of %s (step 0, fresh optimizer state)\n",
+				path);
+		else if (t->p->l.rank == 0)
 			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
 				(long long)t->st.step, (long long)t->st.pos);
 	}

@@ -103,3 +103,29 @@ def _grads(cfg, params, flat, tok, tgt, dtype, autocast, device):
         logits, loss = forward(cfg, P, tok, tgt)
     loss.backward()
     return logits.detach().cpu(), loss.item(), {n: P[n].grad.cpu() for n in P}
+
+
+def load_safetensors(path):
+    """name -> float32 tensor of a safetensors file (F32, BF16, F16), read
+    with json + struct (Debian's torch 1.13 has no safetensors package)."""
+    import json, struct
+    dt = {'F32': torch.float32, 'BF16': torch.bfloat16, 'F16': torch.float16}
+    data = open(path, 'rb').read()
+    (n,) = struct.unpack('<Q', data[:8])
+    out = {}
+    for name, e in json.loads(data[8:8 + n]).items():
+        if name == '__metadata__':
+            continue
+        b, f = e['data_offsets']
+        out[name] = torch.frombuffer(bytearray(data[8 + n + b:8 + n + f]), dtype=dt[e['dtype']]).reshape(e['shape']).float()
+    return out
+
+
+def config_from_hf(path):
+    """llama_ref's config dict from a Hugging Face config.json."""
+    import json
+    h = json.load(open(path))
+    return dict(vocab_size=h['vocab_size'], d_model=h['hidden_size'], n_layers=h['num_hidden_layers'],
+                n_heads=h['num_attention_heads'], n_kv_heads=h.get('num_key_value_heads', h['num_attention_heads']),
+                d_ff=h['intermediate_size'], rope_theta=h.get('rope_theta', 10000.0), norm_eps=h['rms_norm_eps'],
+                qk_norm=h['model_type'] == 'qwen3', tie=h.get('tie_word_embeddings', False), z_loss=0.0)

@@ -1,0 +1,183 @@
+# import_check.py: `llm-train import` (and --init-from, and generate --hf)
+# refuse a Hugging Face directory that does not match its config.json:
+# tensors missing (a file holding only model.norm.weight), unknown names,
+# a wrong shape, a dtype other than torch_dtype, lm_head.weight in a tied
+# model, none in an untied one, a tokenizer whose vocabulary is not
+# vocab_size, an existing non-empty CKPT_DIR. Each: exit 64 or 65, one
+# line naming the value, nothing written (an existing CKPT_DIR is left
+# byte for byte). A matching directory imports, the weights come back by
+# export bit for bit, and generate --ckpt on the import equals generate
+# --hf on the directory. The models are written here (stdlib only).
+# Fails on the old code: it imported a lone model.norm.weight (exit 0).
+import hashlib, json, os, random, struct, subprocess, sys, tempfile
+
+top_builddir = os.environ.get('top_builddir', os.path.join(os.path.dirname(__file__), '..', '..'))
+top_srcdir = os.environ.get('top_srcdir', top_builddir)
+LT = os.path.join(top_builddir, 'runtime', 'llm-train')
+failures = []
+CFG = dict(model_type='llama', architectures=['LlamaForCausalLM'], hidden_size=16, intermediate_size=24,
+           num_attention_heads=2, num_key_value_heads=1, num_hidden_layers=2, vocab_size=256,
+           max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=True,
+           hidden_act='silu', torch_dtype='float32')
+
+
+def tensors(c):
+    d, f, v, hd = c['hidden_size'], c['intermediate_size'], c['vocab_size'], c['hidden_size'] // c['num_attention_heads']
+    kv = c['num_key_value_heads'] * hd
+    t = {'model.embed_tokens.weight': [v, d], 'model.norm.weight': [d]}
+    for l in range(c['num_hidden_layers']):
+        p = 'model.layers.%d.' % l
+        t.update({p + 'input_layernorm.weight': [d], p + 'post_attention_layernorm.weight': [d],
+                  p + 'self_attn.q_proj.weight': [d, d], p + 'self_attn.k_proj.weight': [kv, d],
+                  p + 'self_attn.v_proj.weight': [kv, d], p + 'self_attn.o_proj.weight': [d, d],
+                  p + 'mlp.gate_proj.weight': [f, d], p + 'mlp.up_proj.weight': [f, d],
+                  p + 'mlp.down_proj.weight': [d, f]})
+    if not c['tie_word_embeddings']:
+        t['lm_head.weight'] = [v, d]
+    return t
+
+
+def write_dir(path, cfg, shapes, dtype='F32'):
+    os.makedirs(path)
+    json.dump(cfg, open(os.path.join(path, 'config.json'), 'w'))
+    rnd = random.Random(7)
+    hdr, body = {}, b''
+    for n in sorted(shapes):
+        k = 1
+        for s in shapes[n]:
+            k *= s
+        vals = [rnd.uniform(-0.1, 0.1) for _ in range(k)]
+        raw = struct.pack('<%df' % k, *vals)
+        if dtype == 'BF16':
+            raw = b''.join(raw[i + 2:i + 4] for i in range(0, len(raw), 4))
+        hdr[n] = {'dtype': dtype, 'shape': shapes[n], 'data_offsets': [len(body), len(body) + len(raw)]}
+        body += raw
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    open(os.path.join(path, 'model.safetensors'), 'wb').write(struct.pack('<Q', len(h)) + h + body)
+
+
+def run(*args):
+    r = subprocess.run([LT] + list(args), capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'))
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def tree_sum(d):
+    h = hashlib.sha256()
+    for root, _, files in sorted(os.walk(d)):
+        for f in sorted(files):
+            h.update(os.path.join(root, f).encode() + open(os.path.join(root, f), 'rb').read())
+    return h.hexdigest()
+
+
+def refused(tag, hf, codes, words, extra=(), ck=None):
+    ck = ck or os.path.join(W, 'ck_' + tag)
+    before = tree_sum(ck) if os.path.isdir(ck) else None
+    rc, msg = run('import', hf, ck, *extra)
+    print('%-22s exit %d: %s' % (tag, rc, msg))
+    if rc not in codes:
+        failures.append('%s: exit %d, want %s: %s' % (tag, rc, codes, msg))
+    if len(msg.splitlines()) != 1 or not all(w in msg for w in words):
+        failures.append('%s: want one line naming %s: %s' % (tag, words, msg))
+    after = tree_sum(ck) if os.path.isdir(ck) else None
+    if after != before:
+        failures.append('%s: the checkpoint directory %s changed' % (tag, ck))
+
+
+with tempfile.TemporaryDirectory() as W:
+    good = os.path.join(W, 'good')
+    write_dir(good, CFG, tensors(CFG))
+    rc, msg = run('import', good, os.path.join(W, 'ck_good'))
+    print('%-22s exit %d: %s' % ('matching', rc, msg))
+    if rc != 0:
+        failures.append('a matching directory: exit %d: %s' % (rc, msg))
+    else:
+        rc, msg = run('export', '--dtype', 'fp32', os.path.join(W, 'ck_good'), os.path.join(W, 'back'))
+        a = open(os.path.join(good, 'model.safetensors'), 'rb').read()
+        b = open(os.path.join(W, 'back', 'model.safetensors'), 'rb').read()
+        la, lb = struct.unpack('<Q', a[:8])[0], struct.unpack('<Q', b[:8])[0]
+        ha, hb = json.loads(a[8:8 + la]), json.loads(b[8:8 + lb])
+        hb.pop('__metadata__', None)
+        same = sorted(ha) == sorted(hb) and all(
+            a[8 + la + ha[n]['data_offsets'][0]:8 + la + ha[n]['data_offsets'][1]] ==
+            b[8 + lb + hb[n]['data_offsets'][0]:8 + lb + hb[n]['data_offsets'][1]] for n in ha)
+        if rc != 0 or not same:
+            failures.append('import -> export does not give the weights back: %d %s' % (rc, msg))
+
+    only = os.path.join(W, 'only_norm')
+    write_dir(only, CFG, {'model.norm.weight': [16]})
+    refused('only model.norm', only, (65,), ['missing', 'model.embed_tokens.weight', '19 of the 20'])
+
+    unk = os.path.join(W, 'unknown')
+    write_dir(unk, CFG, dict(tensors(CFG), **{'model.layers.0.self_attn.rotary_emb.inv_freq': [4],
+                                              'vision_tower.proj': [4, 4]}))
+    refused('unknown names', unk, (65,), ['2 tensors', 'rotary_emb.inv_freq', 'vision_tower.proj'])
+
+    renamed = os.path.join(W, 'renamed')
+    sh = {n.replace('model.', 'transformer.'): s for n, s in tensors(CFG).items()}
+    write_dir(renamed, CFG, sh)
+    refused('other names only', renamed, (65,), ['20 of the 20', 'missing', 'not in the model', 'transformer.embed_tokens.weight'])
+
+    shp = os.path.join(W, 'shape')
+    sh = tensors(CFG)
+    sh['model.layers.1.mlp.up_proj.weight'] = [16, 24]
+    write_dir(shp, CFG, sh)
+    refused('wrong shape', shp, (65,), ['model.layers.1.mlp.up_proj.weight', '[16, 24]', '[24, 16]'])
+
+    dt = os.path.join(W, 'dtype')
+    write_dir(dt, CFG, tensors(CFG), 'BF16')
+    refused('dtype vs torch_dtype', dt, (65,), ['bf16', 'torch_dtype', 'f32'])
+
+    tied = os.path.join(W, 'tied_with_head')
+    write_dir(tied, CFG, dict(tensors(CFG), **{'lm_head.weight': [256, 16]}))
+    refused('tied + lm_head', tied, (65,), ['lm_head.weight', 'tie_word_embeddings'])
+
+    untied_cfg = dict(CFG, tie_word_embeddings=False)
+    untied = os.path.join(W, 'untied_no_head')
+    write_dir(untied, untied_cfg, tensors(CFG))
+    refused('untied, no lm_head', untied, (65,), ['missing', 'lm_head.weight'])
+
+    big = dict(CFG, vocab_size=300)
+    voc = os.path.join(W, 'vocab300')
+    write_dir(voc, big, tensors(big))
+    refused('tokenizer vocabulary', voc, (64,), ['256 tokens', 'vocab_size is 300'], ('--tokenizer', 'byte'))
+    refused('missing tokenizer', good, (66,), ['/nonexistent.model'], ('--tokenizer', '/nonexistent.model'))
+
+    # an existing checkpoint directory is never written into
+    ck = os.path.join(W, 'ck_existing')
+    os.makedirs(os.path.join(ck, 'step_00000007'))
+    open(os.path.join(ck, 'step_00000007', 'manifest.json'), 'w').write('{"keep": "me"}')
+    open(os.path.join(ck, 'latest'), 'w').write('step_00000007')
+    refused('existing CKPT_DIR', good, (64,), [ck, 'not overwritten'], ck=ck)
+
+    # the same checks guard --init-from and generate --hf
+    corpus = os.path.join(W, 'corpus')
+    open(os.path.join(W, 't.txt'), 'w').write(open('/usr/share/common-licenses/GPL-3').read()[:20000])
+    run('tokenize', os.path.join(W, 't.txt'), corpus)
+    yml = os.path.join(W, 'm.yaml')
+    open(yml, 'w').write('vocab_size: 256\nd_model: 16\nn_layers: 2\nn_heads: 2\nn_kv_heads: 1\nd_ff: 24\n'
+                         'max_seq: 64\n')
+    for tag, hf in (('--init-from norm only', only), ('--init-from unknown', unk)):
+        rc, msg = run('--model', yml, '--data', corpus, '--steps', '1', '--seq', '16', '--micro-batch', '1',
+                      '--init-from', hf, '--quiet')
+        print('%-22s exit %d: %s' % (tag, rc, msg.splitlines()[-1] if msg else ''))
+        if rc != 65 or ('missing' not in msg and 'not in the model' not in msg):
+            failures.append('%s: exit %d: %s' % (tag, rc, msg))
+    rc, msg = run('--model', yml, '--data', corpus, '--steps', '1', '--seq', '16', '--micro-batch', '1',
+                  '--init-from', good, '--quiet')
+    if rc != 0:
+        failures.append('--init-from a matching directory: exit %d: %s' % (rc, msg))
+    if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
+        a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
+        b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
+        if a[0] != 0 or b[0] != 0 or a[1].splitlines()[0] != b[1].splitlines()[0] or len(a[1].split()) < 8:
+            failures.append('generate from the import differs from --hf: %r vs %r' % (b, a))
+        rc, msg = run('generate', '--hf', only, '--prompt', 'a', '--max-new', '2')
+        print('%-22s exit %d: %s' % ('generate --hf norm', rc, msg))
+        if rc != 65 or 'missing' not in msg:
+            failures.append('generate --hf of a norm-only directory: exit %d: %s' % (rc, msg))
+
+if failures:
+    print('FAIL:\n  ' + '\n  '.join(failures))
+    sys.exit(1)
+print('PASS')
