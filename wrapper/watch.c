@@ -361,6 +361,22 @@ static void find_stuck(struct ctx *x)
 	                "node", x->o->e.stuck_node, "silent_s", silent, "gap_s", gap, "margin_s", c->stuck_margin_s));
 }
 
+/* The live metrics' view of this attempt (live.h). */
+static void live_tick(struct ctx *x, double now)
+{
+	if (!x->c->live)
+		return;
+	struct wr_attempt_times a;
+	wr_attempt_times(&x->hb[0].t, x->c->nranks, (int)sizeof x->hb[0], &a);
+	const struct wr_watch_out *o = x->o;
+	struct wr_live_now n = { .now = now, .attempt = x->c->attempt, .hb = x->c->progress_from_output ? NULL : x->hb,
+	                         .nranks = x->c->nranks,
+	                         .cur = { o->t_launch, a.ranks ? a.first_step : o->t_first_step, now, x->c->resume_step,
+	                                  o->last_step, a.ranks ? a.step_s : wr_median(x->mine.v, x->mine.n),
+	                                  a.ranks ? a.ckpt_s : o->ckpt_s, WR_DONE, 0 } };
+	wr_live_tick(x->c->live, &n);
+}
+
 /* The ranks' own step times replace what the ticks saw: the step time,
  * the checkpoint stall and the first step of the attempt (a job of short
  * steps may be over between two ticks). Logged as a rank_times event. */
@@ -505,6 +521,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 			}
 			check_stragglers(&x);
 		}
+		live_tick(&x, now);
 		rate_event(&x, now, timeout);
 
 		if (hung >= 0 && term_at < 0 && kill_at < 0 && !o->e.hung) {
