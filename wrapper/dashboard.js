@@ -46,6 +46,7 @@ function chart(label, list, marks) {
 	var W = 460, H = 200, L = 52, R = 8, T = 8, B = 24;
 	var card = h("div", { "class": "card chart", "data-chart": label }, app);
 	h("h2", {}, card, label);
+	var legend = h("div", {}, card);
 	var g = s("svg", { width: W, height: H }, card);
 	var xs = [], ys = [];
 	list.forEach(function (se) {
@@ -80,7 +81,7 @@ function chart(label, list, marks) {
 		});
 		s("polyline", { "class": "series", "data-series": se.name, "data-points": pts.length,
 			points: pts.join(" "), fill: "none", stroke: colors[k % 3], "stroke-width": 1.5 }, g);
-		h("span", { style: "color:" + colors[k % 3] + ";margin-right:8px" }, card, se.name + " (" + pts.length + ")");
+		h("span", { style: "color:" + colors[k % 3] + ";margin-right:8px" }, legend, se.name + " (" + pts.length + ")");
 	});
 }
 

@@ -5,6 +5,8 @@ prom URL RUNDIR JOB RANKS: queries a real Prometheus's HTTP API: the job's
   live series are there with their job/rank/node labels, and the step,
   loss and grad norm of one scrape equal a line of RUNDIR/metrics.jsonl.
   Prints the step it saw. Exit 0 / 1 (with a FAIL line) / 2 (no data yet).
+grafana URL JSON JOB: every panel of the Grafana dashboard (etc/grafana),
+  its $job set to JOB, returns series from that Prometheus.
 dom DOMFILE RUNDIR [live]: the DOM that headless Chromium printed after the
   page's scripts ran: every series plotted with as many points as
   metrics.jsonl / eval.jsonl have finite values, the heatmaps filled,
@@ -83,6 +85,16 @@ def prom(url, rundir, job, ranks):
         later("the wrapper's own /metrics endpoint was not scraped")
     print(min(int(v["llm_train_step"]) for v in by_inst.values()))
 
+def grafana(url, path, job):
+    d = json.load(open(path))
+    for p in d["panels"]:
+        got = 0
+        for t in p["targets"]:
+            got += len(query(url, t["expr"].replace("$job", job)))
+        if not got:
+            later("Grafana panel %r: no series from %r" % (p["title"], [t["expr"] for t in p["targets"]]))
+    print("ok: %d Grafana panels have data" % len(d["panels"]))
+
 class Dom(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
@@ -143,7 +155,9 @@ def dom(path, rundir, live):
     print("ok: %s; timeline: %s" % (", ".join("%s %d" % kv for kv in sorted(d.series.items())), fails[0].strip()))
 
 if __name__ == "__main__":
-    if sys.argv[1] == "prom":
+    if sys.argv[1] == "grafana":
+        grafana(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "prom":
         prom(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         dom(sys.argv[2], sys.argv[3], len(sys.argv) > 4)

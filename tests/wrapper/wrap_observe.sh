@@ -12,7 +12,8 @@
 # from file:// during and after the run: the DOM after its script ran has
 # every series with metrics.jsonl's point count, both per-rank heatmaps,
 # the crash in the event timeline, checkpoints and goodput by cause; and
-# again after `llm-train-wrap report RUN_DIR` rebuilt it.
+# again after `llm-train-wrap report RUN_DIR` rebuilt it. Every panel of
+# the Grafana dashboard (etc/grafana/llm-train.json) has data from it.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 for b in prometheus prometheus-node-exporter chromium; do
@@ -79,6 +80,13 @@ while [ $i -lt 600 ]; do
 done
 [ -n "$seen" ] || { cat "$W/obs.out"; echo "$out"; fail "Prometheus saw no step of the restarted attempt while the job ran"; }
 echo "ok: Prometheus, while the job ran: step $seen, series and labels match metrics.jsonl"
+i=0
+until out=$(/usr/bin/python3 "$CHECK" grafana "$URL" "$top_srcdir/etc/grafana/llm-train.json" "$id"); do
+	[ $? = 1 ] && { echo "$out"; fail "the Grafana dashboard's queries"; }
+	i=$((i + 1)); [ $i -lt 60 ] || { echo "$out"; fail "the Grafana dashboard's queries have no data"; }
+	sleep 0.5
+done
+echo "$out"
 dom "$W/live.dom" || fail "chromium failed on the live dashboard: $(tail -3 "$W/chrome.log")"
 /usr/bin/python3 "$CHECK" dom "$W/live.dom" "$R" live || fail "the live dashboard"
 grep -q 'http-equiv="refresh"' "$W/live.dom" || fail "the live dashboard does not reload itself"
