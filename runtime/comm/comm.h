@@ -27,6 +27,9 @@ int llmt_comm_size(const llmt_comm *c);
  * its own waits with llmt_comm_add_wait. */
 double llmt_comm_wait_s(const llmt_comm *c);
 void llmt_comm_add_wait(llmt_comm *c, double s);
+/* Off: no clock reads around the calls, waits stay 0 (the per-rank
+ * timings switched off, LLM_TRAIN_STEP_TIMINGS=0: the benchmark's side). */
+void llmt_comm_set_timing(int on);
 
 /* All return 0 on success, -1 on a communication failure (the caller
  * exits with LLMT_EXIT_TRANSIENT). n counts elements. */

@@ -101,11 +101,12 @@ static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
 {
 	trainer *t = vt;
 	llmt_layout *l = &t->p->l;
-	double t0 = llmt_tr_now();
+	double t0 = t->timing ? llmt_tr_now() : 0;
 	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
 		in, tg, t->err, sizeof(t->err));
 
-	t->data_s += llmt_tr_now() - t0;
+	if (t->timing)
+		t->data_s += llmt_tr_now() - t0;
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: %s\n", l->rank, t->err);
 	return rc;
@@ -124,6 +125,8 @@ static void step_begin(trainer *t, step_mark *m)
 	llmt_parallel *p = t->p;
 	struct timespec ts;
 
+	if (!t->timing)
+		return;
 	m->wait[LLMT_ST_TP] = llmt_comm_wait_s(p->tp_comm);
 	m->wait[LLMT_ST_PP] = llmt_comm_wait_s(p->pp_comm);
 	m->wait[LLMT_ST_DP] = llmt_comm_wait_s(p->dp_comm);
@@ -141,6 +144,8 @@ static void step_end(trainer *t, const step_mark *m, double step_s, double ckpt_
 	llmt_st_parts p = { .step = step_s, .ckpt = ckpt_s };
 	char line[320];
 
+	if (!t->timing)
+		return;
 	step_begin(t, &now);
 	for (int g = 0; g < LLMT_ST_NGROUPS; g++)
 		p.wait[g] = now.wait[g] - m->wait[g];
@@ -422,6 +427,8 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 		return LLMT_EXIT_SOFTWARE;
 	t->o = o;
 	t->p = p;
+	t->timing = !(getenv("LLM_TRAIN_STEP_TIMINGS") && !strcmp(getenv("LLM_TRAIN_STEP_TIMINGS"), "0"));
+	llmt_comm_set_timing(t->timing);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

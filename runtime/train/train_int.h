@@ -57,6 +57,7 @@ typedef struct {
 	train_state save_st;     /* the training state of that snapshot */
 	double save_snap_s;      /* the time the snapshot call took */
 	double data_s;           /* seconds in fetch so far (the timings' data part) */
+	int timing;              /* per-rank timings on (LLM_TRAIN_STEP_TIMINGS not 0) */
 	llmt_steptimes times;    /* this rank's step time breakdown (heartbeat) */
 } trainer;
 
