@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/wrapper/wrap_torch.sh: a real PyTorch DDP job (gloo, two local
+# ranks, etc/examples/ddp_train.py) using the llm_train module under
+# llm-train-wrap --no-srun with llm-train-ckpt-torch as --ckpt-tool: the
+# ranks' heartbeats carry step timings (the wrapper's rank_times), rank 0
+# writes metrics.jsonl, checkpoints carry the module's marker (a step
+# directory without one, or with a file of another size, is not listed);
+# kill -9 of rank 1 after step 12 (rank 0's gloo call fails): the job
+# restarts from step 10 and ends with the same weights as a run without
+# the fault.
+set -u
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "SKIP: python3-torch missing"; exit 77; }
+T=$(mktemp -d /tmp/llmt-wrap-torch.XXXXXX) || exit 1
+trap 'rc=$?; [ $rc = 0 ] && rm -rf "$T" || echo "files kept in $T"; exit $rc' EXIT
+unset LLM_TRAIN_FAULT SLURM_JOB_ID LLM_TRAIN_CKPT_INTERVAL
+export PYTHONPATH=$top_srcdir/wrapper/python LLM_TRAIN_PYTHONPATH=$top_srcdir/wrapper/python OMP_NUM_THREADS=1
+CK=$top_builddir/wrapper/llm-train-ckpt-torch
+EX=$top_srcdir/etc/examples/ddp_train.py
+cat >"$T/two.sh" <<'TWO'
+#!/bin/sh
+# two local ranks, as a Slurm step of two tasks would start them
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
+RANK=1 SLURMD_NODENAME=nB "$@" & p1=$!
+RANK=0 SLURMD_NODENAME=nA "$@"; rc=$?
+wait $p1; r1=$?
+[ $rc = 0 ] && rc=$r1
+exit $rc
+TWO
+chmod +x "$T/two.sh"
+run() {  # NAME [env...]
+	_n=$1; shift
+	env WORLD_SIZE=2 "$@" "$WRAP" --no-srun --ckpt-dir "$T/$_n" --ckpt-tool "$CK" --tick 0.2 --hang-timeout-min 5 \
+		--hang-timeout-max 30 --backoff 0.2 -- "$T/two.sh" /usr/bin/python3 "$EX" --steps 20 \
+		>"$T/$_n.out" 2>&1 || { cat "$T/$_n.out"; fail "$_n: the job failed"; }
+}
+run ref
+[ -s "$T/ref/final_weights.sha256" ] || fail "ref: no final weights"
+grep -q '"event":"rank_times","attempt":0,"ranks":2' "$T/ref/ledger.jsonl" || fail "ref: no rank_times of 2 ranks"
+[ "$(wc -l <"$T/ref/metrics.jsonl")" = 20 ] || fail "ref: metrics.jsonl has $(wc -l <"$T/ref/metrics.jsonl") lines, not 20"
+"$CK" ckpt-list "$T/ref" >"$T/list" 2>"$T/list.err" || fail "ckpt-list failed"
+[ "$(head -n1 "$T/list")" = "20 $T/ref/step_00000020" ] || fail "ckpt-list: $(head -n1 "$T/list")"
+mkdir "$T/ref/step_00000099"; echo x >"$T/ref/step_00000099/state.pt"     # no marker
+echo x >>"$T/ref/step_00000015/state.pt"                                  # another size
+"$CK" ckpt-list "$T/ref" >"$T/list" 2>"$T/list.err"
+grep -q "step_00000099: no llm_train.complete" "$T/list.err" || fail "an unmarked dir is not refused: $(cat "$T/list.err")"
+grep -q "step_00000015: state.pt is" "$T/list.err" || fail "a changed file is not refused"
+grep -q "step_00000099\|step_00000015" "$T/list" && fail "ckpt-list lists an incomplete checkpoint"
+"$CK" bogus >/dev/null 2>&1; [ $? = 64 ] || fail "ckpt-list usage: not 64"
+
+run kill EXAMPLE_FAULT=kill@12:1
+[ "$(count failure "$T/kill/ledger.jsonl")" = 1 ] || { cat "$T/kill.out"; fail "kill: not one failure"; }
+grep '"event":"launch"' "$T/kill/ledger.jsonl" | grep -q '"resume_step":10' || fail "kill: not resumed from step 10"
+cmp -s "$T/ref/final_weights.sha256" "$T/kill/final_weights.sha256" || fail "kill: final weights differ from the reference"
+echo "ok: DDP job restarted from step 10 after kill -9, same final weights"
