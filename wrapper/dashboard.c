@@ -180,12 +180,14 @@ static json_t *heatmap(const char *path)
 	json_t *last = json_array_get(h.lines, n ? n - 1 : 0);
 	int nr = (int)json_array_size(json_object_get(last, "step_s"));
 	int rows = nr < WR_DASH_ROWS ? nr : WR_DASH_ROWS;
+	/* a line of many ranks has rows of them already (live.c) */
+	int nranks = json_is_integer(json_object_get(last, "ranks")) ? (int)json_integer_value(json_object_get(last, "ranks")) : nr;
 	json_t *o = json_object(), *t = json_array(), *st = json_array(), *cm = json_array(), *labels = json_array();
 	json_t *nodes = json_object_get(last, "nodes");
 	for (int b = 0; b < rows; b++) {
-		int lo = b * nr / rows, hi = (b + 1) * nr / rows - 1;
+		int lo = b * nranks / rows, hi = (b + 1) * nranks / rows - 1;
 		char l[160];
-		const char *node = json_string_value(json_array_get(nodes, (size_t)lo));
+		const char *node = json_string_value(json_array_get(nodes, (size_t)(b * nr / rows)));
 		if (lo == hi)
 			snprintf(l, sizeof l, "rank %d (%s)", lo, node ? node : "?");
 		else

@@ -175,8 +175,26 @@ static void fill_live(FILE *f, void *arg)
 	wr_prom_goodput(f, l->c.job, l->c.h ? l->c.h : &none, &g);
 }
 
-/* One ranks.jsonl line: per rank, the mean step time and communication
- * wait of the steps since the last sample (none: null). */
+/* Rows of ranks.jsonl: a row of many ranks (a large job) holds their
+ * largest value, so a straggler stays seen and a line stays small. */
+#define WR_LIVE_ROWS 256
+
+static json_t *rows_of(const double *v, int n, int rows)
+{
+	json_t *a = json_array();
+	for (int b = 0; b < rows; b++) {
+		double m = NAN;
+		for (int r = b * n / rows; r < (b + 1) * n / rows; r++)
+			if (!isnan(v[r]) && !(v[r] <= m))
+				m = v[r];
+		json_array_append_new(a, isnan(m) ? json_null() : json_real(m));
+	}
+	return a;
+}
+
+/* One ranks.jsonl line: per rank (or row of ranks), the mean step time
+ * and communication wait of the steps since the last sample (none: null),
+ * the step and node of its first rank. */
 static void sample_ranks(struct wr_live *l)
 {
 	const struct wr_live_now *n = &l->n;
@@ -186,41 +204,43 @@ static void sample_ranks(struct wr_live *l)
 		l->nprev = l->prev ? n->nranks : 0;
 		l->prev_attempt = n->attempt;
 	}
-	json_t *st = json_array(), *cm = json_array(), *steps = json_array(), *nodes = json_array();
-	int moved = 0;
-	for (int r = 0; r < l->nprev; r++) {
+	int nr = l->nprev, rows = nr < WR_LIVE_ROWS ? nr : WR_LIVE_ROWS, moved = 0;
+	double *st = malloc(2 * (size_t)(nr ? nr : 1) * sizeof *st), *cm = st + nr;
+	if (!st)
+		return;
+	for (int r = 0; r < nr; r++) {
 		const struct wr_rank_times *t = &n->hb[r].t, *p = &l->prev[r];
-		json_array_append_new(nodes, json_string(n->hb[r].host));
-		json_array_append_new(steps, json_integer(n->hb[r].valid ? n->hb[r].step : -1));
-		if (!t->valid || t->steps <= p->steps) {
-			json_array_append_new(st, json_null());
-			json_array_append_new(cm, json_null());
+		st[r] = cm[r] = NAN;
+		if (!t->valid || t->steps <= p->steps)
 			continue;
-		}
 		double k = (double)(t->steps - p->steps), w = 0;
 		for (int g = WR_T_TP; g <= WR_T_ALL; g++)
 			w += t->total[g] - p->total[g];
-		json_array_append_new(st, json_real((t->total[WR_T_STEP] - p->total[WR_T_STEP]) / k));
-		json_array_append_new(cm, json_real(w / k));
+		st[r] = (t->total[WR_T_STEP] - p->total[WR_T_STEP]) / k;
+		cm[r] = w / k;
 		l->prev[r] = *t;
 		moved++;
 	}
 	if (moved) {
-		FILE *f = fopen(l->ranks, "a");
-		json_t *o = json_pack("{s:f,s:i,s:o,s:o,s:o,s:o}", "t", n->now, "attempt", n->attempt, "step", steps,
-		                      "step_s", st, "comm_s", cm, "nodes", nodes);
-		if (f && o) {
-			char *s = json_dumps(o, JSON_COMPACT);
-			if (s)
-				fprintf(f, "%s\n", s);
-			free(s);
+		json_t *steps = json_array(), *nodes = json_array();
+		for (int b = 0; b < rows; b++) {
+			const struct wr_hb *h = &n->hb[b * nr / rows];
+			json_array_append_new(steps, json_integer(h->valid ? h->step : -1));
+			json_array_append_new(nodes, json_string(h->host));
 		}
-		json_decref(o);
-		if (f)
+		json_t *o = json_pack("{s:f,s:i,s:i,s:o,s:o,s:o,s:o}", "t", n->now, "attempt", n->attempt, "ranks", nr,
+		                      "step", steps, "step_s", rows_of(st, nr, rows), "comm_s", rows_of(cm, nr, rows),
+		                      "nodes", nodes);
+		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		FILE *f = line ? fopen(l->ranks, "a") : NULL;
+		if (f) {
+			fprintf(f, "%s\n", line);
 			fclose(f);
-	} else {
-		json_decref(st), json_decref(cm), json_decref(steps), json_decref(nodes);
+		}
+		free(line);
+		json_decref(o);
 	}
+	free(st);
 }
 
 void wr_live_tick(struct wr_live *l, const struct wr_live_now *n)
@@ -241,7 +261,7 @@ void wr_live_tick(struct wr_live *l, const struct wr_live_now *n)
 	double every = l->c.every_s > 0 ? l->c.every_s : 5;
 	if (n->hb && n->now >= l->sample_at) {
 		sample_ranks(l);
-		l->sample_at = n->now + every / 5;
+		l->sample_at = n->now + every;
 	}
 	if (n->now < l->next_at)
 		return;
