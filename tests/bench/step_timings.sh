@@ -5,8 +5,11 @@
 # model, dp=2 as two local MPI ranks (mpirun, no cluster), PAIRS pairs of
 # runs alternating on/off so the machine's load drifts over both alike;
 # the median step time over steps 3.. of each run, then the median over
-# runs. The clock reads per MPI call are also in bench/watchdog.sh's
-# watched/raw ratio. usage: step_timings.sh [PAIRS] [STEPS]
+# runs. On a loaded machine that comparison is noise; so the fixed costs
+# are also measured (bench/bench_steptime: a step's accounting and timing
+# line, two clock reads per MPI call) and multiplied by the MPI calls of a
+# step (the watchdog's bracket counts them: 6 per step here, dp=2 tiny)
+# for their share of the median step. usage: step_timings.sh [PAIRS] [STEPS]
 set -eu
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -45,3 +48,16 @@ print("runs off: " + " ".join("%.5f" % x for x in off))
 a, b = statistics.median(on), statistics.median(off)
 print("step timings: median step %.5f s on, %.5f s off: %+.2f%% (%d pairs, noise included)" % (a, b, 100 * (a - b) / b, pairs))
 PY
+B=$top_builddir/tests/bench/bench_steptime
+if [ -x "$B" ]; then
+	out=$("$B")
+	echo "$out"
+	/usr/bin/python3 - "$out" "$W/on0/metrics.jsonl" <<'PY'
+import json, statistics, sys
+kv = dict(x.split("=") for x in sys.argv[1].split())
+med = statistics.median(json.loads(l)["step_time_s"] for l in open(sys.argv[2]))
+calls = 6   # MPI calls per step of this job (dp=2, tiny model, one micro-batch)
+cost = float(kv["step_ns"]) + calls * float(kv["per_call_ns"]) + 2 * float(kv["clock_ns"])
+print("step timings: fixed cost %.1f us per step = %.4f%% of the median step (%.4f s)" % (cost / 1e3, 100 * cost / 1e9 / med, med))
+PY
+fi
