@@ -9,8 +9,10 @@ data, so it runs anywhere:
     llm-train-wrap --ckpt-tool llm-train-ckpt-torch -- python3 ddp_train.py --steps 200
 
 The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-EXAMPLE_FAULT=kill@K:R (first attempt only) kills rank R with SIGKILL after
-step K: the wrapper restarts the job from its last checkpoint.
+EXAMPLE_FAULT (first attempt only): kill@K:R kills rank R with SIGKILL after
+step K (the wrapper restarts the job from its last checkpoint); nan@K makes
+the loss NaN from step K on (the module exits 85 after 3 such steps: the
+wrapper rolls back and skips the data past them).
 """
 import argparse, hashlib, os, signal, sys
 import torch
@@ -49,10 +51,13 @@ job.start()
 for step in range(start + 1, a.steps + 1):
     x, y = batch(step - 1 + skip)
     loss = torch.nn.functional.mse_loss(ddp(x), y)
+    if fault.startswith("nan@") and step >= int(fault[4:]):
+        loss = loss * float("nan")
     opt.zero_grad()
     loss.backward()
     norm = float(torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1e9))
-    opt.step()
+    if not job.bad(loss.item(), norm):
+        opt.step()
     job.step(step, loss=loss.item(), grad_norm=norm, lr=a.lr, tokens=8 * job.world_size)
     if fault and fault.startswith("kill@"):
         k, r = fault[5:].split(":")

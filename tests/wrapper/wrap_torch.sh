@@ -7,7 +7,9 @@
 # directory without one, or with a file of another size, is not listed);
 # kill -9 of rank 1 after step 12 (rank 0's gloo call fails): the job
 # restarts from step 10 and ends with the same weights as a run without
-# the fault.
+# the fault; a NaN loss from step 12 on: the module exits 85 after three
+# bad steps (no update made), the wrapper rolls back to step 10 and skips
+# the data past the bad steps, the job finishes.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "SKIP: python3-torch missing"; exit 77; }
@@ -29,9 +31,10 @@ wait $p1; r1=$?
 exit $rc
 TWO
 chmod +x "$T/two.sh"
-run() {  # NAME [env...]
-	_n=$1; shift
-	env WORLD_SIZE=2 "$@" "$WRAP" --no-srun --ckpt-dir "$T/$_n" --ckpt-tool "$CK" --tick 0.2 --hang-timeout-min 5 \
+run() {  # NAME [ENV=VALUE] [wrapper options...]
+	_n=$1 _e=; shift
+	case ${1:-} in *=*) _e=$1; shift ;; esac
+	env WORLD_SIZE=2 $_e "$WRAP" "$@" --no-srun --ckpt-dir "$T/$_n" --ckpt-tool "$CK" --tick 0.2 --hang-timeout-min 5 \
 		--hang-timeout-max 30 --backoff 0.2 -- "$T/two.sh" /usr/bin/python3 "$EX" --steps 20 \
 		>"$T/$_n.out" 2>&1 || { cat "$T/$_n.out"; fail "$_n: the job failed"; }
 }
@@ -54,3 +57,12 @@ run kill EXAMPLE_FAULT=kill@12:1
 grep '"event":"launch"' "$T/kill/ledger.jsonl" | grep -q '"resume_step":10' || fail "kill: not resumed from step 10"
 cmp -s "$T/ref/final_weights.sha256" "$T/kill/final_weights.sha256" || fail "kill: final weights differ from the reference"
 echo "ok: DDP job restarted from step 10 after kill -9, same final weights"
+
+run nan EXAMPLE_FAULT=nan@12 --rollback-steps 3 --skip-batches 4
+grep '"event":"failure"' "$T/nan/ledger.jsonl" | grep -q '"class":"numerical"' ||
+	{ cat "$T/nan.out"; fail "nan: no numerical failure (exit 85)"; }
+grep '"event":"launch","attempt":1' "$T/nan/ledger.jsonl" | grep -q '"resume_step":10,"skip_batches":[1-9]' ||
+	{ grep '"event":"launch"' "$T/nan/ledger.jsonl"; fail "nan: not rolled back to step 10 with data skipped"; }
+[ -s "$T/nan/final_weights.sha256" ] || fail "nan: the job did not finish"
+cmp -s "$T/ref/final_weights.sha256" "$T/nan/final_weights.sha256" && fail "nan: data was skipped but the weights equal the reference"
+echo "ok: NaN from step 12: exit 85, rolled back to step 10, data skipped, finished"

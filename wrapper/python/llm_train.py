@@ -32,6 +32,7 @@ torch.distributed.checkpoint, its .metadata (written last).
 import json, math, os, socket, sys, threading, time
 
 MARKER = "llm_train.complete"
+EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -78,6 +79,8 @@ class Job:
         self._last_t = None
         self._stall, self._save_t = 0.0, 0.0
         self._metrics = None
+        self.max_bad_steps = int(_env("LLM_TRAIN_MAX_BAD_STEPS", "3"))
+        self._bad_run = 0
         self._stop = threading.Event()
         self._beat()
         t = threading.Thread(target=self._refresh, args=(refresh_s,), daemon=True)
@@ -153,6 +156,24 @@ class Job:
                "skipped": loss is not None and not math.isfinite(loss)}
         self._metrics.write(json.dumps(rec) + "\n")
         self._metrics.flush()
+
+    def bad(self, loss, grad_norm=None):
+        """Whether this step's loss (or gradient norm) is not finite: skip its
+        update then. After max_bad_steps in a row the job exits 85 and the
+        wrapper rolls it back to an earlier checkpoint and skips the data."""
+        vals = [v for v in (loss, grad_norm) if v is not None]
+        if all(math.isfinite(v) for v in vals):
+            self._bad_run = 0
+            return False
+        self._bad_run += 1
+        if self._bad_run >= self.max_bad_steps:
+            print("llm_train: %d non-finite steps in a row: exit %d (roll back)" % (self._bad_run, EXIT_ROLLBACK),
+                  file=sys.stderr)
+            with self._lock:
+                self._stop.set()
+            sys.stderr.flush()
+            os._exit(EXIT_ROLLBACK)   # all ranks see the same loss: all leave alike
+        return True
 
     # -- checkpoints ----------------------------------------------------
     def ckpt_dir_for(self, step):
