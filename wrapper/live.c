@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dashboard.h"
@@ -29,7 +30,15 @@ struct wr_live {
 	struct wr_rank_times *prev;     /* per rank: totals at the last sample */
 	int prev_attempt, nprev;
 	double sample_at;
+	double dash_at;                 /* the next dashboard rebuild */
 };
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 int wr_http_addr(const char *s, char *host, size_t hostlen, int *port)
 {
@@ -286,7 +295,14 @@ void wr_live_tick(struct wr_live *l, const struct wr_live_now *n)
 		struct wr_goodput g;
 		goodput_now(l, &g);
 		wr_write_atomic(l->textfile, fill_live, l);
-		wr_dashboard_write(l->c.run_dir, mp, l->c.job, true, &g);
+		/* the page reads every file whole: a long job's takes longer,
+		 * so it is rebuilt at most 5% of the wrapper's time */
+		if (n->now >= l->dash_at) {
+			double t0 = mono_now();
+			wr_dashboard_write(l->c.run_dir, mp, l->c.job, true, &g);
+			double took = mono_now() - t0;
+			l->dash_at = n->now + (20 * took > every ? 20 * took : every);
+		}
 	}
 }
 
