@@ -10,11 +10,13 @@ data, so it runs anywhere:
 
 The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 EXAMPLE_FAULT (first attempt only): kill@K:R kills rank R with SIGKILL after
-step K (the wrapper restarts the job from its last checkpoint); nan@K makes
+step K (the wrapper restarts the job from its last checkpoint); stop@K:R
+stops it (SIGSTOP: the wrapper finds the hang from its heartbeat and names
+its node, the others' stay fresh while they wait for it); nan@K makes
 the loss NaN from step K on (the module exits 85 after 3 such steps: the
 wrapper rolls back and skips the data past them).
 """
-import argparse, hashlib, os, signal, sys
+import argparse, hashlib, os, signal, sys, time
 import torch
 import torch.distributed as dist
 import llm_train
@@ -30,6 +32,7 @@ dist.init_process_group("gloo", rank=job.rank, world_size=job.world_size)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
 ddp = torch.nn.parallel.DistributedDataParallel(model)
+job.ddp_hook(ddp)   # dp wait per step; a rank waiting for a stopped peer stays fresh
 opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)
 start, skip = 0, job.skip_batches
 if job.resume:
@@ -58,11 +61,12 @@ for step in range(start + 1, a.steps + 1):
     norm = float(torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1e9))
     if not job.bad(loss.item(), norm):
         opt.step()
+    hit = fault[:5] in ("kill@", "stop@") and [step, job.rank] == [int(v) for v in fault[5:].split(":")]
+    if hit and fault[:4] == "stop":
+        time.sleep(1.0)   # its last heartbeat is newer than its peers': only their refresh tells it apart
     job.step(step, loss=loss.item(), grad_norm=norm, lr=a.lr, tokens=8 * job.world_size)
-    if fault and fault.startswith("kill@"):
-        k, r = fault[5:].split(":")
-        if step == int(k) and job.rank == int(r):
-            os.kill(os.getpid(), signal.SIGKILL)
+    if hit:
+        os.kill(os.getpid(), signal.SIGKILL if fault[:4] == "kill" else signal.SIGSTOP)
     if step % a.ckpt_every == 0 or step == a.steps:
         job.phase("save", step)
         d = job.ckpt_dir_for(step)

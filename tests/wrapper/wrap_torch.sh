@@ -7,7 +7,11 @@
 # directory without one, or with a file of another size, is not listed);
 # kill -9 of rank 1 after step 12 (rank 0's gloo call fails): the job
 # restarts from step 10 and ends with the same weights as a run without
-# the fault; a NaN loss from step 12 on: the module exits 85 after three
+# the fault; SIGSTOP of rank 1 after step 12, its last heartbeat written
+# 1 s after rank 0's: rank 0 waits in DDP's all-reduce and ddp_hook keeps
+# its heartbeat fresh, so the hang names rank 1 on its node (without the
+# refresh rank 0 looks the older one and is named: seen red), the job
+# restarts to the same weights; a NaN loss from step 12 on: the module exits 85 after three
 # bad steps (no update made), the wrapper rolls back to step 10 and skips
 # the data past the bad steps, the job finishes.
 set -u
@@ -57,6 +61,15 @@ run kill EXAMPLE_FAULT=kill@12:1
 grep '"event":"launch"' "$T/kill/ledger.jsonl" | grep -q '"resume_step":10' || fail "kill: not resumed from step 10"
 cmp -s "$T/ref/final_weights.sha256" "$T/kill/final_weights.sha256" || fail "kill: final weights differ from the reference"
 echo "ok: DDP job restarted from step 10 after kill -9, same final weights"
+
+run stop EXAMPLE_FAULT=stop@12:1 --hang-timeout-min 6 --hang-timeout-max 6
+grep '"event":"hang"' "$T/stop/ledger.jsonl" | grep -q '"rank":1,"node":"nB"' ||
+	{ cat "$T/stop.out"; fail "stop: the hang of rank 1 on nB is not named"; }
+grep '"event":"launch","attempt":1' "$T/stop/ledger.jsonl" | grep -q '"resume_step":10' || fail "stop: not resumed from step 10"
+cmp -s "$T/ref/final_weights.sha256" "$T/stop/final_weights.sha256" || fail "stop: final weights differ from the reference"
+grep '"event":"rank_times","attempt":0' "$T/ref/ledger.jsonl" | grep -q '"dp":0\.0*[1-9]' ||
+	grep '"event":"rank_times","attempt":0' "$T/ref/ledger.jsonl" | grep -q '"dp":[1-9]' || fail "ref: no dp wait from ddp_hook"
+echo "ok: SIGSTOP of rank 1: hang found from its heartbeat on nB, restarted from step 10, same final weights"
 
 run nan EXAMPLE_FAULT=nan@12 --rollback-steps 3 --skip-batches 4
 grep '"event":"failure"' "$T/nan/ledger.jsonl" | grep -q '"class":"numerical"' ||

@@ -78,6 +78,7 @@ class Job:
         self._steps, self._first_ns, self._total = 0, 0, [0.0] * len(PARTS)
         self._last_t = None
         self._stall, self._save_t = 0.0, 0.0
+        self._comm_op, self._comm_busy, self._dp_wait = 0, 0, 0.0
         self._metrics = None
         self.max_bad_steps = int(_env("LLM_TRAIN_MAX_BAD_STEPS", "3"))
         self._bad_run = 0
@@ -95,10 +96,38 @@ class Job:
         _atomic_write(self._hb, text)
 
     def _refresh(self, period):
+        seen = None
         while not self._stop.wait(period):
             with self._lock:
-                if self._state[1] in ("init", "load", "save"):
+                op = self._comm_op if self._comm_busy else None
+                # in train only while one collective has been waiting since
+                # the last tick (ddp_hook): the rank its peers wait for is
+                # the one whose heartbeat goes stale, as with llm-train
+                if self._state[1] in ("init", "load", "save") or (op is not None and op == seen):
                     self._beat()
+                seen = op
+
+    def ddp_hook(self, ddp):
+        """Register a DDP communication hook that all-reduces gradients as
+        DDP does, counts its time as this rank's "dp" wait and keeps the
+        heartbeat fresh while a reduction waits for a peer."""
+        import torch.distributed as dist
+        world = dist.get_world_size()
+
+        def hook(state, bucket):
+            with self._lock:
+                self._comm_op += 1
+                self._comm_busy += 1
+            t0 = time.monotonic()
+            fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+
+            def done(f):
+                with self._lock:
+                    self._comm_busy -= 1
+                    self._dp_wait += time.monotonic() - t0
+                return f.value()[0].div_(world)
+            return fut.then(done)
+        ddp.register_comm_hook(None, hook)
 
     def phase(self, name, step=None):
         """'load' or 'save' around long I/O (refreshed), 'train' after; the
@@ -125,7 +154,12 @@ class Job:
             self._last_t = getattr(self, "_t0", now)
         dt = now - self._last_t
         self._last_t = now
-        w = [float((waits or {}).get(g, 0.0)) for g in ("tp", "pp", "dp", "all")]
+        with self._lock:
+            hooked, self._dp_wait = self._dp_wait, 0.0
+        waits = dict(waits or {})
+        if hooked and "dp" not in waits:
+            waits["dp"] = hooked   # ddp_hook's reductions (overlapping backward: an upper bound)
+        w = [float(waits.get(g, 0.0)) for g in ("tp", "pp", "dp", "all")]
         rest = sum(w) + data_s + ckpt_s
         last = [dt, max(dt - rest, 0.0)] + w + [data_s, ckpt_s]
         if self._steps == 0:
