@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "ranktimes.h"
+
 enum wr_phase { PH_NONE = 0, PH_INIT, PH_LOAD, PH_TRAIN, PH_SAVE, PH_DONE };
 
 struct wr_hb {
@@ -16,6 +18,7 @@ struct wr_hb {
 	enum wr_phase phase;
 	double last_step_s;  /* duration of the rank's last step */
 	char host[64];       /* optional 5th field: the rank's node */
+	struct wr_rank_times t; /* optional second line: its step time breakdown */
 };
 
 /* Parses "<step> <unix_time_ns> <phase> <last_step_seconds> [host]".

@@ -28,6 +28,7 @@
 #include "ledger.h"
 #include "options.h"
 #include "report.h"
+#include "report_cmd.h"
 #include "slurm.h"
 #include "watch.h"
 
@@ -107,6 +108,8 @@ static int backoff_wait(double delay)
 int main(int argc, char **argv)
 {
 	struct opts o;
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		return wr_report_main(argc - 1, argv + 1);
 	wr_parse_options(argc, argv, &o);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -196,6 +199,7 @@ int main(int argc, char **argv)
 	                "pid", (int)getpid(), "command", o.cmd[0]));
 
 	double run_start = wr_now();
+	struct wr_live *live = wr_live_from_opts(&o, run_dir, job, run, run_start, &h);
 	struct wr_nodes excluded = h.excluded;
 	long max_resume = h.pending ? h.max_resume_step : -1;
 	long skip_until = h.pending ? h.skip_until_step : -1;
@@ -292,7 +296,7 @@ int main(int argc, char **argv)
 			.stuck_margin_s = stuck_margin,
 			.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o.grace, .tick_s = o.tick,
 			.ledger = &led, .attempt = attempt, .resume_step = resume_step, .sig_fd = sig_pipe[0],
-			.nodelist = nodelist, .sinfo = "sinfo", .verbose = o.verbose,
+			.nodelist = nodelist, .sinfo = "sinfo", .verbose = o.verbose, .live = live,
 		};
 		struct wr_watch_out wo;
 		wr_watch(&wc, &step, &st, &wo);
@@ -436,9 +440,10 @@ int main(int argc, char **argv)
 	static struct wr_history fin;
 	wr_ledger_load(led.path, NULL, &fin);
 	struct wr_report_cfg rc = { .run_dir = run_dir, .metrics = metrics_path(run_dir, o.ckpt_dir), .gnuplot = LLMT_GNUPLOT,
-	                            .job = job, .now = wr_now() };
+	                            .job = job, .now = wr_now(), .live = live };
 	struct wr_goodput g;
 	wr_report(&fin, &rc, &g);
+	wr_live_close(live);
 	json_t *lost = json_object();
 	for (int k = 0; k < WR_NCAUSES; k++)
 		if (k != WR_DONE)

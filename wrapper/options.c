@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include "options.h"
+#include "live.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -60,6 +61,12 @@ static void help(void)
 	       "  --straggler-factor F    report a rank whose step takes F x the median (default 3)...\n"
 	       "  --straggler-min S       ... and S seconds more (default 1)\n"
 	       "  --tick S                watch period (default 1)\n"
+	       "  --metrics-every S       live Prometheus textfile and dashboard.html every S (default 5;\n"
+	       "                          0: only at the end)\n"
+	       "  --metrics-textfile PATH the textfile (default RUN_DIR/llm_train.prom), e.g. in\n"
+	       "                          node_exporter's --collector.textfile.directory\n"
+	       "  --metrics-http [H:]PORT also serve the metrics on http://H:PORT/metrics (H default\n"
+	       "                          127.0.0.1; PORT 0: a free one, written to RUN_DIR/metrics_http.port)\n"
 	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
 	       "                          node (default SlurmdTimeout + 10)\n"
 	       "  -v, --verbose           print every ledger event on stderr too\n", LLMT_SRUN);
@@ -89,7 +96,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
 	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP };
+	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP };
 	static const struct option lo[] = {
 		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
 		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
@@ -103,6 +110,8 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
 		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
 		{ "node-wait", required_argument, 0, O_NODEWAIT },
+		{ "metrics-every", required_argument, 0, O_MEVERY }, { "metrics-textfile", required_argument, 0, O_MFILE },
+		{ "metrics-http", required_argument, 0, O_MHTTP },
 		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN }, { "hang-startup", required_argument, 0, O_HSTART },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
@@ -119,6 +128,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 	o->skip = 200;
 	o->grace = 60;
 	o->tick = 1;
+	o->metrics_every = 5;
 	o->shrink = -1;
 	o->node_wait = -1;
 	o->strag_factor = 3;
@@ -156,6 +166,16 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
 		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
 		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
+		case O_MEVERY: o->metrics_every = num_arg("--metrics-every", optarg, 0, 1e6); break;
+		case O_MFILE: o->metrics_textfile = optarg; break;
+		case O_MHTTP: {
+			char host[256];
+			int port;
+			if (wr_http_addr(optarg, host, sizeof host, &port) != 0)
+				wr_usage_error("bad --metrics-http value '%s' (expected [HOST:]PORT, PORT 0..65535)", optarg);
+			o->metrics_http = optarg;
+			break;
+		}
 		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
 		case 'v': o->verbose++; break;
 		case O_HELP: help(); exit(0);

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dashboard.h"
 #include "launch.h"
+#include "prom.h"
 
 int wr_loss_points(const char *metrics_path, const char *dat_path)
 {
@@ -116,46 +118,30 @@ static void plot(const struct wr_report_cfg *c)
 		printf("  loss curve: %s (%d steps)\n", png, n);
 }
 
+struct prom_arg {
+	const struct wr_history *h;
+	const struct wr_goodput *g;
+	const struct wr_report_cfg *c;
+};
+
+static void fill_prom(FILE *f, void *arg)
+{
+	const struct prom_arg *a = arg;
+	if (a->c->live)
+		wr_live_series(a->c->live, f);
+	wr_prom_goodput(f, a->c->job, a->h, a->g);
+}
+
 static int prom(const struct wr_history *h, const struct wr_goodput *g, const struct wr_report_cfg *c)
 {
-	char path[4200], tmp[4300];
-	snprintf(path, sizeof path, "%s/llm_train.prom", c->run_dir);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "llm-train-wrap: cannot write %s: %s\n", tmp, strerror(errno));
+	char path[4200];
+	struct prom_arg a = { h, g, c };
+	if (c->live)
+		snprintf(path, sizeof path, "%s", wr_live_textfile(c->live));
+	else
+		snprintf(path, sizeof path, "%s/llm_train.prom", c->run_dir);
+	if (wr_write_atomic(path, fill_prom, &a) != 0)
 		return -1;
-	}
-	const char *j = c->job;
-	fprintf(f, "# HELP llm_train_goodput_ratio Useful training time over allocated time.\n"
-	           "# TYPE llm_train_goodput_ratio gauge\nllm_train_goodput_ratio{job=\"%s\"} %.6f\n", j, g->ratio);
-	fprintf(f, "# HELP llm_train_allocated_seconds Wall time the job held its allocation.\n"
-	           "# TYPE llm_train_allocated_seconds gauge\nllm_train_allocated_seconds{job=\"%s\"} %.3f\n", j, g->allocated_s);
-	fprintf(f, "# HELP llm_train_useful_seconds Training time whose work survived.\n"
-	           "# TYPE llm_train_useful_seconds gauge\nllm_train_useful_seconds{job=\"%s\"} %.3f\n", j, g->useful_s);
-	fprintf(f, "# HELP llm_train_lost_seconds Allocated time lost, by cause.\n# TYPE llm_train_lost_seconds gauge\n");
-	for (int k = 0; k < WR_NCAUSES; k++)
-		if (k != WR_DONE)
-			fprintf(f, "llm_train_lost_seconds{job=\"%s\",cause=\"%s\"} %.3f\n", j, wr_cause_name(k), g->lost_s[k]);
-	fprintf(f, "# HELP llm_train_restarts_total Failures that led to a restart or requeue, by cause.\n"
-	           "# TYPE llm_train_restarts_total counter\n");
-	for (int k = WR_USER_ERROR; k < WR_NCLASSES; k++) {
-		int cnt = 0;
-		for (int i = 0; i < h->npast; i++)
-			cnt += h->past[i].cls == (enum wr_class)k;
-		fprintf(f, "llm_train_restarts_total{job=\"%s\",cause=\"%s\"} %d\n", j, wr_class_name((enum wr_class)k), cnt);
-	}
-	fprintf(f, "# HELP llm_train_runs_total Runs of the batch script (1 + requeues).\n"
-	           "# TYPE llm_train_runs_total counter\nllm_train_runs_total{job=\"%s\"} %d\n", j, h->runs);
-	fprintf(f, "# HELP llm_train_excluded_nodes Nodes kept out of the job.\n"
-	           "# TYPE llm_train_excluded_nodes gauge\nllm_train_excluded_nodes{job=\"%s\"} %d\n", j, h->excluded.n);
-	fprintf(f, "# HELP llm_train_useful_steps Training steps whose work survived.\n"
-	           "# TYPE llm_train_useful_steps gauge\nllm_train_useful_steps{job=\"%s\"} %ld\n", j, g->useful_steps);
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		fprintf(stderr, "llm-train-wrap: cannot write %s: %s\n", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
 	printf("  prometheus: %s\n", path);
 	return 0;
 }
@@ -205,6 +191,8 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 	printf("%s\n", h->excluded.n ? "" : " none");
 	plot(c);
 	prom(h, g, c);
+	if (wr_dashboard_write(c->run_dir, c->metrics, c->job, false, g) == 0)
+		printf("  dashboard: %s/dashboard.html\n", c->run_dir);
 	fflush(stdout);
 	return 0;
 }

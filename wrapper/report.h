@@ -1,11 +1,13 @@
 /* report: the end-of-job summary (goodput, time lost per cause, restarts,
  * excluded nodes) on stdout, the loss curve as a PNG through gnuplot, and
- * a Prometheus textfile, all from the ledger's history and metrics.jsonl. */
+ * a Prometheus textfile and the dashboard, all from the ledger's history and
+ * metrics.jsonl. */
 #ifndef LLMT_WRAP_REPORT_H
 #define LLMT_WRAP_REPORT_H
 
 #include "goodput.h"
 #include "ledger.h"
+#include "live.h"
 
 struct wr_report_cfg {
 	const char *run_dir;
@@ -13,6 +15,7 @@ struct wr_report_cfg {
 	const char *gnuplot;      /* gnuplot binary */
 	const char *job;          /* job id label ("" outside Slurm) */
 	double now;               /* end of this run */
+	struct wr_live *live;     /* the live metrics of this run (NULL: none): their last values stay in the textfile */
 };
 
 /* Computes goodput over the whole job and writes the three outputs.

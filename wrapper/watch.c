@@ -244,21 +244,32 @@ static void read_heartbeats(struct ctx *x)
 	const struct wr_watch_cfg *c = x->c;
 	double now = wr_now();
 	for (int r = 0; r < c->nranks; r++) {
-		char p[4200], line[256];
+		char p[4200], line[256], tline[1024];
 		snprintf(p, sizeof p, "%s/rank_%05d", c->hb_dir, r);
 		FILE *f = fopen(p, "r");
 		if (!f)
 			continue;   /* not written yet: hang.c counts it from the launch */
 		struct wr_hb h;
 		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch) {
+			if (fgets(tline, sizeof tline, f))
+				wr_rank_times_parse(tline, &h.t);
 			if (!x->hb[r].valid || h.time != x->hb[r].time)
 				x->hb_seen[r] = now;
+			struct wr_rank_times before = x->hb[r].t;
 			x->hb[r] = h;
 			if (x->first_hb < 0 || h.time < x->first_hb)
 				x->first_hb = h.time;   /* the ranks of this attempt are up */
 			if (h.phase == PH_TRAIN || h.phase == PH_SAVE || h.phase == PH_DONE) {
+				if (h.t.valid && h.t.steps > before.steps) {
+					/* the rank's own times: every step since the last read */
+					double s = (h.t.total[WR_T_STEP] - before.total[WR_T_STEP]) /
+					           (double)(h.t.steps - before.steps);
+					wr_steptimes_add(&x->mine, s);
+					if (r == 0)
+						wr_steptimes_add(x->st, s);
+				}
 				if (h.step > x->seen_step[r] && h.step > c->resume_step) {
-					if (x->seen_step[r] >= 0 && h.last_step_s > 0) {
+					if (!h.t.valid && x->seen_step[r] >= 0 && h.last_step_s > 0) {
 						wr_steptimes_add(&x->mine, h.last_step_s);
 						if (r == 0)
 							wr_steptimes_add(x->st, h.last_step_s);
@@ -348,6 +359,42 @@ static void find_stuck(struct ctx *x)
 	        c->stuck_margin_s);
 	wr_ledger_event(c->ledger, "stuck", json_pack("{s:i,s:i,s:s,s:f,s:f,s:f}", "attempt", c->attempt, "rank", r,
 	                "node", x->o->e.stuck_node, "silent_s", silent, "gap_s", gap, "margin_s", c->stuck_margin_s));
+}
+
+/* The live metrics' view of this attempt (live.h). */
+static void live_tick(struct ctx *x, double now)
+{
+	if (!x->c->live)
+		return;
+	struct wr_attempt_times a;
+	wr_attempt_times(&x->hb[0].t, x->c->nranks, (int)sizeof x->hb[0], &a);
+	const struct wr_watch_out *o = x->o;
+	struct wr_live_now n = { .now = now, .attempt = x->c->attempt, .hb = x->c->progress_from_output ? NULL : x->hb,
+	                         .nranks = x->c->nranks,
+	                         .cur = { o->t_launch, a.ranks ? a.first_step : o->t_first_step, now, x->c->resume_step,
+	                                  o->last_step, a.ranks ? a.step_s : wr_median(x->mine.v, x->mine.n),
+	                                  a.ranks ? a.ckpt_s : o->ckpt_s, WR_DONE, 0 } };
+	wr_live_tick(x->c->live, &n);
+}
+
+/* The ranks' own step times replace what the ticks saw: the step time,
+ * the checkpoint stall and the first step of the attempt (a job of short
+ * steps may be over between two ticks). Logged as a rank_times event. */
+static void use_rank_times(struct ctx *x)
+{
+	struct wr_attempt_times a;
+	wr_attempt_times(&x->hb[0].t, x->c->nranks, (int)sizeof x->hb[0], &a);
+	if (!a.ranks)
+		return;
+	x->o->step_s = a.step_s;
+	x->o->ckpt_s = a.ckpt_s;
+	if (a.first_step >= x->o->t_launch && (x->o->t_first_step < 0 || a.first_step < x->o->t_first_step))
+		x->o->t_first_step = a.first_step;
+	json_t *mean = json_object();
+	for (int k = 0; k < WR_T_N; k++)
+		json_object_set_new(mean, wr_part_name(k), json_real(a.mean[k]));
+	wr_ledger_event(x->c->ledger, "rank_times", json_pack("{s:i,s:i,s:f,s:f,s:o}", "attempt", x->c->attempt,
+	                "ranks", a.ranks, "step_s", a.step_s, "ckpt_s", a.ckpt_s, "total_s", mean));
 }
 
 int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptimes *st,
@@ -474,6 +521,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 			}
 			check_stragglers(&x);
 		}
+		live_tick(&x, now);
 		rate_event(&x, now, timeout);
 
 		if (hung >= 0 && term_at < 0 && kill_at < 0 && !o->e.hung) {
@@ -524,6 +572,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	if (c->nranks > 0 && !c->progress_from_output) {
 		read_heartbeats(&x);
 		find_stuck(&x);
+		use_rank_times(&x);
 	}
 	free(x.hb);
 	free(x.hb_seen);

@@ -12,6 +12,7 @@
 #include "hang.h"
 #include "launch.h"
 #include "ledger.h"
+#include "live.h"
 
 struct wr_watch_cfg {
 	const char *hb_dir;        /* per-rank heartbeat files rank_NNNNN */
@@ -32,6 +33,7 @@ struct wr_watch_cfg {
 	const char *nodelist;      /* the job's nodes, for sinfo */
 	const char *sinfo;         /* sinfo binary */
 	int verbose;
+	struct wr_live *live;      /* live metrics and dashboard (NULL: none) */
 };
 
 struct wr_watch_out {

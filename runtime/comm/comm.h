@@ -22,6 +22,14 @@ void llmt_comm_finalize(llmt_comm *world);
 void llmt_comm_set_name(llmt_comm *c, const char *name);
 int llmt_comm_rank(const llmt_comm *c);
 int llmt_comm_size(const llmt_comm *c);
+/* Seconds this process has spent blocked in the group's calls so far (the
+ * per-rank timings; NULL: 0). A backend over the same group (NCCL) adds
+ * its own waits with llmt_comm_add_wait. */
+double llmt_comm_wait_s(const llmt_comm *c);
+void llmt_comm_add_wait(llmt_comm *c, double s);
+/* Off: no clock reads around the calls, waits stay 0 (the per-rank
+ * timings switched off, LLM_TRAIN_STEP_TIMINGS=0: the benchmark's side). */
+void llmt_comm_set_timing(int on);
 
 /* All return 0 on success, -1 on a communication failure (the caller
  * exits with LLMT_EXIT_TRANSIENT). n counts elements. */

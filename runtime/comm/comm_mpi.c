@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "comm.h"
 #include "resilience/watchdog.h"
 
@@ -19,7 +20,16 @@ struct llmt_comm {
     char name[16];      /* for messages: "world", "all", "tp", "pp", "dp" */
     void *scratch;      /* alltoall receive buffer, grown on demand */
     size_t scratch_bytes;
+    double t0;          /* when the bracketed call in flight began */
+    double wait_s;      /* seconds blocked in this group's calls so far */
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int ok(const llmt_comm *c, int rc, const char *what)
 {
@@ -32,10 +42,25 @@ static int ok(const llmt_comm *c, int rc, const char *what)
     return -1;
 }
 
-/* The end of a bracketed call: leave the bracket, then check rc. */
-static int watched_end(const llmt_comm *c, int rc, const char *what)
+static int timing = 1;   /* count the waits (llmt_comm_set_timing) */
+
+void llmt_comm_set_timing(int on) { timing = on; }
+
+/* The start of a bracketed call: enter the bracket, note the time. */
+static void watched_begin(llmt_comm *c, const char *what, int peer, size_t bytes)
+{
+    llmt_wd_enter(what, c->name, c->size, peer, bytes);
+    if (timing)
+        c->t0 = mono_s();
+}
+
+/* The end of a bracketed call: leave the bracket, count the wait, then
+ * check rc. */
+static int watched_end(llmt_comm *c, int rc, const char *what)
 {
     llmt_wd_leave();
+    if (timing)
+        c->wait_s += mono_s() - c->t0;
     return ok(c, rc, what);
 }
 
@@ -44,7 +69,7 @@ static int watched_end(const llmt_comm *c, int rc, const char *what)
  * operator and the argument evaluation order put enter before the call
  * and leave after it. */
 #define WATCHED(c, what, peer, bytes, call) \
-    (llmt_wd_enter((what), (c)->name, (c)->size, (peer), (bytes)), watched_end((c), (call), (what)))
+    (watched_begin((c), (what), (peer), (bytes)), watched_end((c), (call), (what)))
 
 static llmt_comm *wrap(MPI_Comm mc, int owned)
 {
@@ -113,6 +138,8 @@ void llmt_comm_set_name(llmt_comm *c, const char *name)
 }
 
 int llmt_comm_rank(const llmt_comm *c) { return c->rank; }
+double llmt_comm_wait_s(const llmt_comm *c) { return c ? c->wait_s : 0; }
+void llmt_comm_add_wait(llmt_comm *c, double s) { if (c) c->wait_s += s; }
 int llmt_comm_size(const llmt_comm *c) { return c->size; }
 
 static void *scratch(llmt_comm *c, size_t bytes)

@@ -18,6 +18,7 @@ struct llmt_nccl {
     int rank, size;
     double timeout_s;
     int aborted;
+    llmt_comm *group;   /* the MPI group it was made from: its waits count there */
 };
 
 static double now_s(void)
@@ -85,9 +86,11 @@ static int poll_done(llmt_nccl *n, const char *what, int have_stream, cudaStream
  * the wrapper names the rank they wait for, not this one. */
 static int watch(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
 {
+    double t0 = now_s();
     llmt_wd_enter(what, "nccl", n->size, -1, 0);
     int rc = poll_done(n, what, have_stream, st);
     llmt_wd_leave();
+    llmt_comm_add_wait(n->group, now_s() - t0);
     return rc;
 }
 
@@ -124,6 +127,7 @@ llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
     n->rank = llmt_comm_rank(group);
     n->size = llmt_comm_size(group);
     n->timeout_s = timeout_s;
+    n->group = group;
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
     int bad = 0;

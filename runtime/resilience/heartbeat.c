@@ -21,6 +21,7 @@ static struct {
 	int running, stop;
 	char path[4096], tmp[4200];
 	char host[64];
+	char timing[320];    /* the second line (steptime.h), "" until set */
 	long step;
 	llmt_hb_phase phase;
 	double last;
@@ -74,12 +75,16 @@ static long long now_ns(void)
 /* called with hb.mu held */
 static void write_locked(void)
 {
-	char line[256];
+	char line[640];
 	FILE *f;
 	int n;
 
 	hb.written = now_ns();
 	n = llmt_hb_format_host(line, sizeof(line), hb.step, hb.written, hb.phase, hb.last, hb.host);
+	if (n > 0 && hb.timing[0] && (size_t)n + strlen(hb.timing) < sizeof(line)) {
+		memcpy(line + n, hb.timing, strlen(hb.timing) + 1);
+		n += (int)strlen(hb.timing);
+	}
 
 	f = fopen(hb.tmp, "w");
 	if (!f)
@@ -142,6 +147,7 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 	hb.step = 0;
 	hb.phase = LLMT_HB_INIT;
 	hb.last = 0;
+	hb.timing[0] = 0;
 	hb.period = period_s > 0.05 ? period_s : 0.05;
 	hb.stop = 0;
 	write_locked();
@@ -171,6 +177,15 @@ void llmt_hb_set(long step, llmt_hb_phase p, double last_step_s)
 	hb.phase = p;
 	hb.last = last_step_s;
 	write_locked();
+	pthread_mutex_unlock(&hb.mu);
+}
+
+void llmt_hb_set_timing(const char *line)
+{
+	if (!hb.path[0])
+		return;
+	pthread_mutex_lock(&hb.mu);
+	snprintf(hb.timing, sizeof(hb.timing), "%s", line ? line : "");
 	pthread_mutex_unlock(&hb.mu);
 }
 

@@ -1,6 +1,7 @@
 /* heartbeat.h: the per-rank heartbeat file the wrapper watches:
  * DIR/rank_NNNNN holding "<step> <unix_time_ns> <phase> <last_step_seconds>
- * <host>", rewritten with tmp + rename. During init/load/save a background
+ * <host>" and, once a step is timed, a second line "timing ..." (the
+ * rank's step time breakdown, steptime.h), rewritten with tmp + rename. During init/load/save a background
  * thread rewrites it every few seconds; during train only the loop does
  * (once per step), so a hung step shows as a stale time; except while the
  * rank waits in one communication call under the watchdog's deadline
@@ -31,6 +32,9 @@ void llmt_hb_host(char *out, size_t len, const char *nodename, const char *hostn
 int llmt_hb_start(const char *dir, int rank, double period_s);
 /* Record the state and rewrite the file now. */
 void llmt_hb_set(long step, llmt_hb_phase p, double last_step_s);
+/* The second line of the file from the next write on (the per-rank
+ * timings, steptime.h; with its newline; NULL or "": none). */
+void llmt_hb_set_timing(const char *line);
 /* Final write (phase as given) and stop the thread. */
 void llmt_hb_stop(llmt_hb_phase final_phase);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
 #include "llmt/exitcodes.h"
 #include "gpu/bridge.h"
@@ -100,12 +101,58 @@ static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
 {
 	trainer *t = vt;
 	llmt_layout *l = &t->p->l;
+	double t0 = t->timing ? llmt_tr_now() : 0;
 	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
 		in, tg, t->err, sizeof(t->err));
 
+	if (t->timing)
+		t->data_s += llmt_tr_now() - t0;
 	if (rc)
 		fprintf(stderr, "llm-train: rank %d: %s\n", l->rank, t->err);
 	return rc;
+}
+
+/* ---- per-rank timings (steptime.h) --------------------------------------------- */
+/* What the step's parts are measured from: each group's wait and the data
+ * time so far, and the wall clock at the start. */
+typedef struct {
+	double wait[LLMT_ST_NGROUPS], data;
+	long long start_ns;
+} step_mark;
+
+static void step_begin(trainer *t, step_mark *m)
+{
+	llmt_parallel *p = t->p;
+	struct timespec ts;
+
+	if (!t->timing)
+		return;
+	m->wait[LLMT_ST_TP] = llmt_comm_wait_s(p->tp_comm);
+	m->wait[LLMT_ST_PP] = llmt_comm_wait_s(p->pp_comm);
+	m->wait[LLMT_ST_DP] = llmt_comm_wait_s(p->dp_comm);
+	m->wait[LLMT_ST_ALL] = llmt_comm_wait_s(p->all);
+	m->data = t->data_s;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Account the step that began at m (step_s long, ckpt_s of it in
+ * checkpoint calls) and hand the timing line to the heartbeat. */
+static void step_end(trainer *t, const step_mark *m, double step_s, double ckpt_s)
+{
+	step_mark now;
+	llmt_st_parts p = { .step = step_s, .ckpt = ckpt_s };
+	char line[320];
+
+	if (!t->timing)
+		return;
+	step_begin(t, &now);
+	for (int g = 0; g < LLMT_ST_NGROUPS; g++)
+		p.wait[g] = now.wait[g] - m->wait[g];
+	p.data = now.data - m->data;
+	llmt_st_add(&t->times, p, m->start_ns);
+	if (llmt_st_format(line, sizeof(line), &t->times) > 0)
+		llmt_hb_set_timing(line);
 }
 
 /* ---- the loop -------------------------------------------------------------- */
@@ -218,7 +265,9 @@ static int loop(trainer *t)
 		long stepno = (long)t->st.step + 1;
 		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
 		int bad, sync_ckpt, due;
+		step_mark mark;
 
+		step_begin(t, &mark);
 		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
 		llmt_wd_arm(last_step_s > 0 ? llmt_wd_timeout() : 0); /* not in the first step: one-time costs */
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
@@ -290,6 +339,7 @@ static int loop(trainer *t)
 			ckpt_s += stall;
 		}
 		last_step_s = llmt_tr_now() - t0;
+		step_end(t, &mark, last_step_s, ckpt_s);
 		if (l->rank == 0) {
 			double tps = (double)t->G * o->T / last_step_s;
 			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
@@ -378,6 +428,8 @@ int llmt_train(const llmt_train_opts *o, llmt_parallel *p)
 		return LLMT_EXIT_SOFTWARE;
 	t->o = o;
 	t->p = p;
+	t->timing = !(getenv("LLM_TRAIN_STEP_TIMINGS") && !strcmp(getenv("LLM_TRAIN_STEP_TIMINGS"), "0"));
+	llmt_comm_set_timing(t->timing);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "sdc.h"
+#include "steptime.h"
 #include "train.h"
 
 #define STATE_MAGIC 0x4c4d5453u /* "LMTS" */
@@ -55,6 +56,9 @@ typedef struct {
 	int save_pending;        /* a snapshot taken, its save not yet handed to the writer */
 	train_state save_st;     /* the training state of that snapshot */
 	double save_snap_s;      /* the time the snapshot call took */
+	double data_s;           /* seconds in fetch so far (the timings' data part) */
+	int timing;              /* per-rank timings on (LLM_TRAIN_STEP_TIMINGS not 0) */
+	llmt_steptimes times;    /* this rank's step time breakdown (heartbeat) */
 } trainer;
 
 /* Seconds on the monotonic clock. */

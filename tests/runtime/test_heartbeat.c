@@ -3,7 +3,10 @@
  * safe for the wrapper's reader, and the file llm-train writes, read back
  * by the wrapper's own parser (wr_hb_parse), which must see the node.
  * Then the refresh in phase train: only while the rank waits in one
- * communication call under an armed watchdog deadline. */
+ * communication call under an armed watchdog deadline. And the timing
+ * line (steptime.h): a rank's step parts and totals, in its heartbeat
+ * file, read back by the wrapper (ranktimes.h) to the same numbers, and
+ * folded over ranks into one attempt's step time and checkpoint stall. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <math.h>
 #include "resilience/heartbeat.h"
 #include "resilience/watchdog.h"
+#include "train/steptime.h"
 #include "wrapper/hang.h"
 
 static void test_format(void **st)
@@ -90,6 +95,77 @@ static void test_file(void **st)
 	unsetenv("SLURMD_NODENAME");
 }
 
+static void test_timing(void **st)
+{
+	char dir[] = "/tmp/llmt-hbt.XXXXXX", path[256], line[256], tline[1024];
+	llmt_steptimes t;
+	llmt_st_parts a = { .step = 0.5, .wait = { 0.1, 0.05, 0.02, 0.01 }, .data = 0.02, .ckpt = 0 };
+	llmt_st_parts b = { .step = 1.0, .wait = { 0.1, 0.1, 0.1, 0.1 }, .data = 0.1, .ckpt = 0.7 };
+	llmt_st_parts c = { .step = 0.1, .wait = { 0.1, 0.1 } };   /* waits beyond the step: compute 0 */
+	struct wr_hb hb;
+	struct wr_rank_times two[2];
+	struct wr_attempt_times at;
+	FILE *f;
+	(void)st;
+
+	memset(&t, 0, sizeof(t));
+	llmt_st_add(&t, a, 1700000000000000000LL);
+	llmt_st_add(&t, b, 1700000000600000000LL);
+	assert_int_equal(t.steps, 2);
+	assert_true(fabs(t.last.compute - 0.0) < 1e-12);   /* 1.0 - 0.4 - 0.1 - 0.7 < 0 */
+	assert_true(fabs(t.total.compute - 0.3) < 1e-12);
+	assert_true(t.first_ns == 1700000000000000000LL);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(llmt_hb_start(dir, 1, 0.05), 0);
+	assert_true(llmt_st_format(tline, sizeof(tline), &t) > 0);
+	llmt_hb_set_timing(tline);
+	llmt_hb_set(2, LLMT_HB_TRAIN, 1.0);
+	snprintf(path, sizeof(path), "%s/rank_00001", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(fgets(tline, sizeof(tline), f));
+	fclose(f);
+	assert_int_equal(wr_hb_parse(line, &hb), 0);
+	assert_int_equal(hb.step, 2);
+	assert_int_equal(wr_rank_times_parse(tline, &hb.t), 0);
+	assert_int_equal(hb.t.steps, 2);
+	assert_true(fabs(hb.t.first - 1700000000.0) < 1e-3);
+	assert_true(fabs(hb.t.total[WR_T_STEP] - 1.5) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_TP] - 0.2) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_PP] - 0.15) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_DP] - 0.12) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_ALL] - 0.11) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_DATA] - 0.12) < 1e-6);
+	assert_true(fabs(hb.t.total[WR_T_CKPT] - 0.7) < 1e-6);
+	assert_true(fabs(hb.t.last[WR_T_STEP] - 1.0) < 1e-6);
+	llmt_hb_stop(LLMT_HB_DONE);
+	unlink(path);
+	rmdir(dir);
+	/* a rank with only c: compute is clamped, never negative */
+	memset(&t, 0, sizeof(t));
+	llmt_st_add(&t, c, 1);
+	assert_true(t.last.compute == 0);
+	/* two ranks: step time without the stall, mean over ranks */
+	two[0] = hb.t;
+	two[1] = hb.t;
+	two[1].total[WR_T_STEP] = 2.5;   /* (2.5 - 0.7) / 2 = 0.9 */
+	two[1].first = 1699999999.0;
+	wr_attempt_times(two, 2, (int)sizeof(two[0]), &at);
+	assert_int_equal(at.ranks, 2);
+	assert_true(fabs(at.step_s - (0.4 + 0.9) / 2) < 1e-6);
+	assert_true(fabs(at.ckpt_s - 0.7) < 1e-6);
+	assert_true(at.first_step == 1699999999.0);
+	/* malformed lines are refused */
+	assert_int_equal(wr_rank_times_parse("timing 2 5 1 2 3", &hb.t), -1);
+	assert_false(hb.t.valid);
+	assert_int_equal(wr_rank_times_parse("timing 1 5 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 -1", &hb.t), -1);
+	assert_int_equal(wr_rank_times_parse("3 123 train 0.5", &hb.t), -1);
+	two[0].valid = two[1].valid = false;
+	wr_attempt_times(two, 2, (int)sizeof(two[0]), &at);
+	assert_int_equal(at.ranks, 0);
+}
+
 /* the content time of the heartbeat file (ns) */
 static long long beat(const char *path)
 {
@@ -154,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_timing),
 		cmocka_unit_test(test_refresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

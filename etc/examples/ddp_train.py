@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""ddp_train.py: a PyTorch DDP job (gloo, CPU) under llm-train-wrap with the
+llm_train module: resume point, data skip, heartbeat and metrics per step,
+checkpoints the wrapper can pick. A small regression model on synthetic
+data, so it runs anywhere:
+
+    #SBATCH -N 2 --ntasks-per-node=1
+    export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT=29500
+    llm-train-wrap --ckpt-tool llm-train-ckpt-torch -- python3 ddp_train.py --steps 200
+
+The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+EXAMPLE_FAULT (first attempt only): kill@K:R kills rank R with SIGKILL after
+step K (the wrapper restarts the job from its last checkpoint); stop@K:R
+stops it (SIGSTOP: the wrapper finds the hang from its heartbeat and names
+its node, the others' stay fresh while they wait for it); nan@K makes
+the loss NaN from step K on (the module exits 85 after 3 such steps: the
+wrapper rolls back and skips the data past them).
+"""
+import argparse, hashlib, os, signal, sys, time
+import torch
+import torch.distributed as dist
+import llm_train
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int, default=100)
+ap.add_argument("--ckpt-every", type=int, default=5)
+ap.add_argument("--lr", type=float, default=0.05)
+a = ap.parse_args()
+
+job = llm_train.Job()
+dist.init_process_group("gloo", rank=job.rank, world_size=job.world_size)
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+job.ddp_hook(ddp)   # dp wait per step; a rank waiting for a stopped peer stays fresh
+opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)
+start, skip = 0, job.skip_batches
+if job.resume:
+    job.phase("load", job.resume_step)
+    st = torch.load(os.path.join(job.resume, "state.pt"))
+    model.load_state_dict(st["model"])
+    opt.load_state_dict(st["opt"])
+    start, skip = st["step"], st["batches_skipped"] + job.skip_batches
+fault = os.environ.get("EXAMPLE_FAULT", "") if job.attempt == 0 else ""
+
+def batch(i):
+    """Global batch i, this rank's half: the same data wherever a job resumes."""
+    g = torch.Generator().manual_seed(1000 + i)
+    x = torch.randn(8 * job.world_size, 16, generator=g)
+    y = x.sum(dim=1, keepdim=True).sin()
+    return x[job.rank::job.world_size], y[job.rank::job.world_size]
+
+job.start()
+for step in range(start + 1, a.steps + 1):
+    x, y = batch(step - 1 + skip)
+    loss = torch.nn.functional.mse_loss(ddp(x), y)
+    if fault.startswith("nan@") and step >= int(fault[4:]):
+        loss = loss * float("nan")
+    opt.zero_grad()
+    loss.backward()
+    norm = float(torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1e9))
+    if not job.bad(loss.item(), norm):
+        opt.step()
+    hit = fault[:5] in ("kill@", "stop@") and [step, job.rank] == [int(v) for v in fault[5:].split(":")]
+    if hit and fault[:4] == "stop":
+        time.sleep(1.0)   # its last heartbeat is newer than its peers': only their refresh tells it apart
+    job.step(step, loss=loss.item(), grad_norm=norm, lr=a.lr, tokens=8 * job.world_size)
+    if hit:
+        os.kill(os.getpid(), signal.SIGKILL if fault[:4] == "kill" else signal.SIGSTOP)
+    if step % a.ckpt_every == 0 or step == a.steps:
+        job.phase("save", step)
+        d = job.ckpt_dir_for(step)
+        if job.rank == 0:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                        "batches_skipped": skip}, os.path.join(d, "state.pt"))
+        dist.barrier()
+        job.ckpt_complete(step)
+        job.phase("train", step)
+if job.rank == 0:
+    h = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+    with open(os.path.join(job.ckpt_dir, "final_weights.sha256"), "w") as f:
+        f.write(h + "\n")
+dist.destroy_process_group()
+job.done()

@@ -1,0 +1,122 @@
+/* Unit tests of the live metrics' pure parts and server: the text
+ * exposition of a view (labels escaped, NaN, per-rank series only for
+ * ranks with timings), a metrics.jsonl line read back, [HOST:]PORT, and
+ * the /metrics server answering GET /metrics with the document and
+ * anything else with 404. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "wrapper/http.h"
+#include "wrapper/live.h"
+#include "wrapper/prom.h"
+
+static void test_exposition(void **state)
+{
+	(void)state;
+	struct wr_metric_rec m;
+	memset(&m, 0, sizeof m);
+	assert_int_equal(wr_metric_parse("{\"step\":7,\"loss\":3.25,\"grad_norm\":1.5,\"lr\":0.001,\"tokens_per_s\":100,"
+	                                 "\"mfu\":null,\"step_time_s\":0.5}\n", &m), 0);
+	assert_int_equal(wr_metric_parse("{\"loss\":1}", &m), -1);
+	assert_int_equal(m.step, 7);
+	assert_true(isnan(m.mfu));
+	struct wr_hb hb[2];
+	memset(hb, 0, sizeof hb);
+	hb[0].valid = hb[1].valid = true;
+	hb[0].step = 7;
+	hb[1].step = 6;
+	snprintf(hb[0].host, sizeof hb[0].host, "n\"1");
+	snprintf(hb[1].host, sizeof hb[1].host, "n2");
+	assert_int_equal(wr_rank_times_parse("timing 2 1 1 0.5 0.1 0.2 0.1 0.1 0 0  0.6 0.3 0.05 0.1 0.1 0.05 0 0", &hb[0].t), 0);
+	struct wr_live_view v = { .job = "42", .attempt = 1, .m = &m, .hb = hb, .nranks = 2 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	wr_prom_live(f, &v);
+	fclose(f);
+	assert_non_null(strstr(text, "llm_train_step{job=\"42\"} 7\n"));
+	assert_non_null(strstr(text, "llm_train_loss{job=\"42\"} 3.25\n"));
+	assert_non_null(strstr(text, "llm_train_mfu{job=\"42\"} NaN\n"));
+	assert_non_null(strstr(text, "llm_train_rank_step_seconds{job=\"42\",rank=\"0\",node=\"n\\\"1\"} 0.6\n"));
+	assert_non_null(strstr(text, "llm_train_rank_comm_wait_seconds{job=\"42\",rank=\"0\",node=\"n\\\"1\",group=\"pp\"} 0.1\n"));
+	assert_non_null(strstr(text, "llm_train_rank_step{job=\"42\",rank=\"1\",node=\"n2\"} 6\n"));
+	/* rank 1 has no timing line: no compute series for it */
+	assert_null(strstr(text, "llm_train_rank_compute_seconds{job=\"42\",rank=\"1\""));
+	assert_non_null(strstr(text, "# TYPE llm_train_rank_seconds_total counter\n"));
+	free(text);
+}
+
+static void test_addr(void **state)
+{
+	(void)state;
+	char host[64];
+	int port = -1;
+	assert_int_equal(wr_http_addr("9100", host, sizeof host, &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 9100);
+	assert_int_equal(wr_http_addr("0.0.0.0:0", host, sizeof host, &port), 0);
+	assert_string_equal(host, "0.0.0.0");
+	assert_int_equal(port, 0);
+	assert_int_equal(wr_http_addr("::1:8080", host, sizeof host, &port), 0);
+	assert_string_equal(host, "::1");
+	const char *bad[] = { "", "x", "65536", "-1", ":80", "1.2.3.4:", "80x" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (wr_http_addr(bad[i], host, sizeof host, &port) == 0)
+			fail_msg("'%s' accepted", bad[i]);
+}
+
+static void get(int port, const char *req, char *out, size_t len)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_true(write(s, req, strlen(req)) == (ssize_t)strlen(req));
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < len && (r = read(s, out + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(s);
+}
+
+static void test_server(void **state)
+{
+	(void)state;
+	int port = 0;
+	char buf[4096];
+	assert_null(wr_http_start("not-an-ip", 0, &port));
+	struct wr_http *h = wr_http_start("127.0.0.1", 0, &port);
+	assert_non_null(h);
+	assert_true(port > 0);
+	wr_http_set(h, "llm_train_step{job=\"1\"} 3\n", 26);
+	get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof buf);
+	assert_non_null(strstr(buf, "HTTP/1.0 200 OK"));
+	assert_non_null(strstr(buf, "Content-Length: 26\r\n"));
+	assert_non_null(strstr(buf, "\r\n\r\nllm_train_step{job=\"1\"} 3\n"));
+	get(port, "GET /etc/passwd HTTP/1.0\r\n\r\n", buf, sizeof buf);
+	assert_non_null(strstr(buf, "404"));
+	wr_http_stop(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exposition),
+		cmocka_unit_test(test_addr),
+		cmocka_unit_test(test_server),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

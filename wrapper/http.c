@@ -1,0 +1,170 @@
+/* http: the /metrics server thread (see http.h). One connection at a time:
+ * a scrape is a few kilobytes, served from memory. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct wr_http {
+	int fd, stop_pipe[2];
+	pthread_t th;
+	pthread_mutex_t mu;
+	char *body;
+	size_t len;
+};
+
+static void send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Reads the request head (up to a blank line, 4 KiB, 2 s) into buf. */
+static int read_head(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	while (n + 1 < cap) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (poll(&p, 1, 2000) <= 0)
+			return -1;
+		ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
+			return 0;
+	}
+	return 0;
+}
+
+static void serve(struct wr_http *h, int c)
+{
+	char req[4096], hdr[256];
+	if (read_head(c, req, sizeof req) != 0)
+		return;
+	int ok = (strncmp(req, "GET /metrics ", 13) == 0 || strncmp(req, "GET /metrics?", 13) == 0 ||
+	          strncmp(req, "GET / ", 6) == 0);
+	if (!ok) {
+		static const char nf[] = "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nnot found\n";
+		send_all(c, nf, sizeof nf - 1);
+		return;
+	}
+	pthread_mutex_lock(&h->mu);
+	int n = snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+	                 "Content-Length: %zu\r\nConnection: close\r\n\r\n", h->len);
+	send_all(c, hdr, (size_t)n);
+	if (h->body)
+		send_all(c, h->body, h->len);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void *loop(void *arg)
+{
+	struct wr_http *h = arg;
+	for (;;) {
+		struct pollfd p[2] = { { h->fd, POLLIN, 0 }, { h->stop_pipe[0], POLLIN, 0 } };
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		int c = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		serve(h, c);
+		close(c);
+	}
+	return NULL;
+}
+
+struct wr_http *wr_http_start(const char *host, int port, int *bound)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE };
+	struct addrinfo *ai = NULL;
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	if (getaddrinfo(host, ps, &hints, &ai) != 0 || !ai) {
+		fprintf(stderr, "llm-train-wrap: --metrics-http: '%s' is not a numeric IP address\n", host);
+		return NULL;
+	}
+	struct wr_http *h = calloc(1, sizeof *h);
+	int one = 1;
+	if (!h)
+		goto fail;
+	h->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->fd < 0 || setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+	    bind(h->fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(h->fd, 16) != 0) {
+		fprintf(stderr, "llm-train-wrap: --metrics-http: cannot listen on %s port %d: %s\n", host, port, strerror(errno));
+		goto fail;
+	}
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof sa;
+	getsockname(h->fd, (struct sockaddr *)&sa, &sl);
+	*bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+	                                        : ((struct sockaddr_in *)&sa)->sin_port);
+	if (pipe2(h->stop_pipe, O_CLOEXEC) != 0)
+		goto fail;
+	pthread_mutex_init(&h->mu, NULL);
+	if (pthread_create(&h->th, NULL, loop, h) != 0) {
+		fprintf(stderr, "llm-train-wrap: --metrics-http: cannot start the server thread\n");
+		goto fail;
+	}
+	freeaddrinfo(ai);
+	return h;
+fail:
+	freeaddrinfo(ai);
+	if (h && h->fd > 0)
+		close(h->fd);
+	free(h);
+	return NULL;
+}
+
+void wr_http_set(struct wr_http *h, const char *body, size_t len)
+{
+	char *b = malloc(len + 1);
+	if (!h || !b) {
+		free(b);
+		return;
+	}
+	memcpy(b, body, len);
+	pthread_mutex_lock(&h->mu);
+	free(h->body);
+	h->body = b;
+	h->len = len;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void wr_http_stop(struct wr_http *h)
+{
+	if (!h)
+		return;
+	if (write(h->stop_pipe[1], "x", 1) != 1) { /* the thread ends with the process */ }
+	pthread_join(h->th, NULL);
+	close(h->stop_pipe[0]);
+	close(h->stop_pipe[1]);
+	close(h->fd);
+	free(h->body);
+	free(h);
+}

@@ -1,0 +1,300 @@
+"""llm_train: a PyTorch (or any Python) training script under llm-train-wrap.
+
+The wrapper chooses where a job resumes and how much data it skips, and
+watches every rank's heartbeat; llm-train (the C runtime) does its part
+of that contract itself, and this module does it for a torchrun-style
+script in a few lines:
+
+    import llm_train
+    job = llm_train.Job()                 # RANK, WORLD_SIZE, the wrapper's choices
+    if job.resume:                        # the checkpoint dir the wrapper picked
+        state = torch.load(job.resume + "/model.pt")
+    skip = job.skip_batches               # batches to skip past a bad step
+    for step in range(job.resume_step + 1, steps + 1):
+        ...
+        job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
+        if step % 10 == 0:
+            d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
+            if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
+            dist.barrier()
+            job.ckpt_complete(step)       # the marker: now the wrapper may pick it
+    job.done()
+
+job.step writes the rank's heartbeat (with its step time and, when given,
+its waits: the same timing line llm-train writes) and rank 0's line of
+RUN_DIR/metrics.jsonl; between steps a thread keeps the heartbeat fresh
+only in phases "load" and "save" (job.phase(...)), so a hung step goes
+stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
+--ckpt-tool: a step directory is complete when it holds this module's
+marker (its files still of the sizes recorded) or, from
+torch.distributed.checkpoint, its .metadata (written last).
+"""
+import json, math, os, socket, sys, threading, time
+
+MARKER = "llm_train.complete"
+EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
+PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
+
+
+def _env(name, default=""):
+    v = os.environ.get(name)
+    return default if v is None or v == "" else v
+
+
+def _atomic_write(path, text):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _host():
+    h = _env("SLURMD_NODENAME", socket.gethostname()) or "unknown"
+    return "".join(c if c.isalnum() or c in ".-_" else "_" for c in h)[:63]
+
+
+class Job:
+    """The job as the wrapper and the plugin describe it (environment)."""
+
+    def __init__(self, refresh_s=2.0):
+        self.rank = int(_env("RANK", _env("SLURM_PROCID", "0")))
+        self.world_size = int(_env("WORLD_SIZE", _env("SLURM_NTASKS", "1")))
+        self.local_rank = int(_env("LOCAL_RANK", _env("SLURM_LOCALID", "0")))
+        self.ckpt_dir = _env("LLM_TRAIN_CKPT_DIR")
+        if not self.ckpt_dir:
+            raise SystemExit("llm_train: LLM_TRAIN_CKPT_DIR is not set (run under llm-train-wrap)")
+        self.run_dir = _env("LLM_TRAIN_RUN_DIR", self.ckpt_dir)
+        self.hb_dir = _env("LLM_TRAIN_HEARTBEAT_DIR", self.ckpt_dir + "/heartbeat")
+        self.resume = _env("LLM_TRAIN_RESUME") or None
+        self.resume_step = step_of(self.resume) if self.resume else 0
+        self.skip_batches = int(_env("LLM_TRAIN_SKIP_BATCHES", "0"))
+        self.attempt = int(_env("LLM_TRAIN_ATTEMPT", "0"))
+        self.host = _host()
+        os.makedirs(self.hb_dir, exist_ok=True)
+        self._hb = "%s/rank_%05d" % (self.hb_dir, self.rank)
+        self._lock = threading.Lock()
+        self._state = [self.resume_step, "init", 0.0]
+        self._timing = None
+        self._steps, self._first_ns, self._total = 0, 0, [0.0] * len(PARTS)
+        self._last_t = None
+        self._stall, self._save_t = 0.0, 0.0
+        self._comm_op, self._comm_busy, self._dp_wait = 0, 0, 0.0
+        self._metrics = None
+        self.max_bad_steps = int(_env("LLM_TRAIN_MAX_BAD_STEPS", "3"))
+        self._bad_run = 0
+        self._stop = threading.Event()
+        self._beat()
+        t = threading.Thread(target=self._refresh, args=(refresh_s,), daemon=True)
+        t.start()
+
+    # -- heartbeat ------------------------------------------------------
+    def _beat(self):
+        step, phase, last = self._state
+        text = "%d %d %s %.6f %s\n" % (step, time.time_ns(), phase, last, self.host)
+        if self._timing:
+            text += self._timing
+        _atomic_write(self._hb, text)
+
+    def _refresh(self, period):
+        seen = None
+        while not self._stop.wait(period):
+            with self._lock:
+                op = self._comm_op if self._comm_busy else None
+                # in train only while one collective has been waiting since
+                # the last tick (ddp_hook): the rank its peers wait for is
+                # the one whose heartbeat goes stale, as with llm-train
+                if self._state[1] in ("init", "load", "save") or (op is not None and op == seen):
+                    self._beat()
+                seen = op
+
+    def ddp_hook(self, ddp):
+        """Register a DDP communication hook that all-reduces gradients as
+        DDP does, counts its time as this rank's "dp" wait and keeps the
+        heartbeat fresh while a reduction waits for a peer."""
+        import torch.distributed as dist
+        world = dist.get_world_size()
+
+        def hook(state, bucket):
+            with self._lock:
+                self._comm_op += 1
+                self._comm_busy += 1
+            t0 = time.monotonic()
+            fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+
+            def done(f):
+                with self._lock:
+                    self._comm_busy -= 1
+                    self._dp_wait += time.monotonic() - t0
+                return f.value()[0].div_(world)
+            return fut.then(done)
+        ddp.register_comm_hook(None, hook)
+
+    def phase(self, name, step=None):
+        """'load' or 'save' around long I/O (refreshed), 'train' after; the
+        time in 'save' counts as the next step's checkpoint stall."""
+        now = time.monotonic()
+        if self._state[1] == "save" and name != "save":
+            self._stall += now - self._save_t
+        if name == "save" and self._state[1] != "save":
+            self._save_t = now
+        with self._lock:
+            if step is not None:
+                self._state[0] = step
+            self._state[1] = name
+            self._beat()
+
+    # -- one step -------------------------------------------------------
+    def step(self, step, loss=None, grad_norm=None, lr=None, tokens=None, waits=None, data_s=0.0, ckpt_s=None):
+        """Call once per optimizer step, after it. waits: {"tp"|"pp"|"dp"|"all": seconds};
+        ckpt_s: checkpoint stall in it (default: the time in phase 'save' since the last call)."""
+        now = time.monotonic()
+        if ckpt_s is None:
+            ckpt_s, self._stall = self._stall, 0.0
+        if self._last_t is None:   # the first step: timed from the first call of this process
+            self._last_t = getattr(self, "_t0", now)
+        dt = now - self._last_t
+        self._last_t = now
+        with self._lock:
+            hooked, self._dp_wait = self._dp_wait, 0.0
+        waits = dict(waits or {})
+        if hooked and "dp" not in waits:
+            waits["dp"] = hooked   # ddp_hook's reductions (overlapping backward: an upper bound)
+        w = [float(waits.get(g, 0.0)) for g in ("tp", "pp", "dp", "all")]
+        rest = sum(w) + data_s + ckpt_s
+        last = [dt, max(dt - rest, 0.0)] + w + [data_s, ckpt_s]
+        if self._steps == 0:
+            self._first_ns = time.time_ns() - int(dt * 1e9)
+        self._steps += 1
+        self._total = [a + b for a, b in zip(self._total, last)]
+        self._timing = "timing %d %d %s %s\n" % (self._steps, self._first_ns,
+            " ".join("%.6f" % v for v in self._total), " ".join("%.6f" % v for v in last))
+        with self._lock:
+            self._state = [step, "train", dt]
+            self._beat()
+        if self.rank == 0:
+            self._metric(step, loss, grad_norm, lr, tokens / dt if tokens and dt > 0 else None, dt, sum(w), ckpt_s)
+
+    def start(self):
+        """Mark the start of the first step (else it is timed from the first step() call's previous one)."""
+        self._t0 = time.monotonic()
+        self.phase("train")
+
+    def _metric(self, step, loss, norm, lr, tps, dt, comm, ckpt):
+        def num(v):
+            return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+        if self._metrics is None:
+            os.makedirs(self.run_dir, exist_ok=True)
+            self._metrics = open(self.run_dir + "/metrics.jsonl", "a")
+        rec = {"step": step, "loss": num(loss), "grad_norm": num(norm), "lr": num(lr), "tokens_per_s": num(tps),
+               "mfu": None, "step_time_s": dt, "comm_time_s": comm, "ckpt_time_s": ckpt,
+               "skipped": loss is not None and not math.isfinite(loss)}
+        self._metrics.write(json.dumps(rec) + "\n")
+        self._metrics.flush()
+
+    def bad(self, loss, grad_norm=None):
+        """Whether this step's loss (or gradient norm) is not finite: skip its
+        update then. After max_bad_steps in a row the job exits 85 and the
+        wrapper rolls it back to an earlier checkpoint and skips the data."""
+        vals = [v for v in (loss, grad_norm) if v is not None]
+        if all(math.isfinite(v) for v in vals):
+            self._bad_run = 0
+            return False
+        self._bad_run += 1
+        if self._bad_run >= self.max_bad_steps:
+            print("llm_train: %d non-finite steps in a row: exit %d (roll back)" % (self._bad_run, EXIT_ROLLBACK),
+                  file=sys.stderr)
+            with self._lock:
+                self._stop.set()
+            sys.stderr.flush()
+            os._exit(EXIT_ROLLBACK)   # all ranks see the same loss: all leave alike
+        return True
+
+    # -- checkpoints ----------------------------------------------------
+    def ckpt_dir_for(self, step):
+        d = "%s/step_%08d" % (self.ckpt_dir, step)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def ckpt_complete(self, step):
+        """Rank 0, after every rank's files of the step are written (a barrier):
+        the marker (file sizes) and the `latest` pointer, each by rename."""
+        if self.rank != 0:
+            return
+        d = self.ckpt_dir_for(step)
+        files = {}
+        for root, _, names in os.walk(d):
+            for n in names:
+                if n != MARKER and ".tmp." not in n:
+                    p = os.path.join(root, n)
+                    files[os.path.relpath(p, d)] = os.path.getsize(p)
+        _atomic_write(d + "/" + MARKER, json.dumps({"step": step, "files": files}) + "\n")
+        _atomic_write(self.ckpt_dir + "/latest", "step_%08d\n" % step)
+
+    def done(self):
+        """The last heartbeat (phase done): call at a clean end."""
+        self._stop.set()
+        with self._lock:
+            self._state[1] = "done"
+            self._beat()
+        if self._metrics:
+            self._metrics.close()
+
+
+def step_of(path):
+    """The step of a checkpoint directory: its marker's, else its name's."""
+    try:
+        with open(os.path.join(path, MARKER)) as f:
+            return int(json.load(f)["step"])
+    except (OSError, ValueError, KeyError):
+        pass
+    name = os.path.basename(os.path.normpath(path))
+    return int(name[5:]) if name.startswith("step_") and name[5:].isdigit() else 0
+
+
+def complete(path):
+    """None when path is a complete checkpoint, else why not."""
+    m = os.path.join(path, MARKER)
+    if os.path.exists(m):
+        try:
+            with open(m) as f:
+                files = json.load(f)["files"]
+        except (OSError, ValueError, KeyError) as e:
+            return "bad marker (%s)" % e.__class__.__name__
+        for n, size in files.items():
+            p = os.path.join(path, n)
+            if not os.path.isfile(p):
+                return "%s missing" % n
+            if os.path.getsize(p) != size:
+                return "%s is %d bytes, the marker says %d" % (n, os.path.getsize(p), size)
+        return None
+    if os.path.isfile(os.path.join(path, ".metadata")):
+        return None   # torch.distributed.checkpoint writes .metadata last
+    return "no %s and no .metadata (incomplete)" % MARKER
+
+
+def ckpt_list(d, out=sys.stdout, err=sys.stderr):
+    """`ckpt-list DIR`: valid checkpoints newest first as "step path"."""
+    if not os.path.isdir(d):
+        return 0
+    for name in sorted((n for n in os.listdir(d) if n.startswith("step_")), reverse=True):
+        p = os.path.join(d, name)
+        if not os.path.isdir(p):
+            continue
+        why = complete(p)
+        if why:
+            print("%s: %s" % (p, why), file=err)
+        else:
+            print("%d %s" % (step_of(p), p), file=out)
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "ckpt-list":
+        print("usage: llm-train-ckpt-torch ckpt-list DIR", file=sys.stderr)
+        return 64
+    return ckpt_list(argv[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
