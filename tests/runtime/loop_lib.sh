@@ -68,3 +68,8 @@ losses() {
 	/usr/bin/python3 -c 'import json,sys
 for l in open(sys.argv[1]): print(json.loads(l)["loss"])' "$1"
 }
+# norms FILE: the grad_norm column of a metrics file, one a line
+norms() {
+	/usr/bin/python3 -c 'import json,sys
+for l in open(sys.argv[1]): print(json.loads(l)["grad_norm"])' "$1"
+}
