@@ -42,12 +42,12 @@ count() {
 # trainer (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx): LT,
 # RT_SRC/RT_BUILD (where llm-train's sources and build are, default the
 # tree), the cluster (cluster_need), W and the KJV corpus in $W/corpus.
-# SKIP without llm-train or bible-kjv.
+# FAIL without llm-train (a build output), SKIP without bible-kjv.
 real_trainer_setup() {
 	RT_SRC=${RT_SRC:-$top_srcdir}
 	RT_BUILD=${RT_BUILD:-$top_builddir}
 	LT=$RT_BUILD/runtime/llm-train
-	[ -x "$LT" ] || { echo "SKIP: $LT not built"; exit 77; }
+	[ -x "$LT" ] || { echo "FAIL: $LT not built (a build output, never a skip)"; exit 1; }
 	command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed (corpus)"; exit 77; }
 	. "$top_srcdir/tests/cluster/lib.sh"
 	cluster_need "$@"
