@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "llmt/exitcodes.h"
 #include "ckpt/ckpt.h"
 #include "memory/memplan.h"
@@ -232,6 +233,21 @@ static int train_main(int argc, char **argv)
 	return rc;
 }
 
+/* LLMT_START_MARKER=FILE: one line appended as main begins, before any
+ * other code of llm-train runs, so a test tells a launch that failed before
+ * llm-train started (no line: may be retried) from a crash of llm-train
+ * (tests/runtime/loop_lib.sh) */
+static void start_marker(void)
+{
+	const char *f = getenv("LLMT_START_MARKER");
+	FILE *fp;
+
+	if (!f || !*f || !(fp = fopen(f, "a")))
+		return;
+	fprintf(fp, "llm-train started: pid %ld\n", (long)getpid());
+	fclose(fp);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
@@ -244,6 +260,8 @@ int main(int argc, char **argv)
 		{ "generate", llmt_generate_main },
 		{ "train", train_main },
 	};
+
+	start_marker();
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
 		fputs(usage, stdout);

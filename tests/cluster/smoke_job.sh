@@ -34,7 +34,7 @@ echo "4-node job $jobid ran on: $(echo $nodes)"
 # The plugin: when built, the cluster loads it and sbatch offers its option.
 plugin=$top_builddir/spank/.libs/llm_train.so
 if [ ! -f "$plugin" ]; then
-	echo "SKIP: plugin not built ($plugin): --llm-train check skipped"
+	fail "plugin not built ($plugin): a build output, never a skip"
 elif ! grep -q llm_train.so "$CLUSTER_DIR/etc/plugstack.conf"; then
 	echo "SKIP: cluster $CLUSTER_DIR runs without the plugin: --llm-train check skipped"
 else

@@ -54,8 +54,11 @@ SLURM_CONF=$a/etc/slurm.conf scontrol show topology | grep -q 'SwitchName=top .*
 SLURM_CONF=$b/etc/slurm.conf scontrol show topology x | grep -q 'SwitchName=x .*Nodes=node2$' ||
 	fail "slurmctld of B does not show the explicit leaf x"
 if [ -f "$top_builddir/spank/.libs/llm_train.so" ]; then
-	grep -qx "required $a/lib/llm_train.so policy=$a/etc/llm-train.yaml" "$a/etc/plugstack.conf" ||
-		fail "the built plugin is not in A's plugstack.conf"
+	grep -qx "required $a/lib/llm_train.so policy=$a/etc/llm-train.yaml kernel_log=$a/klog/%n" "$a/etc/plugstack.conf" ||
+		fail "the built plugin (with the cluster's own kernel logs) is not in A's plugstack.conf"
+	for n in 1 2; do
+		[ -f "$a/klog/node$n" ] && [ ! -s "$a/klog/node$n" ] || fail "A's node$n has no empty kernel log $a/klog/node$n"
+	done
 	cmp -s "$top_builddir/spank/.libs/llm_train.so" "$a/lib/llm_train.so" || fail "A/lib/llm_train.so is not the built one"
 else
 	[ ! -s "$a/etc/plugstack.conf" ] || fail "A's plugstack.conf names a plugin that is not built"

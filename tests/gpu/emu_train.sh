@@ -10,7 +10,8 @@
 # - emulated GPU vs CPU llm-train, same seed and data, at dp=2, at dp=3
 #   (ZeRO-1 tails) and at pp=2,dp=2 (the tied embedding gradient crosses
 #   stages): per-step loss
-#   and gradient norm within 1e-2 relative (bf16 rounding; observed ~1e-6);
+#   and gradient norm within 2e-6 relative (the same bf16 products, fp32
+#   sums in another order in the emulated kernels: measured <= 1.3e-7);
 #   the SDC check at every step passes (bit-identical DP replicas) and the
 #   checkpoints say replicas_agree;
 # - a resume of the GPU run from its step-2 checkpoint (saved while step 3
@@ -18,7 +19,7 @@
 #   files bit for bit;
 # - checkpoints cross backends and layouts: a CPU run at dp=2 resumes the
 #   GPU pp=2,dp=2 checkpoint, a GPU run at dp=2 the CPU's, each
-#   next step within 1e-2 of the run it continues;
+#   next step within 2e-6 of the run it continues (measured 0);
 # - the device path moves no gradients or weights to the host per step:
 #   host<->device bytes per step (counted by the emulation) stay under a
 #   tenth of the fp32 weights;
@@ -46,19 +47,9 @@ for g in 0 -1; do
 done
 common="--seq 8 --micro-batch 1 --grad-accum 2 --lr 1e-3 --warmup 1 --seed 5 --sdc-interval 1"
 
-# launch DIR COPY TP PP DP [options]: rtrain, and once more after Open MPI's
-# rare crash in MPI_Init (tests/cluster/lib.sh): a segfault before
-# llm-train made DIR (a crash of llm-train itself repeats and fails)
-launch() {
-	rtrain "$@"
-	_rc=$?
-	if [ $_rc != 0 ] && [ ! -d "$1" ] && grep -q 'Segmentation fault' "$CLUSTER_WORK/last.out"; then
-		echo "note: crash before setup (exit $_rc), running again"
-		rtrain "$@"
-		_rc=$?
-	fi
-	return $_rc
-}
+# launch DIR COPY TP PP DP [options]: rtrain (tests/runtime/loop_lib.sh):
+# once more only when no rank reached llm-train's main
+launch() { rtrain "$@"; }
 # go NAME gpu|cpu TP PP DP [options]: one run, checkpoints in $W/NAME
 go() {
 	_name=$1 _b=$2; shift 2
@@ -84,27 +75,27 @@ agree() { grep -q '"replicas_agree": *true' "$W/$1/step_0000000$2/manifest.json"
 # ---- dp=2 and pp=2,dp=2: GPU vs CPU; bytes per step -------------------------
 ok g12 gpu 1 1 2 --steps 4
 ok c12 cpu 1 1 2 --steps 4
-cmp_metrics c12 g12 1 4 1e-2 || exit 1
+cmp_metrics c12 g12 1 4 2e-6 || exit 1
 agree g12 2
 agree g12 4
 ok g22 gpu 1 2 2 --steps 3
 ok c22 cpu 1 2 2 --steps 3
-cmp_metrics c22 g22 1 3 1e-2 || exit 1
+cmp_metrics c22 g22 1 3 2e-6 || exit 1
 agree g22 3
 # dp=3: bucket lengths not divisible by dp leave tails (all-reduced and
 # updated on every replica, counted in the norm once)
 ok g13 gpu 1 1 3 --steps 2
 ok c13 cpu 1 1 3 --steps 2
-cmp_metrics c13 g13 1 2 1e-2 || exit 1
+cmp_metrics c13 g13 1 2 2e-6 || exit 1
 agree g13 2
 # tp=2 and tp=2,dp=2: the TP sums are NCCL all-reduces in the GPU model; the
 # device norm counts TP-replicated tensors once
 ok g21 gpu 2 1 1 --steps 2
 ok c21 cpu 2 1 1 --steps 2
-cmp_metrics c21 g21 1 2 1e-2 || exit 1
+cmp_metrics c21 g21 1 2 2e-6 || exit 1
 ok g212 gpu 2 1 2 --steps 2
 ok c212 cpu 2 1 2 --steps 2
-cmp_metrics c212 g212 1 2 1e-2 || exit 1
+cmp_metrics c212 g212 1 2 2e-6 || exit 1
 agree g212 2
 
 # ---- resume: bit-identical on the GPU; across backends and layouts ----------
@@ -116,9 +107,9 @@ for f in rank_00000.bin rank_00001.bin; do
 done
 echo "resumed GPU run: step-4 checkpoint files identical to the uninterrupted run's"
 ok c22x cpu 1 1 2 --steps 3 --resume "$W/g22/step_00000002"
-cmp_metrics g22 c22x 3 3 1e-2 || exit 1
+cmp_metrics g22 c22x 3 3 2e-6 || exit 1
 ok g22x gpu 1 1 2 --steps 3 --resume "$W/c22/step_00000002"
-cmp_metrics c22 g22x 3 3 1e-2 || exit 1
+cmp_metrics c22 g22x 3 3 2e-6 || exit 1
 
 # ---- host traffic per step: a 2-step run minus a 1-step run ---------------
 # (dp=2, no checkpoints, no SDC checks: what every step moves)

@@ -57,7 +57,10 @@ static double relb(const bf16 *a, const bf16 *b, size_t n)
     }
     return d / (m > 0 ? m : 1);
 }
-#define NEAR(v, lim) do { double v_ = (v); if (!(v_ <= (lim))) fail_msg("%s = %g > %g", #v, v_, (double)(lim)); } while (0)
+/* NEAR prints each measured error next to its limit (the log is the
+ * measurement). relb limits of 8e-3 are one bf16 ulp (2^-7): an fp32
+ * difference of one ulp before rounding may flip a bf16 result; measured 0. */
+#define NEAR(v, lim) do { double v_ = (v); printf("near %d: %s = %.3g (limit %.3g)\n", __LINE__, #v, v_, (double)(lim)); if (!(v_ <= (lim))) fail_msg("%s = %g > %g", #v, v_, (double)(lim)); } while (0)
 
 static void test_rmsnorm(void **st)
 {
@@ -200,7 +203,7 @@ static void test_elementwise(void **st)
     double ref = k_xent_fwd(lg, tgt, dl2, M, V, 1e-3f, 1), tot = 0;
     for (int m = 0; m < M; m++)
         tot += loss[m];
-    NEAR(fabs(tot / M - ref) / ref, 1e-5);
+    NEAR(fabs(tot / M - ref) / ref, 1e-7);   /* fp32 row sums: measured 3.5e-9 */
     NEAR(relb(dl1, dl2, (size_t)M * V), 8e-3);
     free(gu); free(a1); free(a2); free(da); free(g1); free(g2); free(E); free(x1); free(x2);
     free(dE1); free(dE2); free(dx); free(lg); free(dl1); free(dl2);
@@ -223,7 +226,7 @@ static void test_adamw_sumsq(void **st)
                               (float)(1 - 0.95), (float)(1 - lr * 0.1), (float)(lr / bc1),
                               (float)sqrt(bc2), 1e-8f, 0), 0);
     llmt_adamw_update(p2, g, m2, v2, n, lr, gs, &c, t, 1);
-    NEAR(relerr(p1, p2, n), 1e-6);
+    NEAR(relerr(p1, p2, n), 1e-7);   /* fp32 update vs double: measured 3.7e-9 */
     NEAR(relerr(m1, m2, n), 1e-6);
     NEAR(relerr(v1, v2, n), 1e-6);
     for (size_t i = 0; i < n; i++)
@@ -232,7 +235,7 @@ static void test_adamw_sumsq(void **st)
     assert_int_equal(gk_sumsq(g, n, part, 0), 0);
     for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
         s += part[i];
-    NEAR(fabs(s - llmt_sumsq_det(g, n)) / s, 1e-12);
+    NEAR(fabs(s - llmt_sumsq_det(g, n)) / s, 1e-13);   /* measured 7.7e-15 */
     free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2); free(wc);
 }
 
@@ -277,28 +280,38 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
                                             last ? tgt : NULL, last ? NULL : o2, &l2), 0);
         assert_int_equal(llmt_gmodel_forward(g, 0, first ? tok : NULL, first ? NULL : act,
                                              last ? tgt : NULL, last ? NULL : o1, &l1), 0);
+        /* the emulated kernels and the CPU model compute the same bf16
+         * products with fp32 sums in another order (blocking, TP/PP
+         * splits): measured loss 0, logits <= 7.2e-8, stage output <=
+         * 6.0e-8, input gradient <= 2.4e-7, per-tensor gradient <= 2.8e-7
+         * (fp32 rounding, ~1 ulp); limits ~10-30x that */
         if (last) {
-            NEAR(fabs(l1 - l2) / l2, 2e-3);
+            NEAR(fabs(l1 - l2) / l2, 1e-6);
             float *lg = malloc((size_t)M * V * 4);
             assert_int_equal(llmt_gmodel_logits(g, lg), 0);
-            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
+            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-6);
             free(lg);
         } else {
-            NEAR(relerr(o1, o2, (size_t)M * d), 2e-2);
+            NEAR(relerr(o1, o2, (size_t)M * d), 2e-6);
         }
         assert_int_equal(llmt_model_backward(cm, 0, last ? NULL : go, first ? NULL : gi2, 0.5f), 0);
         assert_int_equal(llmt_gmodel_backward(g, 0, last ? NULL : go, first ? NULL : gi1, 0.5f), 0);
         if (!first)
-            NEAR(relerr(gi1, gi2, (size_t)M * d), 5e-2);
+            NEAR(relerr(gi1, gi2, (size_t)M * d), 4e-6);
         assert_int_equal(llmt_gmodel_download_grads(g), 0);
         int np;
         const llmt_param_info *pi = llmt_model_params(cm, &np);
+        /* chunked attention (chunk > 0) rescales its running softmax sums
+         * per chunk, the CPU model sums each row once: measured 3.5e-5 */
+        double gworst = 0, glim = chunk > 0 ? 4e-4 : 4e-6;
         for (int t = 0; t < np; t++) {
             double e = relerr(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
                             pi[t].numel);
-            if (!(e <= 5e-2))
+            gworst = fmax(gworst, e);
+            if (!(e <= glim))
                 fail_msg("gradient of %s: rel %g", pi[t].name, e);
         }
+        NEAR(gworst, glim);
         /* the fused AdamW against optim.c's */
         llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
         float *gg = dup(llmt_model_grads(h), n);
@@ -328,7 +341,8 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
     if (steps > 1) {    /* the device sum of squares of the gradients */
         double ss;
         assert_int_equal(llmt_gmodel_grad_sumsq(g, &ss), 0);
-        NEAR(fabs(ss - llmt_sumsq_det(llmt_model_grads(h), n)) / ss, 1e-9);
+        /* double sums in another order: measured 9.2e-16 */
+        NEAR(fabs(ss - llmt_sumsq_det(llmt_model_grads(h), n)) / ss, 1e-14);
     }
     llmt_gmodel_free(g);
     llmt_model_free(cm);
@@ -374,14 +388,16 @@ static void test_bridge(void **st)
         for (int s = 0; s < 2; s++) {     /* two micro-batches in two slots */
             assert_int_equal(llmt_model_forward(cm, s, tok, NULL, tgt, NULL, &lc), 0);
             assert_int_equal(llmt_model_forward(gm, s, tok, NULL, tgt, NULL, &lg), 0);
-            NEAR(fabs(lc - lg) / lc, 2e-3);
-            NEAR(relerr(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-2);
+            /* fp32 sums in another order: measured loss 0, logits
+             * <= 4.9e-8, gradients <= 1.4e-7 */
+            NEAR(fabs(lc - lg) / lc, 1e-6);
+            NEAR(relerr(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-6);
         }
         for (int s = 0; s < 2; s++) {
             assert_int_equal(llmt_model_backward(cm, s, NULL, NULL, 0.5f), 0);
             assert_int_equal(llmt_model_backward(gm, s, NULL, NULL, 0.5f), 0);
         }
-        NEAR(relerr(llmt_model_grads(gm), llmt_model_grads(cm), n), 5e-2);
+        NEAR(relerr(llmt_model_grads(gm), llmt_model_grads(cm), n), 4e-6);
         /* a host-side update, then sync: the next step uses it */
         float *wc = llmt_model_master(cm), *wg = llmt_model_master(gm), *g = llmt_model_grads(cm);
         for (size_t i = 0; i < n; i++) {
@@ -427,13 +443,14 @@ static void test_zero1(void **st)
         assert_int_equal(llmt_gmodel_step_dp(g1, 1e-2, 0.5, &ac, step, &norm), 0);
         assert_int_equal(llmt_gmodel_backward(g2, 0, NULL, NULL, 1.0f), 0);
         assert_int_equal(llmt_gmodel_grad_sumsq(g2, &ss), 0);
-        NEAR(fabs(norm - sqrt(ss)) / sqrt(ss), 1e-9);
+        /* one rank: the same sums and the same update, bit for bit (measured 0) */
+        NEAR(fabs(norm - sqrt(ss)) / sqrt(ss), 0);
         assert_true(norm > 0.5);                                 /* the clip acts */
         assert_int_equal(llmt_gmodel_adamw(g2, 1e-2, llmt_clip_scale(sqrt(ss), 0.5), &ac, step), 0);
         assert_int_equal(llmt_gmodel_download_master(g1), 0);
         assert_int_equal(llmt_gmodel_download_master(g2), 0);
         NEAR(relerr(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
-                  n), 1e-6);
+                  n), 0);
     }
     llmt_gmodel_free(g1);
     llmt_gmodel_free(g2);

@@ -42,7 +42,7 @@ static int fails, world_rank;
 static const char *const kinds[] = {
     "loss vs CPU", "loss vs tp=1", "logits vs CPU", "logits vs tp=1", "stage output vs CPU",
     "stage output vs tp=1", "input gradient vs CPU", "input gradient vs tp=1",
-    "gradient vs CPU", "gradient vs tp=1 slice", "device AdamW vs optim.c",
+    "gradient vs CPU (step 0)", "gradient vs CPU", "gradient vs tp=1 slice", "device AdamW vs optim.c",
     "weights after AdamW steps vs tp=1 slice", "ZeRO-1 norm vs host optimizer",
     "ZeRO-1 weights vs host optimizer",
 };
@@ -174,13 +174,17 @@ static void run_config(llmt_parallel *p, int gqa)
             llmt_model_forward(c1, 0, tok, in, tgt, last ? NULL : o1, &l1))
             check("CPU forward", "", 1, 0);
         snprintf(what, sizeof what, "%s step %d", gqa ? "gqa" : "tied", s);
+        /* the same bf16 products, fp32 sums in another order (the TP
+         * all-reduce adds the ranks' partial sums; the emulated kernels
+         * block differently): measured loss 1.1e-7, logits 1.1e-7, stage
+         * output 1.2e-7, input gradient 2.0e-7; limits ~20x that */
         if (last) {
-            check("loss vs CPU", what, fabs(lgpu - lcpu) / lcpu, 2e-3);
-            check("loss vs tp=1", what, fabs(lgpu - l1) / l1, 2e-3);
+            check("loss vs CPU", what, fabs(lgpu - lcpu) / lcpu, 2e-6);
+            check("loss vs tp=1", what, fabs(lgpu - l1) / l1, 2e-6);
             if (llmt_gmodel_logits(g, lg))
                 check("logits download", what, 1, 0);
-            check("logits vs CPU", what, relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-2);
-            check("logits vs tp=1", what, relerr(lg, llmt_model_logits(c1, 0), (size_t)M * V), 2e-2);
+            check("logits vs CPU", what, relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-6);
+            check("logits vs tp=1", what, relerr(lg, llmt_model_logits(c1, 0), (size_t)M * V), 2e-6);
             if (l->pp > 1 && world_rank == l->tp * (l->pp - 1))
                 printf("%s: loss GPU tp=%d %.6f, CPU tp=%d %.6f, CPU tp=1 %.6f\n", what, l->tp,
                        lgpu, l->tp, lcpu, l1);
@@ -188,8 +192,8 @@ static void run_config(llmt_parallel *p, int gqa)
                 printf("%s: loss GPU tp=%d %.6f, CPU tp=%d %.6f, CPU tp=1 %.6f\n", what, l->tp,
                        lgpu, l->tp, lcpu, l1);
         } else {
-            check("stage output vs CPU", what, relerr(og, oc, (size_t)Md), 2e-2);
-            check("stage output vs tp=1", what, relerr(og, o1, (size_t)Md), 2e-2);
+            check("stage output vs CPU", what, relerr(og, oc, (size_t)Md), 2e-6);
+            check("stage output vs tp=1", what, relerr(og, o1, (size_t)Md), 2e-6);
             if (llmt_comm_send_bytes(p->pp_comm, og, Md * 4, l->pp_rank + 1, 41))
                 check("activations sent", "", 1, 0);
         }
@@ -201,8 +205,8 @@ static void run_config(llmt_parallel *p, int gqa)
         if (llmt_model_backward(cm, 0, go, ic, 0.5f) || llmt_model_backward(c1, 0, go, i1, 0.5f))
             check("CPU backward", "", 1, 0);
         if (!first) {
-            check("input gradient vs CPU", what, relerr(ig, ic, (size_t)Md), 5e-2);
-            check("input gradient vs tp=1", what, relerr(ig, i1, (size_t)Md), 5e-2);
+            check("input gradient vs CPU", what, relerr(ig, ic, (size_t)Md), 4e-6);
+            check("input gradient vs tp=1", what, relerr(ig, i1, (size_t)Md), 4e-6);
             if (llmt_comm_send_bytes(p->pp_comm, ig, Md * 4, l->pp_rank - 1, 42))
                 check("gradient sent", "", 1, 0);
         }
@@ -211,12 +215,18 @@ static void run_config(llmt_parallel *p, int gqa)
         for (int t = 0; t < np; t++) {
             const llmt_param_info *P = find(c1, pi[t].name, pi[t].tied_copy);
             snprintf(what, sizeof what, "%s (%s step %d)", pi[t].name, gqa ? "gqa" : "tied", s);
-            check("gradient vs CPU", what, relerr(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel),
-                  5e-2);
+            /* the CPU model of this layout differs from both the GPU and
+             * the tp=1 model (which agree to 3e-7, checked next at 6e-6)
+             * by more than fp32 order: measured 8.1e-5 at step 0 (gqa, the
+             * layer after a TP all-reduce) and 1.25e-3 from step 1, when
+             * it runs on the GPU's master weights re-rounded to bf16 by
+             * llmt_model_sync_compute; not yet explained (issue 20) */
+            check(s == 0 ? "gradient vs CPU (step 0)" : "gradient vs CPU", what,
+                  relerr(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel), s == 0 ? 1e-3 : 1.5e-2);
             if (!P)
                 check("tensor missing in the tp=1 model", what, 1, 0);
             else
-                check("gradient vs tp=1 slice", what, shard_rel(&pi[t], hg, P, g1), 5e-2);
+                check("gradient vs tp=1 slice", what, shard_rel(&pi[t], hg, P, g1), 6e-6);
         }
         if (p->tp_comm)
             same_over_tp(p->tp_comm, h, hg, "gradients");
@@ -232,6 +242,7 @@ static void run_config(llmt_parallel *p, int gqa)
         if (llmt_gmodel_adamw(g, LR, 1.0, &ac, s + 1) || llmt_gmodel_download_master(g))
             check("device AdamW", "", 1, 0);
         snprintf(what, sizeof what, "%s step %d", gqa ? "gqa" : "tied", s);
+        /* fp32 fused update vs optim.c's double: measured 5.9e-8 */
         check("device AdamW vs optim.c", what, relerr(llmt_model_master(h), ref, n), 1e-6);
         memcpy(llmt_model_master(cm), llmt_model_master(h), n * 4);
         llmt_model_sync_compute(cm);
@@ -242,13 +253,14 @@ static void run_config(llmt_parallel *p, int gqa)
     }
     /* the weights after STEPS device updates vs the tp=1 model's own: an
      * element whose gradient changes sign between the two can differ by
-     * 2 LR a step (AdamW's first steps are sign-like); observed ~1e-7 */
+     * 2 LR a step (AdamW's first steps are sign-like); with these fixed
+     * inputs none does: measured 8.2e-8 (fp32 order), limit 25x */
     for (int t = 0; t < np; t++) {
         const llmt_param_info *P = find(c1, pi[t].name, pi[t].tied_copy);
         snprintf(what, sizeof what, "%s (%s)", pi[t].name, gqa ? "gqa" : "tied");
         if (P)
             check("weights after AdamW steps vs tp=1 slice", what,
-                  shard_rel(&pi[t], llmt_model_master(h), P, llmt_model_master(c1)), 1e-3);
+                  shard_rel(&pi[t], llmt_model_master(h), P, llmt_model_master(c1)), 2e-6);
     }
     llmt_gmodel_free(g);
     llmt_model_free(cm);
@@ -315,8 +327,10 @@ static void run_zero1(llmt_parallel *p, int gqa)
             check("GPU ZeRO-1 step", what, 1, 0);
         if (llmt_optim_reduce(&o, local, &nref) || llmt_optim_step(&o, ref, LR, nref))
             check("host optimizer step", what, 1, 0);
-        check("ZeRO-1 norm vs host optimizer", what, fabs(norm - nref) / nref, 1e-9);
+        /* double sums in another order: measured 2.3e-15 */
+        check("ZeRO-1 norm vs host optimizer", what, fabs(norm - nref) / nref, 1e-13);
         check("clipping active (norm > clip)", what, ac.grad_clip / norm, 1);
+        /* fp32 fused update vs double: measured 3.0e-8 */
         check("ZeRO-1 weights vs host optimizer", what, relerr(llmt_model_master(h), ref, n), 1e-6);
         if (world_rank == 0)
             printf("%s: dp=%d tp=%d: ZeRO-1 norm device %.9f, host %.9f\n", what, l->dp, l->tp,
@@ -420,7 +434,7 @@ int main(int argc, char **argv)
     if (world_rank == 0) {
         for (int k = 0; k < NKINDS; k++)
             if (all[NKINDS + k] > 0)
-                printf("worst %-42s %.3e (limit %.0e)\n", kinds[k], all[k], all[NKINDS + k]);
+                printf("worst %-42s %.3e (limit %.2g)\n", kinds[k], all[k], all[NKINDS + k]);
         printf("tp=%d pp=%d: %s\n", p.l.tp, p.l.pp,
                all[2 * NKINDS] > 0 ? "FAIL (see the messages above)"
                                    : "all checks passed on every rank");

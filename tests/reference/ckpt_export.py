@@ -4,7 +4,9 @@
 # torch.frombuffer: Debian's torch 1.13 has no safetensors package),
 # builds the model from config.json alone and compares the logits with
 # ours. Limits: fp32 logits rel <= 1e-5 (max norm); bf16 file = the fp32
-# weights rounded to nearest even, bit for bit; bf16 logits rel <= 0.05.
+# weights rounded to nearest even, bit for bit; bf16 logits rel <= 1e-2
+# (measured: fp32 <= 5.9e-7, fp32 sums in another order; bf16 <= 3.7e-3,
+# the weights' bf16 rounding).
 # Then the other way: a Hugging Face style sharded F16 model written here
 # (two files + model.safetensors.index.json) goes through `llm-train
 # import` and `llm-train export --dtype fp32`: the weights come back equal
@@ -114,7 +116,8 @@ for cfgpath in CONFIGS:
             check('%s fp32 export: logits rel' % tag, rel(ours.view_as(lg), lg), 1e-5)
             P = {n: t.float() for n, t in P16.items()}
             lg16, _ = llama_ref.forward(cfg, P, tok, tok)
-            check('%s bf16 export: logits rel' % tag, rel(lg16, ours.view_as(lg16)), 0.05)
+            # the weights rounded to bf16 (forward in fp32): measured <= 3.7e-3
+            check('%s bf16 export: logits rel' % tag, rel(lg16, ours.view_as(lg16)), 1e-2)
 
         # import of a sharded F16 model written by another writer
         hf = os.path.join(out, 'hf_f16')

@@ -3,13 +3,17 @@
 # logits, loss, every gradient and the losses of 5 AdamW steps; PyTorch
 # recomputes them from the same weights and tokens.
 # Metric: rel(a, ref) = max|a - ref| / max|ref| per tensor (max norm).
-#  fp32: ours vs PyTorch float32: logits, every gradient rel <= 1e-5
-#        (float64 truth shown too), loss |diff| <= 1e-5 * loss, the losses of
-#        5 AdamW steps within 1e-4 relative (torch.optim.AdamW, same
-#        hyper-parameters).
-#  bf16: ours (bf16 compute, fp32 master) vs float64 truth: logits rel <=
-#        0.05, every gradient rel <= 0.08, loss within 1%; and our error may
-#        be at most 2x + 0.01 of PyTorch's own bf16 error on the same tensor.
+# Every check prints its measured value next to its limit.
+#  fp32: ours vs PyTorch float32 (fp32 sums in another order): logits and
+#        every gradient rel <= 1e-5 (measured <= 4.8e-7 and 1.2e-6), loss
+#        <= 2e-8 relative (measured 8.8e-10; the mean of M losses), the
+#        losses of 5 AdamW steps within 2e-6 (measured 8.8e-8;
+#        torch.optim.AdamW, same hyper-parameters).
+#  bf16: ours (bf16 compute, fp32 master) vs float64 truth: the error is
+#        bf16 rounding of the matmul inputs, so it is held against
+#        PyTorch's own bf16 (autocast) error on the same tensor: logits and
+#        every gradient at most 2x that (measured at most 1.39x); loss
+#        within 2e-3 (measured 1.4e-4).
 #        The same for the fallback without AVX-512 BF16 (LLMT_NO_BF16=1).
 import os, subprocess, sys, tempfile
 import numpy as np
@@ -34,6 +38,7 @@ def rel(a, b):
 
 def check(name, value, limit):
     ok = value <= limit
+    print('%-56s %.3g (limit %.3g)' % (name, value, limit))
     if not ok:
         failures.append('%s: %.3g > %.3g' % (name, value, limit))
     return ok
@@ -90,32 +95,32 @@ for cfgpath in configs:
             l32, loss32, g32 = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32)
             worst = 0.0
             check('%s fp32 logits' % tag, rel(ours_logits, l32), 1e-5)
-            check('%s fp32 loss' % tag, abs(losses[0] - loss32) / loss32, 1e-5)
+            check('%s fp32 loss' % tag, abs(losses[0] - loss32) / loss32, 2e-8)
             for n, shape, off, numel, _ in params:
                 r = rel(torch.tensor(grads[off:off + numel]).view(shape), g32[n])
                 worst = max(worst, r)
                 check('%s fp32 grad %s' % (tag, n), r, 1e-5)
             tl = torch_train_losses(cfg, params, flat, text, STEPS)
             lr = max(abs(a - b) / b for a, b in zip(losses, tl))
-            check('%s fp32 AdamW losses' % tag, lr, 1e-4)
+            check('%s fp32 AdamW losses' % tag, lr, 2e-6)
             print('%s fp32: logits rel %.2e (torch32 vs f64 %.2e), loss %.7f vs %.7f, '
                   'worst grad rel %.2e over %d tensors, %d AdamW losses max rel %.2e'
                   % (tag, rel(ours_logits, l32), rel(l32, l64), losses[0], loss32, worst,
                      len(params), STEPS, lr))
         else:
             lb, lossb, gb = llama_ref.grads(cfg, params, flat, tok, tgt, torch.float32, True)
-            worst, worst_t = 0.0, 0.0
+            worst, worst_t, ratio = 0.0, 0.0, 0.0
             ro, rt = rel(ours_logits, l64), rel(lb, l64)
-            check('%s %s logits' % (tag, prec), ro, min(0.05, 2 * rt + 0.01))
-            check('%s %s loss' % (tag, prec), abs(losses[0] - loss64) / loss64, 0.01)
+            check('%s %s logits' % (tag, prec), ro, 2 * rt)
+            check('%s %s loss' % (tag, prec), abs(losses[0] - loss64) / loss64, 2e-3)
             for n, shape, off, numel, _ in params:
                 r = rel(torch.tensor(grads[off:off + numel]).view(shape), g64[n])
                 t = rel(gb[n], g64[n])
-                worst, worst_t = max(worst, r), max(worst_t, t)
-                check('%s %s grad %s' % (tag, prec, n), r, min(0.08, 2 * t + 0.01))
+                worst, worst_t, ratio = max(worst, r), max(worst_t, t), max(ratio, r / t)
+                check('%s %s grad %s' % (tag, prec, n), r, 2 * t)
             print('%s %s: logits rel %.2e (torch autocast %.2e), loss %.5f vs f64 %.5f, '
-                  'worst grad rel %.2e (torch autocast %.2e)'
-                  % (tag, prec, ro, rt, losses[0], loss64, worst, worst_t))
+                  'worst grad rel %.2e (torch autocast %.2e), worst ours/torch %.2f'
+                  % (tag, prec, ro, rt, losses[0], loss64, worst, worst_t, ratio))
 
 if failures:
     print('FAIL:\n  ' + '\n  '.join(failures))

@@ -9,8 +9,8 @@ set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 plan=$top_builddir/spank/llm-train-plan
 so=$top_builddir/spank/.libs/llm_train.so
-[ -x "$plan" ] || { echo "SKIP: $plan not built"; exit 77; }
-[ -f "$so" ] || { echo "SKIP: $so not built"; exit 77; }
+[ -x "$plan" ] || { echo "FAIL: $plan not built (a build output, never a skip)"; exit 1; }
+[ -f "$so" ] || { echo "FAIL: $so not built (a build output, never a skip)"; exit 1; }
 . "$top_srcdir/tests/cluster/lib.sh"
 cluster_need --nodes 4 --topology interleaved=2 --plugin "$so"
 fail() { echo "FAIL: $*"; exit 1; }

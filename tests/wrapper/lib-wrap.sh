@@ -38,16 +38,34 @@ count() {
 	grep "\"event\":\"$1\"" "$2" | grep -c -- "${3:-.}"
 }
 
+# ledger NAME WANT: job NAME's ledger ($W/NAME/ledger.jsonl) counts exactly
+# WANT: "launches=N failures=CLASS,... restarts=N requeues=N" (failure
+# classes sorted), so no extra crash is restarted into a pass
+ledger() {
+	_got=$(/usr/bin/python3 - "$W/$1/ledger.jsonl" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+n = lambda e: sum(1 for x in ev if x.get('event') == e)
+acts = [x.get('act') for x in ev if x.get('event') == 'action']
+print('launches=%d failures=%s restarts=%d requeues=%d' % (
+    n('launch'), ','.join(sorted(x.get('class', '?') for x in ev if x.get('event') == 'failure')),
+    acts.count('restart'), acts.count('requeue')))
+PY
+)
+	echo "$1: $_got"
+	[ "$_got" = "$2" ] || fail "$1: ledger counts '$_got', want '$2'"
+}
+
 # real_trainer_setup [CLUSTER_NEED-ARGS]: for the tests with the real
 # trainer (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx): LT,
 # RT_SRC/RT_BUILD (where llm-train's sources and build are, default the
 # tree), the cluster (cluster_need), W and the KJV corpus in $W/corpus.
-# SKIP without llm-train or bible-kjv.
+# FAIL without llm-train (a build output), SKIP without bible-kjv.
 real_trainer_setup() {
 	RT_SRC=${RT_SRC:-$top_srcdir}
 	RT_BUILD=${RT_BUILD:-$top_builddir}
 	LT=$RT_BUILD/runtime/llm-train
-	[ -x "$LT" ] || { echo "SKIP: $LT not built"; exit 77; }
+	[ -x "$LT" ] || { echo "FAIL: $LT not built (a build output, never a skip)"; exit 1; }
 	command -v bible >/dev/null 2>&1 || { echo "SKIP: bible-kjv not installed (corpus)"; exit 77; }
 	. "$top_srcdir/tests/cluster/lib.sh"
 	cluster_need "$@"

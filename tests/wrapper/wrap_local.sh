@@ -9,6 +9,7 @@
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-local.XXXXXX) || exit 1
+W=$T   # where ledger (lib-wrap.sh) finds the runs
 trap 'rc=$?; [ $rc = 0 ] && rm -rf "$T" || echo "files kept in $T"; exit $rc' EXIT
 export LLM_TRAIN_CKPT_INTERVAL=5
 unset LLM_TRAIN_FAULT SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW
@@ -32,12 +33,14 @@ if [ -x /usr/bin/gnuplot ]; then
 	head -c 8 "$T/ref/loss.png" | od -c | grep -q 'P   N   G' || fail "loss.png is not a PNG"
 fi
 grep -q 'goodput [0-9.]*%' "$T/ref.out" || fail "no goodput line in the summary"
+ledger ref "launches=1 failures= restarts=0 requeues=0"
 
 # -- config error: exit 64, launched once
 "$WRAP" --no-srun --ckpt-dir "$T/cfg" $WRAP_FAST -- "$TRAINER" --bad-config >"$T/cfg.out" 2>&1
 rc=$?; [ $rc = 64 ] || { cat "$T/cfg.out"; fail "config error: wrapper exit $rc, not 64"; }
 [ "$(count launch "$T/cfg/ledger.jsonl")" = 1 ] || fail "config error was retried"
 [ "$(count failure "$T/cfg/ledger.jsonl" user_error)" = 1 ] || fail "config error not classified user_error"
+ledger cfg "launches=1 failures=user_error restarts=0 requeues=0"
 
 # -- crash loop: crashes every attempt; budget 2 restarts then stop (70)
 LLM_TRAIN_FAULT='crash!@3' "$WRAP" --no-srun --ckpt-dir "$T/loop" $WRAP_FAST --max-restarts 2 \
@@ -45,12 +48,14 @@ LLM_TRAIN_FAULT='crash!@3' "$WRAP" --no-srun --ckpt-dir "$T/loop" $WRAP_FAST --m
 rc=$?; [ $rc = 70 ] || { cat "$T/loop.out"; fail "crash loop: exit $rc, not 70"; }
 [ "$(count launch "$T/loop/ledger.jsonl")" = 3 ] || fail "crash loop: not 3 launches"
 grep '"act":"stop"' "$T/loop/ledger.jsonl" | grep -q 'budget' || fail "crash loop: stop not for the budget"
+ledger loop "launches=3 failures=transient,transient,transient restarts=2 requeues=0"
 
 # -- crash at step 7 (SIGABRT): restart, resume from step 5, same final weights
 LLM_TRAIN_FAULT=crash@7 "$WRAP" --no-srun --ckpt-dir "$T/crash" $WRAP_FAST -- "$TRAINER" --steps 20 \
 	>"$T/crash.out" 2>&1 || { cat "$T/crash.out"; fail "crash run failed"; }
 grep '"event":"launch"' "$T/crash/ledger.jsonl" | grep -q '"resume_step":5' || fail "crash: not resumed from step 5"
 cmp -s "$T/ref/final_weights" "$T/crash/final_weights" || fail "crash: final weights differ from the reference"
+ledger crash "launches=2 failures=transient restarts=1 requeues=0"
 
 # -- exit 75 with a stuck peer: two ranks (one process each, on "nodes"
 #    nA and nB); rank 1 freezes at step 3 while rank 0 waits "in

@@ -1,11 +1,13 @@
 #!/bin/sh
 # tests/wrapper/wrap_real.sh: llm-train-wrap with the real trainer
 # (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx) on the
-# emulated cluster. Faults, each ending with the job finished:
-# (Any other failure on the way, e.g. a rank crashing at startup, is
-# restarted like in production; the checks look at the last attempt.)
-# - kill -9 of one rank mid-step: restart in place, final weights
-#   bit-identical to an unfaulted run (exported safetensors compared);
+# emulated cluster. Faults, each ending with the job finished. "The same"
+# is the final checkpoint's fp32 master weights and AdamW moments bit for
+# bit (tests/runtime/ckpt_compare.py) against the unfaulted reference job;
+# every job's ledger counts exactly its launches (the reference job: one),
+# its failures by class, restarts and requeues, so an extra crash on the
+# way cannot be restarted into a pass.
+# - kill -9 of one rank mid-step: restart in place, the same final state;
 # - SIGSTOP of one rank: hang found from its heartbeat, reported on the
 #   node that heartbeat names (llm-train writes its node into it), step
 #   killed, restart, bit-identical weights;
@@ -49,17 +51,17 @@ real_pid() {
 	return 1
 }
 
-weights() {  # NAME: export the final checkpoint's weights to W/NAME.ex
-	"$LT" export "$(printf '%s/step_%08d' "$W/$1" $STEPS)" "$W/$1.ex" >/dev/null 2>&1 ||
-		fail "$1: cannot export step $STEPS"
+final() {  # NAME: the job's final checkpoint
+	printf '%s/step_%08d' "$W/$1" $STEPS
 }
 
-finish() {  # NAME JOBID [same]: completed; with "same", weights equal the reference
+finish() {  # NAME JOBID [same]: completed; with "same", the final fp32 master
+	# weights and AdamW moments equal the reference's bit for bit
 	_st=$(cluster_sbatch_wait "$2" 180) || { cat "$W/$1.out"; fail "$1: job $2 ended $_st"; }
-	weights "$1"
+	[ -f "$(final "$1")/manifest.json" ] || { cat "$W/$1.out"; fail "$1: no step-$STEPS checkpoint"; }
 	if [ "${3:-}" = same ]; then
-		cmp -s "$W/ref.ex/model.safetensors" "$W/$1.ex/model.safetensors" ||
-			{ cat "$W/$1.out"; fail "$1: final weights differ from the unfaulted run"; }
+		/usr/bin/python3 "$top_srcdir/tests/runtime/ckpt_compare.py" "$(final ref)" "$(final "$1")" 0 ||
+			{ cat "$W/$1.out"; fail "$1: final fp32 weights or optimizer state differ from the unfaulted run"; }
 	fi
 }
 
@@ -71,11 +73,13 @@ prebg=$!
 
 j=$(job ref) || fail "sbatch ref"
 finish ref "$j"
+ledger ref "launches=1 failures= restarts=0 requeues=0"
 
 j=$(job kill9) || fail "sbatch kill9"
 wait_file "$W/kill9/step_00000008/manifest.json" 120 || fail "kill9: no step-8 checkpoint"
 kill -9 "$(real_pid "$j" 1)" || fail "kill9: no rank 1"
 finish kill9 "$j" same
+ledger kill9 "launches=2 failures=transient restarts=1 requeues=0"
 [ "$(count failure "$W/kill9/ledger.jsonl" '"signal":9')" = 1 ] || fail "kill9: no signal-9 failure"
 
 j=$(job stop) || fail "sbatch stop"
@@ -86,6 +90,7 @@ rk=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^RANK=//p')
 [ -n "$node" ] || fail "stop: task 1 has no SLURMD_NODENAME"
 kill -STOP "$pid"
 finish stop "$j" same
+ledger stop "launches=2 failures=transient restarts=1 requeues=0"
 kill -CONT "$pid" 2>/dev/null
 [ "$(count hang "$W/stop/ledger.jsonl")" = 1 ] || fail "stop: no hang recorded"
 [ "$(count hang "$W/stop/ledger.jsonl" "\"node\":\"$node\"")" = 1 ] ||
@@ -94,6 +99,7 @@ grep -q "hang: rank ${rk:-1} on $node silent" "$W/stop.out" || fail "stop: the w
 
 j=$(LLM_TRAIN_FAULT=bitflip@10:1; export LLM_TRAIN_FAULT; job sdc) || fail "sbatch sdc"
 finish sdc "$j" same
+ledger sdc "launches=2 failures=sdc restarts=1 requeues=0"
 [ "$(count failure "$W/sdc/ledger.jsonl" '"class":"sdc"')" = 1 ] || fail "sdc: no sdc failure"
 grep '"event":"launch"' "$W/sdc/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' ||
 	fail "sdc: not resumed from step 8"
@@ -101,6 +107,7 @@ grep '"event":"launch"' "$W/sdc/ledger.jsonl" | tail -n 1 | grep -q '"resume_ste
 j=$(LLM_TRAIN_FAULT=nan@14,nan@15,nan@16; export LLM_TRAIN_FAULT; job nan --rollback-steps 4 --skip-batches 2 -- --max-bad-steps 3) ||
 	fail "sbatch nan"
 finish nan "$j"
+ledger nan "launches=2 failures=numerical restarts=1 requeues=0"
 [ "$(count failure "$W/nan/ledger.jsonl" '"class":"numerical"')" = 1 ] || fail "nan: no numerical failure"
 # fails at step 16 (the step after the last heartbeat counts): resume at
 # or before 17 - 4 = 13 (step 12), skip data through step 17 + 2 = 19
@@ -110,6 +117,7 @@ grep -q 'skipping 7 global batches' "$W/nan.out" || fail "nan: llm-train did not
 
 wait $prebg || fail "pre: no step-8 checkpoint to preempt"
 finish pre "$pre" same
+ledger pre "launches=2 failures=preempted restarts=0 requeues=1"
 [ "$(count requeue "$W/pre/ledger.jsonl")" = 1 ] || fail "pre: not requeued"
 [ "$(cluster_job_field "$pre" Restarts)" = 1 ] || fail "pre: Slurm did not requeue the job"
 
@@ -125,6 +133,7 @@ shard=$W/cor/step_00000012/rank_00001.bin
 printf 'garbage!' | dd of="$shard" bs=1 seek=$(( $(stat -c %s "$shard") / 2 )) conv=notrunc 2>/dev/null
 j=$(job cor) || fail "sbatch cor (2)"
 finish cor "$j" same
+ledger cor "launches=2 failures=transient restarts=0 requeues=0"
 grep -l 'garbage!' "$W/cor"/step_00000012*/rank_00001.bin >/dev/null 2>&1 || fail "cor: the corrupt shard is gone"
 [ "$(count checkpoint_skipped "$W/cor/ledger.jsonl" step_00000012)" -ge 1 ] || fail "cor: corrupt checkpoint not reported"
 grep '"event":"launch"' "$W/cor/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' || fail "cor: not resumed from 8"
@@ -133,9 +142,11 @@ grep '"event":"launch"' "$W/cor/ledger.jsonl" | tail -n 1 | grep -q '"resume_ste
 j=$(LLM_TRAIN_FAULT='crash!@3:0'; export LLM_TRAIN_FAULT; job loop --max-restarts 1) || fail "sbatch loop"
 cluster_sbatch_wait "$j" 120 >/dev/null && fail "loop: a crash loop completed"
 [ "$(count launch "$W/loop/ledger.jsonl")" = 2 ] || fail "loop: not 2 launches"
+ledger loop "launches=2 failures=node_fault,transient restarts=1 requeues=0"
 grep '"act":"stop"' "$W/loop/ledger.jsonl" | grep -q budget || fail "loop: not stopped by the budget"
 
 j=$(job cfg -- --model "$W/no-such-model.yaml") || fail "sbatch cfg"
 cluster_sbatch_wait "$j" 60 >/dev/null && fail "cfg: a config error completed"
 [ "$(count launch "$W/cfg/ledger.jsonl")" = 1 ] || fail "cfg: config error retried"
+ledger cfg "launches=1 failures=user_error restarts=0 requeues=0"
 echo PASS

@@ -62,4 +62,5 @@ rs=$(grep '"event":"launch"' "$C/ledger.jsonl" | tail -n 1 | sed -n 's/.*"resume
 	{ grep launch "$C/ledger.jsonl"; fail "not resumed from a checkpoint after the fault (resume_step '$rs')"; }
 [ "$(count requeue "$C/ledger.jsonl")" = 0 ] || fail "requeued although a spare was there"
 echo "node $bad lost after step 8: node fault, restarted on the spare from step $rs, step $STEPS reached"
+ledger node "launches=2 failures=node_fault restarts=1 requeues=0"
 echo PASS

@@ -44,4 +44,5 @@ grep -q 'skipping 7 global batches' "$out" || fail "llm-train did not skip the d
 [ "$(tail -n 1 "$C/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')" = $STEPS ] ||
 	fail "the run did not end at step $STEPS"
 echo "spikes in steps 10-12: exit 85, rolled back to step 8, 7 batches skipped, step $STEPS reached"
+ledger spike "launches=2 failures=numerical restarts=1 requeues=0"
 echo PASS
