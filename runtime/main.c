@@ -11,6 +11,7 @@
 #include "llmt/exitcodes.h"
 #include "ckpt/ckpt.h"
 #include "memory/memplan.h"
+#include "model/cpu.h"
 #include "comm/comm.h"
 #include "comm/parallel.h"
 #include "data/tokenize.h"
@@ -32,7 +33,8 @@ static const char usage[] =
 	"         [--grad-accum A] [--threads N] [--no-ckpt]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
-	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
+	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md);\n"
+	"  LLMT_CPU=generic|auto: portable CPU kernels, or AVX-512 BF16 ones where the CPU has them.\n";
 
 static int bad(const char *opt, const char *val, const char *want)
 {
@@ -201,6 +203,8 @@ static int train_main(int argc, char **argv)
 	}
 	if (rc)
 		return rc;
+	if (llmt_cpu_check())
+		return LLMT_EXIT_USAGE;
 	comm_timeout = llmt_wd_timeout_from(getenv("LLM_TRAIN_COMM_TIMEOUT"), LLMT_WD_DEFAULT_S, err, sizeof(err));
 	if (comm_timeout < 0) {
 		fprintf(stderr, "llm-train: %s\n", err);

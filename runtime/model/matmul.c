@@ -6,6 +6,7 @@
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 #include "bf16.h"
+#include "cpu.h"
 #include "matmul.h"
 
 struct entry {
@@ -25,8 +26,7 @@ int llmt_mm_bf16_native(void)
 {
     if (native < 0) {
         const char *e = getenv("LLMT_NO_BF16");
-        __builtin_cpu_init();
-        native = __builtin_cpu_supports("avx512bf16") && !(e && *e && strcmp(e, "0"));
+        native = llmt_cpu_avx512() && !(e && *e && strcmp(e, "0"));
     }
     return native;
 }
