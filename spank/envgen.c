@@ -7,7 +7,7 @@
 
 #include "envgen.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 unsigned llmt_master_port(uint32_t job_id, uint32_t step_id)
 {

@@ -18,21 +18,24 @@
 #include "job_io.h"
 #include "report.h"
 #include "slurm.h"
+#include "include/llmt/env.h"
+#include "include/llmt/err.h"
 
 #define PROG "llm-train-wrap"
 
 void wr_setenv(const char *k, const char *v)
 {
 	if (setenv(k, v, 1) != 0) {
-		fprintf(stderr, PROG ": setenv %s: %s\n", k, strerror(errno));
-		exit(LLMT_EXIT_SOFTWARE);
+		char what[128];
+		snprintf(what, sizeof what, "setenv %s", k);
+		LLMT_DIE_ERRNO(PROG, LLMT_EXIT_SOFTWARE, what);
 	}
 }
 
 void wr_site_read(const struct opts *o, struct wr_site *s)
 {
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
-	const char *iv = getenv("LLM_TRAIN_CKPT_INTERVAL");
+	const char *iv = getenv(LLMT_ENV_CKPT_INTERVAL);
 	*s = (struct wr_site){
 		.job = job, .nodelist = getenv("SLURM_JOB_NODELIST"),
 		.run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6),
@@ -46,7 +49,7 @@ void wr_site_read(const struct opts *o, struct wr_site *s)
 		tpn = atoi(getenv("SLURM_NTASKS_PER_NODE"));
 	s->tasks_per_node = tpn < 1 ? 1 : tpn;
 	wr_plugin_layout(&s->tp, &s->pp, &s->dp, &s->dp_auto);
-	s->comm_timeout_s = wr_env_num("LLM_TRAIN_COMM_TIMEOUT", 300, 0, 1e9);
+	s->comm_timeout_s = wr_env_num(LLMT_ENV_COMM_TIMEOUT, 300, 0, 1e9);
 }
 
 void wr_site_free(struct wr_site *s)
@@ -152,11 +155,11 @@ void wr_job_env_io(struct wr_job *j)
 	double cost = j->site->auto_interval ? ckpt_cost(metrics_path(j->run_dir, j->o->ckpt_dir)) : 0;
 	wr_job_env(j, cost, wr_now(), &e);
 	if (e.set_resume)
-		wr_setenv("LLM_TRAIN_RESUME", j->resume);
-	wr_setenv("LLM_TRAIN_SKIP_BATCHES", e.skip);
-	wr_setenv("LLM_TRAIN_ATTEMPT", e.attempt);
+		wr_setenv(LLMT_ENV_RESUME, j->resume);
+	wr_setenv(LLMT_ENV_SKIP_BATCHES, e.skip);
+	wr_setenv(LLMT_ENV_ATTEMPT, e.attempt);
 	if (*e.interval)
-		wr_setenv("LLM_TRAIN_CKPT_INTERVAL", e.interval);
+		wr_setenv(LLMT_ENV_CKPT_INTERVAL, e.interval);
 	if (j->site->auto_interval)
 		fprintf(stderr, PROG ": checkpoint interval auto: cost %.3f s, MTBF %.0f s -> %s\n",
 		        e.ckpt_cost_s, e.mtbf_s, *e.interval ? e.interval : "auto (no cost measured yet)");

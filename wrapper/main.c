@@ -18,6 +18,7 @@
 #include "job_io.h"
 #include "ledger.h"
 #include "options.h"
+#include "include/llmt/env.h"
 
 #define PROG "llm-train-wrap"
 
@@ -38,16 +39,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	char run_dir[4096], hb_dir[4096];
-	snprintf(run_dir, sizeof run_dir, "%s", o.run_dir ? o.run_dir : (getenv("LLM_TRAIN_RUN_DIR") && *getenv("LLM_TRAIN_RUN_DIR") ? getenv("LLM_TRAIN_RUN_DIR") : o.ckpt_dir));
+	snprintf(run_dir, sizeof run_dir, "%s", o.run_dir ? o.run_dir : (getenv(LLMT_ENV_RUN_DIR) && *getenv(LLMT_ENV_RUN_DIR) ? getenv(LLMT_ENV_RUN_DIR) : o.ckpt_dir));
 	if (o.hb_dir)
 		snprintf(hb_dir, sizeof hb_dir, "%s", o.hb_dir);
-	else if (getenv("LLM_TRAIN_HEARTBEAT_DIR") && *getenv("LLM_TRAIN_HEARTBEAT_DIR"))
-		snprintf(hb_dir, sizeof hb_dir, "%s", getenv("LLM_TRAIN_HEARTBEAT_DIR"));
+	else if (getenv(LLMT_ENV_HEARTBEAT_DIR) && *getenv(LLMT_ENV_HEARTBEAT_DIR))
+		snprintf(hb_dir, sizeof hb_dir, "%s", getenv(LLMT_ENV_HEARTBEAT_DIR));
 	else
 		snprintf(hb_dir, sizeof hb_dir, "%s/heartbeat", o.ckpt_dir);
-	wr_setenv("LLM_TRAIN_CKPT_DIR", o.ckpt_dir);
-	wr_setenv("LLM_TRAIN_RUN_DIR", run_dir);
-	wr_setenv("LLM_TRAIN_HEARTBEAT_DIR", hb_dir);
+	wr_setenv(LLMT_ENV_CKPT_DIR, o.ckpt_dir);
+	wr_setenv(LLMT_ENV_RUN_DIR, run_dir);
+	wr_setenv(LLMT_ENV_HEARTBEAT_DIR, hb_dir);
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		perror(PROG ": pipe");

@@ -30,8 +30,6 @@ int llmt_cpu_avx512(void)
     return chosen;
 }
 
-const char *llmt_cpu_name(void) { return llmt_cpu_avx512() ? "avx512bf16" : "generic"; }
-
 int llmt_cpu_check(void)
 {
     const char *e = getenv("LLMT_CPU");

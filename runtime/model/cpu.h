@@ -12,8 +12,6 @@
 /* 1 when the AVX-512 BF16 copy runs: built, the CPU has AVX-512
  * F/BW/VL/BF16, and LLMT_CPU is not "generic". Decided once. */
 int llmt_cpu_avx512(void);
-/* "avx512bf16" or "generic": the copy llmt_cpu_avx512() chose. */
-const char *llmt_cpu_name(void);
 /* 0, or -1 with one line on stderr naming a bad LLMT_CPU value. */
 int llmt_cpu_check(void);
 

@@ -172,16 +172,3 @@ out:
     free(fc);
     return rc;
 }
-
-void llmt_mm_clear_cache(void)
-{
-    for (int i = 0; i < ncache; i++) {
-        dnnl_primitive_destroy(cache[i].prim);
-        dnnl_memory_destroy(cache[i].a);
-        dnnl_memory_destroy(cache[i].b);
-        dnnl_memory_destroy(cache[i].c);
-    }
-    free(cache);
-    cache = NULL;
-    ncache = capcache = 0;
-}

@@ -24,7 +24,4 @@ int llmt_mm(int batch, int M, int N, int K,
 /* 1 when bf16 products run natively (llmt_cpu_avx512() and not LLMT_NO_BF16). */
 int llmt_mm_bf16_native(void);
 
-/* Drop cached primitives (tests, end of run). */
-void llmt_mm_clear_cache(void);
-
 #endif
