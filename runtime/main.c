@@ -12,12 +12,14 @@
 #include "llmt/exitcodes.h"
 #include "ckpt/ckpt.h"
 #include "memory/memplan.h"
+#include "model/cpu.h"
 #include "comm/comm.h"
 #include "comm/parallel.h"
 #include "data/tokenize.h"
 #include "gen/generate.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
+#include "llmt/env.h"
 
 static const char usage[] =
 	"usage: llm-train [train] --model CFG.yaml --data DIR [--steps N] [--micro-batch B] [--seq T]\n"
@@ -37,7 +39,8 @@ static const char usage[] =
 	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
-	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md).\n";
+	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md);\n"
+	"  LLMT_CPU=generic|auto: portable CPU kernels, or AVX-512 BF16 ones where the CPU has them.\n";
 
 static int bad(const char *opt, const char *val, const char *want)
 {
@@ -100,17 +103,17 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		{ "eval-batches", required_argument, NULL, O_EVALB },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
-	const char *interval = getenv("LLM_TRAIN_CKPT_INTERVAL"), *e;
+	const char *interval = getenv(LLMT_ENV_CKPT_INTERVAL), *e;
 	int c, rc = 0;
 	long v;
 	double d;
 
-	o->ckpt_dir = (e = getenv("LLM_TRAIN_CKPT_DIR")) && *e ? e : NULL;
-	o->run_dir = (e = getenv("LLM_TRAIN_RUN_DIR")) && *e ? e : NULL;
-	o->hb_dir = (e = getenv("LLM_TRAIN_HEARTBEAT_DIR")) && *e ? e : NULL;
-	o->resume = getenv("LLM_TRAIN_RESUME");
-	if ((e = getenv("LLM_TRAIN_SKIP_BATCHES")) && *e &&
-	    llmt_cli_int("LLM_TRAIN_SKIP_BATCHES", e, 0, 1L << 40, &o->skip_batches))
+	o->ckpt_dir = (e = getenv(LLMT_ENV_CKPT_DIR)) && *e ? e : NULL;
+	o->run_dir = (e = getenv(LLMT_ENV_RUN_DIR)) && *e ? e : NULL;
+	o->hb_dir = (e = getenv(LLMT_ENV_HEARTBEAT_DIR)) && *e ? e : NULL;
+	o->resume = getenv(LLMT_ENV_RESUME);
+	if ((e = getenv(LLMT_ENV_SKIP_BATCHES)) && *e &&
+	    llmt_cli_int(LLMT_ENV_SKIP_BATCHES, e, 0, 1L << 40, &o->skip_batches))
 		return LLMT_EXIT_USAGE;
 	optind = 1;
 	opterr = 0;
@@ -181,8 +184,8 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		o->min_lr = o->lr / 10;
 	if (o->min_lr > o->lr)
 		return bad("--min-lr", "", "must not exceed --lr");
-	if (o->peak_gflops == 0 && (e = getenv("LLM_TRAIN_PEAK_GFLOPS")) && *e &&
-	    num("LLM_TRAIN_PEAK_GFLOPS", e, 0, 1e12, &o->peak_gflops))
+	if (o->peak_gflops == 0 && (e = getenv(LLMT_ENV_PEAK_GFLOPS)) && *e &&
+	    num(LLMT_ENV_PEAK_GFLOPS, e, 0, 1e12, &o->peak_gflops))
 		return LLMT_EXIT_USAGE;
 	if (o->peak_gflops == 0) {
 		/* per-core peak measured on the reference machine (AVX-512 BF16
@@ -211,7 +214,9 @@ static int train_main(int argc, char **argv)
 	}
 	if (rc)
 		return rc;
-	comm_timeout = llmt_wd_timeout_from(getenv("LLM_TRAIN_COMM_TIMEOUT"), LLMT_WD_DEFAULT_S, err, sizeof(err));
+	if (llmt_cpu_check())
+		return LLMT_EXIT_USAGE;
+	comm_timeout = llmt_wd_timeout_from(getenv(LLMT_ENV_COMM_TIMEOUT), LLMT_WD_DEFAULT_S, err, sizeof(err));
 	if (comm_timeout < 0) {
 		fprintf(stderr, "llm-train: %s\n", err);
 		return LLMT_EXIT_USAGE;

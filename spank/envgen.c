@@ -8,7 +8,8 @@
 #include "envgen.h"
 #include "subst.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
+#include "llmt/env.h"
 
 unsigned llmt_master_port(uint32_t job_id, uint32_t step_id)
 {
@@ -82,14 +83,14 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	PUT("LOCAL_WORLD_SIZE", "%u", in->local_world_size);
 	PUT("MASTER_ADDR", "%s", in->master_addr);
 	PUT("MASTER_PORT", "%u", llmt_master_port(in->job_id, in->step_id));
-	PUT("LLM_TRAIN_TP", "%u", in->layout.tp);
-	PUT("LLM_TRAIN_PP", "%u", in->layout.pp);
-	PUT("LLM_TRAIN_DP", "%u", in->layout.dp);
-	PUT("LLM_TRAIN_TP_RANK", "%u", t->tp_rank);
-	PUT("LLM_TRAIN_PP_RANK", "%u", t->pp_rank);
-	PUT("LLM_TRAIN_DP_RANK", "%u", t->dp_rank);
-	PUT("LLM_TRAIN_GPU", "%d", (int)t->gpu);
-	PUT("LLM_TRAIN_NIC", "%s", in->nic ? in->nic : "");
+	PUT(LLMT_ENV_TP, "%u", in->layout.tp);
+	PUT(LLMT_ENV_PP, "%u", in->layout.pp);
+	PUT(LLMT_ENV_DP, "%u", in->layout.dp);
+	PUT(LLMT_ENV_TP_RANK, "%u", t->tp_rank);
+	PUT(LLMT_ENV_PP_RANK, "%u", t->pp_rank);
+	PUT(LLMT_ENV_DP_RANK, "%u", t->dp_rank);
+	PUT(LLMT_ENV_GPU, "%d", (int)t->gpu);
+	PUT(LLMT_ENV_NIC, "%s", in->nic ? in->nic : "");
 	if (in->node_gpus) {
 		char list[LLMT_ENV_VALUE_MAX];
 		size_t off = 0;
@@ -100,16 +101,16 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 		PUT("CUDA_VISIBLE_DEVICES", "%s", list);
 	}
 	if (o->ckpt_dir[0]) {
-		PUT("LLM_TRAIN_CKPT_DIR", "%s", o->ckpt_dir);
-		PUT("LLM_TRAIN_HEARTBEAT_DIR", "%s/heartbeat", o->ckpt_dir);
+		PUT(LLMT_ENV_CKPT_DIR, "%s", o->ckpt_dir);
+		PUT(LLMT_ENV_HEARTBEAT_DIR, "%s/heartbeat", o->ckpt_dir);
 	}
 	llmt_interval_format(&o->ckpt_interval, iv, sizeof(iv));
-	PUT("LLM_TRAIN_CKPT_INTERVAL", "%s", iv);
-	PUT("LLM_TRAIN_RESTARTS", "%d", o->restarts < 0 ? (int)p->defaults.restarts : o->restarts);
-	PUT("LLM_TRAIN_RESTART_WINDOW", "%u", p->limits.restart_window_s);
-	PUT("LLM_TRAIN_HEARTBEAT_TIMEOUT", "%u", p->defaults.heartbeat_timeout_s);
-	PUT("LLM_TRAIN_HEARTBEAT_STARTUP", "%u", p->defaults.heartbeat_startup_s);
-	PUT("LLM_TRAIN_NCCL_PROFILE", "%s", o->nccl_profile);
+	PUT(LLMT_ENV_CKPT_INTERVAL, "%s", iv);
+	PUT(LLMT_ENV_RESTARTS, "%d", o->restarts < 0 ? (int)p->defaults.restarts : o->restarts);
+	PUT(LLMT_ENV_RESTART_WINDOW, "%u", p->limits.restart_window_s);
+	PUT(LLMT_ENV_HEARTBEAT_TIMEOUT, "%u", p->defaults.heartbeat_timeout_s);
+	PUT(LLMT_ENV_HEARTBEAT_STARTUP, "%u", p->defaults.heartbeat_startup_s);
+	PUT(LLMT_ENV_NCCL_PROFILE, "%s", o->nccl_profile);
 	if (o->nccl_profile[0]) {
 		const struct llmt_nccl_profile *pr = llmt_policy_profile(p, o->nccl_profile);
 		if (!pr) {

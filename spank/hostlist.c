@@ -9,7 +9,7 @@
 
 #include "hostlist.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 /* The parsed hostlist of expr when it names at most max hosts (their
  * number in *count); NULL with err otherwise. */

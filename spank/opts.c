@@ -13,7 +13,7 @@
 #include "path.h"
 #include "policy.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 void llmt_opts_init(struct llmt_opts *o)
 {

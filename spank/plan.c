@@ -9,7 +9,7 @@
 #include "hostlist.h"
 #include "plan.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 int llmt_tasks_per_node_parse(const char *s, unsigned nnodes, unsigned *out,
 			      char *err, size_t errlen)

@@ -1,6 +1,9 @@
 /* llm-train-plan: the plugin's rank map offline. Given a node list, a
  * topology.conf, a policy and a layout, prints the map, its traffic per
- * step and the same figures for Slurm's default order (or JSON). */
+ * step and the same figures for Slurm's default order (or JSON). main
+ * runs named steps on one struct plan_run whose starting values are in
+ * one initializer (plan_run_start); tests/spank/test_plan_main.c runs
+ * each step with plain inputs. */
 #include "config.h"
 
 #include <errno.h>
@@ -123,17 +126,36 @@ static double pct(double ours, double theirs)
 	return theirs > 0 ? 100.0 * (ours - theirs) / theirs : 0;
 }
 
-static int plan_main(int argc, char **argv);
+/* Everything one run of the command carries */
+struct plan_run {
+	/* the command line */
+	const char *nodes, *topo_path, *pol_path, *layout_s, *tpn_s;
+	int json, cjson, nomap, nopol, env;
+	uint32_t job_id, step_id;
+	struct llmt_cost_model cm;
+	/* what the steps load and build */
+	struct llmt_policy *pol;
+	struct llmt_topology *topo;
+	char tbuf[LLMT_PATH_MAX];     /* the policy's topology path */
+	struct llmt_opts o;
+	unsigned *tpn, uniform;       /* tasks per node: per node, or the same on each */
+	struct llmt_layout L;
+	struct llmt_plan *plan;
+};
 
-int main(int argc, char **argv)
+static void plan_run_start(struct plan_run *r)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--auto"))
-			return llmt_autoplan_main(argc, argv);
-	return plan_main(argc, argv);
+	*r = (struct plan_run){
+		.nodes = NULL, .topo_path = NULL, .pol_path = NULL, .layout_s = NULL, .tpn_s = "1",
+		.json = 0, .cjson = 0, .nomap = 0, .nopol = 0, .env = 0, .job_id = 1, .step_id = 0,
+		.pol = NULL, .topo = NULL, .tbuf = "", .tpn = NULL, .uniform = 0, .plan = NULL,
+	};
+	llmt_cost_model_default(&r->cm);
 }
 
-static int plan_main(int argc, char **argv)
+/* The command line into r. Returns 1 after --help, else 0; a bad
+ * option exits 64. */
+static int parse_args(int argc, char **argv, struct plan_run *r)
 {
 	enum { O_NODES = 256, O_TOPO, O_POLICY, O_LAYOUT, O_TPN, O_PARAMS, O_HIDDEN, O_LAYERS,
 	       O_SEQ, O_MB, O_MBS, O_JSON, O_CJSON, O_NOMAP, O_HELP, O_NOPOL, O_ENV, O_JOB, O_STEP };
@@ -159,199 +181,240 @@ static int plan_main(int argc, char **argv)
 		{ "step-id", required_argument, 0, O_STEP },
 		{ 0, 0, 0, 0 },
 	};
-	const char *nodes = NULL, *topo_path = NULL, *pol_path = NULL, *layout_s = NULL;
-	const char *tpn_s = "1";
-	int json = 0, cjson = 0, nomap = 0, nopol = 0, env = 0, c;
-	uint32_t job_id = 1, step_id = 0;
-	struct llmt_cost_model cm;
-	struct llmt_policy *pol = NULL;
-	struct llmt_topology *topo = NULL;
-	struct llmt_plan *plan = NULL;
-	struct llmt_opts o;
-	char err[1024];
-	unsigned *tpn = NULL, uniform = 0;
-
-	llmt_cost_model_default(&cm);
+	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case O_NODES: nodes = optarg; break;
-		case O_TOPO: topo_path = optarg; break;
-		case O_POLICY: pol_path = optarg; break;
-		case O_LAYOUT: layout_s = optarg; break;
-		case O_TPN: tpn_s = optarg; break;
-		case O_PARAMS: cm.params = (double)num("--model-params", optarg, 1ULL << 50); break;
-		case O_HIDDEN: cm.hidden = (unsigned)num("--hidden", optarg, 1u << 20); break;
-		case O_LAYERS: cm.layers = (unsigned)num("--layers", optarg, 1u << 16); break;
-		case O_SEQ: cm.seq = (unsigned)num("--seq", optarg, 1u << 24); break;
-		case O_MB: cm.micro_batch = (unsigned)num("--micro-batch", optarg, 1u << 16); break;
-		case O_MBS: cm.micro_batches = (unsigned)num("--micro-batches", optarg, 1u << 20); break;
-		case O_JSON: json = 1; break;
-		case O_CJSON: cjson = 1; break;
-		case O_NOMAP: nomap = 1; break;
-		case O_HELP: fputs(usage, stdout); return 0;
-		case O_NOPOL: nopol = 1; break;
-		case O_ENV: env = 1; break;
-		case O_JOB: job_id = (uint32_t)num("--job-id", optarg, 0xffffffffULL); break;
-		case O_STEP: step_id = (uint32_t)num("--step-id", optarg, 0xffffffffULL) ; break;
+		case O_NODES: r->nodes = optarg; break;
+		case O_TOPO: r->topo_path = optarg; break;
+		case O_POLICY: r->pol_path = optarg; break;
+		case O_LAYOUT: r->layout_s = optarg; break;
+		case O_TPN: r->tpn_s = optarg; break;
+		case O_PARAMS: r->cm.params = (double)num("--model-params", optarg, 1ULL << 50); break;
+		case O_HIDDEN: r->cm.hidden = (unsigned)num("--hidden", optarg, 1u << 20); break;
+		case O_LAYERS: r->cm.layers = (unsigned)num("--layers", optarg, 1u << 16); break;
+		case O_SEQ: r->cm.seq = (unsigned)num("--seq", optarg, 1u << 24); break;
+		case O_MB: r->cm.micro_batch = (unsigned)num("--micro-batch", optarg, 1u << 16); break;
+		case O_MBS: r->cm.micro_batches = (unsigned)num("--micro-batches", optarg, 1u << 20); break;
+		case O_JSON: r->json = 1; break;
+		case O_CJSON: r->cjson = 1; break;
+		case O_NOMAP: r->nomap = 1; break;
+		case O_HELP: fputs(usage, stdout); return 1;
+		case O_NOPOL: r->nopol = 1; break;
+		case O_ENV: r->env = 1; break;
+		case O_JOB: r->job_id = (uint32_t)num("--job-id", optarg, 0xffffffffULL); break;
+		case O_STEP: r->step_id = (uint32_t)num("--step-id", optarg, 0xffffffffULL) ; break;
 		default:
 			die("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
 		die("unexpected argument '%s'", argv[optind]);
-	if (!nodes)
+	if (!r->nodes)
 		die("--nodes HOSTLIST is required");
-	if (!layout_s)
+	if (!r->layout_s)
 		die("--layout tp=N,pp=N,dp=N is required");
-
-	if (pol_path && nopol)
+	if (r->pol_path && r->nopol)
 		die("--policy and --no-policy exclude each other");
-	if (!pol_path && !nopol && access(LLMT_DEFAULT_POLICY, F_OK) == 0)
-		pol_path = LLMT_DEFAULT_POLICY;
-	if (pol_path) {
-		int rc = llmt_policy_load(pol_path, &pol, err, sizeof(err));
+	return 0;
+}
+
+/* The policy (the default file when it exists, unless --no-policy), then
+ * the topology it names unless --topology gave one. */
+static void load_inputs(struct plan_run *r)
+{
+	char err[1024];
+	if (!r->pol_path && !r->nopol && access(LLMT_DEFAULT_POLICY, F_OK) == 0)
+		r->pol_path = LLMT_DEFAULT_POLICY;
+	if (r->pol_path) {
+		int rc = llmt_policy_load(r->pol_path, &r->pol, err, sizeof(err));
 		if (rc == LLMT_POLICY_DEFAULTS)
-			die("%s: no such policy file", pol_path);
+			die("%s: no such policy file", r->pol_path);
 		if (rc != LLMT_POLICY_OK)
 			die("%s", err);
 	} else {
-		pol = malloc(sizeof(*pol));
-		if (!pol)
+		r->pol = malloc(sizeof(*r->pol));
+		if (!r->pol)
 			die("out of memory");
-		llmt_policy_defaults(pol);
+		llmt_policy_defaults(r->pol);
 	}
-	char tbuf[LLMT_PATH_MAX];
-	if (!topo_path && pol->topology.source != LLMT_TOPO_NONE &&
-	    llmt_policy_topology_path(pol, getenv("SLURM_CONF"), tbuf, sizeof(tbuf)) == 0) {
-		if (pol->topology.source == LLMT_TOPO_FILE || access(tbuf, F_OK) == 0)
-			topo_path = tbuf;
+	const struct llmt_policy *pol = r->pol;
+	if (!r->topo_path && pol->topology.source != LLMT_TOPO_NONE &&
+	    llmt_policy_topology_path(pol, getenv("SLURM_CONF"), r->tbuf, sizeof(r->tbuf)) == 0) {
+		if (pol->topology.source == LLMT_TOPO_FILE || access(r->tbuf, F_OK) == 0)
+			r->topo_path = r->tbuf;
 		else
-			fprintf(stderr, "llm-train-plan: note: %s not found: no topology (give --topology)\n", tbuf);
+			fprintf(stderr, "llm-train-plan: note: %s not found: no topology (give --topology)\n", r->tbuf);
 	}
-	if (topo_path) {
-		if (llmt_topology_load(topo_path, &topo, err, sizeof(err)))
-			die("%s", err);
-	}
-
-	llmt_opts_init(&o);
-	if (llmt_opts_parse_spec(&o, layout_s, err, sizeof(err)))
-		die("--layout: %s", err);
-	llmt_opts_apply_defaults(&o, pol);
-
-	/* Count the nodes to size tasks-per-node. */
-	{
-		char (*names)[LLMT_HOST_MAX] = NULL;
-		int n = llmt_hostlist_expand(nodes, LLMT_MAX_NODES, &names, err, sizeof(err));
-		free(names);
-		if (n <= 0)
-			die("--nodes: %s", n == 0 ? "no nodes" : err);
-		if (strspn(tpn_s, "0123456789") == strlen(tpn_s)) {
-			uniform = (unsigned)num("--tasks-per-node", tpn_s, LLMT_MAX_TASKS);
-		} else {
-			tpn = calloc((size_t)n, sizeof(*tpn));
-			if (!tpn)
-				die("out of memory");
-			if (llmt_tasks_per_node_parse(tpn_s, (unsigned)n, tpn, err, sizeof(err)))
-				die("--tasks-per-node: %s", err);
-		}
-		struct llmt_job_info job = { 0 };
-		job.nnodes = (unsigned)n;
-		if (tpn)
-			for (int i = 0; i < n; i++)
-				job.ntasks += tpn[i];
-		else
-			job.ntasks = uniform * (unsigned)n;
-		if (llmt_opts_validate(&o, pol, &job, err, sizeof(err)))
-			die("%s", err);
-	}
-	struct llmt_layout L = { o.tp, o.pp, o.dp };
-	if (llmt_plan_build(nodes, tpn, uniform, topo, pol, L, &cm, &plan, err, sizeof(err)))
+	if (r->topo_path && llmt_topology_load(r->topo_path, &r->topo, err, sizeof(err)))
 		die("%s", err);
+}
 
-	if (json) {
-		json_t *arr = json_array();
-		for (unsigned r = 0; r < plan->ntasks; r++) {
-			unsigned t = plan->map->task_of_rank[r];
-			const struct llmt_rm_task *x = &plan->map->task[t];
-			json_t *e = json_pack("{s:I,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I}",
-					      "rank", (json_int_t)x->rank,
-					      "node", plan->names[x->node],
-					      "local_rank", (json_int_t)x->local_rank,
-					      "gpu", (json_int_t)x->gpu,
-					      "nic", llmt_plan_nic(plan, t),
-					      "tp", (json_int_t)x->tp_rank,
-					      "pp", (json_int_t)x->pp_rank,
-					      "dp", (json_int_t)x->dp_rank,
-					      "task", (json_int_t)t);
-			if (!e)
-				die("out of memory");
-			if (env) {
-				static struct llmt_env ev;
-				json_t *eo = json_object();
-				task_env(plan, t, &o, pol, job_id, step_id, &ev);
-				for (unsigned i = 0; i < ev.n; i++)
-					json_object_set_new(eo, ev.var[i].name, json_string(ev.var[i].value));
-				json_object_set_new(e, "env", eo);
-			}
-			if (json_array_append_new(arr, e))
-				die("out of memory");
-		}
-		if (json_dumpf(arr, stdout, JSON_COMPACT) || fputc('\n', stdout) == EOF)
-			die("cannot write JSON");
-		json_decref(arr);
-	} else if (cjson) {
-		json_t *obj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:b}",
-					"order", llmt_rm_order_name(plan->map->order),
-					"nodes", (json_int_t)plan->nnodes,
-					"tasks", (json_int_t)plan->ntasks,
-					"tp", (json_int_t)L.tp, "pp", (json_int_t)L.pp, "dp", (json_int_t)L.dp,
-					"map", cost_json(&plan->cost),
-					"slurm_feasible", plan->slurm_feasible);
-		json_object_set_new(obj, "slurm", cost_json(&plan->slurm_cost));
-		json_dumpf(obj, stdout, JSON_COMPACT);
-		fputc('\n', stdout);
-		json_decref(obj);
+/* The layout from --layout and the policy, tasks per node sized by the
+ * node count, the whole validated as the plugin would. */
+static void plan_layout(struct plan_run *r)
+{
+	char err[1024];
+	llmt_opts_init(&r->o);
+	if (llmt_opts_parse_spec(&r->o, r->layout_s, err, sizeof(err)))
+		die("--layout: %s", err);
+	llmt_opts_apply_defaults(&r->o, r->pol);
+
+	char (*names)[LLMT_HOST_MAX] = NULL;
+	int n = llmt_hostlist_expand(r->nodes, LLMT_MAX_NODES, &names, err, sizeof(err));
+	free(names);
+	if (n <= 0)
+		die("--nodes: %s", n == 0 ? "no nodes" : err);
+	if (strspn(r->tpn_s, "0123456789") == strlen(r->tpn_s)) {
+		r->uniform = (unsigned)num("--tasks-per-node", r->tpn_s, LLMT_MAX_TASKS);
 	} else {
-		printf("llm-train-plan: %u nodes, %u tasks, tp=%u pp=%u dp=%u, order %s, master %s\n",
-		       plan->nnodes, plan->ntasks, L.tp, L.pp, L.dp,
-		       llmt_rm_order_name(plan->map->order), llmt_plan_master(plan));
-		if (!nomap) {
-			printf("%8s %-20s %5s %4s %-12s %6s %6s %6s %8s\n", "rank", "node", "local", "gpu",
-			       "nic", "tp", "pp", "dp", "task");
-			for (unsigned r = 0; r < plan->ntasks; r++) {
-				unsigned t = plan->map->task_of_rank[r];
-				const struct llmt_rm_task *x = &plan->map->task[t];
-				printf("%8u %-20s %5u %4d %-12s %6u %6u %6u %8u\n", x->rank,
-				       plan->names[x->node], x->local_rank, (int)x->gpu,
-				       *llmt_plan_nic(plan, t) ? llmt_plan_nic(plan, t) : "-",
-				       x->tp_rank, x->pp_rank, x->dp_rank, t);
-				if (env) {
-					static struct llmt_env ev;
-					task_env(plan, t, &o, pol, job_id, step_id, &ev);
-					for (unsigned i = 0; i < ev.n; i++)
-						printf("           %s=%s\n", ev.var[i].name, ev.var[i].value);
-				}
-			}
+		r->tpn = calloc((size_t)n, sizeof(*r->tpn));
+		if (!r->tpn)
+			die("out of memory");
+		if (llmt_tasks_per_node_parse(r->tpn_s, (unsigned)n, r->tpn, err, sizeof(err)))
+			die("--tasks-per-node: %s", err);
+	}
+	struct llmt_job_info job = { 0 };
+	job.nnodes = (unsigned)n;
+	if (r->tpn)
+		for (int i = 0; i < n; i++)
+			job.ntasks += r->tpn[i];
+	else
+		job.ntasks = r->uniform * (unsigned)n;
+	if (llmt_opts_validate(&r->o, r->pol, &job, err, sizeof(err)))
+		die("%s", err);
+	r->L = (struct llmt_layout){ r->o.tp, r->o.pp, r->o.dp };
+}
+
+static void build_plan(struct plan_run *r)
+{
+	char err[1024];
+	if (llmt_plan_build(r->nodes, r->tpn, r->uniform, r->topo, r->pol, r->L, &r->cm, &r->plan,
+			    err, sizeof(err)))
+		die("%s", err);
+}
+
+/* --json: the map as an array of objects, one per rank */
+static void print_map_json(const struct plan_run *r, FILE *out)
+{
+	const struct llmt_plan *plan = r->plan;
+	json_t *arr = json_array();
+	for (unsigned k = 0; k < plan->ntasks; k++) {
+		unsigned t = plan->map->task_of_rank[k];
+		const struct llmt_rm_task *x = &plan->map->task[t];
+		json_t *e = json_pack("{s:I,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I}",
+				      "rank", (json_int_t)x->rank,
+				      "node", plan->names[x->node],
+				      "local_rank", (json_int_t)x->local_rank,
+				      "gpu", (json_int_t)x->gpu,
+				      "nic", llmt_plan_nic(plan, t),
+				      "tp", (json_int_t)x->tp_rank,
+				      "pp", (json_int_t)x->pp_rank,
+				      "dp", (json_int_t)x->dp_rank,
+				      "task", (json_int_t)t);
+		if (!e)
+			die("out of memory");
+		if (r->env) {
+			static struct llmt_env ev;
+			json_t *eo = json_object();
+			task_env(plan, t, &r->o, r->pol, r->job_id, r->step_id, &ev);
+			for (unsigned i = 0; i < ev.n; i++)
+				json_object_set_new(eo, ev.var[i].name, json_string(ev.var[i].value));
+			json_object_set_new(e, "env", eo);
 		}
-		print_cost("this map", &plan->cost);
-		if (plan->slurm_feasible) {
-			print_cost("Slurm's default order", &plan->slurm_cost);
-			printf("change vs Slurm: cross-node %+.1f%%, cross-leaf %+.1f%%, cross-spine %+.1f%%\n",
-			       pct(llmt_cost_level(&plan->cost, 1), llmt_cost_level(&plan->slurm_cost, 1)),
-			       pct(llmt_cost_level(&plan->cost, 2), llmt_cost_level(&plan->slurm_cost, 2)),
-			       pct(llmt_cost_level(&plan->cost, 3), llmt_cost_level(&plan->slurm_cost, 3)));
-		} else {
-			printf("Slurm's default order is not feasible: it would split a TP group across an NVLink domain\n");
+		if (json_array_append_new(arr, e))
+			die("out of memory");
+	}
+	if (json_dumpf(arr, out, JSON_COMPACT) || fputc('\n', out) == EOF)
+		die("cannot write JSON");
+	json_decref(arr);
+}
+
+/* --cost-json: both costs as one object */
+static void print_cost_json(const struct plan_run *r, FILE *out)
+{
+	const struct llmt_plan *plan = r->plan;
+	json_t *obj = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:b}",
+				"order", llmt_rm_order_name(plan->map->order),
+				"nodes", (json_int_t)plan->nnodes,
+				"tasks", (json_int_t)plan->ntasks,
+				"tp", (json_int_t)r->L.tp, "pp", (json_int_t)r->L.pp, "dp", (json_int_t)r->L.dp,
+				"map", cost_json(&plan->cost),
+				"slurm_feasible", plan->slurm_feasible);
+	json_object_set_new(obj, "slurm", cost_json(&plan->slurm_cost));
+	json_dumpf(obj, out, JSON_COMPACT);
+	fputc('\n', out);
+	json_decref(obj);
+}
+
+/* the text form: the header line, the map (unless --no-map), the costs */
+static void print_text(const struct plan_run *r)
+{
+	const struct llmt_plan *plan = r->plan;
+	printf("llm-train-plan: %u nodes, %u tasks, tp=%u pp=%u dp=%u, order %s, master %s\n",
+	       plan->nnodes, plan->ntasks, r->L.tp, r->L.pp, r->L.dp,
+	       llmt_rm_order_name(plan->map->order), llmt_plan_master(plan));
+	if (!r->nomap) {
+		printf("%8s %-20s %5s %4s %-12s %6s %6s %6s %8s\n", "rank", "node", "local", "gpu",
+		       "nic", "tp", "pp", "dp", "task");
+		for (unsigned k = 0; k < plan->ntasks; k++) {
+			unsigned t = plan->map->task_of_rank[k];
+			const struct llmt_rm_task *x = &plan->map->task[t];
+			printf("%8u %-20s %5u %4d %-12s %6u %6u %6u %8u\n", x->rank,
+			       plan->names[x->node], x->local_rank, (int)x->gpu,
+			       *llmt_plan_nic(plan, t) ? llmt_plan_nic(plan, t) : "-",
+			       x->tp_rank, x->pp_rank, x->dp_rank, t);
+			if (r->env) {
+				static struct llmt_env ev;
+				task_env(plan, t, &r->o, r->pol, r->job_id, r->step_id, &ev);
+				for (unsigned i = 0; i < ev.n; i++)
+					printf("           %s=%s\n", ev.var[i].name, ev.var[i].value);
+			}
 		}
 	}
+	print_cost("this map", &plan->cost);
+	if (plan->slurm_feasible) {
+		print_cost("Slurm's default order", &plan->slurm_cost);
+		printf("change vs Slurm: cross-node %+.1f%%, cross-leaf %+.1f%%, cross-spine %+.1f%%\n",
+		       pct(llmt_cost_level(&plan->cost, 1), llmt_cost_level(&plan->slurm_cost, 1)),
+		       pct(llmt_cost_level(&plan->cost, 2), llmt_cost_level(&plan->slurm_cost, 2)),
+		       pct(llmt_cost_level(&plan->cost, 3), llmt_cost_level(&plan->slurm_cost, 3)));
+	} else {
+		printf("Slurm's default order is not feasible: it would split a TP group across an NVLink domain\n");
+	}
+}
+
+static void plan_run_free(struct plan_run *r)
+{
+	llmt_plan_free(r->plan);
+	llmt_topology_free(r->topo);
+	llmt_policy_free(r->pol);
+	free(r->tpn);
+	r->plan = NULL, r->topo = NULL, r->pol = NULL, r->tpn = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static struct plan_run r;
+	for (int i = 1; i < argc; i++) /* the automatic layout: autoplan_main.c */
+		if (!strcmp(argv[i], "--auto"))
+			return llmt_autoplan_main(argc, argv);
+	plan_run_start(&r);
+	if (parse_args(argc, argv, &r))
+		return 0;
+	load_inputs(&r);
+	plan_layout(&r);
+	build_plan(&r);
+	if (r.json)
+		print_map_json(&r, stdout);
+	else if (r.cjson)
+		print_cost_json(&r, stdout);
+	else
+		print_text(&r);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "llm-train-plan: write error\n");
 		return LLMT_EXIT_IO;
 	}
-	llmt_plan_free(plan);
-	llmt_topology_free(topo);
-	llmt_policy_free(pol);
-	free(tpn);
+	plan_run_free(&r);
 	return 0;
 }

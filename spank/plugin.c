@@ -13,6 +13,7 @@
 #include "config.h"
 #include "health_io.h"
 #include "plan.h"
+#include "llmt/env.h"
 
 struct llmt_raw_opts llmt_raw;
 struct llmt_conf llmt_conf;
@@ -411,9 +412,9 @@ int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *accou
 
 const char *const llmt_rank_vars[] = {
 	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-	"LLM_TRAIN_TP", "LLM_TRAIN_PP", "LLM_TRAIN_DP",
-	"LLM_TRAIN_TP_RANK", "LLM_TRAIN_PP_RANK", "LLM_TRAIN_DP_RANK",
-	"LLM_TRAIN_GPU", "LLM_TRAIN_NIC", NULL
+	LLMT_ENV_TP, LLMT_ENV_PP, LLMT_ENV_DP,
+	LLMT_ENV_TP_RANK, LLMT_ENV_PP_RANK, LLMT_ENV_DP_RANK,
+	LLMT_ENV_GPU, LLMT_ENV_NIC, NULL
 };
 
 int llmt_is_rank_var(const char *name)
@@ -457,12 +458,12 @@ int llmt_settings_env(const struct llmt_opts *o, const struct llmt_policy *p,
 	for (unsigned i = 0; i < full->n; i++) {
 		const char *n = full->var[i].name;
 		if (llmt_is_rank_var(n) || strcmp(n, "CUDA_VISIBLE_DEVICES") == 0 ||
-		    strncmp(n, "NCCL_", 5) == 0 || strcmp(n, "LLM_TRAIN_NCCL_PROFILE") == 0)
+		    strncmp(n, "NCCL_", 5) == 0 || strcmp(n, LLMT_ENV_NCCL_PROFILE) == 0)
 			continue;
 		out->var[out->n++] = full->var[i];
 	}
 	if (o->nccl_profile[0] && out->n < LLMT_ENV_MAX) {
-		snprintf(out->var[out->n].name, LLMT_ENV_NAME_MAX, "LLM_TRAIN_NCCL_PROFILE");
+		snprintf(out->var[out->n].name, LLMT_ENV_NAME_MAX, LLMT_ENV_NCCL_PROFILE);
 		snprintf(out->var[out->n].value, LLMT_ENV_VALUE_MAX, "%s", o->nccl_profile);
 		out->n++;
 	}

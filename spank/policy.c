@@ -19,7 +19,7 @@
 #include "subst.h"
 
 #define POLICY_MAX_BYTES (1u << 20)
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 void llmt_policy_defaults(struct llmt_policy *p)
 {

@@ -11,7 +11,7 @@
 #include "llmt_limits.h"
 #include "rankmap.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 static const char *order_names[LLMT_ORDER_COUNT] = {
 	"slurm", "topo-dp", "topo-pp", "frag-dp", "frag-pp",

@@ -16,7 +16,7 @@
 #include "hostlist.h"
 #include "topology.h"
 
-#define SET_ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#include "llmt/err.h"
 
 struct entry {              /* one (node, leaf or block) membership */
 	char name[LLMT_HOST_MAX];

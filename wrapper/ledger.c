@@ -7,13 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-
-static double now_s(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
+#include "include/llmt/clock.h"
 
 static int mkdir_p(const char *dir)
 {
@@ -62,7 +56,7 @@ void wr_ledger_verbose(bool on)
 void wr_ledger_event(struct wr_ledger *l, const char *event, json_t *fields)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "time", json_real(now_s()));
+	json_object_set_new(o, "time", json_real(llmt_wall_s()));
 	json_object_set_new(o, "event", json_string(event));
 	if (fields)
 		json_object_update(o, fields);

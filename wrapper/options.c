@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "include/llmt/exitcodes.h"
+#include "include/llmt/env.h"
 
 #define PROG "llm-train-wrap"
 
@@ -116,12 +117,12 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
-	o->max_restarts = wr_env_num("LLM_TRAIN_RESTARTS", 3, 0, 1e6);
-	o->window_s = wr_env_num("LLM_TRAIN_RESTART_WINDOW", 0, 0, 1e9);
+	o->max_restarts = wr_env_num(LLMT_ENV_RESTARTS, 3, 0, 1e6);
+	o->window_s = wr_env_num(LLMT_ENV_RESTART_WINDOW, 0, 0, 1e9);
 	o->hang_min = 60;
 	/* the admin policy's heartbeat limits, as the plugin passes them */
-	o->hang_max = wr_env_num("LLM_TRAIN_HEARTBEAT_TIMEOUT", 1800, 0.1, 1e7);
-	o->hang_startup = wr_env_num("LLM_TRAIN_HEARTBEAT_STARTUP", 0, 0, 1e7);
+	o->hang_max = wr_env_num(LLMT_ENV_HEARTBEAT_TIMEOUT, 1800, 0.1, 1e7);
+	o->hang_startup = wr_env_num(LLMT_ENV_HEARTBEAT_STARTUP, 0, 0, 1e7);
 	o->hang_k = 10;
 	o->backoff = 5;
 	o->rollback = 100;
@@ -191,7 +192,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 	if (o->hang_min > o->hang_max)
 		wr_usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
 	if (!o->ckpt_dir)
-		o->ckpt_dir = getenv("LLM_TRAIN_CKPT_DIR");
+		o->ckpt_dir = getenv(LLMT_ENV_CKPT_DIR);
 	if (!o->ckpt_dir || !*o->ckpt_dir)
 		wr_usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
+#include "include/llmt/heartbeat.h"
 
 double wr_now(void)
 {
@@ -245,7 +246,7 @@ static void read_heartbeats(struct ctx *x)
 	double now = wr_now();
 	for (int r = 0; r < c->nranks; r++) {
 		char p[4200], line[256], tline[1024];
-		snprintf(p, sizeof p, "%s/rank_%05d", c->hb_dir, r);
+		snprintf(p, sizeof p, LLMT_HB_PATH_FMT, c->hb_dir, r);
 		FILE *f = fopen(p, "r");
 		if (!f)
 			continue;   /* not written yet: hang.c counts it from the launch */

@@ -101,8 +101,6 @@ int llmt_ckpt_wait(llmt_ckpt_writer *w, char *err, size_t errlen);
 /* How long rank 0 waits for every rank's shard of a save before it gives
  * the checkpoint up: LLM_TRAIN_CKPT_TIMEOUT seconds, default 1800. */
 double llmt_ckpt_timeout(void);
-/* Step of the last checkpoint this writer completed (-1 none). */
-long llmt_ckpt_last_step(const llmt_ckpt_writer *w);
 void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */
 
 /* ---- reading --------------------------------------------------------- */
@@ -119,14 +117,13 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
  * and err on failure. */
 llmt_ckpt *llmt_ckpt_open(const char *stepdir, int *code, char *err, size_t errlen);
 void llmt_ckpt_close(llmt_ckpt *c);
-long llmt_ckpt_step(const llmt_ckpt *c);
 void llmt_ckpt_layout(const llmt_ckpt *c, int *tp, int *pp, int *dp, int *world);
 const char *llmt_ckpt_train_json(const llmt_ckpt *c);   /* "{}" when none */
-int llmt_ckpt_replicas_agree(const llmt_ckpt *c);        /* 1, 0, -1 unknown */
 /* 0 when the stored model config has the same architecture as cfg; else
  * 64 and the first differing field in err. */
 int llmt_ckpt_check_config(const llmt_ckpt *c, const llmt_config *cfg, char *err, size_t errlen);
-/* Stored config (the architecture fields; others keep their defaults). */
+/* Stored config (the architecture fields; others keep their defaults):
+ * generate and gather read a checkpoint's model from it. */
 int llmt_ckpt_config(const llmt_ckpt *c, llmt_config *cfg);
 /* Copy of blob `name` saved by rank `rank` (of the SAVING layout) into a
  * malloc'd buffer. 0, 66 absent, 65/74 on a bad read. */

@@ -90,11 +90,6 @@ void llmt_ckpt_close(llmt_ckpt *c)
 	free(c);
 }
 
-long llmt_ckpt_step(const llmt_ckpt *c)
-{
-	return c->m.step;
-}
-
 void llmt_ckpt_layout(const llmt_ckpt *c, int *tp, int *pp, int *dp, int *world)
 {
 	if (tp)
@@ -110,11 +105,6 @@ void llmt_ckpt_layout(const llmt_ckpt *c, int *tp, int *pp, int *dp, int *world)
 const char *llmt_ckpt_train_json(const llmt_ckpt *c)
 {
 	return c->m.train_json ? c->m.train_json : "{}";
-}
-
-int llmt_ckpt_replicas_agree(const llmt_ckpt *c)
-{
-	return c->m.replicas_agree;
 }
 
 int llmt_ckpt_config(const llmt_ckpt *c, llmt_config *cfg)

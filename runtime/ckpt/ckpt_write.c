@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "llmt/env.h"
 
 /* A piece of the shard: copied into the snapshot (dst), or written in
  * place from src (borrowed buffers; dst unused). */
@@ -73,11 +74,6 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 	w->last_step = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	return w;
-}
-
-long llmt_ckpt_last_step(const llmt_ckpt_writer *w)
-{
-	return w->last_step;
 }
 
 static void set_result(llmt_ckpt_writer *w, int rc, const char *msg)
@@ -163,7 +159,7 @@ static int publish_done(llmt_ckpt_writer *w, const char *tdir, const char *errms
 /* ---- rank 0: manifest ------------------------------------------------- */
 double llmt_ckpt_timeout(void)
 {
-	const char *e = getenv("LLM_TRAIN_CKPT_TIMEOUT");
+	const char *e = getenv(LLMT_ENV_CKPT_TIMEOUT);
 	double t = e ? atof(e) : 0;
 
 	return t > 0 ? t : 1800;

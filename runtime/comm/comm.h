@@ -45,7 +45,6 @@ int llmt_comm_allgather_bytes(llmt_comm *c, const void *send, void *recv, size_t
 int llmt_comm_bcast_bytes(llmt_comm *c, void *buf, size_t bytes, int root);
 int llmt_comm_send_bytes(llmt_comm *c, const void *buf, size_t bytes, int peer, int tag);
 int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int tag);
-int llmt_comm_barrier(llmt_comm *c);
 /* Abort every member (used on fatal errors so no rank hangs). */
 void llmt_comm_abort(llmt_comm *c, int exit_code);
 

@@ -329,11 +329,6 @@ int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int ta
     return 0;
 }
 
-int llmt_comm_barrier(llmt_comm *c)
-{
-    return WATCHED(c, "MPI_Barrier", -1, 0, MPI_Barrier(c->comm));
-}
-
 void llmt_comm_abort(llmt_comm *c, int exit_code)
 {
     MPI_Abort(c ? c->comm : MPI_COMM_WORLD, exit_code);

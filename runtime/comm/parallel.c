@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "llmt/env.h"
 
 static int parse_pos(const char *name, const char *s, int *out, char *err, size_t errlen)
 {
@@ -22,12 +23,12 @@ static int parse_pos(const char *name, const char *s, int *out, char *err, size_
 	return 0;
 }
 
-int llmt_layout_rank(const llmt_layout *l, int tp_rank, int pp_rank, int dp_rank)
+int llmt_grid_rank(const llmt_grid *l, int tp_rank, int pp_rank, int dp_rank)
 {
 	return tp_rank + dp_rank * l->tp + pp_rank * l->tp * l->dp;
 }
 
-int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
+int llmt_grid_from_values(llmt_grid *l, int world_size, int mpi_rank,
 	const char *tp, const char *pp, const char *dp,
 	const char *rank, const char *world, char *err, size_t errlen)
 {
@@ -56,12 +57,12 @@ int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
 	l->rank = r;
 	l->world = w;
 	l->tp = l->pp = 1;
-	if (tp && *tp && parse_pos("LLM_TRAIN_TP", tp, &l->tp, err, errlen))
+	if (tp && *tp && parse_pos(LLMT_ENV_TP, tp, &l->tp, err, errlen))
 		return -1;
-	if (pp && *pp && parse_pos("LLM_TRAIN_PP", pp, &l->pp, err, errlen))
+	if (pp && *pp && parse_pos(LLMT_ENV_PP, pp, &l->pp, err, errlen))
 		return -1;
 	if (dp && *dp && strcmp(dp, "auto") != 0) {
-		if (parse_pos("LLM_TRAIN_DP", dp, &l->dp, err, errlen))
+		if (parse_pos(LLMT_ENV_DP, dp, &l->dp, err, errlen))
 			return -1;
 	} else {
 		if (w % (l->tp * l->pp)) {
@@ -82,10 +83,10 @@ int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
 	return 0;
 }
 
-int llmt_layout_check_coords(const llmt_layout *l, const char *tp_rank, const char *pp_rank,
+int llmt_grid_check_coords(const llmt_grid *l, const char *tp_rank, const char *pp_rank,
 	const char *dp_rank, char *err, size_t errlen)
 {
-	const char *names[3] = { "LLM_TRAIN_TP_RANK", "LLM_TRAIN_PP_RANK", "LLM_TRAIN_DP_RANK" };
+	const char *names[3] = { LLMT_ENV_TP_RANK, LLMT_ENV_PP_RANK, LLMT_ENV_DP_RANK };
 	const char *vals[3] = { tp_rank, pp_rank, dp_rank };
 	int want[3] = { l->tp_rank, l->pp_rank, l->dp_rank };
 
@@ -105,24 +106,24 @@ int llmt_layout_check_coords(const llmt_layout *l, const char *tp_rank, const ch
 	return 0;
 }
 
-int llmt_layout_from_env(llmt_layout *l, int world_size, int mpi_rank, char *err, size_t errlen)
+int llmt_grid_from_env(llmt_grid *l, int world_size, int mpi_rank, char *err, size_t errlen)
 {
-	if (llmt_layout_from_values(l, world_size, mpi_rank,
-			getenv("LLM_TRAIN_TP"), getenv("LLM_TRAIN_PP"), getenv("LLM_TRAIN_DP"),
+	if (llmt_grid_from_values(l, world_size, mpi_rank,
+			getenv(LLMT_ENV_TP), getenv(LLMT_ENV_PP), getenv(LLMT_ENV_DP),
 			getenv("RANK"), getenv("WORLD_SIZE"), err, errlen))
 		return -1;
-	return llmt_layout_check_coords(l, getenv("LLM_TRAIN_TP_RANK"), getenv("LLM_TRAIN_PP_RANK"),
-		getenv("LLM_TRAIN_DP_RANK"), err, errlen);
+	return llmt_grid_check_coords(l, getenv(LLMT_ENV_TP_RANK), getenv(LLMT_ENV_PP_RANK),
+		getenv(LLMT_ENV_DP_RANK), err, errlen);
 }
 
 int llmt_parallel_init(llmt_parallel *p, llmt_comm *world)
 {
 	char err[256];
-	llmt_layout *l = &p->l;
+	llmt_grid *l = &p->l;
 
 	memset(p, 0, sizeof(*p));
 	p->world = world;
-	if (llmt_layout_from_env(l, llmt_comm_size(world), llmt_comm_rank(world), err, sizeof(err))) {
+	if (llmt_grid_from_env(l, llmt_comm_size(world), llmt_comm_rank(world), err, sizeof(err))) {
 		fprintf(stderr, "llm-train: %s\n", err);
 		return -1;
 	}

@@ -1,4 +1,6 @@
-/* parallel.h: the TP/PP/DP layout of this job and its communication groups.
+/* parallel.h: the TP/PP/DP layout of this job (llmt_grid: this rank in the
+ * TP x PP x DP grid; spank/rankmap.h's llmt_layout is the plugin's rank map)
+ * and its communication groups.
  * The layout comes from the environment the plugin sets (LLM_TRAIN_TP/PP/DP,
  * RANK, WORLD_SIZE); Megatron order: rank = tp + dp*TP + pp*TP*DP. */
 #ifndef LLMT_PARALLEL_H
@@ -10,10 +12,10 @@ typedef struct {
 	int rank, world;            /* topology-aware rank (RANK) and world size */
 	int tp, pp, dp;
 	int tp_rank, pp_rank, dp_rank;
-} llmt_layout;
+} llmt_grid;
 
 typedef struct {
-	llmt_layout l;
+	llmt_grid l;
 	llmt_comm *world;           /* the backend's world (as started) */
 	llmt_comm *all;             /* world reordered by RANK */
 	llmt_comm *tp_comm, *pp_comm, *dp_comm;
@@ -22,17 +24,17 @@ typedef struct {
 /* Pure: fill l from the given variable values (NULL = absent) for a job of
  * world_size processes where this process is backend rank `mpi_rank`.
  * Returns 0, or -1 with one line in err naming the bad value. */
-int llmt_layout_from_values(llmt_layout *l, int world_size, int mpi_rank,
+int llmt_grid_from_values(llmt_grid *l, int world_size, int mpi_rank,
 	const char *tp, const char *pp, const char *dp,
 	const char *rank, const char *world, char *err, size_t errlen);
 /* Pure: when the plugin also gave the coordinates (LLM_TRAIN_TP_RANK,
  * _PP_RANK, _DP_RANK; NULL = absent), they must agree with l. */
-int llmt_layout_check_coords(const llmt_layout *l, const char *tp_rank, const char *pp_rank,
+int llmt_grid_check_coords(const llmt_grid *l, const char *tp_rank, const char *pp_rank,
 	const char *dp_rank, char *err, size_t errlen);
 /* Same as from_values plus check_coords, from getenv. */
-int llmt_layout_from_env(llmt_layout *l, int world_size, int mpi_rank, char *err, size_t errlen);
+int llmt_grid_from_env(llmt_grid *l, int world_size, int mpi_rank, char *err, size_t errlen);
 /* Rank of (tp_rank, pp_rank, dp_rank) in the layout. */
-int llmt_layout_rank(const llmt_layout *l, int tp_rank, int pp_rank, int dp_rank);
+int llmt_grid_rank(const llmt_grid *l, int tp_rank, int pp_rank, int dp_rank);
 
 /* Collective over world: read the layout from the environment and split
  * the groups. On a bad layout prints one line and returns -1 (every rank

@@ -8,6 +8,7 @@
 #include "llmt/exitcodes.h"
 #include "bridge_int.h"
 #include "gmodel_impl.h"
+#include "llmt/env.h"
 
 typedef llmt_bridge bridge;
 
@@ -88,7 +89,7 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
     char err[200];
     if (llmt_gmodel_building())
         return 0;
-    int want = llmt_dev_wanted(getenv("LLM_TRAIN_GPU"), 1, err, sizeof err);
+    int want = llmt_dev_wanted(getenv(LLMT_ENV_GPU), 1, err, sizeof err);
     if (want == 0)
         return 0;
     *out = NULL;

@@ -16,6 +16,7 @@
 #include "bridge_int.h"
 #include "gmodel_impl.h"
 #include "gmodel_opt.h"
+#include "llmt/clock.h"
 
 typedef struct {
     llmt_trainopt base;
@@ -31,17 +32,10 @@ typedef struct {
     float *ld_m, *ld_v;           /* resume: AdamW state of the whole buffer */
 } dev_opt;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int d_finish(llmt_trainopt *o, double *norm)
 {
     dev_opt *d = (dev_opt *)o;
-    double t0 = now_s(), ss;
+    double t0 = llmt_mono_s(), ss;
     /* the reduce-scatter launched during backward, then the tied copies:
      * both stages make the copy whole over DP and add the other's */
     if (llmt_gmodel_dp_wait(d->g))
@@ -54,13 +48,13 @@ static int d_finish(llmt_trainopt *o, double *norm)
             llmt_gopt_put(d->go, LLMT_GBUF_GRADS, at, k, d->tied_h))
             return -1;
     }
-    o->comm_s = now_s() - t0;     /* waiting for the reduction, tied exchange */
+    o->comm_s = llmt_mono_s() - t0;     /* waiting for the reduction, tied exchange */
     if (llmt_gopt_sumsq(d->go, &ss))
         return -1;
-    t0 = now_s();
+    t0 = llmt_mono_s();
     if (d->e.all && llmt_comm_size(d->e.all) > 1 && llmt_comm_allreduce_sum_f64(d->e.all, &ss, 1))
         return -1;
-    o->comm_s += now_s() - t0;
+    o->comm_s += llmt_mono_s() - t0;
     *norm = sqrt(ss);
     return 0;
 }
@@ -68,10 +62,10 @@ static int d_finish(llmt_trainopt *o, double *norm)
 static int d_step(llmt_trainopt *o, double lr, double norm)
 {
     dev_opt *d = (dev_opt *)o;
-    double t0 = now_s();
+    double t0 = llmt_mono_s();
     o->t++;
     int rc = llmt_gopt_update(d->go, lr, llmt_clip_scale(norm, d->cfg.grad_clip), &d->cfg, o->t);
-    o->comm_s += now_s() - t0;    /* the update waits for the weight all-gather */
+    o->comm_s += llmt_mono_s() - t0;    /* the update waits for the weight all-gather */
     return rc;
 }
 

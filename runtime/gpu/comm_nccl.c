@@ -10,8 +10,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include "comm_nccl.h"
+#include "llmt/clock.h"
 #include "host_plan.h"
 #include "resilience/watchdog.h"
+#include "llmt/env.h"
+#include "llmt/clock.h"
 
 struct llmt_nccl {
     ncclComm_t comm;
@@ -20,13 +23,6 @@ struct llmt_nccl {
     int aborted;
     llmt_comm *group;   /* the MPI group it was made from: its waits count there */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void nccl_abort(llmt_nccl *n, const char *what, const char *why)
 {
@@ -42,7 +38,7 @@ static void nccl_abort(llmt_nccl *n, const char *what, const char *why)
 static int poll_done(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
 {
     gwatch w;
-    gwatch_arm(&w, now_s(), n->timeout_s);
+    gwatch_arm(&w, llmt_mono_s(), n->timeout_s);
     for (int polls = 0;; polls++) {
         ncclResult_t a = ncclSuccess;
         if (ncclCommGetAsyncError(n->comm, &a) != ncclSuccess)
@@ -58,7 +54,7 @@ static int poll_done(llmt_nccl *n, const char *what, int have_stream, cudaStream
             }
             done = q == cudaSuccess;
         }
-        switch (gwatch_poll(&w, now_s(), done, as)) {
+        switch (gwatch_poll(&w, llmt_mono_s(), done, as)) {
         case GW_OK:
             return 0;
         case GW_ERROR:
@@ -86,11 +82,11 @@ static int poll_done(llmt_nccl *n, const char *what, int have_stream, cudaStream
  * the wrapper names the rank they wait for, not this one. */
 static int watch(llmt_nccl *n, const char *what, int have_stream, cudaStream_t st)
 {
-    double t0 = now_s();
+    double t0 = llmt_mono_s();
     llmt_wd_enter(what, "nccl", n->size, -1, 0);
     int rc = poll_done(n, what, have_stream, st);
     llmt_wd_leave();
-    llmt_comm_add_wait(n->group, now_s() - t0);
+    llmt_comm_add_wait(n->group, llmt_mono_s() - t0);
     return rc;
 }
 
@@ -113,7 +109,7 @@ llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
 {
     char err[160];
     if (timeout_s <= 0) {
-        timeout_s = gwatch_timeout_from(getenv("LLM_TRAIN_NCCL_TIMEOUT"), 300.0, err, sizeof err);
+        timeout_s = gwatch_timeout_from(getenv(LLMT_ENV_NCCL_TIMEOUT), 300.0, err, sizeof err);
         if (timeout_s < 0) {
             fprintf(stderr, "llm-train: %s\n", err);
             return NULL;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include "comm_nccl.h"
 #include "gmodel_impl.h"
+#include "llmt/env.h"
 
 int gcheck(cudaError_t e, const char *what)
 {
@@ -42,7 +43,7 @@ int llmt_gpu_select(void)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
         n = 0;
-    int d = gpick_device(n, getenv("LLM_TRAIN_GPU"), getenv("LOCAL_RANK"), err, sizeof err);
+    int d = gpick_device(n, getenv(LLMT_ENV_GPU), getenv("LOCAL_RANK"), err, sizeof err);
     if (d < 0) {
         fprintf(stderr, "llm-train: GPU backend: %s%s%s\n", err, e != cudaSuccess ? ": " : "",
                 e != cudaSuccess ? cudaGetErrorString(e) : "");

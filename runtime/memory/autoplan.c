@@ -48,7 +48,7 @@ static double allreduce_s(double bytes, int k, double bw, double lat)
 static double stage_mem(const llmt_config *c, const llmt_autoplan_in *in, const llmt_autoplan_cand *x,
 	int s)
 {
-	llmt_layout l = { 0, x->tp * x->pp * x->dp, x->tp, x->pp, x->dp, 0, s, 0 };
+	llmt_grid l = { 0, x->tp * x->pp * x->dp, x->tp, x->pp, x->dp, 0, s, 0 };
 	size_t n = llmt_autoplan_stage_params(c, x->tp, x->pp, s);
 
 	if (in->gpu) {

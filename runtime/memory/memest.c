@@ -22,7 +22,7 @@ static double attn_ws_bytes(double BH, double T, double Tp, double hd, int nt)
 	return nt * per + BH * 2 * hd * 4;
 }
 
-void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e)
 {
 	double es = bf16 ? 2 : 4, M = (double)B * T, d = c->d_model, V = c->vocab_size;
@@ -79,7 +79,7 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nfl
 #define GPU_COLSUM_MAX 1024
 #define GPU_MM_WORKSPACE (64.0 * 1048576)
 
-void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, llmt_memest_gpu *e)
 {
 	double M = (double)B * T, d = c->d_model, V = c->vocab_size, n = (double)nflat;
@@ -122,7 +122,7 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t
 	e->total = e->params + e->optimizer + e->activations + e->scratch + e->workspace;
 }
 
-void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e)
 {
 	double M = (double)B * T, n = (double)nflat, k = n / l->dp;

@@ -26,7 +26,7 @@ typedef struct {
  * LLMT_NO_BF16, head_dim or CPU unsuited), else the thread count of the
  * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
  * scratch); llmt_model_blocked_attn says which. */
-void llmt_memory_estimate(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e);
 
 /* Device memory of a rank whose model is on a GPU (runtime/gpu/gmodel.c
@@ -43,7 +43,7 @@ typedef struct {
 
 /* Pure. devopt: the training loop's optimizer runs on the device
  * (llmt_dev_optim: m and v over the whole stage, not a ZeRO-1 shard). */
-void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, llmt_memest_gpu *e);
 /* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,
  * gmodel*.c): the host mirror (the CPU model built for one token: fp32
@@ -63,7 +63,7 @@ typedef struct {
  * first one); resume: the run starts from a checkpoint with its state.
  * devopt as above; without it the host optimizer's terms of
  * llmt_memory_estimate are counted instead (no pinned snapshot). */
-void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_layout *l, size_t nflat,
+void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e);
 
 /* Peak resident set of this process (VmHWM) in bytes; 0 if unknown. */

@@ -25,11 +25,11 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	int threads, int ckpt, llmt_recompute rc)
 {
 	char err[256], v[3][16];
-	llmt_layout l;
+	llmt_grid l;
 	snprintf(v[0], sizeof(v[0]), "%d", tp);
 	snprintf(v[1], sizeof(v[1]), "%d", pp);
 	snprintf(v[2], sizeof(v[2]), "%d", dp);
-	if (llmt_layout_from_values(&l, tp * pp * dp, s * tp * dp, v[0], v[1], v[2], NULL, NULL, err,
+	if (llmt_grid_from_values(&l, tp * pp * dp, s * tp * dp, v[0], v[1], v[2], NULL, NULL, err,
 				    sizeof(err))) {
 		fprintf(stderr, "llm-train memory: %s\n", err);
 		return LLMT_EXIT_USAGE;

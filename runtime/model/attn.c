@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cpu.h"
 #include "matmul.h"
 #include "simd.h"
 #include "attn_int.h"
@@ -34,18 +35,14 @@ static size_t carve(const attn_ws *w, int i, struct slice *s)
     return off;
 }
 
+#ifndef LLMT_ISA_AVX512 /* the scratch: in the portable copy */
 void attn_slice(const attn_ws *w, int i, struct slice *s) { carve(w, i, s); }
 
 int attn_ld(int T) { return (T + QB - 1) / QB * QB; }
 
 int attn_ok(int hd)
 {
-#ifdef LLMT_TILE
-    return hd > 0 && hd % 16 == 0 && llmt_mm_bf16_native();
-#else
-    (void)hd;
-    return 0;
-#endif
+    return hd > 0 && hd % 16 == 0 && llmt_cpu_avx512() && llmt_mm_bf16_native();
 }
 
 attn_ws *attn_ws_new(int BH, int T, int hd, int nt)
@@ -76,6 +73,7 @@ void attn_ws_free(attn_ws *w)
     free(w->dwp);
     free(w);
 }
+#endif
 
 #ifdef LLMT_TILE
 static void zero_bf16(bf16 *p, int from, int to)
@@ -141,12 +139,5 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
                               x.tile + (size_t)r * hd, (size_t)hd);
         }
     }
-}
-#else
-void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
-              int B, int H, int T, int hd, float scale)
-{
-    (void)w, (void)q, (void)k, (void)v, (void)P, (void)att, (void)B, (void)H, (void)T, (void)hd,
-        (void)scale;
 }
 #endif

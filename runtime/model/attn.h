@@ -9,8 +9,9 @@
 
 typedef struct attn_ws attn_ws;
 
-/* 1 when this kernel runs here: built for and running on AVX-512 BF16
- * (llmt_mm_bf16_native) and head_dim hd a multiple of 16. */
+/* 1 when this kernel runs here: the AVX-512 BF16 copy in use (cpu.h),
+ * llmt_mm_bf16_native, and head_dim hd a multiple of 16. attn_fwd and
+ * attn_bwd exist in that copy only. */
 int attn_ok(int hd);
 /* Row stride of P and dS: T rounded up to 64. */
 int attn_ld(int T);

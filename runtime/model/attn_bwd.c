@@ -136,12 +136,4 @@ void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf1
             pg->dkw[i] += w->dwp[(size_t)it * 2 * hd + hd + i];
         }
 }
-#else
-void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const bf16 *datt, bf16 *dS, const attn_prep_grad *pg, int B, int H, int T, int hd,
-              float scale)
-{
-    (void)w, (void)q, (void)k, (void)v, (void)P, (void)datt, (void)dS, (void)pg, (void)B,
-        (void)H, (void)T, (void)hd, (void)scale;
-}
 #endif

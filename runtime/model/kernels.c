@@ -49,6 +49,7 @@ static inline float norm_row(const float *xr, const float *w, void *out, size_t 
 void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M, int d,
                    float eps, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_rmsnorm_fwd, (x, w, out, rstd, M, d, eps, bf));
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++)
         rstd[m] = norm_row(x + (size_t)m * d, w, out, (size_t)m * d, d, eps, bf);
@@ -57,6 +58,7 @@ void k_rmsnorm_fwd(const float *x, const float *w, void *out, float *rstd, int M
 void k_add_rmsnorm_fwd(const float *x, const float *r, float *s, const float *w, void *out,
                        float *rstd, int M, int d, float eps, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_add_rmsnorm_fwd, (x, r, s, w, out, rstd, M, d, eps, bf));
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         size_t o = (size_t)m * d;
@@ -66,15 +68,19 @@ void k_add_rmsnorm_fwd(const float *x, const float *r, float *s, const float *w,
     }
 }
 
+#ifndef LLMT_ISA_AVX512 /* no AVX-512 code: one copy */
 void k_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
                    float *dx, float *dw, int M, int d)
 {
     k_rmsnorm_bwd_act(x, w, rstd, dy, dx, dw, M, d, NULL, 0);
 }
 
+#endif
+
 void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const float *dy,
                        float *dx, float *dw, int M, int d, void *dxact, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_rmsnorm_bwd_act, (x, w, rstd, dy, dx, dw, M, d, dxact, bf));
     int nt = omp_get_max_threads();
     float *part = calloc((size_t)nt * d, sizeof *part);
 #pragma omp parallel num_threads(nt)
@@ -186,6 +192,8 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
                      int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
                      const float *cos_t, const float *sin_t, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_attn_prep_fwd,
+                        (qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, bf));
     int W = (H + 2 * KV) * hd, G = H / KV;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
@@ -284,6 +292,8 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                      const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
                      const float *cos_t, const float *sin_t, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_attn_prep_bwd, (dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr,
+                                              kr, dqw, dkw, cos_t, sin_t, bf));
     int W = (H + 2 * KV) * hd, G = H / KV;
     int nt = omp_get_max_threads();
     float *part = qw ? calloc((size_t)nt * 2 * hd, sizeof *part) : NULL;
@@ -328,6 +338,7 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
 
 void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_softmax_causal_fwd, (S, P, n, T, bf));
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < n; b++)
         for (int i = 0; i < T; i++) {
@@ -373,6 +384,7 @@ void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
 
 void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_softmax_causal_bwd, (P, dP, dS, n, T, bf));
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < n; b++)
         for (int i = 0; i < T; i++) {
@@ -404,6 +416,7 @@ void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T
         }
 }
 
+#ifndef LLMT_ISA_AVX512 /* no AVX-512 code: one copy */
 void k_heads_to_tokens(const void *o, void *att, int B, int T, int H, int hd, int bf)
 {
     size_t es = bf ? 2 : 4;
@@ -415,8 +428,11 @@ void k_heads_to_tokens(const void *o, void *att, int B, int T, int H, int hd, in
                        (const char *)o + (((size_t)b * H + h) * T + t) * hd * es, hd * es);
 }
 
+#endif
+
 void k_tokens_to_heads(const float *datt, void *dO, int B, int T, int H, int hd, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_tokens_to_heads, (datt, dO, B, T, H, hd, bf));
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
@@ -432,6 +448,7 @@ void k_tokens_to_heads(const float *datt, void *dO, int B, int T, int H, int hd,
 
 void k_swiglu_fwd(const void *gu, void *a, int M, int F, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_swiglu_fwd, (gu, a, M, F, bf));
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         size_t ig = (size_t)m * 2 * F, ia = (size_t)m * F;
@@ -452,6 +469,7 @@ void k_swiglu_fwd(const void *gu, void *a, int M, int F, int bf)
 
 void k_swiglu_bwd(const void *gu, const float *da, void *dgu, int M, int F, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_swiglu_bwd, (gu, da, dgu, M, F, bf));
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         size_t ig = (size_t)m * 2 * F, ia = (size_t)m * F;
@@ -477,6 +495,7 @@ void k_swiglu_bwd(const void *gu, const float *da, void *dgu, int M, int F, int 
     }
 }
 
+#ifndef LLMT_ISA_AVX512 /* no AVX-512 code: one copy */
 void k_embed_fwd(const float *E, const int32_t *tok, float *x, int M, int d)
 {
 #pragma omp parallel for schedule(static)
@@ -532,8 +551,11 @@ void k_add(float *s, const float *x, const float *r, size_t n)
         s[i] = x[i] + r[i];
 }
 
+#endif
+
 void k_to_act(const float *src, void *dst, size_t n, int bf)
 {
+    LLMT_AVX512_FORWARD(bf, k_to_act, (src, dst, n, bf));
     if (!bf) {
         if (dst != src)
             memcpy(dst, src, n * sizeof(float));

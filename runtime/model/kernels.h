@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bf16.h"
+#include "cpu.h"
 
 static inline float act_ld(const void *p, size_t i, int bf)
 {
@@ -88,5 +89,20 @@ double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M,
 void k_add(float *s, const float *x, const float *r, size_t n);
 /* Convert fp32 -> act (copy when !bf). */
 void k_to_act(const float *src, void *dst, size_t n, int bf);
+
+#ifndef LLMT_ISA_AVX512
+/* the AVX-512 BF16 copies the portable entry points forward to (cpu.h) */
+extern __typeof__(k_rmsnorm_fwd) k_rmsnorm_fwd_avx512;
+extern __typeof__(k_add_rmsnorm_fwd) k_add_rmsnorm_fwd_avx512;
+extern __typeof__(k_rmsnorm_bwd_act) k_rmsnorm_bwd_act_avx512;
+extern __typeof__(k_attn_prep_fwd) k_attn_prep_fwd_avx512;
+extern __typeof__(k_attn_prep_bwd) k_attn_prep_bwd_avx512;
+extern __typeof__(k_softmax_causal_fwd) k_softmax_causal_fwd_avx512;
+extern __typeof__(k_softmax_causal_bwd) k_softmax_causal_bwd_avx512;
+extern __typeof__(k_tokens_to_heads) k_tokens_to_heads_avx512;
+extern __typeof__(k_swiglu_fwd) k_swiglu_fwd_avx512;
+extern __typeof__(k_swiglu_bwd) k_swiglu_bwd_avx512;
+extern __typeof__(k_to_act) k_to_act_avx512;
+#endif
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 #include "bf16.h"
+#include "cpu.h"
 #include "matmul.h"
 
 struct entry {
@@ -25,8 +26,7 @@ int llmt_mm_bf16_native(void)
 {
     if (native < 0) {
         const char *e = getenv("LLMT_NO_BF16");
-        __builtin_cpu_init();
-        native = __builtin_cpu_supports("avx512bf16") && !(e && *e && strcmp(e, "0"));
+        native = llmt_cpu_avx512() && !(e && *e && strcmp(e, "0"));
     }
     return native;
 }
@@ -171,17 +171,4 @@ out:
     free(fb);
     free(fc);
     return rc;
-}
-
-void llmt_mm_clear_cache(void)
-{
-    for (int i = 0; i < ncache; i++) {
-        dnnl_primitive_destroy(cache[i].prim);
-        dnnl_memory_destroy(cache[i].a);
-        dnnl_memory_destroy(cache[i].b);
-        dnnl_memory_destroy(cache[i].c);
-    }
-    free(cache);
-    cache = NULL;
-    ncache = capcache = 0;
 }

@@ -1,7 +1,8 @@
 /* matmul.h: the matrix products of the model through oneDNN (bf16 or fp32
  * inputs, fp32 or bf16 output, optional accumulate), primitives cached by
- * shape. On CPUs without AVX-512 BF16 (or with LLMT_NO_BF16=1) bf16
- * inputs are widened to fp32 and the fp32 product is used instead. */
+ * shape. On CPUs without AVX-512 BF16 (or with LLMT_NO_BF16=1 or
+ * LLMT_CPU=generic) bf16 inputs are widened to fp32 and the fp32 product
+ * is used instead. */
 #ifndef LLMT_MATMUL_H
 #define LLMT_MATMUL_H
 #include <stddef.h>
@@ -20,10 +21,7 @@ int llmt_mm(int batch, int M, int N, int K,
             const void *A, int ta, const void *B, int tb, llmt_dt at,
             void *C, llmt_dt ct, float alpha, int accumulate);
 
-/* 1 when bf16 products run natively (AVX-512 BF16 and not LLMT_NO_BF16). */
+/* 1 when bf16 products run natively (llmt_cpu_avx512() and not LLMT_NO_BF16). */
 int llmt_mm_bf16_native(void);
-
-/* Drop cached primitives (tests, end of run). */
-void llmt_mm_clear_cache(void);
 
 #endif

@@ -487,14 +487,6 @@ float *llmt_model_grads(llmt_model *m)
     return m->grads;
 }
 const llmt_config *llmt_model_config(const llmt_model *m) { return &m->c; }
-llmt_prec llmt_model_prec(const llmt_model *m) { return m->prec; }
-int llmt_model_is_first(const llmt_model *m) { return m->first; }
-int llmt_model_is_last(const llmt_model *m) { return m->last; }
-void llmt_model_stage_layers(const llmt_model *m, int *first, int *count)
-{
-    *first = m->l0;
-    *count = m->nl;
-}
 const float *llmt_model_logits(const llmt_model *m, int s)
 {
     (void)s;

@@ -118,11 +118,6 @@ void llmt_model_sync_compute(llmt_model *m);
 void llmt_model_zero_grad(llmt_model *m);
 
 const llmt_config *llmt_model_config(const llmt_model *m);
-llmt_prec llmt_model_prec(const llmt_model *m);
-/* First layer index and number of layers of this stage. */
-void llmt_model_stage_layers(const llmt_model *m, int *first, int *count);
-int llmt_model_is_first(const llmt_model *m);
-int llmt_model_is_last(const llmt_model *m);
 
 /* Forward one micro-batch in slot s (activations kept for backward).
  * First stage reads tokens (B*T int32 in [0,vocab)), other stages act_in

@@ -155,14 +155,4 @@ void tile_pack_kt(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int 
                 _mm512_storeu_si512(dst + (p + i) * ldd + t, r[i]);
         }
 }
-#else
-void tile_mm(const tile_args *t) { (void)t; }
-void tile_pack_pairs(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int C)
-{
-    (void)dst, (void)ldd, (void)src, (void)ld, (void)R, (void)C;
-}
-void tile_pack_kt(uint32_t *dst, long ldd, const bf16 *src, long ld, int R, int C)
-{
-    (void)dst, (void)ldd, (void)src, (void)ld, (void)R, (void)C;
-}
 #endif

@@ -10,6 +10,7 @@
 #include "heartbeat.h"
 #include "llmt/exitcodes.h"
 #include "watchdog.h"
+#include "llmt/env.h"
 
 static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang", "stall", "slowsave" };
 
@@ -95,14 +96,14 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char
 
 int llmt_faults_from_env(llmt_faults *fs, char *err, size_t errlen)
 {
-	const char *a = getenv("LLM_TRAIN_ATTEMPT");
+	const char *a = getenv(LLMT_ENV_ATTEMPT);
 	int attempt = a && *a ? atoi(a) : 0;
 	char hn[256] = "", host[64];
 
 	if (gethostname(hn, sizeof(hn) - 1))
 		hn[0] = 0;
 	llmt_hb_host(host, sizeof(host), getenv("SLURMD_NODENAME"), hn);
-	return llmt_faults_parse(fs, getenv("LLM_TRAIN_FAULT"), attempt, host, err, errlen);
+	return llmt_faults_parse(fs, getenv(LLMT_ENV_FAULT), attempt, host, err, errlen);
 }
 
 int llmt_fault_at(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank)

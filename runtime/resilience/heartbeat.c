@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "llmt/heartbeat.h"
 #include "watchdog.h"
 
 static const char *names[] = { "init", "load", "train", "save", "done" };
@@ -43,9 +44,9 @@ int llmt_hb_format_host(char *buf, size_t len, long step, long long time_ns, llm
 	double last_step_s, const char *host)
 {
 	if (host && *host)
-		return snprintf(buf, len, "%ld %lld %s %.6f %s\n", step, time_ns, llmt_hb_phase_name(p),
+		return snprintf(buf, len, LLMT_HB_LINE_FMT " %s\n", step, time_ns, llmt_hb_phase_name(p),
 			last_step_s, host);
-	return snprintf(buf, len, "%ld %lld %s %.6f\n", step, time_ns, llmt_hb_phase_name(p), last_step_s);
+	return snprintf(buf, len, LLMT_HB_LINE_FMT "\n", step, time_ns, llmt_hb_phase_name(p), last_step_s);
 }
 
 void llmt_hb_host(char *out, size_t len, const char *nodename, const char *hostname)
@@ -142,7 +143,7 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 		hn[0] = 0;
 	pthread_mutex_lock(&hb.mu);
 	llmt_hb_host(hb.host, sizeof(hb.host), getenv("SLURMD_NODENAME"), hn);
-	snprintf(hb.path, sizeof(hb.path), "%s/rank_%05d", dir, rank);
+	snprintf(hb.path, sizeof(hb.path), LLMT_HB_PATH_FMT, dir, rank);
 	snprintf(hb.tmp, sizeof(hb.tmp), "%s.tmp", hb.path);
 	hb.step = 0;
 	hb.phase = LLMT_HB_INIT;

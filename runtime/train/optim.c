@@ -7,14 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "llmt/clock.h"
 
 void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi)
 {
@@ -135,7 +128,7 @@ void llmt_optim_free(llmt_optim *o)
 int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 {
 	size_t rest = o->n - o->block * (size_t)o->dp;
-	double ss = 0, t0 = now_s();
+	double ss = 0, t0 = llmt_mono_s();
 
 	o->comm_s = 0;
 	if (o->dp == 1) {
@@ -151,7 +144,7 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 			if (o->dp_rank == o->dp - 1)
 				memcpy(o->g + o->block, o->tail, sizeof(float) * rest);
 		}
-		o->comm_s += now_s() - t0;
+		o->comm_s += llmt_mono_s() - t0;
 	}
 	for (int s = 0; s < o->nsegs; s++) {
 		const llmt_optim_seg *sg = &o->segs[s];
@@ -161,11 +154,11 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 			continue;
 		ss += llmt_sumsq_det(o->gv + (a - o->lo), b - a);
 	}
-	t0 = now_s();
+	t0 = llmt_mono_s();
 	if (o->norm_comm && llmt_comm_size(o->norm_comm) > 1 &&
 	    llmt_comm_allreduce_sum_f64(o->norm_comm, &ss, 1))
 		return -1;
-	o->comm_s += now_s() - t0;
+	o->comm_s += llmt_mono_s() - t0;
 	*norm = sqrt(ss);
 	return 0;
 }
@@ -188,13 +181,13 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 	}
 	if (o->dp == 1)
 		return 0;
-	t0 = now_s();
+	t0 = llmt_mono_s();
 	memcpy(o->tmp, master + o->lo, sizeof(float) * o->block);
 	if (llmt_comm_allgather_f32(o->dp_comm, o->tmp, master, o->block))
 		return -1;
 	if (rest && llmt_comm_bcast_bytes(o->dp_comm, master + o->block * (size_t)o->dp,
 			sizeof(float) * rest, o->dp - 1))
 		return -1;
-	o->comm_s += now_s() - t0;
+	o->comm_s += llmt_mono_s() - t0;
 	return 0;
 }

@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "llmt/clock.h"
 
 enum { TAG_FWD = 101, TAG_BWD = 102 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int warmup_count(int P, int s, int A)
 {
@@ -97,19 +90,19 @@ void llmt_pipeline_free(llmt_pipeline *p)
 /* Timed p2p helpers; buf of p->act floats. */
 static int send_to(llmt_pipeline *p, const float *buf, int peer, int tag)
 {
-	double t0 = now_s();
+	double t0 = llmt_mono_s();
 	int rc = llmt_comm_send_bytes(p->pp_comm, buf, sizeof(float) * p->act, peer, tag);
 
-	p->comm_s += now_s() - t0;
+	p->comm_s += llmt_mono_s() - t0;
 	return rc;
 }
 
 static int recv_from(llmt_pipeline *p, float *buf, int peer, int tag)
 {
-	double t0 = now_s();
+	double t0 = llmt_mono_s();
 	int rc = llmt_comm_recv_bytes(p->pp_comm, buf, sizeof(float) * p->act, peer, tag);
 
-	p->comm_s += now_s() - t0;
+	p->comm_s += llmt_mono_s() - t0;
 	return rc;
 }
 

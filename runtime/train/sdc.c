@@ -48,7 +48,7 @@ int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects)
 	return ns;
 }
 
-static int write_sdc(const llmt_layout *l, long step, char (*hosts)[LLMT_HOSTLEN], const char *dir,
+static int write_sdc(const llmt_grid *l, long step, char (*hosts)[LLMT_HOSTLEN], const char *dir,
 	const uint64_t *sums, const int *sus, int ns)
 {
 	char path[4096], tmp[4200];
@@ -64,7 +64,7 @@ static int write_sdc(const llmt_layout *l, long step, char (*hosts)[LLMT_HOSTLEN
 		json_t *s = json_object(), *hl = json_array();
 		for (int pr = 0; pr < l->pp; pr++)
 			for (int tr = 0; tr < l->tp; tr++) {
-				const char *h = hosts[llmt_layout_rank(l, tr, pr, sus[i])];
+				const char *h = hosts[llmt_grid_rank(l, tr, pr, sus[i])];
 				int dup = 0;
 				for (size_t k = 0; k < json_array_size(hl); k++)
 					dup |= !strcmp(json_string_value(json_array_get(hl, k)), h);
@@ -98,7 +98,7 @@ static int write_sdc(const llmt_layout *l, long step, char (*hosts)[LLMT_HOSTLEN
 int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step, char (*hosts)[LLMT_HOSTLEN],
 	const char *dir)
 {
-	const llmt_layout *l = &p->l;
+	const llmt_grid *l = &p->l;
 	uint64_t mine = llmt_checksum_f32(w, n);
 	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)l->world);
 	uint64_t *rep = malloc(sizeof(uint64_t) * (size_t)l->dp);
@@ -118,7 +118,7 @@ int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step, char (
 		uint64_t h = 0;
 		for (int pr = 0; pr < l->pp; pr++)
 			for (int tr = 0; tr < l->tp; tr++)
-				h = (h ^ all[llmt_layout_rank(l, tr, pr, r)]) * 0x100000001b3ULL + 0x9e37;
+				h = (h ^ all[llmt_grid_rank(l, tr, pr, r)]) * 0x100000001b3ULL + 0x9e37;
 		rep[r] = h;
 	}
 	ns = llmt_sdc_suspects(rep, l->dp, sus);

@@ -100,7 +100,7 @@ int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, d
 static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
 {
 	trainer *t = vt;
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	double t0 = t->timing ? llmt_tr_now() : 0;
 	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
 		in, tg, t->err, sizeof(t->err));
@@ -158,7 +158,7 @@ static void step_end(trainer *t, const step_mark *m, double step_s, double ckpt_
 /* ---- the loop -------------------------------------------------------------- */
 static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 {
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	size_t at;
 
 	if (llmt_fault_at(&t->faults, LLMT_FAULT_NAN, stepno, l->rank)) {
@@ -177,7 +177,7 @@ static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 
 static void inject_bitflip(trainer *t, long stepno)
 {
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	size_t at;
 
 	if (!llmt_fault_at(&t->faults, LLMT_FAULT_BITFLIP, stepno, l->rank))
@@ -216,7 +216,7 @@ static int ckpt_due_time(trainer *t, double now)
 static int evaluate(trainer *t, long stepno)
 {
 	const llmt_train_opts *o = t->o;
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	double sum = 0, part, v;
 	int rc = 0;
 
@@ -252,7 +252,7 @@ static int evaluate(trainer *t, long stepno)
 static int loop(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	llmt_schedule sch = { o->lr, o->min_lr, o->warmup, o->steps };
 	int first_stage_loss = l->pp_rank == l->pp - 1 && l->tp_rank == 0;
 	double fpt = llmt_config_flops_per_token(&t->cfg, o->T), last_step_s = 0, stall;
@@ -375,7 +375,7 @@ static int loop(trainer *t)
  * ranks) host peak, and for a GPU rank also the device estimate. */
 static void report_memory(trainer *t)
 {
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	llmt_memest e;
 	llmt_memest_host h;
 	int dev = llmt_dev_model(t->m) != 0, devopt = dev && !strcmp(t->opt->where, "device");

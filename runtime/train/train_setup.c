@@ -60,7 +60,7 @@ bad:
 static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen, train_state *st,
 	const llmt_opt_state *os)
 {
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	int np;
 
 	memset(cs, 0, sizeof(*cs));
@@ -279,7 +279,7 @@ int llmt_tr_sdc_check(trainer *t)
  * took the model (bridge.h), else the host's. */
 static int setup_optim(trainer *t)
 {
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	llmt_opt_env e = { &t->o->adamw, t->o->A, l->tp_rank, l->pp, l->pp_rank,
 		t->cfg.tie_embeddings && l->pp > 1, l->dp > 1 ? t->p->dp_comm : NULL,
 		l->pp > 1 ? t->p->pp_comm : NULL, l->world > 1 ? t->p->all : NULL };
@@ -320,7 +320,7 @@ static int gather_hosts(trainer *t)
 int llmt_tr_setup(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
-	llmt_layout *l = &t->p->l;
+	llmt_grid *l = &t->p->l;
 	llmt_par mp = { l->tp, l->tp_rank, l->pp, l->pp_rank, l->tp > 1 ? t->p->tp_comm : NULL };
 	int rc = 0, rank = l->rank;
 	char *err = t->err;

@@ -30,7 +30,7 @@ for c in json.load(open(sys.argv[1]))["candidates"]:
 			timeout 600 mpirun -np $np --oversubscribe -x LLM_TRAIN_TP=$tp -x LLM_TRAIN_PP=$pp \
 				-x OMP_NUM_THREADS "$LT" --model "$top_srcdir/$cfg" --data "$W/data" --steps 8 \
 				--seq $seq --micro-batch 2 --grad-accum $ga --ckpt-dir "$W/ck" --ckpt-interval 0 \
-				--quiet >/dev/null 2>&1 || { echo "$cfg np=$np tp=$tp pp=$pp: run failed"; continue; }
+				--quiet </dev/null >/dev/null 2>&1 || { echo "$cfg np=$np tp=$tp pp=$pp: run failed"; continue; }
 			meas=$(sed -n 's/.*"step":\([3-8]\),.*"tokens_per_s":\([0-9.e+]*\).*/\2/p' "$W/ck/metrics.jsonl" |
 				sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 			echo "$tp $pp $dp $pred $meas" >>"$W/meas"

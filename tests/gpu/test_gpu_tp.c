@@ -127,7 +127,7 @@ static void adamw_host(llmt_model *m, const float *grads, float *mm, float *vv, 
 static void run_config(llmt_parallel *p, int gqa)
 {
     static const llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
-    const llmt_layout *l = &p->l;
+    const llmt_grid *l = &p->l;
     llmt_config c;
     small_cfg(&c, gqa);
     const int d = c.d_model, V = c.vocab_size, Md = M * d;
@@ -277,7 +277,7 @@ static void run_config(llmt_parallel *p, int gqa)
 static void run_zero1(llmt_parallel *p, int gqa)
 {
     static const llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0.5};
-    const llmt_layout *l = &p->l;
+    const llmt_grid *l = &p->l;
     llmt_config c;
     small_cfg(&c, gqa);
     llmt_par par = {l->tp, l->tp_rank, 1, 0, p->tp_comm};

@@ -29,7 +29,7 @@ size_t llmt_emu_pinned_bytes(void);
 static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 {
 	llmt_config c;
-	llmt_layout l;
+	llmt_grid l;
 	llmt_memest_gpu e;
 	char err[256], pps[8];
 
@@ -37,7 +37,7 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	c.tie_embeddings = tied;
 	c.max_seq = 256;
 	snprintf(pps, sizeof(pps), "%d", pp);
-	assert_int_equal(llmt_layout_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
+	assert_int_equal(llmt_grid_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
 		sizeof(err)), 0);
 	llmt_par par = { 1, 0, pp, pp_rank, NULL };
 	size_t before = llmt_emu_dev_bytes(NULL), pin0 = llmt_emu_pinned_bytes();

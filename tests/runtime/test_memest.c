@@ -33,7 +33,7 @@ static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp
 	int T, int want_blocked)
 {
 	llmt_config c;
-	llmt_layout l;
+	llmt_grid l;
 	llmt_memest e;
 	char err[256], pps[8];
 
@@ -41,7 +41,7 @@ static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp
 	c.vocab_size = 512, c.d_model = d, c.n_layers = 4, c.n_heads = h, c.n_kv_heads = h % 2 ? h : h / 2;
 	c.d_ff = 2 * d, c.max_seq = 512, c.qk_norm = qk, c.tie_embeddings = tied;
 	snprintf(pps, sizeof(pps), "%d", pp);
-	assert_int_equal(llmt_layout_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
+	assert_int_equal(llmt_grid_from_values(&l, pp, pp_rank, NULL, pps, NULL, NULL, NULL, err,
 		sizeof(err)), 0);
 	llmt_par par = { 1, 0, pp, pp_rank, NULL };
 	int B = 2, slots = llmt_pipeline_slots(pp, A);

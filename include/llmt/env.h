@@ -1,0 +1,39 @@
+/* env.h: the environment variables the three parts hand each other (see
+ * doc/contracts.md): the plugin sets the layout, ranks, device and NCCL
+ * settings per task; the wrapper sets the checkpoint, heartbeat, resume
+ * and retry settings; the runtime reads them. One name, one macro. */
+#ifndef LLMT_ENV_H
+#define LLMT_ENV_H
+
+/* layout and ranks (plugin -> runtime, wrapper) */
+#define LLMT_ENV_TP "LLM_TRAIN_TP"
+#define LLMT_ENV_PP "LLM_TRAIN_PP"
+#define LLMT_ENV_DP "LLM_TRAIN_DP"
+#define LLMT_ENV_TP_RANK "LLM_TRAIN_TP_RANK"
+#define LLMT_ENV_PP_RANK "LLM_TRAIN_PP_RANK"
+#define LLMT_ENV_DP_RANK "LLM_TRAIN_DP_RANK"
+/* devices and network (plugin -> runtime) */
+#define LLMT_ENV_GPU "LLM_TRAIN_GPU"
+#define LLMT_ENV_NIC "LLM_TRAIN_NIC"
+#define LLMT_ENV_NCCL_PROFILE "LLM_TRAIN_NCCL_PROFILE"
+#define LLMT_ENV_NCCL_TIMEOUT "LLM_TRAIN_NCCL_TIMEOUT"
+/* the admin policy's settings for the wrapper (plugin -> wrapper) */
+#define LLMT_ENV_RESTARTS "LLM_TRAIN_RESTARTS"
+#define LLMT_ENV_RESTART_WINDOW "LLM_TRAIN_RESTART_WINDOW"
+#define LLMT_ENV_HEARTBEAT_TIMEOUT "LLM_TRAIN_HEARTBEAT_TIMEOUT"
+#define LLMT_ENV_HEARTBEAT_STARTUP "LLM_TRAIN_HEARTBEAT_STARTUP"
+#define LLMT_ENV_CKPT_TIMEOUT "LLM_TRAIN_CKPT_TIMEOUT"
+/* checkpoints, heartbeats, resume (wrapper -> runtime) */
+#define LLMT_ENV_CKPT_DIR "LLM_TRAIN_CKPT_DIR"
+#define LLMT_ENV_CKPT_INTERVAL "LLM_TRAIN_CKPT_INTERVAL"
+#define LLMT_ENV_RUN_DIR "LLM_TRAIN_RUN_DIR"
+#define LLMT_ENV_HEARTBEAT_DIR "LLM_TRAIN_HEARTBEAT_DIR"
+#define LLMT_ENV_RESUME "LLM_TRAIN_RESUME"
+#define LLMT_ENV_SKIP_BATCHES "LLM_TRAIN_SKIP_BATCHES"
+#define LLMT_ENV_ATTEMPT "LLM_TRAIN_ATTEMPT"
+#define LLMT_ENV_COMM_TIMEOUT "LLM_TRAIN_COMM_TIMEOUT"
+/* the runtime's own */
+#define LLMT_ENV_PEAK_GFLOPS "LLM_TRAIN_PEAK_GFLOPS"
+#define LLMT_ENV_FAULT "LLM_TRAIN_FAULT"
+
+#endif

@@ -1,0 +1,231 @@
+/* job.c: the pure steps of the recovery loop (job.h): the starting
+ * values, the resume point, the attempt's environment and launch, which
+ * nodes count as down, the record of an attempt, and the action applied
+ * to the job. No Slurm, files or signals here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "include/llmt/exitcodes.h"
+#include "interval.h"
+#include "job.h"
+#include "slurm.h"
+
+struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
+                           struct wr_history *h, struct wr_ledger *led, const char *run_dir,
+                           const char *hb_dir, int sig_fd, double now)
+{
+	int nodes_step = site->nalloc - (int)o->spares;
+	if (site->nalloc > 0 && nodes_step < 1)
+		wr_usage_error("--spares %g leaves no node of %d to train on", o->spares, site->nalloc);
+	struct wr_job j = {
+		.o = o, .ckpt_tool = o->ckpt_tool, .run_dir = run_dir, .hb_dir = hb_dir, .site = site,
+		.pol = {
+			.max_restarts = o->window_s > 0 ? -1 : (int)o->max_restarts,
+			.window_restarts = o->window_s > 0 ? (int)o->max_restarts : 0,
+			.window_s = o->window_s, .backoff_s = o->backoff, .backoff_max_s = 600,
+			.rollback_steps = (long)o->rollback, .skip_batches = (long)o->skip,
+			.requeue = o->requeue && site->in_slurm,
+			.shrink = o->shrink >= 0 ? o->shrink == 1 : site->dp_auto,
+			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = site->tp * site->pp,
+			.dp = site->dp,
+		},
+		/* the runtime's communication watchdog deadline (its environment
+		 * is ours): on exit 75 a heartbeat staler than the others' by
+		 * half of it names the rank that stalled its peers */
+		.stuck_margin_s = wr_stuck_margin(site->comm_timeout_s),
+		.run_start = now, .h = h, .led = led, .sig_fd = sig_fd, .live = NULL,
+		.nodes_step = nodes_step,
+		.ntasks = o->spares > 0 ? nodes_step * site->tasks_per_node : 0,
+		.excluded = h->excluded,
+		.max_resume = h->pending ? h->max_resume_step : -1,
+		.skip_until = h->pending ? h->skip_until_step : -1,
+		.need_agree = h->pending && h->need_agree,
+		.rollback_from = -1,
+		.attempt = h->attempts_total, .no_progress = 0, .numeric_repeats = 0, .exit_code = 0,
+		.st = { .n = 0 },
+		.resume = "", .resume_step = 0, .skip = 0, .interval = "",
+	};
+	for (int i = 0; i < h->nattempts; i++)
+		wr_steptimes_add(&j.st, h->attempts[i].step_s);
+	return j;
+}
+
+void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
+{
+	j->resume[0] = '\0';
+	j->resume_step = 0;
+	if (n >= 0) {
+		int k = wr_ckpt_pick(ck, n, j->max_resume, j->need_agree, j->led);
+		if (k >= 0) {
+			snprintf(j->resume, sizeof j->resume, "%s", ck[k].path);
+			j->resume_step = ck[k].step;
+		} else if (n > 0 || j->max_resume >= 0 || j->need_agree) {
+			fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s): fresh start\n",
+			        j->max_resume, j->need_agree ? ", replicas agree" : "");
+		}
+	}
+	j->skip = 0;
+	if (j->skip_until >= 0 && (j->rollback_from < 0 || j->resume_step <= j->rollback_from)) {
+		j->skip = j->skip_until > j->resume_step ? j->skip_until - j->resume_step : 0;
+		j->rollback_from = j->resume_step;
+	}
+}
+
+void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_attempt_env *e)
+{
+	memset(e, 0, sizeof *e);
+	snprintf(e->skip, sizeof e->skip, "%ld", j->skip);
+	snprintf(e->attempt, sizeof e->attempt, "%d", j->attempt);
+	e->set_resume = strcmp(j->ckpt_tool, "none") != 0;
+	j->interval[0] = '\0';
+	if (j->site->auto_interval) {
+		int nalloc = j->site->nalloc;
+		double prior = j->o->mtbf > 0 ? j->o->mtbf : 6144.0 * 3600 / (nalloc > 0 ? nalloc : 1);
+		double m = wr_mtbf_estimate(j->h->failure_time_s + (now - j->run_start), j->h->failures,
+		                            prior);
+		double step_s = wr_median(j->st.v, j->st.n);
+		if (ckpt_cost_s > 0) {
+			double t = wr_daly_interval(ckpt_cost_s, m);
+			if (step_s > 0)
+				snprintf(j->interval, sizeof j->interval, "%ld", wr_interval_steps(t, step_s));
+			else
+				snprintf(j->interval, sizeof j->interval, "%.0fs", t < 1 ? 1 : t);
+		}
+		e->ckpt_cost_s = ckpt_cost_s;
+		e->mtbf_s = m;
+	}
+	snprintf(e->interval, sizeof e->interval, "%s", j->interval);
+}
+
+void wr_job_launch_cfg(const struct wr_job *j, struct wr_launch *lc)
+{
+	bool custom = j->excluded.n > 0 || j->ntasks > 0;
+	int all = j->ntasks ? j->ntasks : j->nodes_step * j->site->tasks_per_node;
+	*lc = (struct wr_launch){
+		.srun = j->o->srun, .cmd = j->o->cmd, .exclude = &j->excluded,
+		.nodes = custom ? j->nodes_step : 0, .ntasks = custom ? all : 0,
+		.direct = !j->site->in_slurm,
+		/* a killed step may hold its CPUs until a dead node is declared
+		 * down or a restarted slurmctld learns it ended: every step
+		 * shares, so the next never waits */
+		.overlap = true, .name = WR_STEP_NAME,
+	};
+}
+
+int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_size)
+{
+	int n = lc->ntasks > 0 ? lc->ntasks : (j->site->in_slurm ? j->site->ntasks_job : world_size);
+	return n < 1 ? 1 : n;
+}
+
+void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc)
+{
+	const struct opts *o = j->o;
+	*wc = (struct wr_watch_cfg){
+		.hb_dir = j->hb_dir, .nranks = nranks,
+		.hang = { .k = o->hang_k, .floor_s = o->hang_min, .cap_s = o->hang_max,
+		          .startup_s = o->hang_startup, .pause_cap_s = 10 * o->hang_max },
+		.progress_from_output = o->progress_out, .straggler_factor = o->strag_factor,
+		.straggler_min_s = o->strag_min, .stuck_margin_s = j->stuck_margin_s,
+		.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o->grace, .tick_s = o->tick,
+		.ledger = j->led, .attempt = j->attempt, .resume_step = j->resume_step,
+		.sig_fd = j->sig_fd, .nodelist = j->site->nodelist, .sinfo = "sinfo",
+		.verbose = o->verbose, .live = j->live,
+	};
+}
+
+bool wr_job_wants_node_states(const struct wr_job *j, const struct wr_ending *e, int code)
+{
+	return j->site->in_slurm && (code != 0 || e->hung);
+}
+
+bool wr_job_must_wait_nodes(const struct wr_job *j, const struct wr_ending *e)
+{
+	return j->site->in_slurm && e->kill_timeout && !e->hung_node[0] && e->down_nodes.n == 0;
+}
+
+void wr_job_add_down(const struct wr_job *j, const struct wr_nodes *bad, struct wr_ending *e)
+{
+	for (int i = 0; i < bad->n; i++)
+		if (!wr_nodes_has(&j->excluded, bad->name[i]))
+			wr_nodes_add(&e->down_nodes, bad->name[i]);
+}
+
+void wr_job_record(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v)
+{
+	struct wr_history *h = j->h;
+	j->no_progress = wo->last_step > j->resume_step ? 0 : j->no_progress + 1;
+	j->numeric_repeats = v->cls == WR_NUMERIC ? j->numeric_repeats + 1 : 0;
+	if (h->nattempts < WR_HIST_MAX)
+		h->attempts[h->nattempts++] = (struct wr_attempt){
+			wo->t_launch, wo->t_first_step, wo->t_end, j->resume_step, wo->last_step,
+			wo->step_s, wo->ckpt_s, v->cls, j->site->run
+		};
+	if (v->cls == WR_DONE)
+		return;
+	if (h->npast < WR_HIST_MAX) {
+		h->past[h->npast].cls = v->cls;
+		snprintf(h->past[h->npast].node, WR_NODE_LEN, "%s", v->node);
+		h->npast++;
+	}
+	if (v->cls != WR_PREEMPTED)
+		h->failures++;
+}
+
+void wr_job_state(const struct wr_job *j, const struct wr_verdict *v, const struct wr_watch_out *wo,
+                  int code, long sdc_step, double now, struct wr_state *s)
+{
+	const struct wr_site *site = j->site;
+	int in_alloc = 0;
+	for (int i = 0; i < site->nalloc; i++)
+		in_alloc += wr_nodes_has(&j->excluded, site->alloc[i]);
+	*s = (struct wr_state){
+		.now = now, .restarts = j->h->restarts, .restart_times = j->h->restart_times,
+		.nrestart_times = j->h->nrestart_times, .no_progress = j->no_progress,
+		.numeric_repeats = j->numeric_repeats,
+		.fail_step = v->cls == WR_SDC && sdc_step >= 0 ? sdc_step
+		           : v->cls == WR_NUMERIC ? wo->last_step + 1 /* the step being computed */
+		           : wo->last_step,
+		.exit_code = code, .nodes_alloc = site->nalloc,
+		.nodes_step = site->nalloc > 0 ? j->nodes_step : 1,
+		.excluded = &j->excluded, .excluded_in_alloc = in_alloc,
+	};
+}
+
+enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const struct wr_action *a,
+                          double now)
+{
+	struct wr_history *h = j->h;
+	if (a->counts) {
+		h->restarts++;
+		if (h->nrestart_times < WR_HIST_MAX)
+			h->restart_times[h->nrestart_times++] = now;
+	}
+	j->attempt++;
+	if (a->act == ACT_STOP) {
+		j->exit_code = a->exit_code;
+		return WR_NEXT_STOP;
+	}
+	j->excluded = a->exclude;
+	if (a->act != ACT_RESTART)
+		return WR_NEXT_REQUEUE;
+	if (j->site->nalloc > 0) {
+		j->nodes_step = a->nodes;
+		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||
+		    j->excluded.n > 0)
+			j->ntasks = a->ntasks;
+	}
+	if (a->max_resume_step >= 0 || v->cls == WR_NUMERIC) {
+		j->max_resume = a->max_resume_step;
+		j->skip_until = a->skip_until_step;
+		j->rollback_from = -1;
+	}
+	if (a->need_agree)
+		j->need_agree = true;
+	return WR_NEXT_RESTART;
+}
+
+int wr_job_requeue_failed_code(int code)
+{
+	return code == 0 ? LLMT_EXIT_SOFTWARE : (code < 128 ? code : LLMT_EXIT_SOFTWARE);
+}

@@ -1,0 +1,115 @@
+/* job: the wrapper's recovery loop as data and named steps. struct wr_job
+ * holds everything the loop carries from one attempt to the next; its
+ * starting values come from one initializer (wr_job_start). The steps
+ * here are pure (plain inputs, no Slurm, files or signals) and unit-tested;
+ * job_io.c runs them against the world. */
+#ifndef LLMT_WRAP_JOB_H
+#define LLMT_WRAP_JOB_H
+
+#include <stdbool.h>
+
+#include "classify.h"
+#include "decide.h"
+#include "hang.h"
+#include "launch.h"
+#include "ledger.h"
+#include "options.h"
+#include "watch.h"
+
+/* What setup read from Slurm's environment (wr_site_read) */
+struct wr_site {
+	const char *job;           /* SLURM_JOB_ID, "" outside a job */
+	const char *nodelist;      /* SLURM_JOB_NODELIST (may be NULL) */
+	char **alloc;              /* its host names (malloc'd), nalloc of them */
+	int nalloc;
+	int run;                   /* SLURM_RESTART_COUNT */
+	int ntasks_job;            /* SLURM_NTASKS (0: unset) */
+	int tasks_per_node;
+	int tp, pp, dp;            /* the plugin's layout */
+	bool dp_auto;
+	bool in_slurm;             /* a Slurm job, and srun wanted */
+	double comm_timeout_s;     /* LLM_TRAIN_COMM_TIMEOUT */
+	bool auto_interval;        /* LLM_TRAIN_CKPT_INTERVAL=auto */
+};
+
+struct wr_job {
+	/* fixed for the run */
+	const struct opts *o;
+	const char *ckpt_tool;     /* o->ckpt_tool, or "none" once it proved absent */
+	const char *run_dir, *hb_dir;
+	const struct wr_site *site;
+	struct wr_live *live;      /* live metrics and dashboard (main opens it after wr_job_begin) */
+	struct wr_policy pol;
+	double stuck_margin_s;     /* heartbeat staleness naming a stuck rank on exit 75 */
+	double run_start;
+	struct wr_history *h;      /* the ledger's history, updated as attempts end */
+	struct wr_ledger *led;
+	int sig_fd;                /* self-pipe of the wrapper's signals */
+	/* carried from attempt to attempt */
+	int nodes_step, ntasks;    /* the step's -N and -n (ntasks 0: srun's default) */
+	struct wr_nodes excluded;
+	long max_resume;           /* resume at or before this step (-1: newest) */
+	long skip_until;           /* skip data up to this step (-1: none) */
+	bool need_agree;           /* resume only where the replicas agreed */
+	long rollback_from;        /* resume step at the last rollback: skips apply at or before it */
+	int attempt, no_progress, numeric_repeats, exit_code;
+	struct wr_steptimes st;
+	/* this attempt */
+	char resume[4096];
+	long resume_step, skip;
+	char interval[64];         /* LLM_TRAIN_CKPT_INTERVAL chosen for it ("" : unchanged) */
+};
+
+/* The job as it starts: every starting value. Exits 64 when --spares
+ * leaves no node. */
+struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
+                           struct wr_history *h, struct wr_ledger *led, const char *run_dir,
+                           const char *hb_dir, int sig_fd, double now);
+
+/* ---- pick the resume point ---- */
+/* From the checkpoints ck[0..n) (newest first, their replicas' agreement
+ * read through wr_ckpt_agree): resume and resume_step; then skip, the
+ * batches a rollback's skip still asks for. Prints why none fits. */
+void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n);
+
+/* ---- build the attempt's environment ---- */
+struct wr_attempt_env {
+	char skip[32], attempt[32];
+	char interval[64];         /* "" : leave LLM_TRAIN_CKPT_INTERVAL as it is */
+	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume */
+	double ckpt_cost_s, mtbf_s;/* auto interval: its inputs (for the log line) */
+};
+/* ckpt_cost_s: median checkpoint write time so far (0: none); now. */
+void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_attempt_env *e);
+
+/* ---- run the attempt ---- */
+void wr_job_launch_cfg(const struct wr_job *j, struct wr_launch *lc);
+int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_size);
+void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc);
+
+/* ---- gather down nodes ---- */
+/* Whether to ask Slurm which nodes are down after an ending with code */
+bool wr_job_wants_node_states(const struct wr_job *j, const struct wr_ending *e, int code);
+/* Whether to wait for Slurm's node states: the step could not be ended
+ * and nothing named the node */
+bool wr_job_must_wait_nodes(const struct wr_job *j, const struct wr_ending *e);
+/* Adds the nodes of bad not yet excluded to e->down_nodes */
+void wr_job_add_down(const struct wr_job *j, const struct wr_nodes *bad, struct wr_ending *e);
+
+/* ---- classify and record ---- */
+/* Updates progress counters and the history with the attempt's verdict */
+void wr_job_record(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v);
+
+/* ---- apply the action ---- */
+/* The state wr_decide judges (s->excluded points into j) */
+void wr_job_state(const struct wr_job *j, const struct wr_verdict *v, const struct wr_watch_out *wo,
+                  int code, long sdc_step, double now, struct wr_state *s);
+enum wr_next { WR_NEXT_STOP, WR_NEXT_RESTART, WR_NEXT_REQUEUE };
+/* Counts the restart, moves to the next attempt, takes the action's
+ * layout and resume limits; ACT_STOP sets j->exit_code. */
+enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const struct wr_action *a,
+                          double now);
+/* The exit code when the requeue the action asked for failed */
+int wr_job_requeue_failed_code(int code);
+
+#endif
