@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "comm/parallel.h"
 #include "data/tokenize.h"
+#include "data/tok_cmd.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
 
@@ -26,6 +27,8 @@ static const char usage[] =
 	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
+	"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]\n"
+	"       llm-train tokenizer-train IN.txt OUT.model --vocab N [--type bpe|unigram]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
@@ -227,6 +230,7 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "tokenize", llmt_tokenize_main },
+		{ "tokenizer-train", llmt_tokenizer_train_main },
 		{ "ckpt-verify", llmt_ckpt_cmd_verify },
 		{ "ckpt-list", llmt_ckpt_cmd_list },
 		{ "export", llmt_ckpt_cmd_export },
