@@ -50,6 +50,63 @@ extern "C" int llmt_spm_eos(const llmt_spm *m) { return m->sp.eos_id(); }
 extern "C" int llmt_spm_pad(const llmt_spm *m) { return m->sp.pad_id(); }
 extern "C" int llmt_spm_unk(const llmt_spm *m) { return m->sp.unk_id(); }
 
+// Protocol buffer fields, read by hand: the model's header is not
+// installed. ModelProto.trainer_spec is field 2, TrainerSpec.model_type
+// field 3 (UNIGRAM 1, BPE 2, WORD 3, CHAR 4; absent: UNIGRAM).
+static bool varint(const std::string &b, size_t &i, uint64_t &v)
+{
+	v = 0;
+	for (int sh = 0; i < b.size() && sh < 64; sh += 7) {
+		unsigned char c = static_cast<unsigned char>(b[i++]);
+		v |= static_cast<uint64_t>(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return true;
+	}
+	return false;
+}
+
+// the value of varint field `want` in message b, or dflt
+static uint64_t field(const std::string &b, unsigned want, uint64_t dflt, std::string *sub)
+{
+	size_t i = 0;
+	uint64_t key, v;
+
+	while (i < b.size() && varint(b, i, key)) {
+		unsigned wt = key & 7, num = static_cast<unsigned>(key >> 3);
+		if (wt == 0) {
+			if (!varint(b, i, v))
+				break;
+			if (num == want && !sub)
+				return v;
+		} else if (wt == 2) {
+			if (!varint(b, i, v) || v > b.size() - i)
+				break;
+			if (num == want && sub) {
+				*sub = b.substr(i, v);
+				return 1;
+			}
+			i += v;
+		} else if (wt == 1 || wt == 5) {
+			i += wt == 1 ? 8 : 4;
+		} else {
+			break;
+		}
+	}
+	return dflt;
+}
+
+extern "C" int llmt_spm_unigram(const llmt_spm *m)
+{
+	try {
+		std::string spec;
+		if (!field(m->sp.serialized_model_proto(), 2, 0, &spec))
+			return 1;
+		return field(spec, 3, 1, nullptr) == 1;
+	} catch (const std::exception &) {
+		return 1;
+	}
+}
+
 extern "C" int llmt_spm_piece_id(const llmt_spm *m, const char *piece)
 {
 	try {

@@ -20,6 +20,8 @@ int llmt_spm_bos(const llmt_spm *m);
 int llmt_spm_eos(const llmt_spm *m);
 int llmt_spm_pad(const llmt_spm *m);
 int llmt_spm_unk(const llmt_spm *m);
+/* 1 for a unigram model (the default type), 0 for BPE, word or char */
+int llmt_spm_unigram(const llmt_spm *m);
 /* id of a piece, or -1 when the vocabulary lacks it */
 int llmt_spm_piece_id(const llmt_spm *m, const char *piece);
 /* piece of an id (into buf, NUL-terminated); -1 when out of range */

@@ -2,7 +2,10 @@
  * encoding in blocks (a long text costs SentencePiece tens of bytes of
  * memory per byte in one call). Each later block is encoded behind the two
  * bytes before its cut ("Y\n") and those bytes' ids are dropped, so the
- * dummy prefix SentencePiece puts at a text's start does not appear there. */
+ * dummy prefix SentencePiece puts at a text's start does not appear there.
+ * Unigram models are not cut: their Viterbi sums scores in float from the
+ * text's start, so a tie between two splits of a word can depend on all
+ * the text before it (seen on KJV). */
 #include "tokenizer.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +66,7 @@ int llmt_tok_open(llmt_tok **out, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "tokenizer %s: out of memory", path);
 		return LLMT_EXIT_SOFTWARE;
 	}
-	t->block = 1 << 20;
+	t->block = 1 << 14;
 	if (is_json(file))
 		t->bpe = llmt_bpe_load(file, &code, err, errlen);
 	else
@@ -72,6 +75,8 @@ int llmt_tok_open(llmt_tok **out, const char *path, char *err, size_t errlen)
 		llmt_tok_close(t);
 		return code;
 	}
+	if (t->spm && llmt_spm_unigram(t->spm))
+		t->block = 0;
 	*out = t;
 	return 0;
 }
@@ -101,11 +106,11 @@ int llmt_tok_piece_id(const llmt_tok *t, const char *piece)
 
 static int printable(char c)
 {
-	return c > ' ' && c < 0x7f;
+	return c >= ' ' && c < 0x7f;
 }
 
-/* where the block starting at `from` ends: a cut "Y\n|X" at or after
- * from + block, or n */
+/* where the block starting at `from` ends: a cut "Y\n|X" (Y and X
+ * printable ASCII or a space) at or after from + block, or n */
 static size_t block_end(const char *s, size_t n, size_t from, size_t block)
 {
 	if (!block || n - from <= block)

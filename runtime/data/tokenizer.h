@@ -28,9 +28,10 @@ int llmt_tok_pad(const llmt_tok *t);
 /* id of a piece or token string (e.g. a chat marker), -1 when absent */
 int llmt_tok_piece_id(const llmt_tok *t, const char *piece);
 
-/* SentencePiece texts longer than this many bytes are encoded in blocks
- * cut after a newline between two printable ASCII characters, with the
- * same ids as one encode of the whole text; 0: never cut. */
+/* SentencePiece BPE texts longer than this many bytes (16 KiB unless
+ * set; unigram models: never) are encoded in blocks
+ * cut after a newline between printable ASCII characters or spaces, with the same ids as one encode of the whole text (checked
+ * at each cut); 0: never cut. */
 void llmt_tok_set_block(llmt_tok *t, size_t bytes);
 /* Encode n bytes of UTF-8 text as one document (no BOS/EOS added);
  * appends to ids. 0, or LLMT_EXIT_DATA / LLMT_EXIT_SOFTWARE with err. */

@@ -1,0 +1,59 @@
+# tok_lib.sh: sourced by tests/runtime/tok_*.sh: the real texts (KJV from
+# bible-kjv, WordNet 3.0 glosses from wordnet-base), a temporary
+# directory, and check_text (tokenize, compare ids with a reference,
+# decode back byte for byte).
+LT=${top_builddir:?}/runtime/llm-train
+DEC=$top_builddir/tests/runtime/tok_decode
+REF=$top_srcdir/tests/runtime/tok_ref.py
+VENV_PY=${LLMT_VENV:-/opt/llmt-venv}/bin/python
+[ -x "$LT" ] && [ -x "$DEC" ] || { echo "FAIL: $LT or $DEC not built"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmt-tok.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+need_kjv() {
+	command -v bible >/dev/null 2>&1 || { echo "FAIL: bible not found: install bible-kjv (scripts/install-deps)"; exit 1; }
+	bible -l0 "gen1:1-rev22:21" >"$tmp/kjv.txt"
+	[ -s "$tmp/kjv.txt" ] || { echo "FAIL: bible printed nothing (bible-kjv-text)"; exit 1; }
+}
+
+# every synset's gloss (after "| "), one a line, all four parts of speech
+need_glosses() {
+	for p in noun verb adj adv; do
+		[ -r /usr/share/wordnet/data.$p ] || { echo "FAIL: /usr/share/wordnet/data.$p: install wordnet-base"; exit 1; }
+		grep -v '^  ' /usr/share/wordnet/data.$p | sed -n 's/^[^|]*| //p'
+	done >"$tmp/glosses.txt"
+}
+
+# check_text MODE TOKENIZER TEXT [OPTIONS [-- OPTIONS]...]: tokenize TEXT
+# once per option set (none: one plain run), compare each run's ids with
+# one reference encode (MODE spm-check: python3-sentencepiece; hf-check:
+# tokenizers in the venv) and decode each back byte for byte
+check_text() {
+	mode=$1 tok=$2 text=$3
+	shift 3
+	py=/usr/bin/python3
+	[ "$mode" = hf-check ] && py=$VENV_PY
+	k=0 dirs=""
+	while :; do
+		opts=""
+		while [ $# -gt 0 ] && [ "$1" != -- ]; do opts="$opts $1"; shift; done
+		k=$((k + 1)); out=$tmp/out$k; rm -rf "$out"
+		# shellcheck disable=SC2086
+		if "$LT" tokenize "$text" "$out" --tokenizer "$tok" $opts >"$tmp/log" 2>&1; then
+			dirs="$dirs $out"
+			if "$DEC" "$tok" "$out"/train_*.bin >"$tmp/back" && cmp -s "$text" "$tmp/back"; then
+				echo "ok: $(basename "$text") decodes back byte for byte ($(basename "$tok")$opts)"
+			else
+				echo "FAIL: $(basename "$text") does not decode back with $(basename "$tok")$opts"
+				cmp "$text" "$tmp/back" | head -2; fail=1
+			fi
+		else
+			echo "FAIL: tokenize $text --tokenizer $tok$opts:"; cat "$tmp/log"; fail=1
+		fi
+		[ $# -gt 0 ] || break
+		shift
+	done
+	# shellcheck disable=SC2086
+	[ -z "$dirs" ] || "$py" "$REF" "$mode" "$tok" "$text" $dirs || fail=1
+}
