@@ -242,6 +242,33 @@ static void load_specials(llmt_bpe *b, const char *path, json_t *root)
 		b->eos = name_id(b, eos_names[i]);
 }
 
+typedef struct {
+	uint32_t len, id;
+} len_id;
+
+static int longer_first(const void *x, const void *y)
+{
+	const len_id *a = x, *c = y;
+
+	return a->len != c->len ? (a->len < c->len ? 1 : -1) : (a->id > c->id) - (a->id < c->id);
+}
+
+/* added tokens longest first: the first that matches is the longest */
+static int sort_added(llmt_bpe *b)
+{
+	len_id *v = malloc(sizeof(len_id) * ((size_t)b->nadded + 1));
+
+	if (!v)
+		return -1;
+	for (int i = 0; i < b->nadded; i++)
+		v[i] = (len_id){ b->toklen[b->added[i]], b->added[i] };
+	qsort(v, (size_t)b->nadded, sizeof(len_id), longer_first);
+	for (int i = 0; i < b->nadded; i++)
+		b->added[i] = v[i].id;
+	free(v);
+	return 0;
+}
+
 /* vocabulary and added tokens into the id tables; n = largest id + 1 */
 static int load_vocab(llmt_bpe *b, json_t *vocab, json_t *added, const char *path, char *err, size_t errlen)
 {
@@ -280,12 +307,7 @@ static int load_vocab(llmt_bpe *b, json_t *vocab, json_t *added, const char *pat
 		if (!*c || set_token(b, id, c))
 			FAIL("%s: added token %zu: empty or out of memory", path, i);
 		if (!b->special[id]) {
-			int k = b->nadded++;  /* insertion by length, longest first */
-			while (k > 0 && b->toklen[b->added[k - 1]] < b->toklen[id]) {
-				b->added[k] = b->added[k - 1];
-				k--;
-			}
-			b->added[k] = id;
+			b->added[b->nadded++] = id;
 			b->added_first[(unsigned char)c[0]] = 1;
 		}
 		b->special[id] = 1;
@@ -293,7 +315,7 @@ static int load_vocab(llmt_bpe *b, json_t *vocab, json_t *added, const char *pat
 	json_object_foreach(vocab, key, v)
 		if (set_token(b, (uint32_t)json_integer_value(v), key))
 			FAIL("%s: out of memory", path);
-	return 0;
+	return sort_added(b) ? -1 : 0;
 }
 
 static int load_json(llmt_bpe *b, json_t *root, const char *path, char *err, size_t errlen)

@@ -28,7 +28,10 @@ extern "C" llmt_spm *llmt_spm_load(const char *path, char *err, size_t errlen)
 		llmt_spm *m = new llmt_spm;
 		auto st = m->sp.Load(path);
 		if (!st.ok()) {
-			set_err(err, errlen, std::string(path) + ": not a SentencePiece model (" + st.ToString() + ")");
+			std::string why = st.ToString();
+			if (why.find("ParseFromArray") != std::string::npos)
+				why = "it does not parse as one";
+			set_err(err, errlen, std::string(path) + ": neither a tokenizer.json (no '{' first) nor a SentencePiece model (" + why + ")");
 			delete m;
 			return nullptr;
 		}
@@ -207,7 +210,7 @@ extern "C" int llmt_spm_train(const char *input, int vocab, const char *type, ch
 			{ "max_sentence_length", "1000000" },
 			{ "input_sentence_size", "2000000" },
 			{ "shuffle_input_sentence", "true" },
-			{ "minloglevel", "1" },
+			{ "minloglevel", "2" },
 		};
 		std::string proto;
 		auto st = sentencepiece::SentencePieceTrainer::Train(kw, nullptr, &proto);

@@ -48,7 +48,7 @@ int llmt_tok_open(llmt_tok **out, const char *path, char *err, size_t errlen)
 	*out = NULL;
 	snprintf(file, sizeof(file), "%s", path);
 	if (stat(path, &st)) {
-		snprintf(err, errlen, "tokenizer %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return errno == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_DATA;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -56,14 +56,14 @@ int llmt_tok_open(llmt_tok **out, const char *path, char *err, size_t errlen)
 		if (access(file, F_OK))
 			snprintf(file, sizeof(file), "%s/tokenizer.json", path);
 		if (access(file, F_OK)) {
-			snprintf(err, errlen, "tokenizer %s: a directory with neither tokenizer.model nor tokenizer.json", path);
+			snprintf(err, errlen, "%s: a directory with neither tokenizer.model nor tokenizer.json", path);
 			return LLMT_EXIT_NOINPUT;
 		}
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->path = strdup(file))) {
 		free(t);
-		snprintf(err, errlen, "tokenizer %s: out of memory", path);
+		snprintf(err, errlen, "%s: out of memory", path);
 		return LLMT_EXIT_SOFTWARE;
 	}
 	t->block = 1 << 14;

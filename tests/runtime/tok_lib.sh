@@ -57,3 +57,22 @@ check_text() {
 	# shellcheck disable=SC2086
 	[ -z "$dirs" ] || "$py" "$REF" "$mode" "$tok" "$text" $dirs || fail=1
 }
+
+# hf_case llama3|gpt2: a byte-level BPE trained by tokenizers with that
+# pre-tokenizer pattern, checked on KJV, the WordNet glosses, a
+# multilingual, emoji- and digit-heavy text and a seeded random text
+hf_case() {
+	"$VENV_PY" -c 'import tokenizers' 2>/dev/null ||
+		{ echo "SKIP: $VENV_PY has no tokenizers (scripts/install-deps makes the venv)"; exit 77; }
+	need_kjv
+	need_glosses
+	ml=$top_srcdir/tests/runtime/data/multilingual.txt
+	"$VENV_PY" "$REF" random 7 3000 "$tmp/rand_train.txt"
+	"$VENV_PY" "$REF" random 11 2000 "$tmp/rand.txt"
+	cat "$tmp/kjv.txt" "$ml" "$tmp/rand_train.txt" >"$tmp/train.txt"
+	"$VENV_PY" "$REF" hf-train "$1" "$tmp/train.txt" 3000 "$tmp/tokenizer.json" ||
+		{ echo "FAIL: tokenizers could not train"; exit 1; }
+	for t in "$tmp/kjv.txt" "$tmp/glosses.txt" "$ml" "$tmp/rand.txt"; do
+		check_text hf-check "$tmp/tokenizer.json" "$t"
+	done
+}

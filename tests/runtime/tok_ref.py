@@ -6,6 +6,9 @@
 #       train_*.bin shards == sp.encode(TEXT) (one encode, whole text)
 #   tok_ref.py hf-train llama3|gpt2 TEXT VOCAB OUT.json   a byte-level BPE
 #   tok_ref.py hf-check TOKENIZER.json TEXT DIR...  ids == encode(TEXT)
+#   tok_ref.py hf-widen IN.json OUT.json N   256 reserved special tokens
+#       at ids N-256..N-1, as Llama 3's, after vocabulary entries no piece
+#       can reach (they hold a raw space) (ids past 65,535: shard version 2)
 #   tok_ref.py random SEED N OUT   N lines of seeded random text: letters,
 #       digits, marks, spaces and emoji of many scripts (a stress text)
 # A check prints "ok: N ids equal" and exits 0, or the first difference
@@ -90,8 +93,27 @@ def random_text(seed, n, out):
     return 0
 
 
+def hf_widen(src, out, n):
+    import json
+    with open(src, encoding='utf-8') as f:
+        j = json.load(f)
+    first = n - 256
+    vocab = j['model']['vocab']
+    for i in range(max(max(vocab.values()), max(a['id'] for a in j['added_tokens'])) + 1, first):
+        vocab['unused %d' % i] = i
+    for i in range(first, n):
+        j['added_tokens'].append({'id': i, 'content': '<|reserved_special_token_%d|>' % (i - first),
+                                  'single_word': False, 'lstrip': False, 'rstrip': False,
+                                  'normalized': False, 'special': True})
+    with open(out, 'w', encoding='utf-8') as f:
+        json.dump(j, f, ensure_ascii=False)
+    return 0
+
+
 def main(argv):
     mode = argv[1]
+    if mode == 'hf-widen':
+        return hf_widen(argv[2], argv[3], int(argv[4]))
     if mode == 'random':
         return random_text(int(argv[2]), int(argv[3]), argv[4])
     if mode == 'hf-train':
