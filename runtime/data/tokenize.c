@@ -152,7 +152,15 @@ static int open_tokenizer(llmt_tok **tok, const char *file, int bos, int eos, lo
 	return 0;
 }
 
-int llmt_tokenize_main(int argc, char **argv)
+typedef struct {
+	double valf;
+	long long per, block;
+	const char *tokfile;
+	int bos, eos;
+} tok_opts;
+
+/* 0, an exit code, or -1 after --help */
+static int parse_opts(int argc, char **argv, tok_opts *o)
 {
 	static const struct option opts[] = {
 		{ "val-fraction", required_argument, NULL, 'v' },
@@ -166,56 +174,46 @@ int llmt_tokenize_main(int argc, char **argv)
 	};
 	const char *usage = "usage: llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 		"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]";
-	double valf = 0.0;
-	long long per = 100000000, block = -1;
-	const char *tokfile = NULL;
-	int bos = 0, eos = 0;
-	llmt_tok *tok = NULL;
-	const char *in, *out;
-	char valdir[4096];
-	unsigned char *text = NULL;
-	uint16_t *buf;
-	struct stat st;
-	size_t n, bad, split;
-	int fd, c, rc, ntrain = 0, nval = 0;
+	int c;
 
+	*o = (tok_opts){ 0.0, 100000000, -1, NULL, 0, 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'v':
-			valf = strtod(optarg, &end);
-			if (*end || end == optarg || !(valf >= 0 && valf < 1)) {
+			o->valf = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->valf >= 0 && o->valf < 1)) {
 				fprintf(stderr, "llm-train tokenize: --val-fraction %s: want a number in [0, 1)\n", optarg);
 				return LLMT_EXIT_USAGE;
 			}
 			break;
 		case 's':
-			per = strtoll(optarg, &end, 10);
-			if (*end || end == optarg || per < 1 || per > INT32_MAX) {
+			o->per = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || o->per < 1 || o->per > INT32_MAX) {
 				fprintf(stderr, "llm-train tokenize: --shard-tokens %s: want 1..%d\n", optarg, INT32_MAX);
 				return LLMT_EXIT_USAGE;
 			}
 			break;
 		case 'b':
-			block = strtoll(optarg, &end, 10);
-			if (*end || end == optarg || block < 0) {
+			o->block = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || o->block < 0) {
 				fprintf(stderr, "llm-train tokenize: --block-bytes %s: want a byte count (0: one block)\n", optarg);
 				return LLMT_EXIT_USAGE;
 			}
 			break;
-		case 't': tokfile = optarg; break;
-		case 'B': bos = 1; break;
-		case 'E': eos = 1; break;
+		case 't': o->tokfile = optarg; break;
+		case 'B': o->bos = 1; break;
+		case 'E': o->eos = 1; break;
 		case 'h':
 			puts(usage);
-			return 0;
+			return -1;
 		default:
 			fprintf(stderr, "%s\n", usage);
 			return LLMT_EXIT_USAGE;
 		}
 	}
-	if ((bos || eos || block >= 0) && !tokfile) {
+	if ((o->bos || o->eos || o->block >= 0) && !o->tokfile) {
 		fprintf(stderr, "llm-train tokenize: --bos, --eos and --block-bytes need --tokenizer\n");
 		return LLMT_EXIT_USAGE;
 	}
@@ -223,9 +221,27 @@ int llmt_tokenize_main(int argc, char **argv)
 		fprintf(stderr, "%s\n", usage);
 		return LLMT_EXIT_USAGE;
 	}
+	return 0;
+}
+
+int llmt_tokenize_main(int argc, char **argv)
+{
+	tok_opts o;
+	llmt_tok *tok = NULL;
+	const char *in, *out;
+	char valdir[4096];
+	unsigned char *text = NULL;
+	uint16_t *buf;
+	struct stat st;
+	size_t n, bad, split;
+	int fd, rc, ntrain = 0, nval = 0;
+
+	rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	in = argv[optind];
 	out = argv[optind + 1];
-	if (tokfile && (rc = open_tokenizer(&tok, tokfile, bos, eos, block)))
+	if (o.tokfile && (rc = open_tokenizer(&tok, o.tokfile, o.bos, o.eos, o.block)))
 		return rc;
 	fd = open(in, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
@@ -259,10 +275,10 @@ int llmt_tokenize_main(int argc, char **argv)
 		munmap(text, n);
 		return LLMT_EXIT_USAGE;
 	}
-	split = llmt_val_split(text, n, valf);
+	split = llmt_val_split(text, n, o.valf);
 	if (split == 0) {
 		fprintf(stderr, "llm-train tokenize: %s: no training text left before the validation part (--val-fraction %g)\n",
-			in, valf);
+			in, o.valf);
 		munmap(text, n);
 		return LLMT_EXIT_DATA;
 	}
@@ -270,10 +286,10 @@ int llmt_tokenize_main(int argc, char **argv)
 		size_t ntr = 0, nv = 0;
 		rc = make_dir(out);
 		if (!rc)
-			rc = llmt_tok_write_shards(tok, out, "train", (const char *)text, split, (size_t)per, bos, eos, &ntr, &ntrain);
+			rc = llmt_tok_write_shards(tok, out, "train", (const char *)text, split, (size_t)o.per, o.bos, o.eos, &ntr, &ntrain);
 		if (!rc && split < n && !(rc = make_dir(valdir)))
-			rc = llmt_tok_write_shards(tok, valdir, "val", (const char *)text + split, n - split, (size_t)per,
-				bos, eos, &nv, &nval);
+			rc = llmt_tok_write_shards(tok, valdir, "val", (const char *)text + split, n - split, (size_t)o.per,
+				o.bos, o.eos, &nv, &nval);
 		if (!rc)
 			printf("llm-train tokenize: %s: %zu train tokens in %d shard(s), %zu val tokens in %d shard(s) under %s"
 				" (%s %s, vocabulary %d, shard version %d)\n", in, ntr, ntrain, nv, nval, out, llmt_tok_kind(tok),
@@ -283,12 +299,12 @@ int llmt_tokenize_main(int argc, char **argv)
 		munmap(text, n);
 		return rc;
 	}
-	buf = malloc(sizeof(uint16_t) * (size_t)(per < (long long)n ? per : (long long)n));
+	buf = malloc(sizeof(uint16_t) * (size_t)(o.per < (long long)n ? o.per : (long long)n));
 	rc = buf ? make_dir(out) : LLMT_EXIT_SOFTWARE;
 	if (!rc)
-		rc = write_shards(out, "train", text, split, (size_t)per, buf, &ntrain);
+		rc = write_shards(out, "train", text, split, (size_t)o.per, buf, &ntrain);
 	if (!rc && split < n && !(rc = make_dir(valdir)))
-		rc = write_shards(valdir, "val", text + split, n - split, (size_t)per, buf, &nval);
+		rc = write_shards(valdir, "val", text + split, n - split, (size_t)o.per, buf, &nval);
 	if (!rc)
 		printf("llm-train tokenize: %s: %zu train tokens in %d shard(s), %zu val tokens in %d shard(s) under %s\n",
 			in, split, ntrain, n - split, nval, out);
