@@ -2,11 +2,14 @@
  * added tokens first (leftmost, longest), then each pre-tokenizer stage
  * splits its text into matches and the gaps between them (Isolated), and
  * each final piece is merged by rank, lowest first, leftmost on ties, as
- * Hugging Face tokenizers' BPE does. Short pieces are cached. */
+ * Hugging Face tokenizers' BPE does. Short pieces are cached. With an NFC
+ * normalizer the text between added tokens is normalized (libunistring)
+ * before it is split. */
 #include "bpe_int.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uninorm.h>
 #include <xxhash.h>
 #include "tokenize.h"
 
@@ -192,6 +195,25 @@ static size_t next_added(const llmt_bpe *b, const char *s, size_t n, size_t from
 	return n;
 }
 
+/* the text between two added tokens, normalized when the file says so */
+static int segment(llmt_bpe *b, const char *s, size_t len, sink *o)
+{
+	size_t m = 0;
+	uint8_t *t;
+	int rc;
+
+	if (!b->nfc)
+		return pretok_prefixed(b, s, len, 0, o);
+	t = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &m);
+	if (!t) {
+		snprintf(o->err, o->errlen, "NFC normalization failed");
+		return -1;
+	}
+	rc = pretok_prefixed(b, (const char *)t, m, 0, o);
+	free(t);
+	return rc;
+}
+
 int llmt_bpe_encode(llmt_bpe *b, const char *s, size_t n, uint32_t **ids, size_t *nids,
 	size_t *cap, char *err, size_t errlen)
 {
@@ -205,7 +227,7 @@ int llmt_bpe_encode(llmt_bpe *b, const char *s, size_t n, uint32_t **ids, size_t
 	while (pos < n) {
 		uint32_t id = 0;
 		size_t at = next_added(b, s, n, pos, &id);
-		if (at > pos && pretok_prefixed(b, s + pos, at - pos, 0, &o))
+		if (at > pos && segment(b, s + pos, at - pos, &o))
 			return -1;
 		if (at == n)
 			break;

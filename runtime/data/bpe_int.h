@@ -40,6 +40,7 @@ struct llmt_bpe {
 	int nre;                        /* Split stages, then the ByteLevel regex if any */
 	int bl_stage;                   /* the stage ByteLevel's add_prefix_space applies to */
 	int add_prefix_space, ignore_merges;
+	int nfc;                        /* normalizer NFC (Qwen 2/3) */
 	uint32_t *added;                /* added token ids, longest first */
 	int nadded;
 	uint8_t added_first[256];       /* some added token starts with this byte */

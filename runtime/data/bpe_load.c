@@ -1,7 +1,7 @@
 /* bpe_load.c: reading a Hugging Face tokenizer.json into the tables of
  * bpe_int.h: vocabulary, merges by rank, added tokens, the pre-tokenizer's
  * regular expressions (compiled by PCRE2) and the BOS/EOS/pad ids. What a
- * byte-level BPE does not have (normalizers, other models) is refused. */
+ * byte-level BPE does not have (normalizers but NFC, other models) is refused. */
 #include "bpe_int.h"
 #include <errno.h>
 #include <jansson.h>
@@ -332,8 +332,11 @@ static int load_json(llmt_bpe *b, json_t *root, const char *path, char *err, siz
 		FAIL("%s: no model with a vocab and merges: not a BPE tokenizer.json", path);
 	if (type && strcmp(type, "BPE"))
 		FAIL("%s: model type %s is not supported (byte-level BPE only)", path, type);
-	if (norm && !json_is_null(norm))
-		FAIL("%s: normalizer %s is not supported (byte-level BPE without a normalizer only)", path,
+	if (norm && !json_is_null(norm) && json_string_value(json_object_get(norm, "type")) &&
+	    !strcmp(json_string_value(json_object_get(norm, "type")), "NFC"))
+		b->nfc = 1;
+	else if (norm && !json_is_null(norm))
+		FAIL("%s: normalizer %s is not supported (byte-level BPE with no normalizer or NFC only)", path,
 			json_string_value(json_object_get(norm, "type")) ? json_string_value(json_object_get(norm, "type")) : "?");
 	if ((sfx && *sfx) || (pfx && *pfx))
 		FAIL("%s: subword prefixes or suffixes are not supported (byte-level BPE only)", path);

@@ -42,11 +42,13 @@ check_text() {
 		# shellcheck disable=SC2086
 		if "$LT" tokenize "$text" "$out" --tokenizer "$tok" $opts >"$tmp/log" 2>&1; then
 			dirs="$dirs $out"
-			if "$DEC" "$tok" "$out"/train_*.bin >"$tmp/back" && cmp -s "$text" "$tmp/back"; then
+			want=$text
+			if [ -n "${NFC_DECODE:-}" ]; then want=$tmp/want.txt; "$VENV_PY" "$REF" nfc "$text" "$want"; fi
+			if "$DEC" "$tok" "$out"/train_*.bin >"$tmp/back" && cmp -s "$want" "$tmp/back"; then
 				echo "ok: $(basename "$text") decodes back byte for byte ($(basename "$tok")$opts)"
 			else
 				echo "FAIL: $(basename "$text") does not decode back with $(basename "$tok")$opts"
-				cmp "$text" "$tmp/back" | head -2; fail=1
+				cmp "$want" "$tmp/back" | head -2; fail=1
 			fi
 		else
 			echo "FAIL: tokenize $text --tokenizer $tok$opts:"; cat "$tmp/log"; fail=1
@@ -58,8 +60,8 @@ check_text() {
 	[ -z "$dirs" ] || "$py" "$REF" "$mode" "$tok" "$text" $dirs || fail=1
 }
 
-# hf_case llama3|gpt2: a byte-level BPE trained by tokenizers with that
-# pre-tokenizer pattern, checked on KJV, the WordNet glosses, a
+# hf_case llama3|gpt2|qwen2: a byte-level BPE trained by tokenizers with
+# that pre-tokenizer pattern (qwen2: and NFC; decoding gives the NFC text), checked on KJV, the WordNet glosses, a
 # multilingual, emoji- and digit-heavy text and a seeded random text
 hf_case() {
 	"$VENV_PY" -c 'import tokenizers' 2>/dev/null ||

@@ -4,7 +4,10 @@
 # (PyPI, in the venv of scripts/install-deps).
 #   tok_ref.py spm-check MODEL TEXT DIR...   the ids of each DIR's
 #       train_*.bin shards == sp.encode(TEXT) (one encode, whole text)
-#   tok_ref.py hf-train llama3|gpt2 TEXT VOCAB OUT.json   a byte-level BPE
+#   tok_ref.py hf-train llama3|gpt2|qwen2 TEXT VOCAB OUT.json   a byte-level
+#       BPE (qwen2: Qwen 2's pattern and NFC normalizer)
+#   tok_ref.py nfc IN OUT   OUT = IN in Unicode NFC (what an NFC tokenizer
+#       decodes back)
 #   tok_ref.py hf-check TOKENIZER.json TEXT DIR...  ids == encode(TEXT)
 #   tok_ref.py hf-widen IN.json OUT.json N   256 reserved special tokens
 #       at ids N-256..N-1, as Llama 3's, after vocabulary entries no piece
@@ -20,6 +23,8 @@ import sys
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
           r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+         r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def shard_ids(paths):
@@ -47,12 +52,14 @@ def compare(ref, got, what):
 
 
 def hf_train(kind, text, vocab, out):
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     specials = ['<|begin_of_text|>', '<|end_of_text|>']
     tok = Tokenizer(models.BPE(ignore_merges=(kind == 'llama3')))
-    if kind == 'llama3':
+    if kind in ('llama3', 'qwen2'):
+        if kind == 'qwen2':
+            tok.normalizer = normalizers.NFC()
         tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3), behavior='isolated'),
+            pre_tokenizers.Split(Regex(LLAMA3 if kind == 'llama3' else QWEN2), behavior='isolated'),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     else:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -112,6 +119,11 @@ def hf_widen(src, out, n):
 
 def main(argv):
     mode = argv[1]
+    if mode == 'nfc':
+        import unicodedata
+        with open(argv[2], encoding='utf-8', newline='') as f, open(argv[3], 'w', encoding='utf-8', newline='') as g:
+            g.write(unicodedata.normalize('NFC', f.read()))
+        return 0
     if mode == 'hf-widen':
         return hf_widen(argv[2], argv[3], int(argv[4]))
     if mode == 'random':
@@ -130,6 +142,9 @@ def main(argv):
         tok = Tokenizer.from_file(argv[2])
         ref = tok.encode(text, add_special_tokens=False).ids
         dec = tok.decode(ref, skip_special_tokens=False)
+        if tok.normalizer is not None:  # NFC: the text comes back normalized
+            import unicodedata
+            text = unicodedata.normalize('NFC', text)
     rc = 0
     for d in argv[4:]:
         shards = sorted(glob.glob(os.path.join(d, 'train_*.bin')))
