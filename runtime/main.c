@@ -17,6 +17,7 @@
 #include "comm/parallel.h"
 #include "data/tokenize.h"
 #include "gen/generate.h"
+#include "data/tok_cmd.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
 #include "llmt/env.h"
@@ -31,6 +32,8 @@ static const char usage[] =
 	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
+	"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]\n"
+	"       llm-train tokenizer-train IN.txt OUT.model --vocab N [--type bpe|unigram]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
@@ -257,6 +260,7 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "tokenize", llmt_tokenize_main },
+		{ "tokenizer-train", llmt_tokenizer_train_main },
 		{ "ckpt-verify", llmt_ckpt_cmd_verify },
 		{ "ckpt-list", llmt_ckpt_cmd_list },
 		{ "export", llmt_ckpt_cmd_export },

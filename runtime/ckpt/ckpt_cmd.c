@@ -314,7 +314,7 @@ static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_con
 	static const char *found[] = { "tokenizer.model", "tokenizer.json" };
 	char path[4300];
 	struct stat sb;
-	llmt_tok t;
+	llmt_tokseam t;
 	int rc;
 
 	for (int i = 0; i < 2 && !tokfile; i++) {
@@ -324,7 +324,7 @@ static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_con
 	}
 	if (!tokfile)
 		return 0;
-	rc = llmt_tok_open(tokfile, &t, err, errlen);
+	rc = llmt_tokseam_open(tokfile, &t, err, errlen);
 	if (rc == LLMT_EXIT_USAGE && tokfile == path) {
 		fprintf(stderr, "llm-train: note: %s: its vocabulary is not checked (no tokenizer of this build reads it)\n",
 		        path);
@@ -337,7 +337,7 @@ static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_con
 		       hfdir, c->vocab_size);
 		rc = LLMT_EXIT_USAGE;
 	}
-	llmt_tok_close(&t);
+	llmt_tokseam_close(&t);
 	return rc;
 }
 

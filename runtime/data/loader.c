@@ -96,7 +96,7 @@ int llmt_loader_open(llmt_loader *ld, const char *dir, int T, int vocab, uint64_
 	qsort(names, (size_t)n, sizeof(char *), cmp_str);
 	ld->shards = calloc((size_t)n, sizeof(llmt_shard));
 	ld->first = calloc((size_t)n + 1, sizeof(uint64_t));
-	ld->scratch = malloc(sizeof(uint16_t) * ((size_t)T + 1));
+	ld->scratch = malloc(sizeof(uint32_t) * ((size_t)T + 1));
 	if (!ld->shards || !ld->first || !ld->scratch)
 		goto oom;
 	for (int i = 0; i < n; i++) {
@@ -104,6 +104,12 @@ int llmt_loader_open(llmt_loader *ld, const char *dir, int T, int vocab, uint64_
 		if (rc)
 			goto out;
 		ld->nshards = i + 1;
+		if (ld->shards[i].vocab > (uint32_t)vocab) {
+			snprintf(err, errlen, "%s: tokenized with a vocabulary of %u ids, larger than the model's vocab_size %d",
+				names[i], ld->shards[i].vocab, vocab);
+			rc = LLMT_EXIT_DATA;
+			goto out;
+		}
 		ld->first[i + 1] = ld->first[i] +
 			(ld->shards[i].ntok > (uint64_t)T ? (ld->shards[i].ntok - 1) / (uint64_t)T : 0);
 	}
@@ -161,8 +167,8 @@ int llmt_loader_micro(llmt_loader *ld, uint64_t base, int G, int dp, int dp_rank
 		if (rc)
 			return rc;
 		for (int t = 0; t < T; t++) {
-			inputs[b * T + t] = ld->scratch[t];
-			targets[b * T + t] = ld->scratch[t + 1];
+			inputs[b * T + t] = (int)ld->scratch[t];
+			targets[b * T + t] = (int)ld->scratch[t + 1];
 		}
 	}
 	return 0;

@@ -18,7 +18,7 @@ typedef struct {
 	int T, vocab;
 	uint64_t seed;
 	uint64_t pos;               /* global samples consumed (all epochs) */
-	uint16_t *scratch;          /* T+1 tokens */
+	uint32_t *scratch;          /* T+1 tokens */
 } llmt_loader;
 
 /* Returns 0 or an exit code (65 bad shard, 66 missing) with err set. */

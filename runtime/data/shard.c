@@ -14,6 +14,7 @@ int llmt_shard_open(llmt_shard *s, const char *path, char *err, size_t errlen)
 	int32_t hdr[LLMT_SHARD_HEADER_INTS];
 	struct stat st;
 	ssize_t got;
+	uint64_t want;
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
@@ -37,21 +38,28 @@ int llmt_shard_open(llmt_shard *s, const char *path, char *err, size_t errlen)
 			path, hdr[0], LLMT_SHARD_MAGIC);
 		goto bad;
 	}
-	if (hdr[1] != LLMT_SHARD_VERSION) {
-		snprintf(err, errlen, "%s: unsupported shard version %d (want %d, uint16 tokens)",
-			path, hdr[1], LLMT_SHARD_VERSION);
+	if (hdr[1] != LLMT_SHARD_VERSION && hdr[1] != LLMT_SHARD_VERSION_U32) {
+		snprintf(err, errlen, "%s: unsupported shard version %d (want %d, uint16 tokens, or %d, uint32 tokens)",
+			path, hdr[1], LLMT_SHARD_VERSION, LLMT_SHARD_VERSION_U32);
 		goto bad;
 	}
 	if (hdr[2] < 0) {
 		snprintf(err, errlen, "%s: negative token count %d", path, hdr[2]);
 		goto bad;
 	}
+	if (hdr[3] < 0) {
+		snprintf(err, errlen, "%s: negative vocabulary size %d in the header", path, hdr[3]);
+		goto bad;
+	}
+	s->version = hdr[1];
+	s->width = s->version == LLMT_SHARD_VERSION ? 2 : 4;
+	s->vocab = (uint32_t)hdr[3];
 	s->ntok = (uint64_t)(uint32_t)hdr[2];
-	if ((uint64_t)st.st_size != LLMT_SHARD_HEADER_BYTES + 2 * s->ntok) {
+	want = LLMT_SHARD_HEADER_BYTES + (uint64_t)s->width * s->ntok;
+	if ((uint64_t)st.st_size != want) {
 		snprintf(err, errlen, "%s: %s: header says %llu tokens (%llu bytes) but the file has %lld bytes",
-			path, (uint64_t)st.st_size < LLMT_SHARD_HEADER_BYTES + 2 * s->ntok ? "truncated" : "trailing bytes",
-			(unsigned long long)s->ntok,
-			(unsigned long long)(LLMT_SHARD_HEADER_BYTES + 2 * s->ntok), (long long)st.st_size);
+			path, (uint64_t)st.st_size < want ? "truncated" : "trailing bytes",
+			(unsigned long long)s->ntok, (unsigned long long)want, (long long)st.st_size);
 		goto bad;
 	}
 	s->path = strdup(path);
@@ -66,10 +74,14 @@ bad:
 	return LLMT_EXIT_DATA;
 }
 
-int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint16_t *out,
+/* Version 1 tokens land packed at the front of out and are widened in
+ * place from the back: out[i] covers uint16 slots 2i and 2i+1, both at or
+ * after slot i, which are already widened or are slot i itself. */
+int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint32_t *out,
 	int vocab, char *err, size_t errlen)
 {
-	size_t want = n * 2, done = 0;
+	size_t w = (size_t)s->width, want = n * w, done = 0;
+	char *dst = (char *)out;
 
 	if (off + n > s->ntok) {
 		snprintf(err, errlen, "%s: read of tokens %llu..%llu past the end (%llu)", s->path,
@@ -77,20 +89,26 @@ int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint16_t *out,
 		return LLMT_EXIT_DATA;
 	}
 	while (done < want) {
-		ssize_t r = pread(s->fd, (char *)out + done, want - done,
-			(off_t)(LLMT_SHARD_HEADER_BYTES + off * 2 + done));
+		ssize_t r = pread(s->fd, dst + done, want - done,
+			(off_t)(LLMT_SHARD_HEADER_BYTES + off * w + done));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
 			snprintf(err, errlen, "%s: %s at token %llu", s->path,
 				r < 0 ? strerror(errno) : "unexpected end of file (changed while training?)",
-				(unsigned long long)(off + done / 2));
+				(unsigned long long)(off + done / w));
 			return r < 0 ? LLMT_EXIT_IO : LLMT_EXIT_DATA;
 		}
 		done += (size_t)r;
 	}
+	if (w == 2)
+		for (size_t i = n; i-- > 0;) {
+			uint16_t v;
+			memcpy(&v, dst + 2 * i, 2);
+			out[i] = v;
+		}
 	for (size_t i = 0; i < n; i++)
-		if (out[i] >= vocab) {
+		if (out[i] >= (uint32_t)vocab) {
 			snprintf(err, errlen, "%s: token %u at index %llu is outside the vocabulary (%d)",
 				s->path, out[i], (unsigned long long)(off + i), vocab);
 			return LLMT_EXIT_DATA;
@@ -107,9 +125,10 @@ void llmt_shard_close(llmt_shard *s)
 	s->fd = -1;
 }
 
-int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen)
+static int write_file(const char *path, int32_t version, const void *tok, size_t n, size_t w,
+	uint32_t vocab, char *err, size_t errlen)
 {
-	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_SHARD_MAGIC, LLMT_SHARD_VERSION, 0 };
+	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_SHARD_MAGIC, version, 0, (int32_t)vocab };
 	char tmp[4096];
 	FILE *f;
 
@@ -124,7 +143,7 @@ int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err,
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
-	if (fwrite(hdr, sizeof(hdr), 1, f) != 1 || (n && fwrite(tok, 2, n, f) != n)) {
+	if (fwrite(hdr, sizeof(hdr), 1, f) != 1 || (n && fwrite(tok, w, n, f) != n)) {
 		snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
 		fclose(f);
 		unlink(tmp);
@@ -136,4 +155,33 @@ int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err,
 		return LLMT_EXIT_IO;
 	}
 	return 0;
+}
+
+int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen)
+{
+	return write_file(path, LLMT_SHARD_VERSION, tok, n, 2, 0, err, errlen);
+}
+
+int llmt_shard_write_ids(const char *path, const uint32_t *tok, size_t n, uint32_t vocab,
+	char *err, size_t errlen)
+{
+	uint16_t *narrow;
+	int rc;
+
+	if (vocab > INT32_MAX) {
+		snprintf(err, errlen, "%s: vocabulary of %u ids does not fit the header", path, vocab);
+		return LLMT_EXIT_SOFTWARE;
+	}
+	if (vocab > LLMT_SHARD_U16_VOCAB)
+		return write_file(path, LLMT_SHARD_VERSION_U32, tok, n, 4, vocab, err, errlen);
+	narrow = malloc(2 * (n ? n : 1));
+	if (!narrow) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return LLMT_EXIT_SOFTWARE;
+	}
+	for (size_t i = 0; i < n; i++)
+		narrow[i] = (uint16_t)tok[i];
+	rc = write_file(path, LLMT_SHARD_VERSION, narrow, n, 2, vocab, err, errlen);
+	free(narrow);
+	return rc;
 }

@@ -1,5 +1,6 @@
-/* tokenize.c: byte-level tokenization of UTF-8 text into token shards.
- * Byte-level needs no vocabulary file; a BPE would be a separate module. */
+/* tokenize.c: byte-level tokenization of UTF-8 text into token shards
+ * (the default: no vocabulary file), or with --tokenizer a model's own
+ * tokenizer (tokenizer.h; its shards are written by tok_cmd.c). */
 #include "tokenize.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <dirent.h>
 #include "llmt/exitcodes.h"
 #include "shard.h"
+#include "tok_cmd.h"
 
 size_t llmt_utf8_check(const unsigned char *s, size_t n)
 {
@@ -129,57 +131,118 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
-int llmt_tokenize_main(int argc, char **argv)
+static int open_tokenizer(llmt_tok **tok, const char *file, int bos, int eos, long long block)
+{
+	char err[4400];
+	int rc = llmt_tok_open(tok, file, err, sizeof(err));
+
+	if (rc) {
+		fprintf(stderr, "llm-train tokenize: --tokenizer %s\n", err);
+		return rc;
+	}
+	if ((bos && llmt_tok_bos(*tok) < 0) || (eos && llmt_tok_eos(*tok) < 0)) {
+		fprintf(stderr, "llm-train tokenize: --%s: tokenizer %s has no %s token\n", bos && llmt_tok_bos(*tok) < 0 ? "bos" : "eos",
+			file, bos && llmt_tok_bos(*tok) < 0 ? "BOS" : "EOS");
+		llmt_tok_close(*tok);
+		*tok = NULL;
+		return LLMT_EXIT_USAGE;
+	}
+	if (block >= 0)
+		llmt_tok_set_block(*tok, (size_t)block);
+	return 0;
+}
+
+typedef struct {
+	double valf;
+	long long per, block;
+	const char *tokfile;
+	int bos, eos;
+} tok_opts;
+
+/* 0, an exit code, or -1 after --help */
+static int parse_opts(int argc, char **argv, tok_opts *o)
 {
 	static const struct option opts[] = {
 		{ "val-fraction", required_argument, NULL, 'v' },
 		{ "shard-tokens", required_argument, NULL, 's' },
+		{ "tokenizer", required_argument, NULL, 't' },
+		{ "block-bytes", required_argument, NULL, 'b' },
+		{ "bos", no_argument, NULL, 'B' },
+		{ "eos", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *usage = "usage: llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]";
-	double valf = 0.0;
-	long long per = 100000000;
+	const char *usage = "usage: llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
+		"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]";
+	int c;
+
+	*o = (tok_opts){ 0.0, 100000000, -1, NULL, 0, 0 };
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'v':
+			o->valf = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->valf >= 0 && o->valf < 1)) {
+				fprintf(stderr, "llm-train tokenize: --val-fraction %s: want a number in [0, 1)\n", optarg);
+				return LLMT_EXIT_USAGE;
+			}
+			break;
+		case 's':
+			o->per = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || o->per < 1 || o->per > INT32_MAX) {
+				fprintf(stderr, "llm-train tokenize: --shard-tokens %s: want 1..%d\n", optarg, INT32_MAX);
+				return LLMT_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			o->block = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || o->block < 0) {
+				fprintf(stderr, "llm-train tokenize: --block-bytes %s: want a byte count (0: one block)\n", optarg);
+				return LLMT_EXIT_USAGE;
+			}
+			break;
+		case 't': o->tokfile = optarg; break;
+		case 'B': o->bos = 1; break;
+		case 'E': o->eos = 1; break;
+		case 'h':
+			puts(usage);
+			return -1;
+		default:
+			fprintf(stderr, "%s\n", usage);
+			return LLMT_EXIT_USAGE;
+		}
+	}
+	if ((o->bos || o->eos || o->block >= 0) && !o->tokfile) {
+		fprintf(stderr, "llm-train tokenize: --bos, --eos and --block-bytes need --tokenizer\n");
+		return LLMT_EXIT_USAGE;
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "%s\n", usage);
+		return LLMT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int llmt_tokenize_main(int argc, char **argv)
+{
+	tok_opts o;
+	llmt_tok *tok = NULL;
 	const char *in, *out;
 	char valdir[4096];
 	unsigned char *text = NULL;
 	uint16_t *buf;
 	struct stat st;
 	size_t n, bad, split;
-	int fd, c, rc, ntrain = 0, nval = 0;
+	int fd, rc, ntrain = 0, nval = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case 'v':
-			valf = strtod(optarg, &end);
-			if (*end || end == optarg || !(valf >= 0 && valf < 1)) {
-				fprintf(stderr, "llm-train tokenize: --val-fraction %s: want a number in [0, 1)\n", optarg);
-				return LLMT_EXIT_USAGE;
-			}
-			break;
-		case 's':
-			per = strtoll(optarg, &end, 10);
-			if (*end || end == optarg || per < 1 || per > INT32_MAX) {
-				fprintf(stderr, "llm-train tokenize: --shard-tokens %s: want 1..%d\n", optarg, INT32_MAX);
-				return LLMT_EXIT_USAGE;
-			}
-			break;
-		case 'h':
-			puts(usage);
-			return 0;
-		default:
-			fprintf(stderr, "%s\n", usage);
-			return LLMT_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		fprintf(stderr, "%s\n", usage);
-		return LLMT_EXIT_USAGE;
-	}
+	rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	in = argv[optind];
 	out = argv[optind + 1];
+	if (o.tokfile && (rc = open_tokenizer(&tok, o.tokfile, o.bos, o.eos, o.block)))
+		return rc;
 	fd = open(in, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		fprintf(stderr, "llm-train tokenize: %s: %s\n", in, strerror(errno));
@@ -212,19 +275,36 @@ int llmt_tokenize_main(int argc, char **argv)
 		munmap(text, n);
 		return LLMT_EXIT_USAGE;
 	}
-	split = llmt_val_split(text, n, valf);
+	split = llmt_val_split(text, n, o.valf);
 	if (split == 0) {
 		fprintf(stderr, "llm-train tokenize: %s: no training text left before the validation part (--val-fraction %g)\n",
-			in, valf);
+			in, o.valf);
 		munmap(text, n);
 		return LLMT_EXIT_DATA;
 	}
-	buf = malloc(sizeof(uint16_t) * (size_t)(per < (long long)n ? per : (long long)n));
+	if (tok) {
+		size_t ntr = 0, nv = 0;
+		rc = make_dir(out);
+		if (!rc)
+			rc = llmt_tok_write_shards(tok, out, "train", (const char *)text, split, (size_t)o.per, o.bos, o.eos, &ntr, &ntrain);
+		if (!rc && split < n && !(rc = make_dir(valdir)))
+			rc = llmt_tok_write_shards(tok, valdir, "val", (const char *)text + split, n - split, (size_t)o.per,
+				o.bos, o.eos, &nv, &nval);
+		if (!rc)
+			printf("llm-train tokenize: %s: %zu train tokens in %d shard(s), %zu val tokens in %d shard(s) under %s"
+				" (%s %s, vocabulary %d, shard version %d)\n", in, ntr, ntrain, nv, nval, out, llmt_tok_kind(tok),
+				llmt_tok_path(tok), llmt_tok_vocab(tok),
+				llmt_tok_vocab(tok) > LLMT_SHARD_U16_VOCAB ? LLMT_SHARD_VERSION_U32 : LLMT_SHARD_VERSION);
+		llmt_tok_close(tok);
+		munmap(text, n);
+		return rc;
+	}
+	buf = malloc(sizeof(uint16_t) * (size_t)(o.per < (long long)n ? o.per : (long long)n));
 	rc = buf ? make_dir(out) : LLMT_EXIT_SOFTWARE;
 	if (!rc)
-		rc = write_shards(out, "train", text, split, (size_t)per, buf, &ntrain);
+		rc = write_shards(out, "train", text, split, (size_t)o.per, buf, &ntrain);
 	if (!rc && split < n && !(rc = make_dir(valdir)))
-		rc = write_shards(valdir, "val", text + split, n - split, (size_t)per, buf, &nval);
+		rc = write_shards(valdir, "val", text + split, n - split, (size_t)o.per, buf, &nval);
 	if (!rc)
 		printf("llm-train tokenize: %s: %zu train tokens in %d shard(s), %zu val tokens in %d shard(s) under %s\n",
 			in, split, ntrain, n - split, nval, out);

@@ -133,7 +133,7 @@ static double now_s(void)
 }
 
 /* the prompt's tokens, then up to max_new more; 0 or an exit code */
-static int run(const gen_opts *o, llmt_gen *g, const llmt_tok *tok, int32_t *ids, int np, long eos)
+static int run(const gen_opts *o, llmt_gen *g, const llmt_tokseam *tok, int32_t *ids, int np, long eos)
 {
 	const llmt_config *c = llmt_gen_config(g);
 	const float *lg = NULL;
@@ -188,7 +188,7 @@ int llmt_generate_main(int argc, char **argv)
 	float *flat = NULL;
 	size_t nflat, np = 0;
 	int32_t *pids = NULL, *ids = NULL;
-	llmt_tok tok = { 0 };
+	llmt_tokseam tok = { 0 };
 	llmt_gen *g = NULL;
 	char err[4096];
 	int ntab = 0, rc;
@@ -199,7 +199,7 @@ int llmt_generate_main(int argc, char **argv)
 	rc = o.hf ? llmt_hf_load(o.hf, o.tokfile, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err)
 	          : llmt_ckpt_gather(o.ckpt, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err);
 	if (!rc)
-		rc = llmt_tok_open(o.tokfile, &tok, err, sizeof err);
+		rc = llmt_tokseam_open(o.tokfile, &tok, err, sizeof err);
 	if (!rc && tok.vocab != cfg.vocab_size) {
 		snprintf(err, sizeof err, "tokenizer %s has %d tokens; the model's vocab_size is %d%s",
 		         o.tokfile ? o.tokfile : "byte", tok.vocab, cfg.vocab_size, o.tokfile ? "" : " (give --tokenizer)");
@@ -239,7 +239,7 @@ int llmt_generate_main(int argc, char **argv)
 		rc = run(&o, g, &tok, ids, (int)np, eos);
 	llmt_gen_free(g);
 	if (tok.encode)
-		llmt_tok_close(&tok);
+		llmt_tokseam_close(&tok);
 	free(flat);
 	free(tab);
 	free(pids);

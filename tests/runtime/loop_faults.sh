@@ -23,7 +23,7 @@ LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2 timeout 120 srun -J llmt-usr1 --mpi
 	--ckpt-dir "$W/u" --ckpt-interval 0 --quiet >"$W/u.out" 2>&1 &
 srun_pid=$!
 i=0
-until [ -r "$W/u/heartbeat/rank_00001" ] && [ "$(cut -d' ' -f1 "$W/u/heartbeat/rank_00001")" -ge 3 ] 2>/dev/null; do
+until [ -r "$W/u/heartbeat/rank_00001" ] && [ "$(head -n 1 "$W/u/heartbeat/rank_00001" | cut -d' ' -f1)" -ge 3 ] 2>/dev/null; do
 	i=$((i + 1)); [ $i -lt 600 ] || { kill $srun_pid; fail "training did not reach step 3"; }
 	sleep 0.1
 done

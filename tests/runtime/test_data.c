@@ -60,7 +60,8 @@ static void test_shard_good(void **st)
 {
 	char p[512], err[512];
 	llmt_shard s;
-	uint16_t tok[5], src[300];
+	uint32_t tok[5];
+	uint16_t src[300];
 	(void)st;
 
 	for (int i = 0; i < 300; i++)
@@ -91,7 +92,7 @@ static void test_shard_bad(void **st)
 	assert_non_null(strstr(err, "magic.bin"));
 	assert_non_null(strstr(err, "bad magic"));
 
-	write_raw("version.bin", 20240520, 2, 10, 10);
+	write_raw("version.bin", 20240520, 3, 10, 10);
 	path_of(p, sizeof(p), "version.bin");
 	assert_int_equal(llmt_shard_open(&s, p, err, sizeof(err)), LLMT_EXIT_DATA);
 	assert_non_null(strstr(err, "version"));
@@ -114,6 +115,56 @@ static void test_shard_bad(void **st)
 
 	path_of(p, sizeof(p), "missing.bin");
 	assert_int_equal(llmt_shard_open(&s, p, err, sizeof(err)), LLMT_EXIT_NOINPUT);
+}
+
+/* version 2 (uint32 tokens) beyond a 65,536-id vocabulary; version 1
+ * below, with the vocabulary in header word 3; a loader for a smaller
+ * model refuses the shard at open, naming both sizes */
+static void test_shard_v2(void **st)
+{
+	char p[600], d[512], err[512];
+	uint32_t src[300], tok[6];
+	llmt_shard s;
+	llmt_loader ld;
+	struct stat sb;
+	(void)st;
+
+	for (int i = 0; i < 300; i++)
+		src[i] = 128255u - (uint32_t)i * 7;
+	snprintf(d, sizeof(d), "%s/v2", dir);
+	assert_int_equal(mkdir(d, 0755), 0);
+	snprintf(p, sizeof(p), "%s/a.bin", d);
+	assert_int_equal(llmt_shard_write_ids(p, src, 300, 128256, err, sizeof(err)), 0);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_size, 1024 + 4 * 300);
+	assert_int_equal(llmt_shard_open(&s, p, err, sizeof(err)), 0);
+	assert_int_equal(s.version, 2);
+	assert_int_equal(s.vocab, 128256);
+	assert_int_equal(llmt_shard_read(&s, 290, 6, tok, 128256, err, sizeof(err)), 0);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(tok[i], src[290 + i]);
+	assert_true(tok[0] > 65535);
+	assert_int_equal(llmt_shard_read(&s, 0, 6, tok, 65536, err, sizeof(err)), LLMT_EXIT_DATA);
+	llmt_shard_close(&s);
+	assert_int_equal(llmt_loader_open(&ld, d, 8, 32000, 1, err, sizeof(err)), LLMT_EXIT_DATA);
+	assert_non_null(strstr(err, "128256"));
+	assert_non_null(strstr(err, "32000"));
+	assert_int_equal(llmt_loader_open(&ld, d, 8, 128256, 1, err, sizeof(err)), 0);
+	llmt_loader_close(&ld);
+
+	for (int i = 0; i < 300; i++)
+		src[i] = 65535 - (uint32_t)i;
+	snprintf(p, sizeof(p), "%s/v1.bin", dir);
+	assert_int_equal(llmt_shard_write_ids(p, src, 300, 65536, err, sizeof(err)), 0);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_size, 1024 + 2 * 300);
+	assert_int_equal(llmt_shard_open(&s, p, err, sizeof(err)), 0);
+	assert_int_equal(s.version, 1);
+	assert_int_equal(s.vocab, 65536);
+	assert_int_equal(llmt_shard_read(&s, 0, 6, tok, 65536, err, sizeof(err)), 0);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(tok[i], 65535 - i);
+	llmt_shard_close(&s);
 }
 
 static void test_permute(void **st)
@@ -299,7 +350,7 @@ static void test_tokenize_cmd(void **st)
 	assert_int_equal(llmt_shard_open(&s, p, err, sizeof(err)), 0);
 	{
 		uint64_t ntrain = s.ntok;
-		uint16_t t[4];
+		uint32_t t[4];
 		assert_int_equal(llmt_shard_read(&s, 0, 4, t, 256, err, sizeof(err)), 0);
 		assert_int_equal(t[0], 'l');
 		assert_int_equal(t[3], 'e');
@@ -329,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shard_good),
 		cmocka_unit_test(test_shard_bad),
+		cmocka_unit_test(test_shard_v2),
 		cmocka_unit_test(test_permute),
 		cmocka_unit_test(test_loader_order),
 		cmocka_unit_test(test_loader_bad),

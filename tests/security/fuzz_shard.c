@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	llmt_shard s;
 	char err[1024];
-	uint16_t buf[512];
+	uint32_t buf[512];
 	const char *path;
 
 	if (size > (4u << 20))
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (s.ntok * 2 + 1024 != size)
+	if (s.ntok * (uint64_t)s.width + 1024 != size)
 		abort();   /* open must have checked the size */
 	int vocab = size > 1024 ? 1 + data[1024] * 256 : 50257;
 	for (uint64_t off = 0; off < s.ntok; off += 512) {
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (llmt_shard_read(&s, off, n, buf, vocab, err, sizeof err) != 0)
 			break;
 		for (size_t i = 0; i < n; i++)
-			if (buf[i] >= vocab)
+			if (buf[i] >= (uint32_t)vocab)
 				abort();   /* a token past the vocab must be refused */
 	}
 	/* reads past the end are refused, never served */
