@@ -231,12 +231,13 @@ static void run_config(llmt_parallel *p, int gqa)
              * 0x3b5b8001, 1.7e-4 of its max, moves layer 0's fp32 sums by
              * 2.9e-4, which flips 7 more there: 1.25e-3 in o_proj. With
              * those 3 set to the tp=1 rounding, this model is within
-             * 3.6e-7 of the GPU (at pp=2 other values tie: 2.3e-5, then
-             * 1.8e-7). No bug: over 25 token sets (these and 24 others,
-             * step 0) the GPU vs tp=1 flips as often as this model vs tp=1
-             * (7 and 5 sets, up to 6e-3), so the 6e-6 check next holds
-             * only because these inputs have no such tie; the limits here
-             * are 12x these inputs' flips */
+             * 3.6e-7 of the GPU. At pp=2 (stages fed the GPU's stage
+             * output) only layer 0's step-0 one ties: 2.3e-5, then 1.8e-7.
+             * No bug: over 25 token sets (these and 24 others, step 0) the
+             * GPU vs tp=1 flips as often as this model vs tp=1 (7 and 5
+             * sets, up to 6e-3), so the 6e-6 check next holds only because
+             * these inputs have no such tie; the limits here are 12x these
+             * inputs' flips */
             check(s == 0 ? "gradient vs CPU (step 0)" : "gradient vs CPU", what,
                   relerr(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel), s == 0 ? 1e-3 : 1.5e-2);
             if (!P)
