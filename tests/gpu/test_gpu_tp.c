@@ -215,12 +215,29 @@ static void run_config(llmt_parallel *p, int gqa)
         for (int t = 0; t < np; t++) {
             const llmt_param_info *P = find(c1, pi[t].name, pi[t].tied_copy);
             snprintf(what, sizeof what, "%s (%s step %d)", pi[t].name, gqa ? "gqa" : "tied", s);
-            /* the CPU model of this layout differs from both the GPU and
-             * the tp=1 model (which agree to 3e-7, checked next at 6e-6)
-             * by more than fp32 order: measured 8.1e-5 at step 0 (gqa, the
-             * layer after a TP all-reduce) and 1.25e-3 from step 1, when
-             * it runs on the GPU's master weights re-rounded to bf16 by
-             * llmt_model_sync_compute; not yet explained (issue 20) */
+            /* not fp32 order alone: each model rounds activations and
+             * their gradients to bf16 (dyact, h, gu, ...), and a value a
+             * few fp32 ulps from a bf16 rounding midpoint lands on either
+             * side, one bf16 ulp (2^-8..2^-7 relative) apart, by its sum
+             * order (TP all-reduce of partial sums, kernel blocking); all
+             * downstream follows. With these inputs (gqa) the CPU model of
+             * this layout flips 3 values. Step 0: the last layer's output
+             * gradient [10][23], 0x3a158018 at tp=1 vs 0x3a157fcf
+             * (midpoint 0x3a158000, 73 fp32 ulps apart, via layer 1's
+             * all-reduce), rounds to 5.722e-4 vs 5.684e-4: 8.1e-5 in
+             * layer 1's MLP gradients; layer 0's [6][1], 0xba087fe4 vs
+             * 0xba08800f: 1.8e-5 in its o_proj. Step 1 (same bf16 weights
+             * as the GPU): the gradient into layer 0 [2][5], 0x3b5b7ffb vs
+             * 0x3b5b8001, 1.7e-4 of its max, moves layer 0's fp32 sums by
+             * 2.9e-4, which flips 7 more there: 1.25e-3 in o_proj. With
+             * those 3 set to the tp=1 rounding, this model is within
+             * 3.6e-7 of the GPU. At pp=2 (stages fed the GPU's stage
+             * output) only layer 0's step-0 one ties: 2.3e-5, then 1.8e-7.
+             * No bug: over 25 token sets (these and 24 others, step 0) the
+             * GPU vs tp=1 flips as often as this model vs tp=1 (7 and 5
+             * sets, up to 6e-3), so the 6e-6 check next holds only because
+             * these inputs have no such tie; the limits here are 12x these
+             * inputs' flips */
             check(s == 0 ? "gradient vs CPU (step 0)" : "gradient vs CPU", what,
                   relerr(hg + pi[t].offset, cg + pi[t].offset, pi[t].numel), s == 0 ? 1e-3 : 1.5e-2);
             if (!P)
