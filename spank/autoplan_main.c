@@ -50,33 +50,55 @@ static int pos(const char *opt, const char *s, double max, double *out)
 	return 0;
 }
 
-static int count_host(const char *name, void *arg)
+/* a whole number in [1, max] */
+static int whole(const char *opt, const char *s, double max, int *out)
 {
-	(void)name;
-	(void)arg;
+	double v;
+	if (pos(opt, s, max, &v))
+		return LLMT_EXIT_USAGE;
+	if (v != (double)(long)v)
+		return bad(opt, s, "want a whole number");
+	*out = (int)v;
 	return 0;
 }
 
+static int cmp_host(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* a node count, or a host list's distinct hosts */
 static int nodes_of(const char *s, int *n)
 {
-	char err[256];
-	double v;
+	char err[256], (*names)[LLMT_HOST_MAX] = NULL;
 	if (strspn(s, "0123456789") == strlen(s))
-		return pos("--nodes", s, 1 << 20, &v) ? LLMT_EXIT_USAGE : (*n = (int)v, 0);
-	int k = llmt_hostlist_foreach(s, 1 << 20, count_host, NULL, err, sizeof(err));
-	if (k < 1)
+		return whole("--nodes", s, 1 << 20, n);
+	int k = llmt_hostlist_expand(s, 1 << 16, &names, err, sizeof(err));
+	if (k < 1) {
+		free(names);
 		return bad("--nodes", s, k < 0 ? err : "no hosts");
-	*n = k;
+	}
+	qsort(names, (size_t)k, sizeof(*names), cmp_host);
+	*n = 1;
+	for (int i = 1; i < k; i++)
+		*n += strcmp(names[i], names[i - 1]) != 0;
+	free(names);
 	return 0;
 }
 
 static json_t *cand_json(const llmt_autoplan_cand *x)
 {
-	return json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "tp", x->tp,
+	json_t *j = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "tp", x->tp,
 		"pp", x->pp, "dp", x->dp, "micro_batch", x->B, "grad_accum", x->A, "recompute",
 		llmt_recompute_name((llmt_recompute)x->recompute), "memory_bytes", x->mem, "step_s",
 		x->step_s, "tokens_per_s", x->tokens_per_s, "compute_s", x->compute_s, "tp_s", x->tp_s,
 		"pp_s", x->pp_s, "dp_s", x->dp_s, "bubble", x->bubble);
+	if (!j) { /* a time that is not a finite number: the inputs are absurd */
+		fprintf(stderr, "llm-train-plan: a candidate's figures are not finite numbers (check --gflops and "
+			"the link speeds)\n");
+		exit(LLMT_EXIT_SOFTWARE);
+	}
+	return j;
 }
 
 static void print_json(const char *model, const llmt_autoplan_in *in, const llmt_autoplan_cand *c,
@@ -89,7 +111,7 @@ static void print_json(const char *model, const llmt_autoplan_in *in, const llmt
 		if (rj->count[i])
 			json_array_append_new(r, json_pack("{s:s,s:I,s:s}", "reason", llmt_autoplan_reason(i),
 				"count", (json_int_t)rj->count[i], "example", rj->example[i]));
-	json_object_set_new(o, "model", json_string(model));
+	json_object_set_new(o, "model", json_string(model) ? json_string(model) : json_string("(not UTF-8)"));
 	json_object_set_new(o, "nodes", json_integer(in->nodes));
 	json_object_set_new(o, "tasks_per_node", json_integer(in->tasks_per_node));
 	json_object_set_new(o, "feasible", json_integer(n));
@@ -150,7 +172,7 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		{ "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	double v;
-	int o, rc = 0;
+	int o, rc = 0, k = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -159,13 +181,13 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		case O_AUTO: break;
 		case O_MODEL: *model = optarg; break;
 		case O_NODES: rc = nodes_of(optarg, &in->nodes); break;
-		case O_TPN: rc = pos("--tasks-per-node", optarg, 1 << 16, &v); in->tasks_per_node = (int)v; break;
-		case O_DOM: rc = pos("--tp-domain", optarg, 1 << 16, &v); in->tp_domain = (int)v; break;
-		case O_GB: rc = pos("--global-batch", optarg, 1 << 30, &v); in->global_batch = (long)v; break;
-		case O_SEQ: rc = pos("--seq", optarg, 1 << 20, &v); in->T = (int)v; break;
+		case O_TPN: rc = whole("--tasks-per-node", optarg, 1 << 16, &in->tasks_per_node); break;
+		case O_DOM: rc = whole("--tp-domain", optarg, 1 << 16, &in->tp_domain); break;
+		case O_GB: rc = whole("--global-batch", optarg, 1 << 30, &k); in->global_batch = k; break;
+		case O_SEQ: rc = whole("--seq", optarg, 1 << 20, &in->T); break;
 		case O_MB:
 			if (strcmp(optarg, "auto"))
-				rc = pos("--micro-batch", optarg, 1 << 16, &v), in->B = (int)v;
+				rc = whole("--micro-batch", optarg, 1 << 16, &in->B);
 			break;
 		case O_RC: {
 			llmt_recompute r;
@@ -185,10 +207,10 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		case O_MEM: rc = pos("--mem-per-rank", optarg, 1 << 20, &v); in->mem_limit = v * 1073741824.0; break;
 		case O_OVH: rc = pos("--overhead", optarg, 1 << 24, ovh_mib); break;
 		case O_MARGIN: rc = pos("--margin", optarg, 1, &in->margin); break;
-		case O_GF: rc = pos("--gflops", optarg, 1e9, gflops); break;
-		case O_INTRA: rc = pos("--intra-gbps", optarg, 1e6, &gbps[0]); break;
-		case O_INTER: rc = pos("--inter-gbps", optarg, 1e6, &gbps[1]); break;
-		case O_TOP: rc = pos("--top", optarg, 1000, &v); *top = (int)v; break;
+		case O_GF: rc = pos("--gflops", optarg, 1e9, gflops) || (*gflops < 1e-3 && bad("--gflops", optarg, "below 0.001")); break;
+		case O_INTRA: rc = pos("--intra-gbps", optarg, 1e6, &gbps[0]) || (gbps[0] < 1e-3 && bad("--intra-gbps", optarg, "below 0.001")); break;
+		case O_INTER: rc = pos("--inter-gbps", optarg, 1e6, &gbps[1]) || (gbps[1] < 1e-3 && bad("--inter-gbps", optarg, "below 0.001")); break;
+		case O_TOP: rc = whole("--top", optarg, 1000, top); break;
 		case O_JSON: *json = 1; break;
 		case O_HELP: fputs(usage, stdout); return -1;
 		default:
@@ -206,6 +228,15 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	if (!rc && !in->mem_limit)
 		rc = bad("--auto", "", "needs --mem-per-rank GIB (the memory of one rank: the policy has "
 			"no memory per node type yet)");
+	if (!rc && (long long)in->nodes * in->tasks_per_node > LLMT_AUTOPLAN_MAX_RANKS)
+		fprintf(stderr, "llm-train-plan: --nodes %d x --tasks-per-node %d is more than 16,777,216 ranks\n",
+			in->nodes, in->tasks_per_node), rc = LLMT_EXIT_USAGE;
+	if (!rc && in->tp_domain && in->tasks_per_node % in->tp_domain && in->tp_domain % in->tasks_per_node)
+		fprintf(stderr, "llm-train-plan: --tp-domain %d must divide --tasks-per-node %d, or be a multiple "
+			"of it (a multi-node NVLink domain)\n", in->tp_domain, in->tasks_per_node), rc = LLMT_EXIT_USAGE;
+	if (!rc && in->gpu && in->recompute > 0)
+		rc = bad("--recompute", llmt_recompute_name((llmt_recompute)in->recompute),
+			"is not available on the GPU backend yet (use none)");
 	return rc;
 }
 
@@ -251,7 +282,11 @@ int llmt_autoplan_main(int argc, char **argv)
 	free(cand);
 	if (n)
 		return 0;
-	if (min_nodes)
+	if (in.overhead >= in.margin * in.mem_limit)
+		fprintf(stderr, "llm-train-plan: %s: the runtime overhead alone (%.0f MiB, --overhead) is over "
+			"%.0f%% of %.2f GiB per rank: no allocation fits\n", model, in.overhead / 1048576.0,
+			in.margin * 100, in.mem_limit / 1073741824.0);
+	else if (min_nodes)
 		fprintf(stderr, "llm-train-plan: %s: no layout of %d nodes x %d tasks is feasible (%.2f GiB "
 			"per rank; rejections above); the smallest allocation that fits: %d nodes x %d tasks\n",
 			model, in.nodes, in.tasks_per_node, in.mem_limit / 1073741824.0, min_nodes,

@@ -41,6 +41,7 @@ static const char usage[] =
 "                          local_rank, gpu, nic, tp, pp, dp, task[, env])\n"
 "  --cost-json             both costs as one JSON object\n"
 "  --no-map                text form without the per-rank table\n"
+"llm-train-plan --auto --help: the automatic layout for a model and an allocation.\n"
 "Prints the plugin's topology-aware rank map, the bytes per step it sends\n"
 "across nodes, leaf and spine switches, and the same for Slurm's default\n"
 "order (rank = task id). Exit 0, or 64 with one line naming a bad value.\n";

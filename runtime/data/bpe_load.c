@@ -46,12 +46,15 @@ const bpe_merge *llmt_bpe_merge_of(const llmt_bpe *b, uint32_t a, uint32_t c)
 	}
 }
 
+/* the table size for n entries; n is at most LLMT_BPE_MAX_IDS, so no wrap */
+#define LLMT_BPE_MAX_IDS (1 << 24)
+
 static uint32_t pow2_above(size_t n)
 {
-	uint32_t p = 1024;
-	while (p < 2 * n)
+	uint64_t p = 1024;
+	while (p < 2 * (uint64_t)n)
 		p *= 2;
-	return p;
+	return (uint32_t)p;
 }
 
 static int set_token(llmt_bpe *b, uint32_t id, const char *s)
@@ -292,6 +295,11 @@ static int load_vocab(llmt_bpe *b, json_t *vocab, json_t *added, const char *pat
 	}
 	if (max < 0)
 		FAIL("%s: empty vocabulary", path);
+	/* ids index dense tables: a sparse or absurd largest id is refused
+	 * (Llama 3 has 128,256 ids; 2^24 leaves room for any real model) */
+	if (max >= LLMT_BPE_MAX_IDS)
+		FAIL("%s: largest token id %lld is above the supported %d", path, (long long)max,
+		     LLMT_BPE_MAX_IDS - 1);
 	b->n = (uint32_t)max + 1;
 	b->str_mask = pow2_above(b->n) - 1;
 	b->tok = calloc(b->n, sizeof(char *));

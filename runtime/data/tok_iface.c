@@ -36,11 +36,22 @@ static int byte_decode(void *ctx, int32_t prev, int32_t id, char *buf, size_t ca
 }
 
 /* a model's own tokenizer (tokenizer.h: SentencePiece or tokenizer.json) */
+/* a file tokenizer and what generate has streamed since its last start:
+ * every id decodes together with the ones before it, so a piece's leading
+ * space (SentencePiece) and a character cut into byte pieces come out
+ * right; a trailing U+FFFD (an incomplete character) is held back */
+struct file_tok {
+	llmt_tok *tok;
+	uint32_t *ids;
+	size_t n, cap, emitted;
+};
+
 static int file_encode(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n, char *err,
                        size_t errlen)
 {
+	struct file_tok *f = ctx;
 	llmt_ids v = { NULL, 0, 0 };
-	int rc = llmt_tok_encode(ctx, text, len, &v, err, errlen);
+	int rc = llmt_tok_encode(f->tok, text, len, &v, err, errlen);
 	if (rc) {
 		free(v.v);
 		return rc;
@@ -58,42 +69,75 @@ static int file_encode(void *ctx, const char *text, size_t len, int32_t **ids, s
 	return 0;
 }
 
-/* the bytes id adds after prev: decode(prev, id) less decode(prev), so a
- * piece's leading space (SentencePiece) survives streaming */
+static int push(struct file_tok *f, uint32_t id)
+{
+	if (f->n == f->cap) {
+		size_t nc = f->cap ? 2 * f->cap : 256;
+		uint32_t *p = realloc(f->ids, nc * sizeof *p);
+		if (!p)
+			return -1;
+		f->ids = p, f->cap = nc;
+	}
+	f->ids[f->n++] = id;
+	return 0;
+}
+
+/* the new bytes of the streamed text after id (prev -1: a new stream) */
 static int file_decode(void *ctx, int32_t prev, int32_t id, char *buf, size_t cap)
 {
-	uint32_t two[2] = { (uint32_t)prev, (uint32_t)id };
-	char *a = NULL, *b = NULL, err[256];
-	size_t na = 0, nb = 0;
-	int k = prev >= 0, out = -1;
+	struct file_tok *f = ctx;
+	char *s = NULL, err[256];
+	size_t ns = 0, end;
 
-	if (id < 0 || id >= llmt_tok_vocab(ctx))
+	if (id < 0 || id >= llmt_tok_vocab(f->tok))
 		return -1;
-	if (llmt_tok_decode(ctx, two + !k, 1 + (size_t)k, &b, &nb, err, sizeof err) == 0 &&
-	    (!k || llmt_tok_decode(ctx, two, 1, &a, &na, err, sizeof err) == 0)) {
-		size_t skip = k && nb >= na && !memcmp(a, b, na) ? na : 0;
-		size_t m = nb - skip < cap ? nb - skip : cap;
-		memcpy(buf, b + skip, m);
-		out = (int)m;
+	if (prev < 0)
+		f->n = f->emitted = 0;
+	if (f->n == 0 && prev >= 0) { /* the stream continues a prompt: its last id is context */
+		if (push(f, (uint32_t)prev) || llmt_tok_decode(f->tok, f->ids, 1, &s, &ns, err, sizeof err))
+			return -1;
+		f->emitted = ns;
+		free(s);
+		s = NULL;
 	}
-	free(a);
-	free(b);
-	return out;
+	if (push(f, (uint32_t)id))
+		return -1;
+	if (llmt_tok_decode(f->tok, f->ids, f->n, &s, &ns, err, sizeof err))
+		return -1;
+	end = ns;
+	while (end >= 3 && !memcmp(s + end - 3, "\xef\xbf\xbd", 3))
+		end -= 3;
+	if (end < f->emitted)
+		end = f->emitted;
+	size_t m = end - f->emitted < cap ? end - f->emitted : cap;
+	memcpy(buf, s + f->emitted, m);
+	f->emitted += m;
+	free(s);
+	return (int)m;
 }
 
 static void file_close(void *ctx)
 {
-	llmt_tok_close(ctx);
+	struct file_tok *f = ctx;
+	llmt_tok_close(f->tok);
+	free(f->ids);
+	free(f);
 }
 
 static int file_open(const char *path, llmt_tokseam *t, char *err, size_t errlen)
 {
-	llmt_tok *tok = NULL;
-	int rc = llmt_tok_open(&tok, path, err, errlen);
-	if (rc)
+	struct file_tok *f = calloc(1, sizeof *f);
+	if (!f) {
+		snprintf(err, errlen, "tokenizer %s: out of memory", path);
+		return LLMT_EXIT_SOFTWARE;
+	}
+	int rc = llmt_tok_open(&f->tok, path, err, errlen);
+	if (rc) {
+		free(f);
 		return rc;
-	*t = (llmt_tokseam){ llmt_tok_kind(tok), llmt_tok_vocab(tok), llmt_tok_bos(tok), llmt_tok_eos(tok),
-	                     tok, file_encode, file_decode, file_close };
+	}
+	*t = (llmt_tokseam){ llmt_tok_kind(f->tok), llmt_tok_vocab(f->tok), llmt_tok_bos(f->tok),
+	                     llmt_tok_eos(f->tok), f, file_encode, file_decode, file_close };
 	return 0;
 }
 

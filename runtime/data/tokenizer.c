@@ -28,7 +28,7 @@ struct llmt_tok {
 static int is_json(const char *path)
 {
 	char c = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return 0;
@@ -59,6 +59,10 @@ int llmt_tok_open(llmt_tok **out, const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: a directory with neither tokenizer.model nor tokenizer.json", path);
 			return LLMT_EXIT_NOINPUT;
 		}
+	}
+	if (stat(file, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", file);
+		return LLMT_EXIT_DATA;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->path = strdup(file))) {

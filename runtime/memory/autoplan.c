@@ -164,10 +164,12 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 	if (rj)
 		memset(rj, 0, sizeof(*rj));
 	*n = 0;
-	for (int tp = 1; tp <= world; tp++) {
+	/* tp inside the TP domain, pp at most the layers: the loops stay short
+	 * whatever the allocation */
+	for (int tp = 1; tp <= world && tp <= in->tp_domain; tp++) {
 		if (world % tp)
 			continue;
-		for (int pp = 1; pp <= world / tp; pp++) {
+		for (int pp = 1; pp <= world / tp && pp <= c->n_layers; pp++) {
 			if ((world / tp) % pp)
 				continue;
 			llmt_autoplan_cand x = { tp, pp, world / tp / pp, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -213,7 +215,12 @@ int llmt_autoplan_min_nodes(const llmt_config *c, const llmt_autoplan_in *in, in
 	llmt_autoplan_cand best;
 	int n;
 
-	for (more.nodes = in->nodes; more.nodes <= max_nodes; more.nodes++) {
+	if (in->overhead >= in->margin * in->mem_limit)
+		return 0;
+	for (long k = in->nodes; k <= max_nodes; k += k - in->nodes < 64 ? 1 : (k / 64 > 1 ? k / 64 : 1)) {
+		if (k * in->tasks_per_node > LLMT_AUTOPLAN_MAX_RANKS)
+			break;
+		more.nodes = (int)k;
 		llmt_autoplan(c, &more, &best, 1, &n, NULL);
 		if (n)
 			return more.nodes;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include "model/model_config.h"
 
+#define LLMT_AUTOPLAN_MAX_RANKS (1 << 24) /* nodes x tasks per node */
+
 typedef struct {
 	int nodes, tasks_per_node;  /* the allocation */
 	int tp_domain;              /* TP stays inside this many tasks (NVLink
@@ -57,7 +59,10 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 	int cap, int *n, llmt_autoplan_rejects *rj);
 
 /* The smallest node count >= in->nodes (same tasks per node, at most
- * max_nodes) with a feasible layout; 0 when none. */
+ * max_nodes) with a feasible layout; 0 when none. It tries every count up
+ * to 64 above in->nodes, then steps of 1/64 of the count (a bounded search:
+ * the answer may then overshoot by up to that step); none at all when the
+ * runtime overhead alone is over the limit. */
 int llmt_autoplan_min_nodes(const llmt_config *c, const llmt_autoplan_in *in, int max_nodes);
 
 const char *llmt_autoplan_reason(int r);

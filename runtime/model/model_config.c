@@ -2,6 +2,9 @@
  * llmt_config, refusing unknown/duplicate keys and bad values with
  * "file:line: reason"; validation and parameter/FLOP counts. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,9 +116,21 @@ static const char *range_text(const struct key *k, char *buf, size_t n)
 int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
 {
     llmt_config_defaults(c);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* non-blocking (a FIFO never hangs the reader), a regular file, and
+     * small: a model config is a few lines (libyaml is quadratic in nesting) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
         return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        close(fd);
+        return fail(err, errlen, "%s: not a regular file of at most 1 MiB", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    }
     yaml_parser_t p;
     yaml_document_t doc;
     yaml_parser_initialize(&p);

@@ -33,6 +33,12 @@ printf '{"normalizer": {"type": "NFKC"}, "model": {"type": "BPE", "vocab": {"a":
 expect 65 "normalizer NFKC" "$LT" tokenize "$tmp/in.txt" "$tmp/o5" --tokenizer "$tmp/nfc.json"
 mkdir "$tmp/emptydir"
 expect 66 "neither tokenizer.model nor tokenizer.json" "$LT" tokenize "$tmp/in.txt" "$tmp/o6" --tokenizer "$tmp/emptydir"
+# found by review: an id of 1.5e9 wrapped the table size (an endless loop);
+# a FIFO as the tokenizer blocked the reader
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "zz": 1500000000}, "merges": []}}' >"$tmp/bigid.json"
+expect 65 "largest token id 1500000000" "$LT" tokenize "$tmp/in.txt" "$tmp/o9" --tokenizer "$tmp/bigid.json"
+mkfifo "$tmp/fifo.model"
+expect 65 "not a regular file" "$LT" tokenize "$tmp/in.txt" "$tmp/o10" --tokenizer "$tmp/fifo.model"
 for d in o1 o2 o3 o4 o5 o6; do [ ! -e "$tmp/$d" ] || { echo "FAIL: $d written after a refused tokenizer"; fail=1; }; done
 
 expect 64 "--vocab 50000" "$LT" tokenizer-train "$tmp/in.txt" "$tmp/big.model" --vocab 50000
