@@ -12,7 +12,7 @@ dom DOMFILE RUNDIR [live]: the DOM that headless Chromium printed after the
   metrics.jsonl / eval.jsonl have finite values, the heatmaps filled,
   a failure in the event timeline, goodput by cause.
 """
-import html.parser, json, math, sys, urllib.parse, urllib.request
+import html.parser, json, math, sys, urllib.error, urllib.parse, urllib.request
 
 def fail(msg):
     print("FAIL: " + msg)
@@ -24,8 +24,15 @@ def later(msg):
 
 def query(url, q):
     u = url + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
-    with urllib.request.urlopen(u, timeout=10) as r:
-        d = json.load(r)
+    try:
+        with urllib.request.urlopen(u, timeout=10) as r:
+            d = json.load(r)
+    except urllib.error.HTTPError as e:
+        if e.code == 503:   # Prometheus is still starting (its TSDB not ready)
+            later("Prometheus answers 503 (starting)")
+        raise
+    except urllib.error.URLError as e:  # not listening yet
+        later("Prometheus not reachable yet: %s" % e.reason)
     if d.get("status") != "success":
         fail("query %s: %r" % (q, d))
     return d["data"]["result"]
