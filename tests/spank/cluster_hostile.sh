@@ -126,6 +126,12 @@ done
 case $reason in *"llm_train: kernel log: Xid 79"*"GPU has fallen off the bus"*) ;;
 *) fail "genuine Xid: node3 reason '$reason'";; esac
 scancel "$jid" 2>/dev/null
+# the cancelled job's epilog scans the same log: resume node3 after it ran
+# (resuming first let the epilog drain it again: a race seen in CI)
+for _ in $(seq 1 300); do
+	[ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break
+	sleep 0.2
+done
 scontrol update NodeName=node3 State=RESUME || fail "resume node3"
 echo "ok: a genuine Xid 79 record drained node3 ('$reason'); resumed"
 
