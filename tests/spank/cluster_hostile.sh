@@ -125,14 +125,18 @@ for _ in $(seq 1 150); do
 done
 case $reason in *"llm_train: kernel log: Xid 79"*"GPU has fallen off the bus"*) ;;
 *) fail "genuine Xid: node3 reason '$reason'";; esac
-scancel "$jid" 2>/dev/null
-# the cancelled job's epilog scans the same log: resume node3 after it ran
-# (resuming first let the epilog drain it again: a race seen in CI)
-for _ in $(seq 1 300); do
-	[ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break
-	sleep 0.2
+# Slurm drains node3 again itself when slurmd reports the failed prolog
+# (after the plugin's drain, and it requeues the job): cancel and resume
+# until node3 stays idle (a single resume raced that second drain in CI)
+for _ in $(seq 1 40); do
+	scancel "$jid" 2>/dev/null
+	scontrol update NodeName=node3 State=RESUME 2>/dev/null
+	sleep 1
+	case $(cluster_node_state node3) in idle*) ;; *) continue;; esac
+	sleep 2
+	case $(cluster_node_state node3) in idle*) break;; esac
 done
-scontrol update NodeName=node3 State=RESUME || fail "resume node3"
+case $(cluster_node_state node3) in idle*) ;; *) fail "node3 did not stay resumed: $(cluster_node_state node3)";; esac
 echo "ok: a genuine Xid 79 record drained node3 ('$reason'); resumed"
 
 # ---- afterwards ---------------------------------------------------------------
