@@ -48,13 +48,29 @@ LLMT_START_MARKER=$CLUSTER_WORK/started
 LLMT_RETRIES=0
 export LLMT_START_MARKER
 trap '_lr=$?; [ $LLMT_RETRIES = 0 ] || echo "launch retries: $LLMT_RETRIES"; cluster_cleanup $_lr' EXIT
+# One exception, stated: Open MPI 4.1.4's TCP wire-up crash on this loaded
+# emulated cluster (a peer's first message reaches a handler not yet
+# registered: a call through a NULL pointer), whose report is exactly one
+# frame at address (nil) in Open MPI's own handler; seen in 1 of 3 fresh
+# CI runs. It is also retried once, and said so. A crash of llm-train's
+# own code prints its frames (llm-train, libllmtrain) and is not retried.
+ompi_null_crash() {
+	grep -q 'Failing at address: (nil)' "$1" &&
+		[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$1")" = 1 ]
+}
 rtrain() {
 	_dir=$1 _copy=$2; shift 2
 	rm -f "$LLMT_START_MARKER"
 	train "$@"; _rc=$?
+	_why=
 	if [ $_rc != 0 ] && [ ! -s "$LLMT_START_MARKER" ]; then
+		_why="before llm-train started (no line in $LLMT_START_MARKER)"
+	elif [ $_rc != 0 ] && ompi_null_crash "$CLUSTER_WORK/last.out"; then
+		_why="in Open MPI's wire-up (one frame at address (nil): the known 4.1.4 crash)"
+	fi
+	if [ -n "$_why" ]; then
 		LLMT_RETRIES=$((LLMT_RETRIES + 1))
-		echo "RETRY $LLMT_RETRIES: launch failed (exit $_rc) before llm-train started (no line in $LLMT_START_MARKER); running again"
+		echo "RETRY $LLMT_RETRIES: launch failed (exit $_rc) $_why; running again"
 		rm -rf "$_dir"
 		[ -z "$_copy" ] || cp -r "$_copy" "$_dir"
 		rm -f "$LLMT_START_MARKER"
