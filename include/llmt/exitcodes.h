@@ -1,5 +1,5 @@
 /* Exit codes of llm-train: the contract the wrapper's decisions follow.
- * sysexits where one fits; 85-87 are this project's own. Shared by the
+ * sysexits where one fits; 85-88 are this project's own. Shared by the
  * runtime, the wrapper and the man pages. */
 #ifndef LLMT_EXITCODES_H
 #define LLMT_EXITCODES_H
@@ -14,5 +14,6 @@
 #define LLMT_EXIT_ROLLBACK   85  /* numerical fault persisted: roll back further, skip data */
 #define LLMT_EXIT_SDC        86  /* DP replicas disagree: silent data corruption suspected */
 #define LLMT_EXIT_REQUEUE    87  /* preempted (SIGUSR1/SIGTERM): checkpoint written, requeue */
+#define LLMT_EXIT_BADNODE    88  /* selftest: a node computed wrong answers or is too slow (named in its report) */
 
 #endif
