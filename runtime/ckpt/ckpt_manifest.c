@@ -111,17 +111,177 @@ static int json_u64(const json_t *x, uint64_t *v)
 	return 0;
 }
 
+/* Each section's parser below fills its part of m->src and returns 0, or
+ * LLMT_EXIT_DATA with the message in err naming the manifest and the bad
+ * entry. */
+#define FAIL(...) do { ck_fmt(err, errlen, __VA_ARGS__); return LLMT_EXIT_DATA; } while (0)
+
+static int load_header(json_t *root, const char *path, ck_manifest *m, char *err, size_t errlen)
+{
+	json_error_t je;
+	const char *fmt = json_string_value(json_object_get(root, "format"));
+	json_t *x;
+
+	if (!fmt || strcmp(fmt, CK_FORMAT) || json_integer_value(json_object_get(root, "version")) != CK_VERSION)
+		FAIL("%s: bad manifest: not an %s version %d manifest", path, CK_FORMAT, CK_VERSION);
+	x = json_object_get(root, "step");
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		FAIL("%s: bad manifest: step", path);
+	m->step = (long)json_integer_value(x);
+	m->created_ns = json_integer_value(json_object_get(root, "created_ns"));
+	if (json_unpack_ex(root, &je, 0, "{s:{s:i, s:i, s:i, s:i}}", "layout", "tp", &m->tp, "pp", &m->pp,
+	                   "dp", &m->dp, "world", &m->world) != 0 || m->tp < 1 || m->pp < 1 || m->dp < 1 ||
+	    m->world < 1 || m->world % m->tp || (m->world / m->tp) % m->pp || m->world / m->tp / m->pp != m->dp)
+		FAIL("%s: bad manifest: layout", path);
+	x = json_object_get(root, "replicas_agree");
+	m->replicas_agree = json_is_boolean(x) ? json_is_true(x) : -1;
+	m->model = json_incref(json_object_get(root, "model"));
+	if (!json_is_object(m->model))
+		FAIL("%s: bad manifest: model", path);
+	x = json_object_get(root, "training");
+	m->train_json = json_is_object(x) ? json_dumps(x, JSON_COMPACT) : strdup("{}");
+	return 0;
+}
+
+/* kinds [{name, dtype}]; their dtypes go to kdt (nkinds entries) */
+static int load_kinds(json_t *a, const char *path, ck_source *s, llmt_ckpt_dtype *kdt, char *err, size_t errlen)
+{
+	for (int i = 0; i < s->nkinds; i++) {
+		const char *n = json_string_value(json_object_get(json_array_get(a, i), "name"));
+		const char *d = json_string_value(json_object_get(json_array_get(a, i), "dtype"));
+		if (!n || strlen(n) >= 32 || !d || ck_dtype_parse(d, &kdt[i]))
+			FAIL("%s: bad manifest: kinds[%d]", path, i);
+		ck_fmt(s->kinds[i], 32, "%s", n);
+	}
+	return 0;
+}
+
+static int load_tensors(json_t *a, const char *path, ck_source *s, char *err, size_t errlen)
+{
+	for (int i = 0; i < s->ntensors; i++) {
+		ck_tensor *t = &s->tensors[i];
+		json_t *o = json_array_get(a, i), *sh = json_object_get(o, "shape");
+		const char *n = json_string_value(json_object_get(o, "name"));
+		t->ndim = (int)json_array_size(sh);
+		if (!n || strlen(n) >= CK_NAME_MAX || t->ndim < 1 || t->ndim > 2)
+			FAIL("%s: bad manifest: tensors[%d]", path, i);
+		ck_fmt(t->name, sizeof t->name, "%s", n);
+		for (int d = 0; d < t->ndim; d++) {
+			t->shape[d] = json_integer_value(json_array_get(sh, d));
+			if (t->shape[d] <= 0 || t->shape[d] > INT32_MAX)
+				FAIL("%s: bad manifest: tensor %s shape", path, n);
+		}
+		t->rows = t->shape[0];
+		t->cols = t->ndim == 2 ? t->shape[1] : 1;
+	}
+	return 0;
+}
+
+static int load_files(json_t *a, const char *path, ck_source *s, char *err, size_t errlen)
+{
+	for (int i = 0; i < s->nfiles; i++) {
+		ck_file *f = &s->files[i];
+		json_t *o = json_array_get(a, i);
+		const char *n = json_string_value(json_object_get(o, "name"));
+		const char *h = json_string_value(json_object_get(o, "xxh3"));
+		char *end;
+		f->fd = -1;
+		if (!n || strlen(n) >= sizeof f->name || strchr(n, '/') || !strcmp(n, "..") ||
+		    json_u64(json_object_get(o, "size"), &f->size) || !h || strlen(h) != 16)
+			FAIL("%s: bad manifest: files[%d]", path, i);
+		ck_fmt(f->name, sizeof f->name, "%s", n);
+		f->xxh3 = strtoull(h, &end, 16);
+		if (*end)
+			FAIL("%s: bad manifest: files[%d].xxh3", path, i);
+		f->has_sum = 1;
+	}
+	return 0;
+}
+
+/* pieces: [tensor, kind, file, offset, r0, nr, c0, nc] */
+static int load_pieces(json_t *a, const char *path, ck_source *s, const llmt_ckpt_dtype *kdt, char *err,
+                       size_t errlen)
+{
+	for (int i = 0; i < s->npieces; i++) {
+		json_t *p = json_array_get(a, i);
+		json_int_t v[8];
+		if (json_array_size(p) != 8)
+			FAIL("%s: bad manifest: pieces[%d]", path, i);
+		for (int k = 0; k < 8; k++) {
+			if (!json_is_integer(json_array_get(p, k)))
+				FAIL("%s: bad manifest: pieces[%d]", path, i);
+			v[k] = json_integer_value(json_array_get(p, k));
+		}
+		if (v[1] < 0 || v[1] >= s->nkinds || v[3] < 0)
+			FAIL("%s: bad manifest: pieces[%d]", path, i);
+		s->pieces[i] = (ck_piece){ (int)v[0], (int)v[1], (int)v[2], kdt[v[1]], (uint64_t)v[3],
+		                           { v[4], v[5], v[6], v[7] } };
+	}
+	return 0;
+}
+
+static int load_blobs(json_t *a, const char *path, ck_source *s, char *err, size_t errlen)
+{
+	for (int i = 0; i < s->nblobs; i++) {
+		ck_blob *b = &s->blobs[i];
+		json_t *o = json_array_get(a, i);
+		const char *n = json_string_value(json_object_get(o, "name"));
+		json_int_t r = json_integer_value(json_object_get(o, "rank"));
+		json_int_t f = json_integer_value(json_object_get(o, "file"));
+		if (!n || strlen(n) >= sizeof b->name || f < 0 || f >= s->nfiles ||
+		    json_u64(json_object_get(o, "offset"), &b->offset) || json_u64(json_object_get(o, "size"), &b->size) ||
+		    b->offset + b->size > s->files[f].size)
+			FAIL("%s: bad manifest: blobs[%d]", path, i);
+		ck_fmt(b->name, sizeof b->name, "%s", n);
+		b->rank = (int)r;
+		b->file = (int)f;
+	}
+	return 0;
+}
+
+/* Every shard the manifest names is there with the size it says. */
+static int check_shard_sizes(const char *dir, const ck_source *s, char *err, size_t errlen)
+{
+	struct stat st;
+
+	for (int i = 0; i < s->nfiles; i++) {
+		char fp[4300];
+		ck_fmt(fp, sizeof fp, "%s/%s", dir, s->files[i].name);
+		if (stat(fp, &st) != 0)
+			FAIL("%s: missing shard: %s", fp, strerror(errno));
+		if ((uint64_t)st.st_size != s->files[i].size)
+			FAIL("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
+			     (unsigned long long)s->files[i].size);
+	}
+	return 0;
+}
+
+/* The array under key k, its size in *n; NULL when k is not an array or,
+ * with nonempty, an empty one. */
+static json_t *section(json_t *root, const char *k, int nonempty, int *n)
+{
+	json_t *a = json_object_get(root, k);
+
+	if (!json_is_array(a) || (nonempty && json_array_size(a) == 0))
+		return NULL;
+	*n = (int)json_array_size(a);
+	return a;
+}
+
+#define TABLE(n, t) calloc((size_t)(n) + 1, sizeof *(t))
+
 int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[4200], e2[512];
 	json_error_t je;
-	json_t *root = NULL, *a, *x;
-	const char *fmt;
+	json_t *root = NULL, *a;
+	llmt_ckpt_dtype *kdt = NULL;
+	ck_source *s = &m->src;
 	int rc = 0;
 	struct stat st;
 
 	memset(m, 0, sizeof *m);
-	ck_fmt(m->src.dir, sizeof m->src.dir, "%s", dir);
+	ck_fmt(s->dir, sizeof s->dir, "%s", dir);
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		ck_fmt(err, errlen, "%s: no such checkpoint directory", dir);
 		return LLMT_EXIT_NOINPUT;
@@ -134,164 +294,41 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
 		BAD("%s: bad manifest: line %d: %s", path, je.line, je.text);
-	fmt = json_string_value(json_object_get(root, "format"));
-	if (!fmt || strcmp(fmt, CK_FORMAT) || json_integer_value(json_object_get(root, "version")) != CK_VERSION)
-		BAD("%s: bad manifest: not an %s version %d manifest", path, CK_FORMAT, CK_VERSION);
-	x = json_object_get(root, "step");
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		BAD("%s: bad manifest: step", path);
-	m->step = (long)json_integer_value(x);
-	m->created_ns = json_integer_value(json_object_get(root, "created_ns"));
-	if (json_unpack_ex(root, &je, 0, "{s:{s:i, s:i, s:i, s:i}}", "layout", "tp", &m->tp, "pp", &m->pp,
-	                   "dp", &m->dp, "world", &m->world) != 0 || m->tp < 1 || m->pp < 1 || m->dp < 1 ||
-	    m->world < 1 || m->world % m->tp || (m->world / m->tp) % m->pp || m->world / m->tp / m->pp != m->dp)
-		BAD("%s: bad manifest: layout", path);
-	x = json_object_get(root, "replicas_agree");
-	m->replicas_agree = json_is_boolean(x) ? json_is_true(x) : -1;
-	m->model = json_incref(json_object_get(root, "model"));
-	if (!json_is_object(m->model))
-		BAD("%s: bad manifest: model", path);
-	x = json_object_get(root, "training");
-	m->train_json = json_is_object(x) ? json_dumps(x, JSON_COMPACT) : strdup("{}");
-
-	/* kinds */
-	a = json_object_get(root, "kinds");
-	if (!json_is_array(a))
+	if ((rc = load_header(root, path, m, err, errlen)))
+		goto out;
+	if (!(a = section(root, "kinds", 0, &s->nkinds)))
 		BAD("%s: bad manifest: kinds", path);
-	m->src.nkinds = (int)json_array_size(a);
-	m->src.kinds = calloc((size_t)m->src.nkinds + 1, sizeof *m->src.kinds);
-	llmt_ckpt_dtype *kdt = calloc((size_t)m->src.nkinds + 1, sizeof *kdt);
-	for (int i = 0; i < m->src.nkinds; i++) {
-		const char *n = json_string_value(json_object_get(json_array_get(a, i), "name"));
-		const char *d = json_string_value(json_object_get(json_array_get(a, i), "dtype"));
-		if (!n || strlen(n) >= 32 || !d || ck_dtype_parse(d, &kdt[i])) {
-			free(kdt);
-			BAD("%s: bad manifest: kinds[%d]", path, i);
-		}
-		ck_fmt(m->src.kinds[i], 32, "%s", n);
-	}
-	/* tensors */
-	a = json_object_get(root, "tensors");
-	if (!json_is_array(a)) {
-		free(kdt);
+	s->kinds = TABLE(s->nkinds, s->kinds);
+	kdt = TABLE(s->nkinds, kdt);
+	if ((rc = load_kinds(a, path, s, kdt, err, errlen)))
+		goto out;
+	if (!(a = section(root, "tensors", 0, &s->ntensors)))
 		BAD("%s: bad manifest: tensors", path);
-	}
-	m->src.ntensors = (int)json_array_size(a);
-	m->src.tensors = calloc((size_t)m->src.ntensors + 1, sizeof *m->src.tensors);
-	for (int i = 0; i < m->src.ntensors; i++) {
-		ck_tensor *t = &m->src.tensors[i];
-		json_t *o = json_array_get(a, i), *sh = json_object_get(o, "shape");
-		const char *n = json_string_value(json_object_get(o, "name"));
-		t->ndim = (int)json_array_size(sh);
-		if (!n || strlen(n) >= CK_NAME_MAX || t->ndim < 1 || t->ndim > 2) {
-			free(kdt);
-			BAD("%s: bad manifest: tensors[%d]", path, i);
-		}
-		ck_fmt(t->name, sizeof t->name, "%s", n);
-		for (int d = 0; d < t->ndim; d++) {
-			t->shape[d] = json_integer_value(json_array_get(sh, d));
-			if (t->shape[d] <= 0 || t->shape[d] > INT32_MAX) {
-				free(kdt);
-				BAD("%s: bad manifest: tensor %s shape", path, n);
-			}
-		}
-		t->rows = t->shape[0];
-		t->cols = t->ndim == 2 ? t->shape[1] : 1;
-	}
-	/* files */
-	a = json_object_get(root, "files");
-	if (!json_is_array(a) || json_array_size(a) == 0) {
-		free(kdt);
+	s->tensors = TABLE(s->ntensors, s->tensors);
+	if ((rc = load_tensors(a, path, s, err, errlen)))
+		goto out;
+	if (!(a = section(root, "files", 1, &s->nfiles)))
 		BAD("%s: bad manifest: files", path);
-	}
-	m->src.nfiles = (int)json_array_size(a);
-	m->src.files = calloc((size_t)m->src.nfiles, sizeof *m->src.files);
-	for (int i = 0; i < m->src.nfiles; i++) {
-		ck_file *f = &m->src.files[i];
-		json_t *o = json_array_get(a, i);
-		const char *n = json_string_value(json_object_get(o, "name"));
-		const char *h = json_string_value(json_object_get(o, "xxh3"));
-		char *end;
-		f->fd = -1;
-		if (!n || strlen(n) >= sizeof f->name || strchr(n, '/') || !strcmp(n, "..") ||
-		    json_u64(json_object_get(o, "size"), &f->size) || !h || strlen(h) != 16) {
-			free(kdt);
-			BAD("%s: bad manifest: files[%d]", path, i);
-		}
-		ck_fmt(f->name, sizeof f->name, "%s", n);
-		f->xxh3 = strtoull(h, &end, 16);
-		if (*end) {
-			free(kdt);
-			BAD("%s: bad manifest: files[%d].xxh3", path, i);
-		}
-		f->has_sum = 1;
-	}
-	/* pieces: [tensor, kind, file, offset, r0, nr, c0, nc] */
-	a = json_object_get(root, "pieces");
-	if (!json_is_array(a)) {
-		free(kdt);
+	s->files = TABLE(s->nfiles, s->files);
+	if ((rc = load_files(a, path, s, err, errlen)))
+		goto out;
+	if (!(a = section(root, "pieces", 0, &s->npieces)))
 		BAD("%s: bad manifest: pieces", path);
-	}
-	m->src.npieces = (int)json_array_size(a);
-	m->src.pieces = calloc((size_t)m->src.npieces + 1, sizeof *m->src.pieces);
-	for (int i = 0; i < m->src.npieces; i++) {
-		json_t *p = json_array_get(a, i);
-		json_int_t v[8];
-		ck_piece *q = &m->src.pieces[i];
-		if (json_array_size(p) != 8) {
-			free(kdt);
-			BAD("%s: bad manifest: pieces[%d]", path, i);
-		}
-		for (int k = 0; k < 8; k++) {
-			if (!json_is_integer(json_array_get(p, k))) {
-				free(kdt);
-				BAD("%s: bad manifest: pieces[%d]", path, i);
-			}
-			v[k] = json_integer_value(json_array_get(p, k));
-		}
-		if (v[1] < 0 || v[1] >= m->src.nkinds || v[3] < 0) {
-			free(kdt);
-			BAD("%s: bad manifest: pieces[%d]", path, i);
-		}
-		*q = (ck_piece){ (int)v[0], (int)v[1], (int)v[2], kdt[v[1]], (uint64_t)v[3], { v[4], v[5], v[6], v[7] } };
-	}
-	free(kdt);
-	/* blobs */
+	s->pieces = TABLE(s->npieces, s->pieces);
+	if ((rc = load_pieces(a, path, s, kdt, err, errlen)))
+		goto out;
+	/* blobs may be absent (a checkpoint with no per-rank bytes) */
 	a = json_object_get(root, "blobs");
-	m->src.nblobs = (int)json_array_size(a);
-	m->src.blobs = calloc((size_t)m->src.nblobs + 1, sizeof *m->src.blobs);
-	for (int i = 0; i < m->src.nblobs; i++) {
-		ck_blob *b = &m->src.blobs[i];
-		json_t *o = json_array_get(a, i);
-		const char *n = json_string_value(json_object_get(o, "name"));
-		json_int_t r = json_integer_value(json_object_get(o, "rank"));
-		json_int_t f = json_integer_value(json_object_get(o, "file"));
-		if (!n || strlen(n) >= sizeof b->name || f < 0 || f >= m->src.nfiles ||
-		    json_u64(json_object_get(o, "offset"), &b->offset) || json_u64(json_object_get(o, "size"), &b->size) ||
-		    b->offset + b->size > m->src.files[f].size)
-			BAD("%s: bad manifest: blobs[%d]", path, i);
-		ck_fmt(b->name, sizeof b->name, "%s", n);
-		b->rank = (int)r;
-		b->file = (int)f;
-	}
-	{
-		char e2[512];
-		int r2 = ck_source_finish(&m->src, e2, sizeof e2);
-		if (r2)
-			BAD("%s: bad manifest: %s", path, e2);
-	}
-	if (check_sizes) {
-		for (int i = 0; i < m->src.nfiles; i++) {
-			char fp[4300];
-			ck_fmt(fp, sizeof fp, "%s/%s", dir, m->src.files[i].name);
-			if (stat(fp, &st) != 0)
-				BAD("%s: missing shard: %s", fp, strerror(errno));
-			if ((uint64_t)st.st_size != m->src.files[i].size)
-				BAD("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
-				    (unsigned long long)m->src.files[i].size);
-		}
-	}
+	s->nblobs = (int)json_array_size(a);
+	s->blobs = TABLE(s->nblobs, s->blobs);
+	if ((rc = load_blobs(a, path, s, err, errlen)))
+		goto out;
+	if (ck_source_finish(s, e2, sizeof e2))
+		BAD("%s: bad manifest: %s", path, e2);
+	if (check_sizes)
+		rc = check_shard_sizes(dir, s, err, errlen);
 out:
+	free(kdt);
 	json_decref(root);
 	if (rc)
 		ck_manifest_free(m);
