@@ -109,126 +109,140 @@ int st_write(const char *path, const st_tensor *t, int n, st_fill_fn fill, void 
 	return rc;
 }
 
-int st_read_header(ck_source *s, const char *name, char *err, size_t errlen)
+/* Opens SHARD and parses its JSON header: the object in *root, its length
+ * in *hlen, the file's size in *fsize and the open descriptor in *fd. */
+static int st_open(const char *path, int *fd, json_t **root, uint64_t *hlen, uint64_t *fsize, char *err,
+                   size_t errlen)
 {
-	char path[4300];
 	unsigned char len8[8];
-	char *hdr = NULL;
-	json_t *root = NULL;
 	json_error_t je;
 	struct stat sb;
-	uint64_t hlen;
-	int fd, rc = 0, kind, file;
-	const char *key;
-	json_t *val;
+	char *hdr;
 
-	ck_fmt(path, sizeof path, "%s/%s", s->dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
 		ck_fmt(err, errlen, "%s: %s", path, strerror(errno));
 		return errno == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_IO;
 	}
-	if (fstat(fd, &sb) != 0 || ck_pread_all(fd, len8, 8, 0) != 0 ||
-	    (hlen = get_le64(len8)) == 0 || hlen > (100u << 20) || 8 + hlen > (uint64_t)sb.st_size) {
+	if (fstat(*fd, &sb) != 0 || ck_pread_all(*fd, len8, 8, 0) != 0 ||
+	    (*hlen = get_le64(len8)) == 0 || *hlen > (100u << 20) || 8 + *hlen > (uint64_t)sb.st_size) {
 		ck_fmt(err, errlen, "%s: not a safetensors file (bad header length)", path);
-		close(fd);
-		return LLMT_EXIT_DATA;
+		goto bad;
 	}
-	hdr = malloc(hlen + 1);
-	if (!hdr || ck_pread_all(fd, hdr, hlen, 8) != 0) {
+	*fsize = (uint64_t)sb.st_size;
+	hdr = malloc(*hlen + 1);
+	if (!hdr || ck_pread_all(*fd, hdr, *hlen, 8) != 0) {
 		ck_fmt(err, errlen, "%s: cannot read the header", path);
 		free(hdr);
-		close(fd);
-		return LLMT_EXIT_DATA;
+		goto bad;
 	}
-	hdr[hlen] = 0;
-	root = json_loads(hdr, JSON_REJECT_DUPLICATES, &je);
+	hdr[*hlen] = 0;
+	*root = json_loads(hdr, JSON_REJECT_DUPLICATES, &je);
 	free(hdr);
-	if (!json_is_object(root)) {
-		ck_fmt(err, errlen, "%s: bad header JSON: %s", path, je.text);
-		json_decref(root);
-		close(fd);
-		return LLMT_EXIT_DATA;
-	}
-	/* file, kind */
-	file = s->nfiles;
-	ck_file *nf = realloc(s->files, (size_t)(file + 1) * sizeof *nf);
+	if (json_is_object(*root))
+		return 0;
+	ck_fmt(err, errlen, "%s: bad header JSON: %s", path, je.text);
+	json_decref(*root);
+bad:
+	close(*fd);
+	return LLMT_EXIT_DATA;
+}
+
+/* Adds the shard as a file of s (which owns fd from then on) and finds or
+ * adds the "weights" kind; the file's index in *file, the kind's in *kind. */
+static int st_add_file(ck_source *s, const char *name, int fd, uint64_t size, int *file, int *kind, char *err,
+                       size_t errlen)
+{
+	ck_file *nf = realloc(s->files, (size_t)(s->nfiles + 1) * sizeof *nf);
+
 	if (!nf) {
-		json_decref(root);
 		close(fd);
 		return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
 	}
 	s->files = nf;
-	memset(&s->files[file], 0, sizeof *nf);
-	ck_fmt(s->files[file].name, sizeof s->files[file].name, "%s", name);
-	s->files[file].size = (uint64_t)sb.st_size;
-	s->files[file].fd = fd;
-	s->nfiles++;
-	kind = ck_source_find_kind(s, "weights");
-	if (kind < 0) {
+	*file = s->nfiles++;
+	memset(&s->files[*file], 0, sizeof *nf);
+	ck_fmt(s->files[*file].name, sizeof s->files[*file].name, "%s", name);
+	s->files[*file].size = size;
+	s->files[*file].fd = fd;
+	*kind = ck_source_find_kind(s, "weights");
+	if (*kind < 0) {
 		char (*nk)[32] = realloc(s->kinds, (size_t)(s->nkinds + 1) * sizeof *nk);
-		if (!nk) {
-			json_decref(root);
+		if (!nk)
 			return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
-		}
 		s->kinds = nk;
 		ck_fmt(s->kinds[s->nkinds], 32, "weights");
-		kind = s->nkinds++;
+		*kind = s->nkinds++;
+	}
+	return 0;
+}
+
+/* One header entry KEY: VAL of a shard whose data starts at byte base and
+ * that has fsize bytes: checked, then added as a tensor and its piece. */
+static int st_add_entry(ck_source *s, const char *path, const char *key, json_t *val, int file, int kind,
+                        uint64_t base, uint64_t fsize, char *err, size_t errlen)
+{
+	const char *dt = json_string_value(json_object_get(val, "dtype"));
+	json_t *sh = json_object_get(val, "shape"), *of = json_object_get(val, "data_offsets");
+	llmt_ckpt_dtype t;
+	ck_tensor tn = { 0 };
+	int64_t b, e;
+
+	if (strlen(key) >= CK_NAME_MAX || !dt || !json_is_array(sh) || json_array_size(of) != 2)
+		return ck_fmt(err, errlen, "%s: tensor %s: bad header entry", path, key), LLMT_EXIT_DATA;
+	if (strcmp(dt, "F32") && strcmp(dt, "BF16") && strcmp(dt, "F16"))
+		return ck_fmt(err, errlen, "%s: tensor %s: dtype %s not supported (F32, BF16, F16 are)", path, key, dt),
+		       LLMT_EXIT_DATA;
+	ck_dtype_parse(dt, &t);
+	tn.ndim = (int)json_array_size(sh);
+	if (tn.ndim < 1 || tn.ndim > 2)
+		return ck_fmt(err, errlen, "%s: tensor %s: %d dimensions (1 or 2 supported)", path, key, tn.ndim),
+		       LLMT_EXIT_DATA;
+	for (int d = 0; d < tn.ndim; d++)
+		tn.shape[d] = json_integer_value(json_array_get(sh, d));
+	tn.rows = tn.shape[0];
+	tn.cols = tn.ndim == 2 ? tn.shape[1] : 1;
+	b = json_integer_value(json_array_get(of, 0));
+	e = json_integer_value(json_array_get(of, 1));
+	if (tn.rows <= 0 || tn.cols <= 0 || tn.rows > INT32_MAX || tn.cols > INT32_MAX || b < 0 || e < b ||
+	    e - b != tn.rows * tn.cols * (int64_t)ck_dtype_size(t) || base + (uint64_t)e > fsize)
+		return ck_fmt(err, errlen, "%s: tensor %s: shape and data_offsets disagree or exceed the file", path, key),
+		       LLMT_EXIT_DATA;
+	ck_fmt(tn.name, sizeof tn.name, "%s", key);
+	ck_tensor *nt = realloc(s->tensors, (size_t)(s->ntensors + 1) * sizeof *nt);
+	if (nt)
+		s->tensors = nt;
+	ck_piece *np = realloc(s->pieces, (size_t)(s->npieces + 1) * sizeof *np);
+	if (np)
+		s->pieces = np;
+	if (!nt || !np)
+		return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
+	s->tensors[s->ntensors] = tn;
+	s->pieces[s->npieces++] = (ck_piece){ s->ntensors, kind, file, t, base + (uint64_t)b, { 0, tn.rows, 0, tn.cols } };
+	s->ntensors++;
+	return 0;
+}
+
+int st_read_header(ck_source *s, const char *name, char *err, size_t errlen)
+{
+	char path[4300];
+	json_t *root, *val;
+	uint64_t hlen, fsize;
+	int fd, rc, kind, file;
+	const char *key;
+
+	ck_fmt(path, sizeof path, "%s/%s", s->dir, name);
+	if ((rc = st_open(path, &fd, &root, &hlen, &fsize, err, errlen)))
+		return rc;
+	if ((rc = st_add_file(s, name, fd, fsize, &file, &kind, err, errlen))) {
+		json_decref(root);
+		return rc;
 	}
 	json_object_foreach(root, key, val) {
-		const char *dt = json_string_value(json_object_get(val, "dtype"));
-		json_t *sh = json_object_get(val, "shape"), *of = json_object_get(val, "data_offsets");
-		llmt_ckpt_dtype t;
-		ck_tensor tn = { 0 };
-		int64_t b, e;
-		if (!strcmp(key, "__metadata__"))
-			continue;
-		if (strlen(key) >= CK_NAME_MAX || !dt || !json_is_array(sh) || json_array_size(of) != 2) {
-			ck_fmt(err, errlen, "%s: tensor %s: bad header entry", path, key);
-			rc = LLMT_EXIT_DATA;
+		if (rc)
 			break;
-		}
-		if (strcmp(dt, "F32") && strcmp(dt, "BF16") && strcmp(dt, "F16")) {
-			ck_fmt(err, errlen, "%s: tensor %s: dtype %s not supported (F32, BF16, F16 are)", path, key, dt);
-			rc = LLMT_EXIT_DATA;
-			break;
-		}
-		ck_dtype_parse(dt, &t);
-		tn.ndim = (int)json_array_size(sh);
-		if (tn.ndim < 1 || tn.ndim > 2) {
-			ck_fmt(err, errlen, "%s: tensor %s: %d dimensions (1 or 2 supported)", path, key, tn.ndim);
-			rc = LLMT_EXIT_DATA;
-			break;
-		}
-		for (int d = 0; d < tn.ndim; d++)
-			tn.shape[d] = json_integer_value(json_array_get(sh, d));
-		tn.rows = tn.shape[0];
-		tn.cols = tn.ndim == 2 ? tn.shape[1] : 1;
-		b = json_integer_value(json_array_get(of, 0));
-		e = json_integer_value(json_array_get(of, 1));
-		if (tn.rows <= 0 || tn.cols <= 0 || tn.rows > INT32_MAX || tn.cols > INT32_MAX || b < 0 || e < b ||
-		    e - b != tn.rows * tn.cols * (int64_t)ck_dtype_size(t) ||
-		    (uint64_t)(8 + hlen) + (uint64_t)e > (uint64_t)sb.st_size) {
-			ck_fmt(err, errlen, "%s: tensor %s: shape and data_offsets disagree or exceed the file", path, key);
-			rc = LLMT_EXIT_DATA;
-			break;
-		}
-		ck_fmt(tn.name, sizeof tn.name, "%s", key);
-		ck_tensor *nt = realloc(s->tensors, (size_t)(s->ntensors + 1) * sizeof *nt);
-		ck_piece *np = realloc(s->pieces, (size_t)(s->npieces + 1) * sizeof *np);
-		if (nt)
-			s->tensors = nt;
-		if (np)
-			s->pieces = np;
-		if (!nt || !np) {
-			ck_fmt(err, errlen, "out of memory");
-			rc = LLMT_EXIT_SOFTWARE;
-			break;
-		}
-		s->tensors[s->ntensors] = tn;
-		s->pieces[s->npieces++] = (ck_piece){ s->ntensors, kind, file, t, 8 + hlen + (uint64_t)b,
-		                                      { 0, tn.rows, 0, tn.cols } };
-		s->ntensors++;
+		if (strcmp(key, "__metadata__"))
+			rc = st_add_entry(s, path, key, val, file, kind, 8 + hlen, fsize, err, errlen);
 	}
 	json_decref(root);
 	return rc;
