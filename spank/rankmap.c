@@ -189,16 +189,13 @@ fail:
 	return -1;
 }
 
-int llmt_rankmap_build_order(const struct llmt_rm_node *nodes, unsigned nnodes,
-			     struct llmt_layout L, enum llmt_rm_order order,
-			     struct llmt_rankmap **out, char *err, size_t errlen)
+/* The inputs' checks; the task count in *total. */
+static int check_inputs(const struct llmt_rm_node *nodes, unsigned nnodes, struct llmt_layout L,
+			enum llmt_rm_order order, uint64_t *total, char *err, size_t errlen)
 {
-	struct llmt_rankmap *m = NULL;
-	uint32_t *perm = NULL;
-	uint64_t total = 0, want;
-	int pp_inner = order == LLMT_ORDER_TOPO_PP || order == LLMT_ORDER_FRAG_PP;
+	uint64_t want;
 
-	*out = NULL;
+	*total = 0;
 	if ((unsigned)order >= LLMT_ORDER_COUNT) {
 		SET_ERR("rank map: unknown order %d", (int)order);
 		return -1;
@@ -221,19 +218,67 @@ int llmt_rankmap_build_order(const struct llmt_rm_node *nodes, unsigned nnodes,
 				nodes[i].ntasks, nodes[i].gpus);
 			return -1;
 		}
-		total += nodes[i].ntasks;
+		*total += nodes[i].ntasks;
 	}
 	want = (uint64_t)L.tp * L.pp * L.dp;
-	if (total > LLMT_MAX_TASKS) {
-		SET_ERR("rank map: %llu tasks (most %u)", (unsigned long long)total, LLMT_MAX_TASKS);
+	if (*total > LLMT_MAX_TASKS) {
+		SET_ERR("rank map: %llu tasks (most %u)", (unsigned long long)*total, LLMT_MAX_TASKS);
 		return -1;
 	}
-	if (total != want) {
+	if (*total != want) {
 		SET_ERR("rank map: tp=%u x pp=%u x dp=%u = %llu, but the step has %llu tasks",
-			L.tp, L.pp, L.dp, (unsigned long long)want, (unsigned long long)total);
+			L.tp, L.pp, L.dp, (unsigned long long)want, (unsigned long long)*total);
 		return -1;
 	}
+	return 0;
+}
 
+/* Places node i's tasks at positions *pos, *pos + 1, ... of the order:
+ * their tp, pp, dp ranks (tp fastest, then pp or dp as pp_inner says),
+ * GPU and NIC. */
+static void place_node(struct llmt_rankmap *m, const struct llmt_rm_node *n, unsigned i, int pp_inner,
+		       uint32_t *pos)
+{
+	struct llmt_layout L = m->layout;
+
+	for (uint32_t l = 0; l < n->ntasks; l++, (*pos)++) {
+		uint32_t tid = m->first_task[i] + l;
+		struct llmt_rm_task *t = &m->task[tid];
+		uint32_t q = *pos / L.tp;
+		t->tp_rank = *pos % L.tp;
+		if (pp_inner) {
+			t->pp_rank = q % L.pp;
+			t->dp_rank = q / L.pp;
+		} else {
+			t->dp_rank = q % L.dp;
+			t->pp_rank = q / L.dp;
+		}
+		t->rank = t->tp_rank + t->dp_rank * L.tp + t->pp_rank * L.tp * L.dp;
+		t->node = i;
+		t->local_rank = l;
+		t->gpu = n->gpus ? (int32_t)l : -1;
+		if (!n->nnics)
+			t->nic = -1;
+		else if (n->gpus)
+			t->nic = (int32_t)((uint64_t)l * n->nnics / n->gpus);
+		else
+			t->nic = (int32_t)((uint64_t)l * n->nnics / n->ntasks);
+		m->task_of_rank[t->rank] = tid;
+	}
+}
+
+int llmt_rankmap_build_order(const struct llmt_rm_node *nodes, unsigned nnodes,
+			     struct llmt_layout L, enum llmt_rm_order order,
+			     struct llmt_rankmap **out, char *err, size_t errlen)
+{
+	struct llmt_rankmap *m = NULL;
+	uint32_t *perm = NULL, pos = 0;
+	uint64_t total;
+	int pp_inner = order == LLMT_ORDER_TOPO_PP || order == LLMT_ORDER_FRAG_PP;
+
+	*out = NULL;
+	if (check_inputs(nodes, nnodes, L, order, &total, err, errlen))
+		return -1;
 	m = calloc(1, sizeof(*m));
 	perm = malloc((size_t)nnodes * sizeof(*perm));
 	if (!m || !perm)
@@ -253,42 +298,15 @@ int llmt_rankmap_build_order(const struct llmt_rm_node *nodes, unsigned nnodes,
 	}
 	if (node_order(nodes, nnodes, order, perm))
 		goto oom;
-
-	uint32_t pos = 0;
 	for (unsigned k = 0; k < nnodes; k++) {
-		unsigned i = perm[k];
-		const struct llmt_rm_node *n = &nodes[i];
+		const struct llmt_rm_node *n = &nodes[perm[k]];
 		if (k > 0 && !same_domain(&nodes[perm[k - 1]], n) && pos % L.tp) {
-			const char *prev = nodes[perm[k - 1]].name;
 			SET_ERR("rank map: tp=%u: a TP group would span %s and %s, crossing an NVLink domain"
 				" (the domain holds a task count that tp does not divide)",
-				L.tp, prev, n->name);
+				L.tp, nodes[perm[k - 1]].name, n->name);
 			goto fail;
 		}
-		for (uint32_t l = 0; l < n->ntasks; l++, pos++) {
-			uint32_t tid = m->first_task[i] + l;
-			struct llmt_rm_task *t = &m->task[tid];
-			uint32_t q = pos / L.tp;
-			t->tp_rank = pos % L.tp;
-			if (pp_inner) {
-				t->pp_rank = q % L.pp;
-				t->dp_rank = q / L.pp;
-			} else {
-				t->dp_rank = q % L.dp;
-				t->pp_rank = q / L.dp;
-			}
-			t->rank = t->tp_rank + t->dp_rank * L.tp + t->pp_rank * L.tp * L.dp;
-			t->node = i;
-			t->local_rank = l;
-			t->gpu = n->gpus ? (int32_t)l : -1;
-			if (!n->nnics)
-				t->nic = -1;
-			else if (n->gpus)
-				t->nic = (int32_t)((uint64_t)l * n->nnics / n->gpus);
-			else
-				t->nic = (int32_t)((uint64_t)l * n->nnics / n->ntasks);
-			m->task_of_rank[t->rank] = tid;
-		}
+		place_node(m, n, perm[k], pp_inner, &pos);
 	}
 	if (pos % L.tp) {   /* cannot happen when tp divides total; kept as a guard */
 		SET_ERR("rank map: tp=%u does not divide %u tasks", L.tp, pos);
