@@ -157,6 +157,19 @@ typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg);
 
+/* ---- completing a save (ckpt_merge.c, ckpt_retain.c) ----------------- */
+/* What the manifest says about a save besides the ranks' records. */
+typedef struct { long step; int tp, pp, dp, world; json_t *model, *training; } ck_save_info;
+/* Waits for every rank's record in tdir and merges them into the
+ * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
+int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);
+/* Removes dir's checkpoints beyond the newest keep (keep_path always
+ * stays); keep <= 0 keeps all. */
+void ck_retention(const char *dir, int keep, const char *keep_path);
+/* Removes temporary directories (and failure notes) of saves up to
+ * cur_step that never completed, other than this save's (token). */
+void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);
+
 /* ---- Hugging Face directories (ckpt_hfcheck.c, pure) ------------------- */
 /* s (st_open_dir of hfdir) holds exactly the tensors of the model cfg
  * describes (tp=pp=1 table): every one with its shape (and dtype

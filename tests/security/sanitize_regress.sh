@@ -16,7 +16,7 @@ MPI_CFLAGS=$(mpicc --showme:compile) MPI_LIBS=$(mpicc --showme:link)
 CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter $SAN -D_GNU_SOURCE -I$src/include -I$src/runtime -I$bld -I$src/tests/security $MPI_CFLAGS"
 R=$src/runtime
 ckpt="$R/ckpt/ckpt_range.c $R/ckpt/ckpt_fs.c $R/ckpt/ckpt_source.c $R/ckpt/ckpt_cover.c $R/ckpt/ckpt_manifest.c
-	$R/ckpt/ckpt_write.c $R/ckpt/ckpt_read.c $R/ckpt/safetensors.c $R/model/model_config.c $R/comm/comm_mpi.c
+	$R/ckpt/ckpt_write.c $R/ckpt/ckpt_merge.c $R/ckpt/ckpt_retain.c $R/ckpt/ckpt_read.c $R/ckpt/safetensors.c $R/model/model_config.c $R/comm/comm_mpi.c
 	$R/resilience/watchdog.c $R/resilience/watchdog_run.c"
 fail=0
 obj() {  # obj SOURCE: compile once (again when the source is newer), print the object
