@@ -13,5 +13,6 @@
 #define LLMT_VALUE_MAX    256    /* one NCCL variable value (before substitution) */
 #define LLMT_MAX_TASKS    1048576u /* most tasks a rank map accepts */
 #define LLMT_MAX_NODES    262144u  /* most nodes in a topology or a step */
+#define LLMT_POLICY_MAX_BYTES (1u << 20) /* largest policy file read */
 
 #endif
