@@ -89,6 +89,102 @@ static double run_dd(int mode, const char *dir, int R, size_t per)
 	return now() - t0;
 }
 
+/* Rank r's share: one tensor split by rows, 3 buffers of n floats. */
+static int setup_rank(rank_t *x, int r, int R, size_t n, const char *dir)
+{
+	char err[1024];
+
+	snprintf(x->p.name, sizeof x->p.name, "model.big.weight");
+	x->p.ndim = 2;
+	x->p.shape[0] = (int64_t)(n / 1024) * R;
+	x->p.shape[1] = 1024;
+	x->p.split_dim = 0;
+	x->p.split_off = (int64_t)(n / 1024) * r;
+	x->p.split_len = (int64_t)(n / 1024);
+	x->p.numel = n;
+	for (int k = 0; k < 3; k++) {
+		x->buf[k] = malloc(n * 4);
+		for (size_t i = 0; i < n; i++)
+			x->buf[k][i] = (float)(i % 1000) * 0.001f + (float)k + (float)r;
+	}
+	x->st = (llmt_ckpt_state){ .rank = r, .world = R, .tp = R, .pp = 1, .dp = 1, .tp_rank = r,
+	                           .config = &cfg, .params = &x->p, .nparams = 1, .nflat = n, .nbufs = 3 };
+	x->st.bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, x->buf[0], 0, n, 1, 0 };
+	x->st.bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, x->buf[1], 0, n, 0, 0 };
+	x->st.bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, x->buf[2], 0, n, 0, 0 };
+	if (!(x->w = llmt_ckpt_writer_new(dir, 0, err, sizeof err)))
+		return fprintf(stderr, "%s\n", err), 74;
+	return 0;
+}
+
+/* The reference under the same memory conditions: dd of the same bytes
+ * per rank, then the same files read back cold. */
+static int dd_reference(const char *dir, int R, size_t n, double *dd_w, double *dd_r)
+{
+	char path[4200];
+
+	snprintf(path, sizeof path, "rm -rf %s/step_00000001 %s/dd; mkdir -p %s/dd", dir, dir, dir);
+	if (system(path) != 0)
+		return 74;
+	snprintf(path, sizeof path, "%s/dd", dir);
+	*dd_w = run_dd('w', path, R, n * 12);
+	run_dd('e', path, R, 0);
+	*dd_r = run_dd('r', path, R, 0);
+	snprintf(path, sizeof path, "rm -rf %s/dd", dir);
+	return system(path) != 0 ? 74 : 0;
+}
+
+/* One save by every rank: the training threads' stall and the time to
+ * the last rank's completed save. */
+static int save_all(rank_t *rk, int R, long step, double *t_stall, double *t_save)
+{
+	char err[1024];
+	double t0 = now();
+
+	*t_stall = 0;
+	for (int r = 0; r < R; r++) {
+		double s0 = now();
+		if (llmt_ckpt_save(rk[r].w, step, &rk[r].st, err, sizeof err))
+			return fprintf(stderr, "save: %s\n", err), 74;
+		*t_stall += now() - s0;
+	}
+	for (int r = R - 1; r >= 0; r--)
+		if (llmt_ckpt_wait(rk[r].w, err, sizeof err))
+			return fprintf(stderr, "save: %s\n", err), 74;
+	*t_save = now() - t0;
+	return 0;
+}
+
+/* Every rank loads its master share back in its own thread; checked. */
+static int load_all(rank_t *rk, int R, size_t n, const char *dir, double *t_load)
+{
+	char err[1024], path[4200];
+	pthread_t *th = calloc((size_t)R, sizeof *th);
+	double t0 = now();
+	int code;
+
+	snprintf(path, sizeof path, "%s/step_00000002", dir);
+	for (int r = 0; r < R; r++) {
+		if (!(rk[r].c = llmt_ckpt_open(path, &code, err, sizeof err)))
+			return fprintf(stderr, "open: %s\n", err), code;
+		pthread_create(&th[r], NULL, load_one, &rk[r]);
+	}
+	for (int r = 0; r < R; r++) {
+		pthread_join(th[r], NULL);
+		if (rk[r].rc)
+			return fprintf(stderr, "load: %s\n", rk[r].err), rk[r].rc;
+	}
+	*t_load = now() - t0;
+	free(th);
+	for (int r = 0; r < R; r++) {
+		for (size_t i = 0; i < n; i += 4099)
+			if (rk[r].buf[0][i] != (float)(i % 1000) * 0.001f + (float)r)
+				return fprintf(stderr, "load: wrong value at %zu\n", i), 1;
+		llmt_ckpt_close(rk[r].c);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -102,10 +198,9 @@ int main(int argc, char **argv)
 	/* per rank: 3 buffers of n floats = mb MB */
 	size_t n = mb * 1024 * 1024 / 12 / 1024 * 1024;
 	rank_t *rk = calloc((size_t)R, sizeof *rk);
-	char err[1024], path[4200];
-	double t0, t_stall = 0, t_save = 0, t_load, dd_w = 0, dd_r = 0;
-	int code;
-	pthread_t *th = calloc((size_t)R, sizeof *th);
+	char path[4200];
+	double t_stall = 0, t_save = 0, t_load = 0, dd_w = 0, dd_r = 0;
+	int rc;
 
 	llmt_config_defaults(&cfg);
 	cfg.vocab_size = 256;
@@ -116,56 +211,14 @@ int main(int argc, char **argv)
 	cfg.d_ff = 1024;
 	cfg.max_seq = 64;
 	setenv("LLMT_TEST_CKPT_TOKEN", "bench", 1);
-	for (int r = 0; r < R; r++) {
-		rank_t *x = &rk[r];
-		snprintf(x->p.name, sizeof x->p.name, "model.big.weight");
-		x->p.ndim = 2;
-		x->p.shape[0] = (int64_t)(n / 1024) * R;
-		x->p.shape[1] = 1024;
-		x->p.split_dim = 0;
-		x->p.split_off = (int64_t)(n / 1024) * r;
-		x->p.split_len = (int64_t)(n / 1024);
-		x->p.numel = n;
-		for (int k = 0; k < 3; k++) {
-			x->buf[k] = malloc(n * 4);
-			for (size_t i = 0; i < n; i++)
-				x->buf[k][i] = (float)(i % 1000) * 0.001f + (float)k + (float)r;
-		}
-		x->st = (llmt_ckpt_state){ .rank = r, .world = R, .tp = R, .pp = 1, .dp = 1, .tp_rank = r,
-		                           .config = &cfg, .params = &x->p, .nparams = 1, .nflat = n, .nbufs = 3 };
-		x->st.bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, x->buf[0], 0, n, 1, 0 };
-		x->st.bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, x->buf[1], 0, n, 0, 0 };
-		x->st.bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, x->buf[2], 0, n, 0, 0 };
-		if (!(x->w = llmt_ckpt_writer_new(dir, 0, err, sizeof err)))
-			return fprintf(stderr, "%s\n", err), 74;
-	}
+	for (int r = 0; r < R; r++)
+		if ((rc = setup_rank(&rk[r], r, R, n, dir)))
+			return rc;
 	for (long step = 1; step <= 2; step++) {   /* step 1 warms up the snapshot buffers */
-		if (step == 2) {
-			/* the reference under the same memory conditions: dd of the
-			 * same bytes per rank, then the same files read back cold */
-			snprintf(path, sizeof path, "rm -rf %s/step_00000001 %s/dd; mkdir -p %s/dd", dir, dir, dir);
-			if (system(path) != 0)
-				return 74;
-			snprintf(path, sizeof path, "%s/dd", dir);
-			dd_w = run_dd('w', path, R, n * 12);
-			run_dd('e', path, R, 0);
-			dd_r = run_dd('r', path, R, 0);
-			snprintf(path, sizeof path, "rm -rf %s/dd", dir);
-			if (system(path) != 0)
-				return 74;
-		}
-		t_stall = 0;
-		t0 = now();
-		for (int r = 0; r < R; r++) {
-			double s0 = now();
-			if (llmt_ckpt_save(rk[r].w, step, &rk[r].st, err, sizeof err))
-				return fprintf(stderr, "save: %s\n", err), 74;
-			t_stall += now() - s0;
-		}
-		for (int r = R - 1; r >= 0; r--)
-			if (llmt_ckpt_wait(rk[r].w, err, sizeof err))
-				return fprintf(stderr, "save: %s\n", err), 74;
-		t_save = now() - t0;
+		if (step == 2 && (rc = dd_reference(dir, R, n, &dd_w, &dd_r)))
+			return rc;
+		if ((rc = save_all(rk, R, step, &t_stall, &t_save)))
+			return rc;
 	}
 	for (int r = 0; r < R; r++) {
 		llmt_ckpt_writer_free(rk[r].w);
@@ -174,25 +227,8 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/step_00000002/rank_*.bin", dir);
 	if (drop)
 		drop_cache(path);
-	snprintf(path, sizeof path, "%s/step_00000002", dir);
-	t0 = now();
-	for (int r = 0; r < R; r++) {
-		if (!(rk[r].c = llmt_ckpt_open(path, &code, err, sizeof err)))
-			return fprintf(stderr, "open: %s\n", err), code;
-		pthread_create(&th[r], NULL, load_one, &rk[r]);
-	}
-	for (int r = 0; r < R; r++) {
-		pthread_join(th[r], NULL);
-		if (rk[r].rc)
-			return fprintf(stderr, "load: %s\n", rk[r].err), rk[r].rc;
-	}
-	t_load = now() - t0;
-	for (int r = 0; r < R; r++) {
-		for (size_t i = 0; i < n; i += 4099)
-			if (rk[r].buf[0][i] != (float)(i % 1000) * 0.001f + (float)r)
-				return fprintf(stderr, "load: wrong value at %zu\n", i), 1;
-		llmt_ckpt_close(rk[r].c);
-	}
+	if ((rc = load_all(rk, R, n, dir, &t_load)))
+		return rc;
 	printf("bytes=%zu save_s=%.4f stall_s=%.4f load_s=%.4f dd_bytes=%zu dd_write_s=%.4f dd_read_s=%.4f\n",
 	       (size_t)R * n * 12, t_save, t_stall, t_load, (size_t)R * ((n * 12 + 8388607) / 8388608) * 8388608,
 	       dd_w, dd_r);
