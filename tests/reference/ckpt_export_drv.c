@@ -52,56 +52,39 @@ static int logits_of(llmt_model *m, const int32_t *tok, const int32_t *tgt, int 
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The first T + 1 bytes of the text as tokens and targets. */
+static int read_tokens(const char *path, int V, int32_t *tok, int32_t *tgt)
 {
-	llmt_config c, c2;
-	llmt_par par = { 1, 0, 1, 0, NULL };
-	llmt_ckpt_state st;
-	llmt_ckpt_writer *w;
-	llmt_ckpt *ck;
-	char err[1024], p1[4096], p2[4096], p3[4096];
-	int32_t tok[T], tgt[T];
 	unsigned char text[T + 1];
-	FILE *f;
-	int rc, code;
+	FILE *f = fopen(path, "rb");
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: ckpt_export_drv CONFIG TEXTFILE OUTDIR\n");
-		return 64;
-	}
-	if (llmt_config_load(argv[1], &c, err, sizeof err)) {
-		fprintf(stderr, "ckpt_export_drv: %s\n", err);
-		return 64;
-	}
-	f = fopen(argv[2], "rb");
 	if (!f || fread(text, 1, sizeof text, f) != sizeof text) {
-		fprintf(stderr, "ckpt_export_drv: cannot read %s\n", argv[2]);
+		fprintf(stderr, "ckpt_export_drv: cannot read %s\n", path);
+		if (f)
+			fclose(f);
 		return 66;
 	}
 	fclose(f);
 	for (int i = 0; i < T; i++) {
-		tok[i] = text[i] % c.vocab_size;
-		tgt[i] = text[i + 1] % c.vocab_size;
+		tok[i] = text[i] % V;
+		tgt[i] = text[i + 1] % V;
 	}
-	const char *out = argv[3];
-	int V = c.vocab_size;
-	size_t n;
-	float *l1 = malloc(sizeof(float) * T * V), *l2 = malloc(sizeof(float) * T * V), *mv;
+	return 0;
+}
 
-	llmt_model *m = llmt_model_create(&c, &par, LLMT_FP32, 1, T, 1);
-	if (!m || !l1 || !l2)
-		return 70;
-	n = llmt_model_nparams(m);
-	mv = calloc(n, sizeof *mv);
-	if (logits_of(m, tok, tgt, V, l1) || write_file(out, "tokens.bin", tok, sizeof tok) ||
-	    write_file(out, "logits.bin", l1, sizeof(float) * T * V))
-		return 70;
+/* m saved as step 5 in OUT/ckpt, exported to OUT/hf32 (fp32) and OUT/hf16;
+ * exporting over an existing export is refused. */
+static int save_and_export(llmt_model *m, const llmt_config *c, float *mv, const char *out)
+{
+	char err[1024], p1[4096], p2[4096], p3[4096];
+	llmt_ckpt_state st;
+	llmt_ckpt_writer *w;
+	int rc;
 
-	/* checkpoint, then export it twice and refuse to overwrite */
 	snprintf(p1, sizeof p1, "%s/ckpt", out);
 	if (!(w = llmt_ckpt_writer_new(p1, 0, err, sizeof err)))
 		return fprintf(stderr, "%s\n", err), 74;
-	state_of(m, &c, &st, mv);
+	state_of(m, c, &st, mv);
 	if ((rc = llmt_ckpt_save(w, 5, &st, err, sizeof err)) || (rc = llmt_ckpt_wait(w, err, sizeof err)))
 		return fprintf(stderr, "save: %s\n", err), rc;
 	llmt_ckpt_writer_free(w);
@@ -113,13 +96,21 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "export failed: %d\n", rc), 1;
 	if ((rc = llmt_ckpt_cmd_export(5, a1)) != LLMT_EXIT_USAGE)
 		return fprintf(stderr, "export over an existing export: %d, want 64\n", rc), 1;
+	return 0;
+}
 
-	/* --init-from: another seed, then the exported weights: same logits */
-	c2 = c;
-	c2.seed = c.seed + 1;
-	llmt_model *m2 = llmt_model_create(&c2, &par, LLMT_FP32, 1, T, 1);
-	if (!m2)
-		return 70;
+/* --init-from OUT/hf32 into m2 (another seed): m's weights and logits l1;
+ * a model of another shape is refused. */
+static int check_init_from(llmt_model *m, llmt_model *m2, llmt_config c2, float *mv, const int32_t *tok,
+                           const int32_t *tgt, const float *l1, float *l2, const char *out)
+{
+	llmt_par par = { 1, 0, 1, 0, NULL };
+	char err[1024], p2[4096];
+	llmt_ckpt_state st;
+	size_t n = llmt_model_nparams(m);
+	int V = c2.vocab_size, rc;
+
+	snprintf(p2, sizeof p2, "%s/hf32", out);
 	state_of(m2, &c2, &st, mv);
 	if ((rc = llmt_ckpt_init_from(p2, &st, err, sizeof err)))
 		return fprintf(stderr, "init-from: %s\n", err), 1;
@@ -127,7 +118,6 @@ int main(int argc, char **argv)
 	if (logits_of(m2, tok, tgt, V, l2) || memcmp(l1, l2, sizeof(float) * T * V) ||
 	    memcmp(llmt_model_master(m), llmt_model_master(m2), n * 4))
 		return fprintf(stderr, "init-from: weights or logits differ\n"), 1;
-	/* a model of another shape is refused */
 	c2.d_ff += 2;
 	llmt_model *m3 = llmt_model_create(&c2, &par, LLMT_FP32, 1, T, 1);
 	state_of(m3, &c2, &st, mv);
@@ -135,9 +125,21 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "init-from into another shape: %d, want 64\n", rc), 1;
 	printf("refused as expected: %s\n", err);
 	llmt_model_free(m3);
+	return 0;
+}
 
-	/* import: a checkpoint a run resumes from */
+/* import OUT/hf32 into OUT/imp: a checkpoint a run resumes from, with m's
+ * weights (loaded into m2). */
+static int check_import(llmt_model *m, llmt_model *m2, const llmt_config *c, float *mv, const char *out)
+{
+	char err[1024], p1[4096], p2[4096];
+	llmt_ckpt_state st;
+	llmt_ckpt *ck;
+	size_t n = llmt_model_nparams(m);
+	int rc, code;
+
 	snprintf(p1, sizeof p1, "%s/imp", out);
+	snprintf(p2, sizeof p2, "%s/hf32", out);
 	char *a3[] = { "import", p2, p1, NULL };
 	if ((rc = llmt_ckpt_cmd_import(3, a3)))
 		return fprintf(stderr, "import failed: %d\n", rc), 1;
@@ -145,12 +147,52 @@ int main(int argc, char **argv)
 	snprintf(p1, sizeof p1, "%s/imp/step_00000000", out);
 	if (!(ck = llmt_ckpt_open(p1, &code, err, sizeof err)))
 		return fprintf(stderr, "%s\n", err), 1;
-	state_of(m2, &c, &st, mv);
+	state_of(m2, c, &st, mv);
 	if ((rc = llmt_ckpt_load(ck, &st, err, sizeof err)))
 		return fprintf(stderr, "load imported: %s\n", err), 1;
 	llmt_ckpt_close(ck);
 	if (memcmp(llmt_model_master(m), llmt_model_master(m2), n * 4))
 		return fprintf(stderr, "import: weights differ\n"), 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	llmt_config c, c2;
+	llmt_par par = { 1, 0, 1, 0, NULL };
+	char err[1024];
+	int32_t tok[T], tgt[T];
+	int rc;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: ckpt_export_drv CONFIG TEXTFILE OUTDIR\n");
+		return 64;
+	}
+	if (llmt_config_load(argv[1], &c, err, sizeof err)) {
+		fprintf(stderr, "ckpt_export_drv: %s\n", err);
+		return 64;
+	}
+	if ((rc = read_tokens(argv[2], c.vocab_size, tok, tgt)))
+		return rc;
+	const char *out = argv[3];
+	int V = c.vocab_size;
+	float *l1 = malloc(sizeof(float) * T * V), *l2 = malloc(sizeof(float) * T * V), *mv;
+	llmt_model *m = llmt_model_create(&c, &par, LLMT_FP32, 1, T, 1);
+	if (!m || !l1 || !l2)
+		return 70;
+	mv = calloc(llmt_model_nparams(m), sizeof *mv);
+	if (logits_of(m, tok, tgt, V, l1) || write_file(out, "tokens.bin", tok, sizeof tok) ||
+	    write_file(out, "logits.bin", l1, sizeof(float) * T * V))
+		return 70;
+	if ((rc = save_and_export(m, &c, mv, out)))
+		return rc;
+	c2 = c;
+	c2.seed = c.seed + 1;
+	llmt_model *m2 = llmt_model_create(&c2, &par, LLMT_FP32, 1, T, 1);
+	if (!m2)
+		return 70;
+	if ((rc = check_init_from(m, m2, c2, mv, tok, tgt, l1, l2, out)) || (rc = check_import(m, m2, &c, mv, out)))
+		return rc;
 	printf("init-from and import: bit-identical weights and logits\n");
 	llmt_model_free(m);
 	llmt_model_free(m2);
