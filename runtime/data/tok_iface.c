@@ -39,7 +39,8 @@ static int byte_decode(void *ctx, int32_t prev, int32_t id, char *buf, size_t ca
 /* a file tokenizer and what generate has streamed since its last start:
  * every id decodes together with the ones before it, so a piece's leading
  * space (SentencePiece) and a character cut into byte pieces come out
- * right; a trailing U+FFFD (an incomplete character) is held back */
+ * right; a trailing U+FFFD (an incomplete character) is held back. Once
+ * nothing is held back the ids before the last are dropped (compact). */
 struct file_tok {
 	llmt_tok *tok;
 	uint32_t *ids;
@@ -82,6 +83,23 @@ static int push(struct file_tok *f, uint32_t id)
 	return 0;
 }
 
+/* Everything decoded so far is out (nothing held back): the stream
+ * restarts from its last id alone, which stays as context for the next
+ * one's leading space. Decoding stays linear in the tokens streamed. */
+static int compact(struct file_tok *f)
+{
+	char *s = NULL, err[256];
+	size_t ns = 0;
+
+	f->ids[0] = f->ids[f->n - 1];
+	f->n = 1;
+	if (llmt_tok_decode(f->tok, f->ids, 1, &s, &ns, err, sizeof err))
+		return -1;
+	f->emitted = ns;
+	free(s);
+	return 0;
+}
+
 /* the new bytes of the streamed text after id (prev -1: a new stream) */
 static int file_decode(void *ctx, int32_t prev, int32_t id, char *buf, size_t cap)
 {
@@ -113,6 +131,8 @@ static int file_decode(void *ctx, int32_t prev, int32_t id, char *buf, size_t ca
 	memcpy(buf, s + f->emitted, m);
 	f->emitted += m;
 	free(s);
+	if (f->emitted == ns && f->n > 1 && compact(f))
+		return -1;
 	return (int)m;
 }
 
