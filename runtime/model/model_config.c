@@ -26,12 +26,17 @@ void llmt_config_defaults(llmt_config *c)
     c->seed = 1234;
 }
 
+/* The message in err, with control characters (a key or value from the
+ * file echoed back) shown as '?': one line on any terminal or log. */
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     return -1;
 }
 
@@ -165,18 +170,18 @@ int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
             if (!strcmp(name, keys[i].name))
                 break;
         if (i == NKEYS) {
-            fail(err, errlen, "%s:%zu: unknown key '%s'", path, line, name);
+            fail(err, errlen, "%s:%zu: unknown key '%.64s'", path, line, name);
             goto out;
         }
         if (seen[i]) {
-            fail(err, errlen, "%s:%zu: duplicate key '%s'", path, line, name);
+            fail(err, errlen, "%s:%zu: duplicate key '%.64s'", path, line, name);
             goto out;
         }
         seen[i] = 1;
         char rb[64];
         if (vn->type != YAML_SCALAR_NODE ||
             set_value(&keys[i], (const char *)vn->data.scalar.value, c)) {
-            fail(err, errlen, "%s:%zu: bad value '%s' for %s: expected %s", path,
+            fail(err, errlen, "%s:%zu: bad value '%.64s' for %s: expected %s", path,
                  vn->start_mark.line + 1,
                  vn->type == YAML_SCALAR_NODE ? (const char *)vn->data.scalar.value : "(not a scalar)",
                  name, range_text(&keys[i], rb, sizeof rb));

@@ -58,6 +58,13 @@ static void bad_value(void **st) { (void)st; refuse(BASE "norm_eps: abc\n", ":7:
 static void bad_int(void **st) { (void)st; refuse("vocab_size: 2.5\n", ":1: bad value '2.5' for vocab_size"); }
 static void negative(void **st) { (void)st; refuse(BASE "z_loss: -1\n", "bad value '-1' for z_loss"); }
 static void bad_bool(void **st) { (void)st; refuse(BASE "qk_norm: maybe\n", "bad value 'maybe' for qk_norm"); }
+/* a value with a terminal escape and a newline is echoed as one plain line
+ * (it was echoed raw) */
+static void control_chars(void **st)
+{
+    (void)st;
+    refuse(BASE "norm_eps: \"\\e[2J\\nx\"\n", "bad value '?[2J?x' for norm_eps");
+}
 static void duplicate(void **st) { (void)st; refuse(BASE "d_model: 64\n", ":7: duplicate key 'd_model'"); }
 static void missing(void **st) { (void)st; refuse("vocab_size: 256\n", "missing required key 'd_model'"); }
 static void heads(void **st) { (void)st; refuse(BASE "n_kv_heads: 3\n", "not a multiple of n_kv_heads 3"); }
@@ -91,6 +98,7 @@ int main(void)
         cmocka_unit_test(bad_int), cmocka_unit_test(negative), cmocka_unit_test(bad_bool),
         cmocka_unit_test(duplicate), cmocka_unit_test(missing), cmocka_unit_test(heads),
         cmocka_unit_test(not_map), cmocka_unit_test(syntax), cmocka_unit_test(shipped),
+        cmocka_unit_test(control_chars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
