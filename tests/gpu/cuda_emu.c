@@ -243,7 +243,10 @@ void llmt_emu_stream_use(cudaStream_t st)
 static void collective(cudaStream_t st)
 {
     struct emu_stream *s = stream_of(st);
-    if (prev_st && prev_st != s && !follows(s, prev_st, prev_st->now))
+    /* the legacy stream and a blocking stream are ordered with each other */
+    int implicit = prev_st && ((s == &legacy && prev_st->blocking) ||
+                               (prev_st == &legacy && s->blocking));
+    if (prev_st && prev_st != s && !implicit && !follows(s, prev_st, prev_st->now))
         die("an NCCL call on a stream that does not wait for the work just queued on another "
             "stream (a missing cudaEventRecord + cudaStreamWaitEvent)", st, 0);
     llmt_emu_stream_use(st);
