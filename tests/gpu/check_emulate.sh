@@ -6,7 +6,8 @@
 # naive attention and SDPA, or a line saying why not) before the tests, no
 # CPU-only test, the GPU tests passing, every part's log in the archive,
 # the budget and caps recorded; and the stops, one line each: no bundle, a
-# bundle of other sources, caps over the plan. Never apt-get. The old
+# bundle of other sources, caps over the plan; no bundle of a build for
+# this CPU only (--with-march). Never apt-get. The old
 # check (15 files, tests first, install-deps without a bundle) fails it.
 # SKIP (77) without CUDA in the build (the emulation needs its headers) or
 # without bible-kjv (the bundle's corpus).
@@ -47,6 +48,16 @@ onestop "bundle of other sources" "built from other sources.*first tests/gpu/che
 GPU_CHECK_LIST=$W/over.list OUT=$W/o1 sh "$here/check" --emulate > "$W/stop.out" 2>&1
 rc=$?
 onestop "caps over the plan" "add up to 271s, over the 270s plan of the 300s budget"
+
+# the bundle refuses host code built for this CPU only
+mkdir -p "$W/march"
+printf '#define LLMT_HAVE_CUDA 1\n#define LLMT_MARCH "native"\n' > "$W/march/config.h"
+if GPU_BUNDLE_OUT=$W/b0 GPU_BUNDLE_MAKE=0 sh "$here/bundle" "$W/march" > "$W/march.out" 2>&1 ||
+	! grep -q 'configured --with-march=native' "$W/march.out"; then
+	fail "bundle of a --with-march=native build: $(cat "$W/march.out")"
+else
+	ok "no bundle of a --with-march build: $(cat "$W/march.out")"
+fi
 
 # ---- the whole run ---------------------------------------------------------------
 GPU_BUNDLE_OUT=$W/b GPU_BUNDLE_MAKE=0 sh "$here/bundle" "$top_builddir" > "$W/bundle.out" 2>&1 ||
