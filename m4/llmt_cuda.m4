@@ -13,7 +13,7 @@ AS_IF([test "x$with_cuda" != xno], [
 	AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])
 	AS_IF([test -n "$NVCC" && test -f "$with_cuda/include/cuda_runtime.h" && test -f "$with_cuda/include/nccl.h"], [
 		CUDA_CPPFLAGS="-I$with_cuda/include"
-		CUDA_LIBS="-L$with_cuda/lib64 -Wl,-rpath,$with_cuda/lib64 -lcublasLt -lcublas -lcudart"
+		CUDA_LIBS="-L$with_cuda/lib64 -Wl,-rpath,$with_cuda/lib64 -lcublasLt -lcudart"
 		NCCL_LIBS="-L$with_cuda/lib64 -Wl,-rpath,$with_cuda/lib64 -lnccl"
 		have_cuda=yes
 		AC_MSG_CHECKING([CUDA version])

@@ -1,7 +1,9 @@
 /* blas.c: cuBLASLt bf16/fp32 matrix products for the GPU model (see
  * blas.h): one handle and workspace per context, and a cache of
- * (shape, types, alignment) -> descriptors + heuristic algorithm, so the
- * steady state makes one cublasLtMatmul call per product. */
+ * (shape, types, alignment) -> descriptors + the algorithm chosen at first
+ * use (choose(): several heuristic results, the first that works or the
+ * fastest, a lower alignment hint when none works), so the steady state
+ * makes one cublasLtMatmul call per product. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,10 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
+    int ready;                 /* algo chosen and seen to work */
 } gmm_entry;
+
+#define GMM_ALGOS 8            /* heuristic results asked for per shape */
 
 struct gmm_ctx {
     cublasLtHandle_t h;
@@ -28,6 +33,7 @@ struct gmm_ctx {
     size_t ws_bytes;
     gmm_entry *e;
     int n, cap;
+    int tune;                  /* 1: time the candidates (LLMT_GMM_TUNE=time) */
 };
 
 static int lt_ok(cublasStatus_t s, const char *what)
@@ -46,6 +52,11 @@ gmm_ctx *gmm_create(cudaStream_t st, size_t workspace_bytes)
         return NULL;
     }
     g->st = st;
+    const char *t = getenv("LLMT_GMM_TUNE");
+    if (t && *t && strcmp(t, "first") && strcmp(t, "time"))
+        fprintf(stderr, "llm-train: LLMT_GMM_TUNE='%s' is neither 'first' nor 'time': "
+                "using 'first'\n", t);
+    g->tune = t && !strcmp(t, "time");
     if (lt_ok(cublasLtCreate(&g->h), "cublasLtCreate")) {
         free(g);
         return NULL;
@@ -62,6 +73,7 @@ gmm_ctx *gmm_create(cudaStream_t st, size_t workspace_bytes)
 }
 
 void gmm_set_stream(gmm_ctx *g, cudaStream_t st) { g->st = st; }
+void gmm_set_tune(gmm_ctx *g, int time_them) { g->tune = time_them != 0; }
 
 void gmm_free(gmm_ctx *g)
 {
@@ -130,12 +142,25 @@ static gmm_entry *plan(gmm_ctx *g, const gmm_key *k)
         layout(&e->lb, in, p.rows_b, p.cols_b, p.ldb, k->batch, p.stride_b) ||
         layout(&e->lc, out, p.m, p.n, p.ldc, k->batch, p.stride_c))
         return NULL;
+    g->n++;
+    return e;
+}
+
+/* up to GMM_ALGOS candidates for e with every alignment hint capped at cap
+ * bytes (a pointer aligned to more is aligned to less): how many, 0 when
+ * the heuristic has none, -1 on an error */
+static int heuristic(gmm_ctx *g, const gmm_entry *e, uint32_t cap,
+                     cublasLtMatmulHeuristicResult_t *res)
+{
+    const gmm_key *k = &e->key;
     cublasLtMatmulPreference_t pref;
     if (lt_ok(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate"))
-        return NULL;
+        return -1;
     uint64_t ws = g->ws_bytes;
     uint32_t aa = (uint32_t)k->ala, ab = (uint32_t)k->alb, ac = (uint32_t)k->alc;
-    cublasLtMatmulHeuristicResult_t res;
+    aa = aa < cap ? aa : cap;
+    ab = ab < cap ? ab : cap;
+    ac = ac < cap ? ac : cap;
     int found = 0;
     int bad = lt_ok(cublasLtMatmulPreferenceSetAttribute(pref,
                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "pref ws") ||
@@ -146,19 +171,107 @@ static gmm_entry *plan(gmm_ctx *g, const gmm_key *k)
               lt_ok(cublasLtMatmulPreferenceSetAttribute(pref,
                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac), "pref al") ||
               lt_ok(cublasLtMatmulPreferenceSetAttribute(pref,
-                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac), "pref al") ||
-              lt_ok(cublasLtMatmulAlgoGetHeuristic(g->h, e->desc, e->la, e->lb, e->lc, e->lc,
-                                                   pref, 1, &res, &found), "AlgoGetHeuristic");
+                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac), "pref al");
+    /* no algorithm for these hints is an answer here, not an error */
+    if (!bad && cublasLtMatmulAlgoGetHeuristic(g->h, e->desc, e->la, e->lb, e->lc, e->lc, pref,
+                                               GMM_ALGOS, res, &found) != CUBLAS_STATUS_SUCCESS)
+        found = 0;
     cublasLtMatmulPreferenceDestroy(pref);
-    if (bad || found < 1) {
-        if (!bad)
-            fprintf(stderr, "llm-train: cuBLASLt has no algorithm for %dx%dx%d (batch %d)\n",
-                    k->M, k->N, k->K, k->batch);
-        return NULL;
+    return bad ? -1 : found;
+}
+
+typedef struct {
+    const void *A, *B;
+    void *C;
+    float alpha, beta;
+} gmm_args;
+
+static cublasStatus_t matmul(gmm_ctx *g, const gmm_entry *e, const cublasLtMatmulAlgo_t *algo,
+                             const gmm_args *x)
+{
+    /* A' of cuBLASLt is our B (gmm_plan_ld) */
+    return cublasLtMatmul(g->h, e->desc, &x->alpha, x->B, e->la, x->A, e->lb, &x->beta, x->C,
+                          e->lc, x->C, e->lc, algo, g->ws, g->ws_bytes, g->st);
+}
+
+/* milliseconds of 3 runs of algo (into C: only for products that do not
+ * accumulate), or -1 when it fails */
+static float time_algo(gmm_ctx *g, const gmm_entry *e, const cublasLtMatmulAlgo_t *algo,
+                       const gmm_args *x)
+{
+    cudaEvent_t t0, t1;
+    float ms = -1;
+    if (cudaEventCreateWithFlags(&t0, cudaEventDefault) != cudaSuccess)
+        return -1;
+    if (cudaEventCreateWithFlags(&t1, cudaEventDefault) != cudaSuccess) {
+        cudaEventDestroy(t0);
+        return -1;
     }
-    e->algo = res.algo;
-    g->n++;
-    return e;
+    int ok = matmul(g, e, algo, x) == CUBLAS_STATUS_SUCCESS &&   /* warm-up */
+             cudaEventRecord(t0, g->st) == cudaSuccess;
+    for (int r = 0; ok && r < 3; r++)
+        ok = matmul(g, e, algo, x) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cudaEventRecord(t1, g->st) == cudaSuccess &&
+         cudaEventSynchronize(t1) == cudaSuccess && cudaEventElapsedTime(&ms, t0, t1) == cudaSuccess;
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    if (!ok)
+        (void)cudaGetLastError();   /* a failed candidate's launch error is handled here */
+    return ok ? ms : -1;
+}
+
+/* the first use of a shape: the heuristic's candidates at the pointers'
+ * alignment, then at lower alignment hints while none is returned or none
+ * works; of the candidates that work, the fastest (g->tune, products
+ * without accumulation: timed once here) or else the first in the
+ * heuristic's order (the same choice on every run and every replica).
+ * Runs the product; 0, or -1 with a message when no hint gives a working
+ * algorithm. */
+static int choose(gmm_ctx *g, gmm_entry *e, const gmm_args *x)
+{
+    const gmm_key *k = &e->key;
+    uint32_t top = (uint32_t)k->ala;
+    top = (uint32_t)k->alb > top ? (uint32_t)k->alb : top;
+    top = (uint32_t)k->alc > top ? (uint32_t)k->alc : top;
+    uint32_t floor = k->at == LLMT_DT_BF16 || k->ct == LLMT_DT_BF16 ? 2 : 4;
+    cublasLtMatmulHeuristicResult_t res[GMM_ALGOS];
+    for (uint32_t cap = top; cap >= floor; cap >>= 1) {
+        int n = heuristic(g, e, cap, res);
+        if (n < 0)
+            return -1;
+        int best = -1;
+        if (g->tune && !k->acc && n > 1) {
+            float best_ms = 0;
+            for (int i = 0; i < n; i++) {
+                float ms = time_algo(g, e, &res[i].algo, x);
+                if (ms >= 0 && (best < 0 || ms < best_ms)) {
+                    best = i;
+                    best_ms = ms;
+                }
+            }
+            if (best >= 0 && matmul(g, e, &res[best].algo, x) != CUBLAS_STATUS_SUCCESS)
+                best = -1;
+        } else {
+            for (int i = 0; i < n && best < 0; i++)
+                if (matmul(g, e, &res[i].algo, x) == CUBLAS_STATUS_SUCCESS)
+                    best = i;
+                else
+                    (void)cudaGetLastError();
+        }
+        if (best >= 0) {
+            e->algo = res[best].algo;
+            e->ready = 1;
+            if (cap < top)
+                fprintf(stderr, "llm-train: cuBLASLt: %dx%dx%d (batch %d) runs with a %u-byte "
+                        "alignment hint (none worked at %u)\n", k->M, k->N, k->K, k->batch, cap,
+                        top);
+            return 0;
+        }
+    }
+    fprintf(stderr, "llm-train: cuBLASLt has no working algorithm for %dx%dx%d (batch %d) at "
+            "any alignment hint from %u down to %u bytes\n", k->M, k->N, k->K, k->batch, top,
+            floor);
+    return -1;
 }
 
 int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
@@ -188,7 +301,13 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
     gmm_entry *e = plan(g, &k);
     if (!e)
         return -1;
-    float beta = accumulate ? 1.0f : 0.0f;
-    return lt_ok(cublasLtMatmul(g->h, e->desc, &alpha, B, e->la, A, e->lb, &beta, C, e->lc, C,
-                                e->lc, &e->algo, g->ws, g->ws_bytes, g->st), "Matmul");
+    gmm_args x = {A, B, C, alpha, accumulate ? 1.0f : 0.0f};
+    if (e->ready) {
+        if (matmul(g, e, &e->algo, &x) == CUBLAS_STATUS_SUCCESS)
+            return 0;
+        /* the algorithm in use failed: choose again */
+        e->ready = 0;
+        (void)cudaGetLastError();
+    }
+    return choose(g, e, &x);
 }

@@ -1,8 +1,12 @@
 /* blas.h: the GPU model's matrix products through cuBLASLt with the same
  * row-major contract as llmt_mm (matmul.h): bf16 or fp32 inputs, fp32 or
  * bf16 output, optional accumulate, strided batches. Descriptors, layouts
- * and the heuristic's algorithm are cached per shape and pointer
- * alignment; one workspace per context. */
+ * and the algorithm chosen at first use are cached per shape and pointer
+ * alignment; one workspace per context. The choice: of several heuristic
+ * results, the first that works (LLMT_GMM_TUNE=first, the default: the
+ * same on every run and replica) or the fastest, timed once
+ * (LLMT_GMM_TUNE=time; gmm_set_tune); when none works, the same at a lower
+ * alignment hint. */
 #ifndef LLMT_GMM_H
 #define LLMT_GMM_H
 #include <cuda_runtime_api.h>
@@ -16,6 +20,10 @@ gmm_ctx *gmm_create(cudaStream_t st, size_t workspace_bytes);
 void gmm_free(gmm_ctx *g);
 /* cuBLASLt calls run on this stream from now on. */
 void gmm_set_stream(gmm_ctx *g, cudaStream_t st);
+/* 1: time the heuristic's candidates at first use and keep the fastest
+ * (runs and DP replicas may then choose differently: not bit-identical);
+ * 0: keep the first that works. Set from LLMT_GMM_TUNE at creation. */
+void gmm_set_tune(gmm_ctx *g, int time_them);
 
 /* C = alpha op(A) op(B) (+ C) over sub-blocks: lda, ldb, ldc are the
  * row-major row strides of A, B and C, sa, sb, sc their batch strides

@@ -3,8 +3,8 @@
  * at once, except what a real device could still have in flight when the
  * host looks: held back until the host synchronises, see below; host<->device bytes
  * and device allocations are counted for LLMT_EMU_STATS and
- * llmt_emu_dev_bytes), gmm() as a plain
- * column-major product of the mapping gmm_plan gives cuBLASLt, and NCCL
+ * llmt_emu_dev_bytes), events on an emulated clock (llmt_emu_clock_ms,
+ * which cublaslt_emu.c's products advance), and NCCL
  * groups carried over their MPI communicators, so the GPU model's
  * orchestration (gmodel.c, gmodel_step.c) runs unchanged on a machine
  * without a GPU, in one process or as an MPI job. Linked only into the
@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "model/bf16.h"
-#include "gpu/blas.h"
 
 /* ---- streams, events and what real CUDA leaves pending -----------------
  * Every operation completes at once here, except what a real device may
@@ -70,7 +68,8 @@ struct emu_stream {
     unsigned long now;         /* operations issued on it */
     struct emu_order ord;
 };
-struct emu_event { struct emu_stream *s; unsigned long seq, now; struct emu_order ord; };
+struct emu_event { struct emu_stream *s; unsigned long seq, now; struct emu_order ord; double ms; };
+double llmt_emu_clock_ms;             /* the emulated clock cudaEventElapsedTime reads */
 static struct emu_stream legacy = {.blocking = 1};
 static struct emu_order host_ord;      /* what the host has synchronised with */
 static struct emu_stream *prev_st;    /* the stream of the last operation */
@@ -244,7 +243,10 @@ void llmt_emu_stream_use(cudaStream_t st)
 static void collective(cudaStream_t st)
 {
     struct emu_stream *s = stream_of(st);
-    if (prev_st && prev_st != s && !follows(s, prev_st, prev_st->now))
+    /* the legacy stream and a blocking stream are ordered with each other */
+    int implicit = prev_st && ((s == &legacy && prev_st->blocking) ||
+                               (prev_st == &legacy && s->blocking));
+    if (prev_st && prev_st != s && !implicit && !follows(s, prev_st, prev_st->now))
         die("an NCCL call on a stream that does not wait for the work just queued on another "
             "stream (a missing cudaEventRecord + cudaStreamWaitEvent)", st, 0);
     llmt_emu_stream_use(st);
@@ -537,6 +539,15 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     v->seq = v->s->seq;
     v->now = v->s->now;
     v->ord = v->s->ord;
+    v->ms = llmt_emu_clock_ms;
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    const struct emu_event *x = (const void *)a, *y = (const void *)b;
+    if (!x->s || !y->s)
+        return cudaErrorInvalidResourceHandle;
+    *ms = (float)(y->ms - x->ms);
     return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f)
@@ -573,53 +584,6 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
     free((void *)e);
     return cudaSuccess;
-}
-
-/* ---- gmm on the host, through the cuBLASLt mapping ---------------------- */
-struct gmm_ctx { cudaStream_t st; };
-gmm_ctx *gmm_create(cudaStream_t st, size_t ws)
-{
-    (void)ws;
-    gmm_ctx *g = calloc(1, sizeof(gmm_ctx));
-    if (g)
-        g->st = st;
-    return g;
-}
-void gmm_free(gmm_ctx *g) { free(g); }
-void gmm_set_stream(gmm_ctx *g, cudaStream_t st) { g->st = st; }
-
-static float ld(const void *p, size_t i, llmt_dt t)
-{
-    return t == LLMT_DT_BF16 ? bf16_to_f32(((const bf16 *)p)[i]) : ((const float *)p)[i];
-}
-
-int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
-           int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
-           long long sc, llmt_dt ct, float alpha, int accumulate)
-{
-    llmt_emu_stream_use(g->st);
-    gmm_colmajor p;
-    gmm_plan_ld(M, N, K, ta, tb, lda, sa, ldb, sb, ldc, sc, &p);
-    for (int b = 0; b < batch; b++) {
-        size_t oa = (size_t)b * (size_t)p.stride_a, ob = (size_t)b * (size_t)p.stride_b;
-        size_t oc = (size_t)b * (size_t)p.stride_c;
-        for (int i = 0; i < p.m; i++)
-            for (int j = 0; j < p.n; j++) {
-                float s = 0.f;   /* fp32 accumulation, as CUBLAS_COMPUTE_32F */
-                for (int k = 0; k < p.k; k++) {
-                    size_t ia = p.trans_a ? k + (size_t)i * p.lda : i + (size_t)k * p.lda;
-                    size_t ib = p.trans_b ? j + (size_t)k * p.ldb : k + (size_t)j * p.ldb;
-                    s += ld(B, oa + ia, at) * ld(A, ob + ib, at);   /* A' = our B */
-                }
-                size_t ic = oc + i + (size_t)j * p.ldc;
-                float v = alpha * s + (accumulate ? ld(C, ic, ct) : 0.f);
-                if (ct == LLMT_DT_BF16)
-                    ((bf16 *)C)[ic] = f32_to_bf16(v);
-                else
-                    ((float *)C)[ic] = v;
-            }
-    }
-    return 0;
 }
 
 /* ---- NCCL over the group's MPI communicator ----------------------------

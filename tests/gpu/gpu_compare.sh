@@ -8,6 +8,8 @@ if [ ! -x "$drv" ]; then
 	echo "SKIP: built without CUDA (configure found no CUDA + NCCL)"
 	exit 77
 fi
-for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
+# LLMT_GPU_TEST_CFGS: other configs (tests/gpu/check --emulate: a smaller one)
+cfgs=${LLMT_GPU_TEST_CFGS:-"$top_srcdir/configs/tiny.yaml $top_srcdir/tests/reference/ref-gqa.yaml"}
+for cfg in $cfgs; do
 	"$drv" compare "$cfg" "${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}" || exit $?
 done

@@ -20,8 +20,10 @@ text=${LLMT_GPU_TEXT:-/usr/share/common-licenses/GPL-3}
 launch=""
 command -v mpirun >/dev/null 2>&1 && launch="mpirun -np 1"   # else an MPI singleton
 rc=0
-$launch "$drv" nccl "$top_srcdir/configs/tiny.yaml" "$text" || rc=1
-for cfg in "$top_srcdir/configs/tiny.yaml" "$top_srcdir/tests/reference/ref-gqa.yaml"; do
+# LLMT_GPU_TEST_CFGS: other configs (tests/gpu/check --emulate: a smaller one)
+cfgs=${LLMT_GPU_TEST_CFGS:-"$top_srcdir/configs/tiny.yaml $top_srcdir/tests/reference/ref-gqa.yaml"}
+$launch "$drv" nccl "${cfgs%% *}" "$text" || rc=1
+for cfg in $cfgs; do
 	echo "== tp $(basename "$cfg")"
 	$launch "$drv" tp "$cfg" "$text" || rc=1
 done

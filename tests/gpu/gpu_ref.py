@@ -72,8 +72,11 @@ def train_losses(cfg, params, flat, text):
 
 
 text = open(TEXT, 'rb').read()
-for cfgpath in [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
-                os.path.join(top_srcdir, 'tests', 'reference', 'ref-gqa.yaml')]:
+# LLMT_GPU_TEST_CFGS: other configs (tests/gpu/check --emulate: a smaller one)
+cfgs = os.environ.get('LLMT_GPU_TEST_CFGS', '').split() or \
+    [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
+     os.path.join(top_srcdir, 'tests', 'reference', 'ref-gqa.yaml')]
+for cfgpath in cfgs:
     cfg = llama_ref.load_config(cfgpath)
     tag = os.path.basename(cfgpath)
     with tempfile.TemporaryDirectory() as d:

@@ -1,9 +1,9 @@
 /* test_memest_gpu.c: memest.c's device-memory estimate against the bytes
  * the emulated CUDA runtime (cuda_emu.c) hands out: a GPU model built
  * through llmt_model_create (LLM_TRAIN_GPU=0) must allocate exactly the
- * estimate's params + activations + scratch, and the device optimizer
- * (llmt_dev_optim) exactly its optimizer term; the cuBLASLt workspace is
- * not allocated by the emulation. One process: tp = dp = 1, whole model
+ * estimate's params + activations + scratch + the cuBLASLt workspace
+ * (blas.c runs over the emulated cuBLASLt), and the device optimizer
+ * (llmt_dev_optim) exactly its optimizer term. One process: tp = dp = 1, whole model
  * and both stages of pp = 2, tied and untied, QK-norm and GQA, one
  * attention chunk (T <= 128) and several (T = 256, 192). The host
  * estimate's pinned part (loss row, checkpoint snapshot) against the
@@ -56,9 +56,9 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	double opt = (double)(llmt_emu_dev_bytes(NULL) - before) - model;
 	llmt_memory_estimate_gpu(&c, &l, llmt_model_nparams(m), B, T, A, 1, &e);
 	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d: model %.0f (estimate %.0f), optimizer %.0f (estimate %.0f)\n",
-		gqa, tied, pp_rank, pp, A, B, T, model, e.params + e.activations + e.scratch, opt,
-		e.optimizer);
-	assert_float_equal(model, e.params + e.activations + e.scratch, 0);
+		gqa, tied, pp_rank, pp, A, B, T, model, e.params + e.activations + e.scratch + e.workspace,
+		opt, e.optimizer);
+	assert_float_equal(model, e.params + e.activations + e.scratch + e.workspace, 0);
 	assert_float_equal(opt, e.optimizer, 0);
 	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.workspace, 1);
 	/* host side: the pinned checkpoint snapshot, allocated by the first one */

@@ -42,8 +42,10 @@ def rope(x, theta):
     return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
 
 
-def forward(cfg, P, tokens, targets):
-    """tokens, targets: [B, T] int64. Returns (logits, loss)."""
+def forward(cfg, P, tokens, targets, attn='naive'):
+    """tokens, targets: [B, T] int64. Returns (logits, loss). attn: 'naive'
+    (scores, mask, softmax: the reference) or 'sdpa' (PyTorch 2's
+    scaled_dot_product_attention, causal; tests/gpu/torch_bench.py)."""
     B, T = tokens.shape
     d, H, KV = cfg['d_model'], cfg['n_heads'], cfg['n_kv_heads']
     hd = d // H
@@ -62,9 +64,12 @@ def forward(cfg, P, tokens, targets):
         q, k = rope(q, cfg['rope_theta']), rope(k, cfg['rope_theta'])
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        s = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
-        s = s.masked_fill(~mask, float('-inf'))
-        a = torch.softmax(s.float(), dim=-1).to(v.dtype) @ v
+        if attn == 'sdpa':
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+            s = s.masked_fill(~mask, float('-inf'))
+            a = torch.softmax(s.float(), dim=-1).to(v.dtype) @ v
         a = a.transpose(1, 2).reshape(B, T, H * hd)
         x = x + F.linear(a, p('self_attn.o_proj.weight'))
         h = rmsnorm(x, p('post_attention_layernorm.weight'), eps)
