@@ -251,12 +251,12 @@ static void test_mm_plan(void **st)
      * (ld 4, batch stride 24) times the first 3 columns of a 4 x 5 B
      * (ld 5, stride 20) into a 3 x 3 block of a 3 x 7 C (ld 7, stride 21) */
     {
-        float A[48], B[40], C[42], D[42];
+        float As[48], Bs[40], Cs[42], Ds[42];
         for (int i = 0; i < 48; i++)
-            A[i] = (float)((i * 3) % 7) - 3;
+            As[i] = (float)((i * 3) % 7) - 3;
         for (int i = 0; i < 40; i++)
-            B[i] = (float)((i * 5) % 9) - 4;
-        memset(D, 0, sizeof D);
+            Bs[i] = (float)((i * 5) % 9) - 4;
+        memset(Ds, 0, sizeof Ds);
         gmm_colmajor p;
         gmm_plan_ld(3, 3, 4, 0, 0, 4, 24, 5, 20, 7, 21, &p);
         assert_int_equal(p.lda, 5);
@@ -265,14 +265,14 @@ static void test_mm_plan(void **st)
         assert_int_equal(p.stride_a, 20);
         assert_int_equal(p.stride_b, 24);
         for (int b = 0; b < 2; b++) {
-            colmajor_gemm(&p, B + 20 * b, A + 24 * b + 2 * 4, D + 21 * b);
+            colmajor_gemm(&p, Bs + 20 * b, As + 24 * b + 2 * 4, Ds + 21 * b);
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++) {
                     double s = 0;
                     for (int k = 0; k < 4; k++)
-                        s += (double)A[24 * b + (2 + i) * 4 + k] * B[20 * b + k * 5 + j];
-                    C[21 * b + i * 7 + j] = (float)s;
-                    assert_true(D[21 * b + i * 7 + j] == C[21 * b + i * 7 + j]);
+                        s += (double)As[24 * b + (2 + i) * 4 + k] * Bs[20 * b + k * 5 + j];
+                    Cs[21 * b + i * 7 + j] = (float)s;
+                    assert_true(Ds[21 * b + i * 7 + j] == Cs[21 * b + i * 7 + j]);
                 }
         }
     }

@@ -133,7 +133,7 @@ static void test_stuck_peer(void **state)
 		const char *want_node;     /* the verdict's node */
 		bool excluded;             /* verdict.nodes holds it */
 		const char *why;           /* in verdict.why */
-	} rows[] = {
+	} cases[] = {
 		{ "first time: transient naming the node", 75, 75, "n2", NULL, NULL, WR_TRANSIENT,
 		  WR_TRANSIENT, "n2", false, "peer stalled the communication watchdog on n2 (first time)" },
 		{ "srun's code only", 75, 0, "n2", NULL, NULL, WR_TRANSIENT,
@@ -155,23 +155,23 @@ static void test_stuck_peer(void **state)
 		{ "the first task's code decides", 137, 64, "n2", "n2", NULL, WR_TRANSIENT,
 		  WR_USER_ERROR, "", false, "exit 64" },
 	};
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct wr_ending e;
 		memset(&e, 0, sizeof e);
 		e.exited = true;
-		e.exit_code = rows[i].code;
-		e.task_exit_code = rows[i].task_code;
-		strcpy(e.stuck_node, rows[i].stuck);
-		wr_nodes_add(&e.down_nodes, rows[i].down);
-		struct wr_past past = { rows[i].past_cls, "" };
-		if (rows[i].past)
-			strcpy(past.node, rows[i].past);
+		e.exit_code = cases[i].code;
+		e.task_exit_code = cases[i].task_code;
+		strcpy(e.stuck_node, cases[i].stuck);
+		wr_nodes_add(&e.down_nodes, cases[i].down);
+		struct wr_past past = { cases[i].past_cls, "" };
+		if (cases[i].past)
+			strcpy(past.node, cases[i].past);
 		struct wr_verdict v;
-		wr_classify(&e, &past, rows[i].past ? 1 : 0, &v);
-		bool has = wr_nodes_has(&v.nodes, rows[i].want_node);
-		if (v.cls != rows[i].want || strcmp(v.node, rows[i].want_node) || has != rows[i].excluded ||
-		    (!rows[i].excluded && v.nodes.n) || !strstr(v.why, rows[i].why))
-			fail_msg("row '%s': got %s node '%s' (%d to exclude): %s", rows[i].name, wr_class_name(v.cls),
+		wr_classify(&e, &past, cases[i].past ? 1 : 0, &v);
+		bool has = wr_nodes_has(&v.nodes, cases[i].want_node);
+		if (v.cls != cases[i].want || strcmp(v.node, cases[i].want_node) || has != cases[i].excluded ||
+		    (!cases[i].excluded && v.nodes.n) || !strstr(v.why, cases[i].why))
+			fail_msg("row '%s': got %s node '%s' (%d to exclude): %s", cases[i].name, wr_class_name(v.cls),
 			         v.node, v.nodes.n, v.why);
 	}
 }
