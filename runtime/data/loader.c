@@ -59,8 +59,8 @@ static int open_mask(llmt_loader *ld, int i, const char *bin, char *err, size_t 
 	if (rc && rc != LLMT_EXIT_NOINPUT)
 		return rc;
 	if (i > 0 && ld->masked != !rc) {
-		snprintf(err, errlen, "%s %s a loss mask (%s) but the shards before it %s: mix of instruction and plain data",
-			bin, rc ? "has no" : "has", path, rc ? "have one" : "have none");
+		snprintf(err, errlen, "%s %s (%s) but the shards before it %s: mix of instruction and plain data",
+			bin, rc ? "has no loss mask" : "has a loss mask", path, rc ? "have one" : "have none");
 		return LLMT_EXIT_DATA;
 	}
 	ld->masked = !rc;
