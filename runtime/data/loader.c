@@ -64,6 +64,11 @@ static int open_mask(llmt_loader *ld, int i, const char *bin, char *err, size_t 
 		return LLMT_EXIT_DATA;
 	}
 	ld->masked = !rc;
+	if (ld->masked && ld->masks[i].seq != ld->T) {
+		snprintf(err, errlen, "%s: packed for sequences of %d tokens (tokenize-sft --seq); this run's --seq is %d",
+			path, ld->masks[i].seq, ld->T);
+		return LLMT_EXIT_DATA;
+	}
 	if (ld->masked && ld->shards[i].vocab != (uint32_t)ld->vocab) {
 		snprintf(err, errlen, "%s: tokenized with a vocabulary of %u ids; the model's vocab_size is %d: not the model's tokenizer",
 			bin, ld->shards[i].vocab, ld->vocab);

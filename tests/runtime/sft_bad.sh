@@ -5,7 +5,8 @@
 # field that is not a string, an unknown role, an unknown template, a
 # template the tokenizer lacks tokens for (chatml without <|im_start|>),
 # an OUTDIR that holds shards already (kept byte for byte), a data dir
-# mixing masked and plain shards, and shards of a tokenizer whose
+# mixing masked and plain shards, shards packed for another --seq than
+# the run's, and shards of a tokenizer whose
 # vocabulary differs from the model's (the checkpoint dir untouched). A
 # sample longer than --seq is cut to it and counted.
 # Fails on the old code: no tokenize-sft.
@@ -63,11 +64,12 @@ cmp -s "$tmp/d/train_000000.bin" "$tmp/keep.bin" || fail "an existing shard was 
 # tokenizer of another vocabulary than the model's
 cfg=$top_srcdir/tests/runtime/sft-tiny.yaml
 mkdir -p "$tmp/ck/step_00000007" && echo keep >"$tmp/ck/step_00000007/marker"
-train() { OMP_NUM_THREADS=1 "$LT" --model "$cfg" --data "$1" --seq 64 --micro-batch 1 --steps 1 --ckpt-dir "$tmp/ck" --quiet; }
+train() { OMP_NUM_THREADS=1 "$LT" --model "$cfg" --data "$1" --seq "${SEQ:-64}" --micro-batch 1 --steps 1 --ckpt-dir "$tmp/ck" --quiet; }
 cp "$tmp/d/train_000000.bin" "$tmp/d/train_000001.bin"
 expect 65 "train_000001.bin has no loss mask .* mix of instruction and plain data" train "$tmp/d"
 rm "$tmp/d/train_000001.bin"
 sft "$tmp/long.jsonl" "$tmp/d400" --tokenizer "$tmp/t400.model" --template plain --seq 64 >/dev/null || fail "tokenize-sft t400"
 expect 65 "tokenized with a vocabulary of 400 ids; the model's vocab_size is 512" train "$tmp/d400"
+SEQ=32 expect 65 "train_000000.mask: packed for sequences of 64 tokens (tokenize-sft --seq); this run's --seq is 32" train "$tmp/d"
 [ "$(find "$tmp/ck" -type f)" = "$tmp/ck/step_00000007/marker" ] || fail "a refused run wrote into the checkpoint dir"
 echo PASS
