@@ -72,10 +72,12 @@ static int attn_run_fwd(llmt_model *m, struct slot *sl, struct layer_act *a)
 int llmt_model_set_seg(llmt_model *m, int s, const int32_t *seg)
 {
     if (m->dev) {
+        if (m->dev->set_seg)
+            return m->dev->set_seg(m, s, seg);
         if (!seg)
             return 0;
         fprintf(stderr, "llm-train: packed samples (a loss mask with sample boundaries) are not "
-                        "supported by the GPU backend yet: train them with --backend cpu\n");
+                        "supported by this device backend\n");
         return -1;
     }
     struct slot *sl = &m->slots[s];
