@@ -78,25 +78,6 @@ int llmt_mask_write(const char *path, const uint8_t *flags, size_t n, int seq, c
 	size_t errlen)
 {
 	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_MASK_MAGIC, LLMT_MASK_VERSION, (int32_t)n, seq };
-	char tmp[4200];
-	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(f = fopen(tmp, "wb"))) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		return LLMT_EXIT_IO;
-	}
-	if (fwrite(hdr, sizeof(hdr), 1, f) != 1 || fwrite(flags, 1, n, f) != n || fflush(f) ||
-		fsync(fileno(f))) {
-		snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-		return LLMT_EXIT_IO;
-	}
-	if (fclose(f) || rename(tmp, path)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		return LLMT_EXIT_IO;
-	}
-	return 0;
+	return llmt_shard_write_raw(path, hdr, flags, 1, n, err, errlen);
 }

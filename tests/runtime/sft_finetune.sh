@@ -18,7 +18,7 @@
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
 . "$top_srcdir/tests/runtime/sft_lib.sh"
-WRAP=$top_builddir/wrapper/llm-train-wrap
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"     # WRAP, real_pid
 W=$CLUSTER_WORK
 MODEL=$top_srcdir/tests/runtime/sft-tiny.yaml
 STEPS=30
@@ -51,14 +51,6 @@ JOB
 	chmod +x "$W/$1.sh"
 	(cd "$W" && SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 sbatch --parsable --requeue --open-mode=append \
 		-o "$1.out" -N2 --ntasks-per-node=2 --llm-train=tp=2,dp=auto "$1.sh")
-}
-# real_pid JOBID PROCID: the llm-train process of that task
-real_pid() {
-	for _p in $(pgrep -f "$LT --model"); do
-		_e=$(tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null) || continue
-		echo "$_e" | grep -qx "SLURM_JOB_ID=$1" && echo "$_e" | grep -qx "SLURM_PROCID=$2" && { echo "$_p"; return 0; }
-	done
-	return 1
 }
 ref=$(job ft) || fail "sbatch ft"
 k9=$(job k9) || fail "sbatch k9"
