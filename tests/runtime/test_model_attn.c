@@ -96,7 +96,7 @@ static void run_attn(struct run *r, int nt, const bf16 *q, const bf16 *k, const 
     float sc = 1.0f / sqrtf((float)hd);
     attn_prep_grad pg = { pp->KV, pp->cs, pp->sn, pp->qkn ? pp->qkv : NULL,
                           pp->qkn ? pp->qw : NULL, pp->qkn ? pp->kw : NULL, pp->qr, pp->kr,
-                          r->dqw, r->dkw, r->dqkv };
+                          r->dqw, r->dkw, r->dqkv, NULL };
     attn_fwd(w, q, k, v, r->P, r->att, B, H, T, hd, sc);
     attn_bwd(w, q, k, v, r->P, datt, r->dS, &pg, B, H, T, hd, sc);
     attn_ws_free(w);
