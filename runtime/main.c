@@ -18,6 +18,7 @@
 #include "data/tokenize.h"
 #include "gen/generate.h"
 #include "data/tok_cmd.h"
+#include "data/sft.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
 #include "llmt/env.h"
@@ -34,6 +35,7 @@ static const char usage[] =
 	"       llm-train tokenize IN.txt OUTDIR [--val-fraction F] [--shard-tokens N]\n"
 	"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]\n"
 	"       llm-train tokenizer-train IN.txt OUT.model --vocab N [--type bpe|unigram]\n"
+	"       llm-train tokenize-sft IN.jsonl OUTDIR --tokenizer FILE --template plain|llama2|chatml [--seq N]\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
@@ -261,6 +263,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "tokenize", llmt_tokenize_main },
 		{ "tokenizer-train", llmt_tokenizer_train_main },
+		{ "tokenize-sft", llmt_tokenize_sft_main },
 		{ "ckpt-verify", llmt_ckpt_cmd_verify },
 		{ "ckpt-list", llmt_ckpt_cmd_list },
 		{ "export", llmt_ckpt_cmd_export },

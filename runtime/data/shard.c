@@ -125,25 +125,19 @@ void llmt_shard_close(llmt_shard *s)
 	s->fd = -1;
 }
 
-static int write_file(const char *path, int32_t version, const void *tok, size_t n, size_t w,
-	uint32_t vocab, char *err, size_t errlen)
+int llmt_shard_write_raw(const char *path, const int32_t *hdr, const void *data, size_t w,
+	size_t n, char *err, size_t errlen)
 {
-	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_SHARD_MAGIC, version, 0, (int32_t)vocab };
 	char tmp[4096];
 	FILE *f;
 
-	if (n > INT32_MAX) {
-		snprintf(err, errlen, "%s: %zu tokens do not fit one shard (max %d)", path, n, INT32_MAX);
-		return LLMT_EXIT_IO;
-	}
-	hdr[2] = (int32_t)n;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "wb");
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
-	if (fwrite(hdr, sizeof(hdr), 1, f) != 1 || (n && fwrite(tok, w, n, f) != n)) {
+	if (fwrite(hdr, LLMT_SHARD_HEADER_BYTES, 1, f) != 1 || (n && fwrite(data, w, n, f) != n)) {
 		snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
 		fclose(f);
 		unlink(tmp);
@@ -155,6 +149,19 @@ static int write_file(const char *path, int32_t version, const void *tok, size_t
 		return LLMT_EXIT_IO;
 	}
 	return 0;
+}
+
+static int write_file(const char *path, int32_t version, const void *tok, size_t n, size_t w,
+	uint32_t vocab, char *err, size_t errlen)
+{
+	int32_t hdr[LLMT_SHARD_HEADER_INTS] = { LLMT_SHARD_MAGIC, version, 0, (int32_t)vocab };
+
+	if (n > INT32_MAX) {
+		snprintf(err, errlen, "%s: %zu tokens do not fit one shard (max %d)", path, n, INT32_MAX);
+		return LLMT_EXIT_IO;
+	}
+	hdr[2] = (int32_t)n;
+	return llmt_shard_write_raw(path, hdr, tok, w, n, err, errlen);
 }
 
 int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen)

@@ -34,6 +34,10 @@ int llmt_shard_read(const llmt_shard *s, uint64_t off, size_t n, uint32_t *out,
 	int vocab, char *err, size_t errlen);
 void llmt_shard_close(llmt_shard *s);
 
+/* Write a file of this header convention: the 256 x int32 header hdr,
+ * then n items of w bytes (tmp file + rename). 0 or LLMT_EXIT_IO with err. */
+int llmt_shard_write_raw(const char *path, const int32_t *hdr, const void *data, size_t w,
+	size_t n, char *err, size_t errlen);
 /* Write a version 1 shard (tmp file + rename). Returns 0 or LLMT_EXIT_IO with err. */
 int llmt_shard_write(const char *path, const uint16_t *tok, size_t n, char *err, size_t errlen);
 /* Write tokens of a vocabulary of `vocab` ids: version 1 while it fits

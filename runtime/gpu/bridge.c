@@ -79,8 +79,14 @@ static void b_destroy(llmt_model *m)
     free(b);
 }
 
+static int b_set_seg(llmt_model *m, int s, const int32_t *seg)
+{
+    return llmt_gmodel_set_seg(ctx(m)->g, s, seg);
+}
+
 static const struct llmt_devops ops = {
     b_forward, b_backward, b_sync_compute, b_zero_grad, b_fetch_grads, b_logits, b_destroy,
+    b_set_seg,
 };
 
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,

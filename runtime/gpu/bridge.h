@@ -25,6 +25,8 @@ struct llmt_devops {
     void (*fetch_grads)(llmt_model *m);
     const float *(*logits)(llmt_model *m, int s);
     void (*destroy)(llmt_model *m);
+    /* packed samples (model.h's llmt_model_set_seg); NULL: not supported */
+    int (*set_seg)(llmt_model *m, int s, const int32_t *seg);
 };
 
 /* Pure: does this process want the GPU backend? LLM_TRAIN_GPU (the local

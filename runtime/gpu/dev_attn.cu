@@ -6,11 +6,12 @@
 
 __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int T, int H,
                            int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
-                           float eps, const float *cos_t, const float *sin_t)
+                           float eps, const float *cos_t, const float *sin_t, const int32_t *pos)
 {
     GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
     int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
+    int rt = pos ? pos[m] : t; /* rotary row: the position in its sample */
     const float *row = qkv + (size_t)m * W;
     int isq = hh < H, g = hh - H;
     float val = i < hd ? row[(size_t)hh * hd + i] : 0.f;
@@ -34,10 +35,10 @@ __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
         return;
     float out;
     if (i < h2) {
-        float c = cos_t[(size_t)t * h2 + i], s = sin_t[(size_t)t * h2 + i];
+        float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
         out = sv[i] * c - sv[i + h2] * s;
     } else {
-        float c = cos_t[(size_t)t * h2 + i - h2], s = sin_t[(size_t)t * h2 + i - h2];
+        float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
         out = sv[i] * c + sv[i - h2] * s;
     }
     if (isq) {
@@ -57,20 +58,31 @@ extern "C" cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k
                                         const float *kw, float *qr, float *kr, float eps,
                                         const float *cos_t, const float *sin_t, cudaStream_t st)
 {
+    return gk_attn_prep_fwd_at(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t,
+                               NULL, st);
+}
+
+extern "C" cudaError_t gk_attn_prep_fwd_at(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
+                                           int B, int T, int H, int KV, int hd, const float *qw,
+                                           const float *kw, float *qr, float *kr, float eps,
+                                           const float *cos_t, const float *sin_t,
+                                           const int32_t *pos, cudaStream_t st)
+{
     dim3 g((unsigned)(B * T), (unsigned)(H + KV));
     GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t);
+        qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos);
     return GK_LAST_ERROR();
 }
 
 __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
                            const float *qkv, int T, int H, int KV, int hd, const float *qw,
                            const float *kw, const float *qr, const float *kr, float *contrib,
-                           const float *cos_t, const float *sin_t, int M)
+                           const float *cos_t, const float *sin_t, int M, const int32_t *pos)
 {
     GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
     int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
+    int rt = pos ? pos[m] : t;
     int isq = hh < H, g = hh - H;
     float gval = 0.f, gv = 0.f;
     if (i < hd) {
@@ -88,10 +100,10 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
     __syncthreads();
     if (i < hd) {
         if (i < h2) {
-            float c = cos_t[(size_t)t * h2 + i], s = sin_t[(size_t)t * h2 + i];
+            float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
             gval = sv[i] * c + sv[i + h2] * s;
         } else {
-            float c = cos_t[(size_t)t * h2 + i - h2], s = sin_t[(size_t)t * h2 + i - h2];
+            float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
             gval = sv[i] * c - sv[i - h2] * s;
         }
     }
@@ -122,10 +134,22 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
                                         float *contrib, float *part, const float *cos_t,
                                         const float *sin_t, cudaStream_t st)
 {
+    return gk_attn_prep_bwd_at(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw,
+                               contrib, part, cos_t, sin_t, NULL, st);
+}
+
+extern "C" cudaError_t gk_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv,
+                                           gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
+                                           int KV, int hd, const float *qw, const float *kw,
+                                           const float *qr, const float *kr, float *dqw,
+                                           float *dkw, float *contrib, float *part,
+                                           const float *cos_t, const float *sin_t,
+                                           const int32_t *pos, cudaStream_t st)
+{
     int M = B * T;
     dim3 g((unsigned)M, (unsigned)(H + KV));
     GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M);
+        dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos);
     if (qw) {
         gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
         gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
@@ -135,23 +159,27 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
 
 /* Rows of a query chunk: n x C rows of kc scores (stride kc); row r is
  * query r0 + r % C, which sees keys 0 .. r0 + r % C. The full square is
- * C = kc = T, r0 = 0. */
-__global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int C, int kc, int r0)
+ * C = kc = T, r0 = 0. Packed samples (lo != NULL: [B][T], the first token
+ * of each token's sample; matrix bh of n = B*H is sequence bh / H): keys
+ * lo .. r0 + r % C only, P 0 before lo (so the backward needs no lo). */
+__global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int C, int kc, int r0, int H, int T,
+                              const int32_t *lo)
 {
     size_t row = blockIdx.x;
     int i = r0 + (int)(row % (size_t)C);
+    int j0 = lo ? lo[(row / (size_t)C / (size_t)H) * (size_t)T + (size_t)i] : 0;
     const float *s = S + row * kc;
     float mx = -INFINITY;
-    for (int j = threadIdx.x; j <= i; j += blockDim.x)
+    for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
         mx = fmaxf(mx, s[j]);
     mx = block_max(mx);
     float sum = 0.f;
-    for (int j = threadIdx.x; j <= i; j += blockDim.x)
+    for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
         sum += expf(s[j] - mx);
     sum = block_sum(sum);
     float inv = 1.0f / sum;
     for (int j = threadIdx.x; j < kc; j += blockDim.x)
-        st_bf(P, row * kc + j, j <= i ? expf(s[j] - mx) * inv : 0.f);
+        st_bf(P, row * kc + j, j >= j0 && j <= i ? expf(s[j] - mx) * inv : 0.f);
 }
 
 static unsigned softmax_threads(int kc)
@@ -159,12 +187,19 @@ static unsigned softmax_threads(int kc)
     return gk_row_threads(kc) > 256 ? 256 : gk_row_threads(kc);
 }
 
+extern "C" cudaError_t gk_softmax_seg_chunk_fwd(const float *S, gk_bf16 *P, int n, int C,
+                                                int kc, int r0, int H, int T, const int32_t *lo,
+                                                cudaStream_t st)
+{
+    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(
+        S, P, C, kc, r0, H, T, lo);
+    return GK_LAST_ERROR();
+}
+
 extern "C" cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc,
                                             int r0, cudaStream_t st)
 {
-    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(S, P, C, kc,
-                                                                                  r0);
-    return GK_LAST_ERROR();
+    return gk_softmax_seg_chunk_fwd(S, P, n, C, kc, r0, 1, 1, NULL, st);
 }
 
 extern "C" cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T,

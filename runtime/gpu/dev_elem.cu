@@ -88,6 +88,13 @@ __global__ void k_xent(const float *logits, const int32_t *tgt, gk_bf16 *dlog, f
 {
     size_t m = blockIdx.x;
     const float *l = logits + m * V;
+    if (tgt[m] < 0) { /* not trained on: no loss, no gradient (uniform per block) */
+        if (threadIdx.x == 0)
+            loss[m] = 0.f;
+        for (int j = threadIdx.x; j < V; j += blockDim.x)
+            st_bf(dlog, m * V + j, 0.f);
+        return;
+    }
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < V; j += blockDim.x)
         mx = fmaxf(mx, l[j]);

@@ -34,6 +34,11 @@ cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *
                              int H, int KV, int hd, const float *qw, const float *kw, float *qr,
                              float *kr, float eps, const float *cos_t, const float *sin_t,
                              cudaStream_t st);
+/* packed samples: token m takes rotary row pos[m] (device [B*T]; NULL: t) */
+cudaError_t gk_attn_prep_fwd_at(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
+                                int T, int H, int KV, int hd, const float *qw, const float *kw,
+                                float *qr, float *kr, float eps, const float *cos_t,
+                                const float *sin_t, const int32_t *pos, cudaStream_t st);
 /* as k_attn_prep_bwd; with QK-norm, contrib is a scratch of M*(H+KV)*hd
  * floats and part one of GK_COLSUM_MAX*hd floats */
 cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
@@ -41,6 +46,12 @@ cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, 
                              const float *qw, const float *kw, const float *qr, const float *kr,
                              float *dqw, float *dkw, float *contrib, float *part,
                              const float *cos_t, const float *sin_t, cudaStream_t st);
+cudaError_t gk_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
+                                const float *qkv, int B, int T, int H, int KV, int hd,
+                                const float *qw, const float *kw, const float *qr,
+                                const float *kr, float *dqw, float *dkw, float *contrib,
+                                float *part, const float *cos_t, const float *sin_t,
+                                const int32_t *pos, cudaStream_t st);
 
 cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T, cudaStream_t st);
 cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int T,
@@ -49,6 +60,9 @@ cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS
  * keys they can see (host_plan.h: gattn_chunk): n x C rows of stride kc. */
 cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc, int r0,
                                  cudaStream_t st);
+/* packed samples: as k_softmax_seg_fwd, lo device [B][T], n = B*H */
+cudaError_t gk_softmax_seg_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc, int r0,
+                                     int H, int T, const int32_t *lo, cudaStream_t st);
 cudaError_t gk_softmax_chunk_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int C,
                                  int kc, int r0, cudaStream_t st);
 cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int H, int hd,
@@ -68,7 +82,8 @@ cudaError_t gk_embed_bwd(float *dE, const int32_t *uniq, const int32_t *start,
                          const int32_t *pos, int nuniq, const float *dx, int d, cudaStream_t st);
 
 /* per row m: loss[m] = lse - l[tgt] + z*lse^2; dlogits (bf16) =
- * d(mean over M)/d logits. The caller sums loss[] in order. */
+ * d(sum over M / M)/d logits. The caller sums loss[] in order. A target
+ * < 0 (not trained on): loss[m] = 0 and a zero dlogits row. */
 cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_bf16 *dlogits, float *loss,
                         int M, int V, float z, cudaStream_t st);
 

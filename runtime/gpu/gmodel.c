@@ -120,6 +120,8 @@ static int alloc_dev(llmt_gmodel *g)
             A(a->gu, M * 2 * Fl * es);
             A(a->a, M * Fl * es);
         }
+        A(sl->pos, M * 4);
+        A(sl->lo, M * 4);
         if (h->first) {
             A(sl->tok, M * 4);
             A(sl->eu, M * 4);

@@ -54,6 +54,8 @@ int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const floa
                         const int32_t *targets, float *act_out, float *loss_out);
 int llmt_gmodel_backward(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
                          float grad_scale);
+/* As llmt_model_set_seg. 0 or -1. */
+int llmt_gmodel_set_seg(llmt_gmodel *g, int s, const int32_t *seg);
 /* Logits of the last forward (last stage) into host memory (M*V). */
 int llmt_gmodel_logits(llmt_gmodel *g, float *out);
 

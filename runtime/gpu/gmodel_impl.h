@@ -23,6 +23,8 @@ struct gslot {
     float **xs;
     struct glayer_act *la;
     int32_t *tok, *tgt;           /* device */
+    int32_t *pos, *lo;            /* packed samples: rotary row, first key [M] (device) */
+    int packed;                   /* pos and lo apply (llmt_gmodel_set_seg) */
     int32_t *eu, *es, *ep;        /* embedding backward plan (device) */
     int neu;
     gk_bf16 *xf, *dlog;

@@ -37,7 +37,8 @@ static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, f
  * blocks above the diagonal are neither computed nor stored. Scores S and
  * their gradient dP are fp32 scratch of one chunk; P (bf16) is kept per
  * layer, chunk after chunk. q, k, v, O are head-major [BH][T][hd]. */
-static int attn_fwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd)
+static int attn_fwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd,
+                    const int32_t *lo)
 {
     int C = g->attn_chunk;
     long long sT = (long long)T * hd;
@@ -48,7 +49,7 @@ static int attn_fwd(llmt_gmodel *g, struct glayer_act *a, int BH, int T, int hd)
         if (gmm_ld(g->mm, BH, C, kc, hd, a->q + (size_t)r0 * hd, hd, sT, 0, a->k, hd, sT, 1, BF,
                    g->S, kc, sP, F32, 1.0f / sqrtf((float)hd), 0))
             return -1;
-        CK(gk_softmax_chunk_fwd(g->S, P, BH, C, kc, r0, g->st), "softmax");
+        CK(gk_softmax_seg_chunk_fwd(g->S, P, BH, C, kc, r0, g->h->Hl, T, lo, g->st), "softmax");
         if (gmm_ld(g->mm, BH, C, hd, kc, P, kc, sP, 0, a->v, hd, sT, 0, BF,
                    g->O + (size_t)r0 * hd, hd, sT, BF, 1.0f, 0))
             return -1;
@@ -115,11 +116,11 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
     if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
         return -1;
-    CK(gk_attn_prep_fwd(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
-                        c->qk_norm ? g->master + lo->qn : NULL,
-                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
-                        g->sin_t, st), "attention prep");
-    if (attn_fwd(g, a, BH, T, hd))
+    CK(gk_attn_prep_fwd_at(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
+                           c->qk_norm ? g->master + lo->qn : NULL,
+                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
+                           g->sin_t, sl->packed ? sl->pos : NULL, st), "attention prep");
+    if (attn_fwd(g, a, BH, T, hd, sl->packed ? sl->lo : NULL))
         return -1;
     CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
     if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd) || tp_sum(g, g->y, Md))
@@ -137,6 +138,38 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     CK(cudaMemcpyAsync(xo, a->x_mid, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
     CK(gk_add(xo, g->y, Md, st), "add");
     return 0;
+}
+
+/* packed samples of slot s (model.h's llmt_model_set_seg): each token's
+ * rotary row and first key, computed here, uploaded for the slot */
+int llmt_gmodel_set_seg(llmt_gmodel *g, int s, const int32_t *seg)
+{
+    struct gslot *sl = &g->slots[s];
+    int B = g->h->B, T = g->h->T, M = B * T;
+    sl->packed = seg != NULL;
+    if (!seg)
+        return 0;
+    int32_t *pl = malloc(sizeof(int32_t) * 2 * (size_t)M);
+    if (!pl)
+        return -1;
+    for (int b = 0; b < B; b++)
+        for (int t = 0, start = 0; t < T; t++) {
+            int i = b * T + t;
+            if (t > 0 && seg[i] != seg[i - 1])
+                start = t;
+            pl[i] = t - start;
+            pl[M + i] = start;
+        }
+    cudaError_t e = cudaMemcpyAsync(sl->pos, pl, sizeof(int32_t) * (size_t)M,
+                                    cudaMemcpyHostToDevice, g->st);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(sl->lo, pl + M, sizeof(int32_t) * (size_t)M, cudaMemcpyHostToDevice,
+                            g->st);
+    int rc = e == cudaSuccess ? llmt_gmodel_sync(g) : -1; /* pl is read before it is freed */
+    if (e != cudaSuccess)
+        fprintf(stderr, "llm-train: GPU: sample boundaries: %s\n", cudaGetErrorString(e));
+    free(pl);
+    return rc;
 }
 
 int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const float *act_in,
@@ -183,7 +216,7 @@ int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const floa
     /* a target outside the vocabulary would be an out-of-bounds read in
      * the cross-entropy kernel: on a device, a dead context */
     for (int m = 0; m < M; m++)
-        if (targets[m] < 0 || targets[m] >= h->c.vocab_size) {
+        if (targets[m] < -1 || targets[m] >= h->c.vocab_size) { /* -1: not trained on */
             fprintf(stderr, "llm-train: target %d (row %d) is outside the vocabulary of %d\n",
                     (int)targets[m], m, h->c.vocab_size);
             return -1;
@@ -272,11 +305,12 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *dkw = g->qkn_g ? g->qkn_g + hd : g->grads + lo->kn;
     if (g->qkn_g)
         CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
-    CK(gk_attn_prep_bwd(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
-                        c->qk_norm ? g->master + lo->qn : NULL,
-                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
-                        c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
-                        g->cos_t, g->sin_t, st), "attention prep backward");
+    CK(gk_attn_prep_bwd_at(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
+                           c->qk_norm ? g->master + lo->qn : NULL,
+                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
+                           c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
+                           g->cos_t, g->sin_t, sl->packed ? sl->pos : NULL, st),
+       "attention prep backward");
     if (g->qkn_g) {
         if (tp_sum(g, g->qkn_g, 2 * (size_t)hd))
             return -1;

@@ -82,10 +82,12 @@ static void zero_bf16(bf16 *p, int from, int to)
         memset(p + from, 0, sizeof(bf16) * (size_t)(to - from));
 }
 
-/* p[0..len) = softmax(s[0..len)) (s overwritten with the exponentials),
- * zeros in p[len..zend) */
-static void softmax_row(float *s, int len, bf16 *p, int zend)
+/* p[lo..len) = softmax(s[lo..len)) (s overwritten with the exponentials),
+ * zeros in p[0..lo) (keys of an earlier sample) and p[len..zend) */
+static void softmax_row(float *s, int lo, int len, bf16 *p, int zend)
 {
+    zero_bf16(p, 0, lo);
+    s += lo, p += lo, len -= lo, zend -= lo;
     __m512 vm = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
     for (int j = 0; j < len; j += 16) {
         __mmask16 k = tailmask((size_t)(len - j));
@@ -109,6 +111,12 @@ static void softmax_row(float *s, int len, bf16 *p, int zend)
 void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
               int B, int H, int T, int hd, float scale)
 {
+    attn_fwd_seg(w, q, k, v, P, att, NULL, B, H, T, hd, scale);
+}
+
+void attn_fwd_seg(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
+                  const int32_t *lo, int B, int H, int T, int hd, float scale)
+{
     int BH = B * H, Tp = w->Tp, hp = hd / 2, nb = Tp / QB;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(w->nt)
     for (int bh = 0; bh < BH; bh++) {
@@ -130,7 +138,8 @@ void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, 
             s.nhi = q0;
             tile_mm(&s);
             for (int r = 0; r < mq; r++)
-                softmax_row(x.tile + (size_t)r * Tp, q0 + r + 1, Pi + (size_t)r * Tp, zend);
+                softmax_row(x.tile + (size_t)r * Tp, lo ? lo[(size_t)b * T + q0 + r] : 0,
+                            q0 + r + 1, Pi + (size_t)r * Tp, zend);
             tile_args o = targs(mq, hd, zend / 2, Pi, Tp / 2, 1, x.kp, hd, x.tile, hd, 1.0f);
             o.khi = q0;
             tile_mm(&o);

@@ -32,6 +32,12 @@ static void softmax_bwd_row(const bf16 *p, const float *dp, int len, bf16 *ds, i
         memset(ds + len, 0, sizeof(bf16) * (size_t)(zend - len));
 }
 
+/* offset of token m's (position t's) rotary row in the tables */
+static inline size_t rot_row(const attn_prep_grad *pg, size_t m, int t, int hp)
+{
+    return (size_t)(pg->pos ? pg->pos[m] : t) * (size_t)hp;
+}
+
 struct bctx { /* what every work item reads */
     const bf16 *q, *P, *datt;
     bf16 *dS;
@@ -75,8 +81,8 @@ static void head_bwd(const struct bctx *c, struct slice *x, int b, int h, float 
             size_t m = (size_t)b * T + t;
             float *gq = x->tile + (size_t)r * hd;
             k_head_bwd(gq, pg->qkv ? pg->qkv + m * W + (size_t)h * hd : NULL, hd, pg->qw,
-                       pg->qw ? pg->qr[m * H + h] : 0.f, pq, pg->cos_t + (size_t)t * hp,
-                       pg->sin_t + (size_t)t * hp);
+                       pg->qw ? pg->qr[m * H + h] : 0.f, pq, pg->cos_t + rot_row(pg, m, t, hp),
+                       pg->sin_t + rot_row(pg, m, t, hp));
             f32_to_bf16_n(pg->dqkv + m * W + (size_t)h * hd, gq, (size_t)hd);
         }
     }
@@ -124,8 +130,8 @@ void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf1
             size_t m = (size_t)b * T + t, o = m * W + (size_t)(H + kvh) * hd;
             float *gk = x.dkg + (size_t)t * hd;
             k_head_bwd(gk, pg->qkv ? pg->qkv + o : NULL, hd, pg->kw,
-                       pg->kw ? pg->kr[m * KV + kvh] : 0.f, pk, pg->cos_t + (size_t)t * hp,
-                       pg->sin_t + (size_t)t * hp);
+                       pg->kw ? pg->kr[m * KV + kvh] : 0.f, pk, pg->cos_t + rot_row(pg, m, t, hp),
+                       pg->sin_t + rot_row(pg, m, t, hp));
             f32_to_bf16_n(pg->dqkv + o, gk, (size_t)hd);
             f32_to_bf16_n(pg->dqkv + o + (size_t)KV * hd, x.dvg + (size_t)t * hd, (size_t)hd);
         }

@@ -21,10 +21,10 @@ int llmt_cpu_check(void);
 #define k_add_rmsnorm_fwd k_add_rmsnorm_fwd_avx512
 #define k_rmsnorm_bwd k_rmsnorm_bwd_avx512
 #define k_rmsnorm_bwd_act k_rmsnorm_bwd_act_avx512
-#define k_attn_prep_fwd k_attn_prep_fwd_avx512
+#define k_attn_prep_fwd_at k_attn_prep_fwd_at_avx512
 #define k_head_bwd k_head_bwd_avx512
-#define k_attn_prep_bwd k_attn_prep_bwd_avx512
-#define k_softmax_causal_fwd k_softmax_causal_fwd_avx512
+#define k_attn_prep_bwd_at k_attn_prep_bwd_at_avx512
+#define k_softmax_seg_fwd k_softmax_seg_fwd_avx512
 #define k_softmax_causal_bwd k_softmax_causal_bwd_avx512
 #define k_tokens_to_heads k_tokens_to_heads_avx512
 #define k_swiglu_fwd k_swiglu_fwd_avx512

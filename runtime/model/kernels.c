@@ -188,12 +188,12 @@ static void head_fwd(float *v, int hd, const float *w, float *rs, float eps, con
 #endif
 }
 
-void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
-                     int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
-                     const float *cos_t, const float *sin_t, int bf)
+void k_attn_prep_fwd_at(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
+                        int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
+                        const float *cos_t, const float *sin_t, const int32_t *pos, int bf)
 {
-    LLMT_AVX512_FORWARD(bf, k_attn_prep_fwd,
-                        (qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, bf));
+    LLMT_AVX512_FORWARD(bf, k_attn_prep_fwd_at,
+                        (qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos, bf));
     int W = (H + 2 * KV) * hd, G = H / KV;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
@@ -201,7 +201,8 @@ void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, 
             float tmp[1024];
             size_t m = (size_t)b * T + t;
             const float *row = qkv + m * W;
-            const float *c = cos_t + (size_t)t * (hd / 2), *s = sin_t + (size_t)t * (hd / 2);
+            size_t r = (size_t)(pos ? pos[m] : t) * (hd / 2);
+            const float *c = cos_t + r, *s = sin_t + r;
             for (int h = 0; h < H; h++) {
                 memcpy(tmp, row + (size_t)h * hd, sizeof(float) * hd);
                 head_fwd(tmp, hd, qw, qr ? &qr[m * H + h] : NULL, eps, c, s);
@@ -287,13 +288,13 @@ static void group_sum(float *g, const float *src, size_t stride, int G, int n)
 #endif
 }
 
-void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dqkv,
-                     const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
-                     const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
-                     const float *cos_t, const float *sin_t, int bf)
+void k_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv, void *dqkv,
+                        const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
+                        const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
+                        const float *cos_t, const float *sin_t, const int32_t *pos, int bf)
 {
-    LLMT_AVX512_FORWARD(bf, k_attn_prep_bwd, (dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr,
-                                              kr, dqw, dkw, cos_t, sin_t, bf));
+    LLMT_AVX512_FORWARD(bf, k_attn_prep_bwd_at, (dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw,
+                                                 qr, kr, dqw, dkw, cos_t, sin_t, pos, bf));
     int W = (H + 2 * KV) * hd, G = H / KV;
     int nt = omp_get_max_threads();
     float *part = qw ? calloc((size_t)nt * 2 * hd, sizeof *part) : NULL;
@@ -308,7 +309,8 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                 float g[1024], gv[1024];
                 size_t m = (size_t)b * T + t;
                 const float *row = qkv ? qkv + m * W : NULL;
-                const float *c = cos_t + (size_t)t * (hd / 2), *s = sin_t + (size_t)t * (hd / 2);
+                size_t r = (size_t)(pos ? pos[m] : t) * (hd / 2);
+                const float *c = cos_t + r, *s = sin_t + r;
                 for (int h = 0; h < H; h++) {
                     memcpy(g, dq + (((size_t)b * H + h) * T + t) * hd, sizeof(float) * hd);
                     k_head_bwd(g, row ? row + (size_t)h * hd : NULL, hd, qn ? qw : NULL,
@@ -336,27 +338,28 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
     free(part);
 }
 
-void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
+void k_softmax_seg_fwd(const float *S, void *P, int n, int T, int H, const int32_t *lo, int bf)
 {
-    LLMT_AVX512_FORWARD(bf, k_softmax_causal_fwd, (S, P, n, T, bf));
+    LLMT_AVX512_FORWARD(bf, k_softmax_seg_fwd, (S, P, n, T, H, lo, bf));
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < n; b++)
         for (int i = 0; i < T; i++) {
             size_t o = ((size_t)b * T + i) * T;
             const float *s = S + o;
-            int len = i + 1;
+            int len = i + 1, j0 = lo ? lo[(size_t)(b / H) * T + i] : 0;
 #ifdef LLMT_SIMD
             float e[4096];
             __m512 vm = _mm512_set1_ps(-INFINITY);
-            for (int j = 0; j < len; j += 16)
+            for (int j = j0; j < len; j += 16)
                 vm = _mm512_mask_max_ps(vm, tailmask((size_t)(len - j)), vm, _mm512_loadu_ps(s + j));
             __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), sum = _mm512_setzero_ps();
-            for (int j = 0; j < len; j += 16) {
+            for (int j = j0; j < len; j += 16) {
                 __mmask16 k = tailmask((size_t)(len - j));
                 __m512 v = _mm512_maskz_mov_ps(k, v_exp(_mm512_sub_ps(ld_ps(k, s + j), mx)));
                 _mm512_storeu_ps(e + j, v);
                 sum = _mm512_add_ps(sum, v);
             }
+            memset(e, 0, sizeof(float) * (size_t)j0); /* keys of earlier samples */
             __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
             for (int j = 0; j < T; j += 16) {
                 __mmask16 k = tailmask((size_t)(T - j));
@@ -367,12 +370,12 @@ void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
             }
 #else
             float mx = -INFINITY;
-            for (int j = 0; j < len; j++)
+            for (int j = j0; j < len; j++)
                 mx = s[j] > mx ? s[j] : mx;
             float sum = 0.f;
             float e[4096];
             for (int j = 0; j < len; j++) {
-                e[j] = expf(s[j] - mx);
+                e[j] = j < j0 ? 0.f : expf(s[j] - mx);
                 sum += e[j];
             }
             float inv = 1.0f / sum;
@@ -417,6 +420,27 @@ void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T
 }
 
 #ifndef LLMT_ISA_AVX512 /* no AVX-512 code: one copy */
+void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
+                     int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
+                     const float *cos_t, const float *sin_t, int bf)
+{
+    k_attn_prep_fwd_at(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, NULL, bf);
+}
+
+void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dqkv,
+                     const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
+                     const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
+                     const float *cos_t, const float *sin_t, int bf)
+{
+    k_attn_prep_bwd_at(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw, cos_t,
+                       sin_t, NULL, bf);
+}
+
+void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf)
+{
+    k_softmax_seg_fwd(S, P, n, T, 1, NULL, bf);
+}
+
 void k_heads_to_tokens(const void *o, void *att, int B, int T, int H, int hd, int bf)
 {
     size_t es = bf ? 2 : 4;
@@ -526,6 +550,11 @@ double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M,
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (int m = 0; m < M; m++) {
         const float *l = logits + (size_t)m * V;
+        if (tgt[m] < 0) { /* not trained on (doc/contracts.md): no loss, no gradient */
+            for (int j = 0; j < V; j++)
+                act_st(dlogits, (size_t)m * V + j, 0.f, bf);
+            continue;
+        }
         float mx = -INFINITY;
         for (int j = 0; j < V; j++)
             mx = l[j] > mx ? l[j] : mx;

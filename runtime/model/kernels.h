@@ -46,6 +46,11 @@ void k_rmsnorm_bwd_act(const float *x, const float *w, const float *rstd, const 
 void k_attn_prep_fwd(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
                      int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
                      const float *cos_t, const float *sin_t, int bf);
+/* The same with packed samples (doc/contracts.md): token m = b*T + t
+ * takes rotary row pos[m], its position in its sample (NULL: t). */
+void k_attn_prep_fwd_at(const float *qkv, void *q, void *k, void *v, int B, int T, int H, int KV,
+                        int hd, const float *qw, const float *kw, float *qr, float *kr, float eps,
+                        const float *cos_t, const float *sin_t, const int32_t *pos, int bf);
 /* Backward of k_attn_prep_fwd: dq, dk, dv fp32 head-major [B][H][T][hd]
  * (dk/dv summed over each group), writes dqkv act [B*T][(H+2KV)*hd] and
  * accumulates dqw, dkw (QK-norm weights) when qw != NULL. */
@@ -53,6 +58,10 @@ void k_attn_prep_bwd(const float *dq, const float *dk, const float *dv, void *dq
                      const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
                      const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
                      const float *cos_t, const float *sin_t, int bf);
+void k_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv, void *dqkv,
+                        const float *qkv, int B, int T, int H, int KV, int hd, const float *qw,
+                        const float *kw, const float *qr, const float *kr, float *dqw, float *dkw,
+                        const float *cos_t, const float *sin_t, const int32_t *pos, int bf);
 
 /* Backward of the QK-norm + rotary of one head vector of token t:
  * g[hd] = dL/d(prepared head) in, dL/d(raw projection) out; x: the raw
@@ -64,6 +73,10 @@ void k_head_bwd(float *g, const float *x, int hd, const float *w, float r, float
 /* Causal softmax over rows of S [n][T][T] fp32 -> P act (0 above the
  * diagonal). */
 void k_softmax_causal_fwd(const float *S, void *P, int n, int T, int bf);
+/* The same within samples: row i of matrix b (of n = B*H, sequence b/H)
+ * takes keys lo[(b/H)*T + i] .. i only (lo NULL: 0 .. i); P is 0 elsewhere,
+ * so k_softmax_causal_bwd gives 0 there too. */
+void k_softmax_seg_fwd(const float *S, void *P, int n, int T, int H, const int32_t *lo, int bf);
 /* dS = P * (dP - rowsum(P * dP)), causal part only, zeros above. */
 void k_softmax_causal_bwd(const void *P, const float *dP, void *dS, int n, int T, int bf);
 
@@ -80,8 +93,10 @@ void k_embed_fwd(const float *E, const int32_t *tok, float *x, int M, int d);
 /* dE[tok[m]] += dx[m] (deterministic: each thread owns a column range). */
 void k_embed_bwd(float *dE, const int32_t *tok, const float *dx, int M, int d);
 
-/* Cross-entropy of logits [M][V] fp32 against targets; returns mean over M
- * of (CE + z * lse^2); writes dlogits (act) = d(mean loss)/d logits. */
+/* Cross-entropy of logits [M][V] fp32 against targets; returns the sum
+ * over M of (CE + z * lse^2) divided by M; writes dlogits (act) = its
+ * derivative. A target < 0 (ignore_index) adds nothing: no loss, a zero
+ * gradient row (the caller scales by the trained-token count). */
 double k_xent_fwd(const float *logits, const int32_t *tgt, void *dlogits, int M, int V,
                   float z, int bf);
 
@@ -95,9 +110,9 @@ void k_to_act(const float *src, void *dst, size_t n, int bf);
 extern __typeof__(k_rmsnorm_fwd) k_rmsnorm_fwd_avx512;
 extern __typeof__(k_add_rmsnorm_fwd) k_add_rmsnorm_fwd_avx512;
 extern __typeof__(k_rmsnorm_bwd_act) k_rmsnorm_bwd_act_avx512;
-extern __typeof__(k_attn_prep_fwd) k_attn_prep_fwd_avx512;
-extern __typeof__(k_attn_prep_bwd) k_attn_prep_bwd_avx512;
-extern __typeof__(k_softmax_causal_fwd) k_softmax_causal_fwd_avx512;
+extern __typeof__(k_attn_prep_fwd_at) k_attn_prep_fwd_at_avx512;
+extern __typeof__(k_attn_prep_bwd_at) k_attn_prep_bwd_at_avx512;
+extern __typeof__(k_softmax_seg_fwd) k_softmax_seg_fwd_avx512;
 extern __typeof__(k_softmax_causal_bwd) k_softmax_causal_bwd_avx512;
 extern __typeof__(k_tokens_to_heads) k_tokens_to_heads_avx512;
 extern __typeof__(k_swiglu_fwd) k_swiglu_fwd_avx512;

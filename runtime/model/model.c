@@ -350,6 +350,8 @@ static int alloc_acts(llmt_model *m)
         }
         if (m->first)
             A(sl->tokens, M * 4);
+        A(sl->pos, M * 4);
+        A(sl->lo, M * 4);
         if (m->last) {
             A(sl->xf, M * d * es);
             A(sl->rstdf, M * 4);

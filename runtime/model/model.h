@@ -121,12 +121,22 @@ const llmt_config *llmt_model_config(const llmt_model *m);
 
 /* Forward one micro-batch in slot s (activations kept for backward).
  * First stage reads tokens (B*T int32 in [0,vocab)), other stages act_in
- * (B*T*d fp32). Last stage reads targets (B*T int32) and writes *loss_out =
- * mean over B*T of cross-entropy + z_loss * logsumexp^2; other stages write
+ * (B*T*d fp32). Last stage reads targets (B*T int32; -1: not trained on)
+ * and writes *loss_out = the sum over the trained tokens of cross-entropy +
+ * z_loss * logsumexp^2, divided by B*T (the mean when all are trained;
+ * backward's grad_scale rescales); other stages write
  * act_out (B*T*d fp32). Returns 0, or -1 on a communication failure. */
 int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens,
                        const float *act_in, const int32_t *targets,
                        float *act_out, float *loss_out);
+
+/* Packed samples (doc/contracts.md) for the micro-batch the next forward
+ * in slot s runs, and its backward: seg[b*T + t] is the sample of token t
+ * of sequence b, in runs (a sample's tokens are consecutive); NULL: each
+ * sequence is one sample. A token attends only to the earlier tokens of
+ * its run, and its rotary position restarts at 0 with each run. Every
+ * stage needs it. 0, or -1 with a message when the backend lacks it. */
+int llmt_model_set_seg(llmt_model *m, int s, const int32_t *seg);
 
 /* Backward of the micro-batch in slot s, ACCUMULATING into the gradient
  * buffer. Last stage: the gradient of its loss is grad_scale (e.g.

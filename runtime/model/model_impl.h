@@ -24,6 +24,9 @@ struct slot {
     float **xs;            /* nl+1 residual streams fp32 [M][d] */
     struct layer_act *la;  /* nl */
     int32_t *tokens;       /* first stage */
+    int32_t *pos, *lo;     /* packed samples (llmt_model_set_seg): rotary row and
+                            * first key of each token [M] */
+    int packed;            /* pos and lo apply (else one sample per sequence) */
     void *xf;              /* final normed act [M][d] (last stage) */
     float *rstdf;
     void *dlog;            /* d(mean loss)/d logits act [M][V] (last stage) */

@@ -3,6 +3,7 @@
  * causal attention via attn.h in bf16 (else oneDNN on the full square),
  * the rest via kernels.c, TP all-reduces via comm.h. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "attn.h"
 #include "kernels.h"
@@ -11,6 +12,9 @@
 #include "gpu/bridge.h"
 
 #define DT(m) ((m)->bf ? LLMT_DT_BF16 : LLMT_DT_F32)
+/* a slot's packed-sample tables, NULL when it holds whole sequences */
+#define POS(sl) ((sl)->packed ? (const int32_t *)(sl)->pos : NULL)
+#define LO(sl) ((sl)->packed ? (const int32_t *)(sl)->lo : NULL)
 
 /* compute-precision view of the weights at flat offset off */
 static const void *cw(const llmt_model *m, size_t off)
@@ -42,16 +46,50 @@ static int tp_sum(llmt_model *m, float *buf, size_t n)
 
 /* attention on the full T x T square through oneDNN batched products (fp32,
  * or bf16 where attn.h's blocked kernel does not apply): att from q, k, v */
-static int attn_fwd_full(llmt_model *m, struct layer_act *a)
+static int attn_fwd_full(llmt_model *m, struct slot *sl, struct layer_act *a)
 {
     int hd = m->hd, BH = m->B * m->Hl, T = m->T, bf = m->bf;
     if (llmt_mm(BH, T, T, hd, a->q, 0, a->k, 1, DT(m), m->S, LLMT_DT_F32,
                 1.0f / sqrtf((float)hd), 0))
         return -1;
-    k_softmax_causal_fwd(m->S, a->P, BH, T, bf);
+    k_softmax_seg_fwd(m->S, a->P, BH, T, m->Hl, LO(sl), bf);
     if (llmt_mm(BH, T, hd, T, a->P, 0, a->v, 0, DT(m), m->O, DT(m), 1.0f, 0))
         return -1;
     k_heads_to_tokens(m->O, a->att, m->B, T, m->Hl, hd, bf);
+    return 0;
+}
+
+/* the forward attention of slot sl: blocked (attn.h) or on the full square */
+static int attn_run_fwd(llmt_model *m, struct slot *sl, struct layer_act *a)
+{
+    if (!m->aw)
+        return attn_fwd_full(m, sl, a);
+    attn_fwd_seg(m->aw, a->q, a->k, a->v, a->P, a->att, LO(sl), m->B, m->Hl, m->T, m->hd,
+                 1.0f / sqrtf((float)m->hd));
+    return 0;
+}
+
+int llmt_model_set_seg(llmt_model *m, int s, const int32_t *seg)
+{
+    if (m->dev) {
+        if (m->dev->set_seg)
+            return m->dev->set_seg(m, s, seg);
+        if (!seg)
+            return 0;
+        fprintf(stderr, "llm-train: packed samples (a loss mask with sample boundaries) are not "
+                        "supported by this device backend\n");
+        return -1;
+    }
+    struct slot *sl = &m->slots[s];
+    sl->packed = seg != NULL;
+    for (int b = 0; seg && b < m->B; b++)
+        for (int t = 0, start = 0; t < m->T; t++) {
+            size_t i = (size_t)b * m->T + t;
+            if (t > 0 && seg[i] != seg[i - 1])
+                start = t;
+            sl->lo[i] = start;
+            sl->pos[i] = t - start;
+        }
     return 0;
 }
 
@@ -85,13 +123,11 @@ static int layer_fwd(llmt_model *m, struct slot *sl, int l)
     float *qkv = c->qk_norm ? a->qkv : m->qkv_s;
     if (lin_fwd(m, a->h1, lo->qkv, qkv, LLMT_DT_F32, M, m->Wq, d))
         return -1;
-    k_attn_prep_fwd(qkv, a->q, a->k, a->v, m->B, T, m->Hl, m->KVl, hd,
-                    c->qk_norm ? m->master + lo->qn : NULL, c->qk_norm ? m->master + lo->kn : NULL,
-                    a->qr, a->kr, eps, m->cos_t, m->sin_t, bf);
-    if (m->aw)
-        attn_fwd(m->aw, a->q, a->k, a->v, a->P, a->att, m->B, m->Hl, T, hd,
-                 1.0f / sqrtf((float)hd));
-    else if (attn_fwd_full(m, a))
+    k_attn_prep_fwd_at(qkv, a->q, a->k, a->v, m->B, T, m->Hl, m->KVl, hd,
+                       c->qk_norm ? m->master + lo->qn : NULL,
+                       c->qk_norm ? m->master + lo->kn : NULL, a->qr, a->kr, eps, m->cos_t,
+                       m->sin_t, POS(sl), bf);
+    if (attn_run_fwd(m, sl, a))
         return -1;
     if (lin_fwd(m, a->att, lo->o, m->y, LLMT_DT_F32, M, d, m->Hl * hd) || tp_sum(m, m->y, Md))
         return -1;
@@ -160,13 +196,8 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 
     /* ATTN recomputation: the softmax probabilities again, by the forward's
      * own kernels on the kept q, k, v (att is rewritten with the same values) */
-    if (m->recompute == LLMT_RECOMPUTE_ATTN) {
-        if (m->aw)
-            attn_fwd(m->aw, a->q, a->k, a->v, a->P, a->att, m->B, m->Hl, T, hd,
-                     1.0f / sqrtf((float)hd));
-        else if (attn_fwd_full(m, a))
-            return -1;
-    }
+    if (m->recompute == LLMT_RECOMPUTE_ATTN && attn_run_fwd(m, sl, a))
+        return -1;
     /* attention: dx is now dL/d(x_mid), and dyact too */
     if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, m->aw ? LLMT_DT_BF16 : LLMT_DT_F32, M, d,
                 Hh, 1.0f))
@@ -181,15 +212,16 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
     const float *kw = c->qk_norm ? m->master + lo->kn : NULL;
     if (m->aw) { /* blocked attention, the prep backward fused in */
         attn_prep_grad pg = { m->KVl, m->cos_t, m->sin_t, a->qkv, qw, kw, a->qr, a->kr,
-                              c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL, m->dqkv };
+                              c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL, m->dqkv,
+                              POS(sl) };
         attn_bwd(m->aw, a->q, a->k, a->v, a->P, m->datt, m->dS, &pg, m->B, m->Hl, T, hd,
                  1.0f / sqrtf((float)hd));
     } else {
         if (attn_bwd_full(m, a))
             return -1;
-        k_attn_prep_bwd(m->dq, m->dk, m->dv, m->dqkv, a->qkv, m->B, T, m->Hl, m->KVl, hd, qw, kw,
-                        a->qr, a->kr, c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL,
-                        m->cos_t, m->sin_t, bf);
+        k_attn_prep_bwd_at(m->dq, m->dk, m->dv, m->dqkv, a->qkv, m->B, T, m->Hl, m->KVl, hd, qw,
+                           kw, a->qr, a->kr, c->qk_norm ? qkg : NULL,
+                           c->qk_norm ? qkg + hd : NULL, m->cos_t, m->sin_t, POS(sl), bf);
     }
     if (c->qk_norm && m->par.tp > 1) {
         if (tp_sum(m, qkg, 2 * (size_t)hd))

@@ -4,6 +4,7 @@
  * stages receive first; adjacent stages differ in parity, so a pair never
  * waits on itself, and the per-pair op sequences match one to one. */
 #include "pipeline.h"
+#include "llmt/exitcodes.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ int llmt_pipeline_init(llmt_pipeline *p, llmt_model *m, llmt_comm *pp_comm, int 
 	p->act_in = calloc((size_t)p->nslots, sizeof(float *));
 	p->tokens = malloc(sizeof(int32_t) * p->ntok);
 	p->targets = malloc(sizeof(int32_t) * p->ntok);
-	if (!p->act_in || !p->tokens || !p->targets)
+	p->seg = malloc(sizeof(int32_t) * p->ntok);
+	if (!p->act_in || !p->tokens || !p->targets || !p->seg)
 		goto oom;
 	if (p->pp > 1) {
 		for (int i = 0; i < p->nslots; i++)
@@ -84,6 +86,7 @@ void llmt_pipeline_free(llmt_pipeline *p)
 	free(p->grad_in);
 	free(p->tokens);
 	free(p->targets);
+	free(p->seg);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -124,11 +127,13 @@ static int forward(llmt_pipeline *p, llmt_fetch_fn fetch, void *ctx, int micro, 
 	int first = p->stage == 0, last = p->stage == p->pp - 1, slot = micro % p->nslots, rc;
 	float loss = 0;
 
-	if (first || last) {
-		rc = fetch(ctx, micro, p->tokens, p->targets);
+	if (first || last || p->packed) {
+		rc = fetch(ctx, micro, p->tokens, p->targets, p->packed ? p->seg : NULL);
 		if (rc)
 			return rc;
 	}
+	if (llmt_model_set_seg(p->m, slot, p->packed ? p->seg : NULL))
+		return LLMT_EXIT_USAGE;
 	if (llmt_model_forward(p->m, slot, first ? p->tokens : NULL, first ? NULL : p->act_in[slot],
 			last ? p->targets : NULL, last ? NULL : p->act_out, last ? &loss : NULL))
 		return -1;

@@ -11,8 +11,11 @@
 #include "comm/comm.h"
 #include "model/model.h"
 
-/* Fills the micro-batch `micro` (B*T tokens each); 0 or an exit code. */
-typedef int (*llmt_fetch_fn)(void *ctx, int micro, int32_t *inputs, int32_t *targets);
+/* Fills the micro-batch `micro` (B*T tokens each; targets -1 where not
+ * trained on) and, when seg is not NULL, its sample ids (model.h's
+ * llmt_model_set_seg); 0 or an exit code. */
+typedef int (*llmt_fetch_fn)(void *ctx, int micro, int32_t *inputs, int32_t *targets,
+	int32_t *seg);
 
 typedef struct {
 	llmt_model *m;
@@ -23,6 +26,9 @@ typedef struct {
 	float **act_in;          /* per slot: the input activations */
 	float *act_out, *grad_out, *grad_in;
 	int32_t *tokens, *targets;
+	int32_t *seg;            /* the micro-batch's sample ids */
+	int packed;              /* set by the caller: the data holds packed samples,
+	                          * so every stage fetches seg for its attention */
 	double comm_s;           /* seconds in p2p transfers (last run) */
 } llmt_pipeline;
 

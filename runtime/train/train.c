@@ -97,13 +97,13 @@ int llmt_guard_bad(double loss, double norm, double loss_ema, long good_steps, d
 	return good_steps > 0 && factor > 0 && loss > factor * loss_ema;
 }
 
-static int fetch(void *vt, int micro, int32_t *in, int32_t *tg)
+static int fetch(void *vt, int micro, int32_t *in, int32_t *tg, int32_t *seg)
 {
 	trainer *t = vt;
 	llmt_grid *l = &t->p->l;
 	double t0 = t->timing ? llmt_tr_now() : 0;
-	int rc = llmt_loader_micro(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
-		in, tg, t->err, sizeof(t->err));
+	int rc = llmt_loader_micro_seg(t->cur, t->base, t->G, l->dp, l->dp_rank, micro, t->o->B,
+		in, tg, seg, t->err, sizeof(t->err));
 
 	if (t->timing)
 		t->data_s += llmt_tr_now() - t0;
@@ -211,28 +211,54 @@ static int ckpt_due_time(trainer *t, double now)
 	return now - t->last_save_time >= iv;
 }
 
+/* Instruction data: the trained targets of the global batch at base (the
+ * same count on every rank: each reads the masks of all G samples), into
+ * *n; the loss and gradient of each micro-batch (a sum over its trained
+ * tokens divided by B*T) are scaled by B*T / *n, so that the batch's loss
+ * is their mean (cross-entropy with ignore_index over the whole batch). */
+static int trained_scale(trainer *t, uint64_t base, uint64_t *n, double *scale)
+{
+	int rc = llmt_loader_trained(t->cur, base, (uint64_t)t->G, n, t->err, sizeof(t->err));
+
+	if (rc)
+		fprintf(stderr, "llm-train: rank %d: %s\n", t->p->l.rank, t->err);
+	*scale = *n ? (double)t->o->B * t->o->T / (double)*n : 0;
+	return rc;
+}
+
 /* Mean loss over the first eval_batches global batches of the validation
- * data (the same batches every time, so the numbers compare). */
+ * data (the same batches every time, so the numbers compare); over their
+ * trained tokens for instruction data. */
 static int evaluate(trainer *t, long stepno)
 {
 	const llmt_train_opts *o = t->o;
 	llmt_grid *l = &t->p->l;
-	double sum = 0, part, v;
+	double sum = 0, part, v, sc;
+	uint64_t n, ntr = 0;
 	int rc = 0;
 
 	llmt_hb_set(t->st.step, LLMT_HB_TRAIN, 0);
 	t->cur = &t->val;
+	t->pl.packed = t->val.masked;
 	for (int b = 0; b < o->eval_batches && !rc; b++) {
 		t->base = (uint64_t)b * (uint64_t)t->G;
+		if (t->val.masked && (rc = trained_scale(t, t->base, &n, &sc)))
+			break;
+		ntr += t->val.masked ? n : 0;
 		rc = llmt_pipeline_forward(&t->pl, fetch, t, &part);
 		sum += part;
 	}
 	t->cur = &t->ld;
+	t->pl.packed = t->ld.masked;
 	if (rc) {
 		llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
 		return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
 	}
-	v = l->pp_rank == l->pp - 1 && l->tp_rank == 0 ? sum / ((double)o->eval_batches * o->A * l->dp) : 0;
+	if (t->val.masked) /* the micro-batch losses are sums over B*T */
+		sum = ntr ? sum * o->B * o->T / (double)ntr : 0;
+	else
+		sum /= (double)o->eval_batches * o->A * l->dp;
+	v = l->pp_rank == l->pp - 1 && l->tp_rank == 0 ? sum : 0;
 	if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, &v, 1))
 		return LLMT_EXIT_TRANSIENT;
 	if (l->rank == 0) {
@@ -264,6 +290,8 @@ static int loop(trainer *t)
 	while (t->st.step < o->steps) {
 		long stepno = (long)t->st.step + 1;
 		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
+		double scale = 1.0 / (o->A * l->dp);
+		uint64_t ntrained = (uint64_t)t->G * (uint64_t)o->T;
 		int bad, sync_ckpt, due;
 		step_mark mark;
 
@@ -273,7 +301,13 @@ static int loop(trainer *t)
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
 		llmt_model_zero_grad(t->m);
 		t->base = (uint64_t)t->st.pos;
-		rc = llmt_pipeline_run(&t->pl, fetch, t, 1.0f / (float)(o->A * l->dp), &loss_sum);
+		t->pl.packed = t->ld.masked;
+		if (t->ld.masked && (rc = trained_scale(t, t->base, &ntrained, &scale))) {
+			llmt_comm_abort(t->p->world, rc);
+			return rc;
+		}
+		rc = llmt_pipeline_run(&t->pl, fetch, t, t->ld.masked ? (float)scale : 1.0f / (float)(o->A * l->dp),
+			&loss_sum);
 		if (rc) {
 			fprintf(stderr, "llm-train: rank %d: step %ld failed (%s)\n", l->rank, stepno,
 				rc < 0 ? "communication" : "data");
@@ -287,7 +321,7 @@ static int loop(trainer *t)
 				break;
 			ckpt_s += stall;
 		}
-		my_loss = first_stage_loss ? loss_sum / o->A / l->dp : 0;
+		my_loss = !first_stage_loss ? 0 : t->ld.masked ? loss_sum * scale : loss_sum / o->A / l->dp;
 		inject_grad_faults(t, stepno, &my_loss);
 		if (t->opt->ops->finish(t->opt, &norm)) {
 			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
@@ -341,9 +375,9 @@ static int loop(trainer *t)
 		last_step_s = llmt_tr_now() - t0;
 		step_end(t, &mark, last_step_s, ckpt_s);
 		if (l->rank == 0) {
-			double tps = (double)t->G * o->T / last_step_s;
+			double tps = (double)ntrained / last_step_s; /* trained tokens */
 			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
-				peak > 0 ? fpt * tps / (peak * 1e9 * l->world) : NAN,
+				peak > 0 ? fpt * ((double)t->G * o->T / last_step_s) / (peak * 1e9 * l->world) : NAN,
 				last_step_s, comm_s, ckpt_s, bad };
 			if (t->metrics && llmt_metrics_write(t->metrics, &mt)) {
 				fclose(t->metrics); /* reported once; training goes on */

@@ -70,7 +70,7 @@ int main(int argc, char **argv)
             cs[t * h2 + i] = cosf(t * powf(1e4f, -2.0f * i / hd));
             sn[t * h2 + i] = sinf(t * powf(1e4f, -2.0f * i / hd));
         }
-    attn_prep_grad pg = { H, cs, sn, NULL, NULL, NULL, NULL, NULL, NULL, NULL, dqkv };
+    attn_prep_grad pg = { H, cs, sn, NULL, NULL, NULL, NULL, NULL, NULL, NULL, dqkv, NULL };
     fill(q, nq, 1);
     fill(k, nq, 2);
     fill(v, nq, 3);

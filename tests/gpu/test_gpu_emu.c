@@ -241,7 +241,9 @@ static void test_adamw_sumsq(void **st)
 
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
  * chunk > 0: attention in query chunks of that many rows */
-static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk)
+/* packed: samples packed in each sequence (llmt_model_set_seg: lengths
+ * 1, 5, then the rest) with every third target not trained on (-1) */
+static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk, int packed)
 {
     llmt_config c;
     small_cfg(&c, gqa);
@@ -263,10 +265,15 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
     assert_memory_equal(llmt_model_master(cm), llmt_model_master(h), n * 4);
     int32_t tok[64], tgt[64];
     assert_true(M <= 64);
+    int32_t seg[64];
     for (int i = 0; i < M; i++) {
+        int t = i % T;
         tok[i] = (i * 7 + 3) % V;
-        tgt[i] = (i * 5 + 1) % V;
+        tgt[i] = packed && i % 3 == 0 ? -1 : (i * 5 + 1) % V;
+        seg[i] = t < 1 ? 0 : t < 6 ? 1 : 2;
     }
+    assert_int_equal(llmt_model_set_seg(cm, 0, packed ? seg : NULL), 0);
+    assert_int_equal(llmt_gmodel_set_seg(g, 0, packed ? seg : NULL), 0);
     float *act = rnd((size_t)M * d, 1), *go = rnd((size_t)M * d, 0.01f);
     float *o1 = malloc((size_t)M * d * 4), *o2 = malloc((size_t)M * d * 4);
     float *gi1 = malloc((size_t)M * d * 4), *gi2 = malloc((size_t)M * d * 4);
@@ -350,11 +357,15 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
 }
 static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
 {
-    model_vs_cpu_t(gqa, pp, r, steps, B, 6, 0);
+    model_vs_cpu_t(gqa, pp, r, steps, B, 6, 0, 0);
 }
 static void test_model_tied(void **st) { (void)st; model_vs_cpu(0, 1, 0, 1, 2); }
 /* causal attention in 4 query chunks of 4 (gattn_chunk; on a GPU from T > 128) */
-static void test_model_attn_chunks(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4); }
+static void test_model_attn_chunks(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4, 0); }
+/* packed samples: attention within each, rotary positions restarting,
+ * ignored targets; chunked attention, and the first of two stages */
+static void test_model_packed(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4, 1); }
+static void test_model_packed_stage(void **st) { (void)st; model_vs_cpu_t(1, 2, 0, 1, 2, 16, 4, 1); }
 static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
@@ -525,6 +536,8 @@ int main(void)
         cmocka_unit_test(test_adamw_sumsq),
         cmocka_unit_test(test_model_tied),
         cmocka_unit_test(test_model_attn_chunks),
+        cmocka_unit_test(test_model_packed),
+        cmocka_unit_test(test_model_packed_stage),
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),

@@ -31,20 +31,27 @@ def rmsnorm(x, w, eps):
     return (xf * r * w).to(x.dtype) if x.dtype == torch.bfloat16 else xf * r * w
 
 
-def rope(x, theta):
-    # x: [B, H, T, hd]; HF rotate_half convention
+def rope(x, theta, pos=None):
+    # x: [B, H, T, hd]; HF rotate_half convention; pos: [B, T] positions
+    # (None: 0 .. T-1)
     T, hd = x.shape[2], x.shape[3]
     inv = theta ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2.0 / hd)
-    ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+    if pos is None:
+        ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+    else:
+        ang = (pos.double()[..., None] * inv)[:, None]   # [B, 1, T, hd/2]
     cos = torch.cos(ang).to(x.dtype)
     sin = torch.sin(ang).to(x.dtype)
     a, b = x[..., :hd // 2], x[..., hd // 2:]
     return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
 
 
-def forward(cfg, P, tokens, targets, attn='naive'):
-    """tokens, targets: [B, T] int64. Returns (logits, loss). attn: 'naive'
-    (scores, mask, softmax: the reference) or 'sdpa' (PyTorch 2's
+def forward(cfg, P, tokens, targets, seg=None, attn='naive'):
+    """tokens, targets: [B, T] int64. Returns (logits, loss). seg: [B, T]
+    sample ids of packed samples (None: one per sequence): attention only
+    within a sample, positions restarting per sample, and the loss over the
+    targets >= 0 (cross_entropy's ignore_index=-1). attn: 'naive' (scores,
+    mask, softmax: the reference) or 'sdpa' (PyTorch 2's
     scaled_dot_product_attention, causal; tests/gpu/torch_bench.py)."""
     B, T = tokens.shape
     d, H, KV = cfg['d_model'], cfg['n_heads'], cfg['n_kv_heads']
@@ -52,6 +59,13 @@ def forward(cfg, P, tokens, targets, attn='naive'):
     eps = cfg['norm_eps']
     x = P['model.embed_tokens.weight'][tokens]
     mask = torch.ones(T, T, dtype=torch.bool).tril()
+    pos = None
+    if seg is not None:
+        mask = (mask & (seg[:, :, None] == seg[:, None, :]))[:, None]   # [B, 1, T, T]
+        start = torch.zeros_like(seg)
+        for t in range(1, T):
+            start[:, t] = torch.where(seg[:, t] == seg[:, t - 1], start[:, t - 1], t)
+        pos = torch.arange(T)[None, :] - start
     for l in range(cfg['n_layers']):
         p = lambda s: P['model.layers.%d.%s' % (l, s)]
         h = rmsnorm(x, p('input_layernorm.weight'), eps)
@@ -61,11 +75,13 @@ def forward(cfg, P, tokens, targets, attn='naive'):
         if cfg['qk_norm']:
             q = rmsnorm(q, p('self_attn.q_norm.weight'), eps)
             k = rmsnorm(k, p('self_attn.k_norm.weight'), eps)
-        q, k = rope(q, cfg['rope_theta']), rope(k, cfg['rope_theta'])
+        q, k = rope(q, cfg['rope_theta'], pos), rope(k, cfg['rope_theta'], pos)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        if attn == 'sdpa':
+        if attn == 'sdpa' and seg is None:
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif attn == 'sdpa':
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:
             s = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             s = s.masked_fill(~mask, float('-inf'))
@@ -81,31 +97,32 @@ def forward(cfg, P, tokens, targets, attn='naive'):
     logits = F.linear(h, W).float()
     lf = logits.view(B * T, -1)
     lse = torch.logsumexp(lf, dim=-1)
-    loss = F.cross_entropy(lf, targets.reshape(-1)) + cfg['z_loss'] * (lse ** 2).mean()
+    tg = targets.reshape(-1)
+    loss = F.cross_entropy(lf, tg, ignore_index=-1) + cfg['z_loss'] * (lse[tg >= 0] ** 2).mean()
     return logits, loss
 
 
-def grads(cfg, params, flat, tok, tgt, dtype, autocast=False, device='cpu'):
+def grads(cfg, params, flat, tok, tgt, dtype, autocast=False, device='cpu', seg=None):
     """Logits, loss and every gradient of one forward and backward from the
     flat weights (params: the table of ref_dump.read_dump) in dtype;
     autocast: under bf16 autocast. device: where PyTorch computes ('cuda'
     needs PyTorch 2); the results come back on the CPU."""
     if device == 'cpu':
-        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device)
+        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device, seg)
     with torch.device(device):     # factory calls inside forward land there too
-        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device)
+        return _grads(cfg, params, flat, tok, tgt, dtype, autocast, device, seg)
 
 
-def _grads(cfg, params, flat, tok, tgt, dtype, autocast, device):
+def _grads(cfg, params, flat, tok, tgt, dtype, autocast, device, seg=None):
     P = {n: torch.tensor(flat[off:off + k].reshape(s), dtype=dtype, device=device,
                          requires_grad=True)
          for n, s, off, k, _ in params}
     tok, tgt = tok.to(device), tgt.to(device)
     if autocast:
         with torch.autocast(device, dtype=torch.bfloat16):
-            logits, loss = forward(cfg, P, tok, tgt)
+            logits, loss = forward(cfg, P, tok, tgt, seg)
     else:
-        logits, loss = forward(cfg, P, tok, tgt)
+        logits, loss = forward(cfg, P, tok, tgt, seg)
     loss.backward()
     return logits.detach().cpu(), loss.item(), {n: P[n].grad.cpu() for n in P}
 

@@ -6,7 +6,10 @@
  * the QK-norm weight gradients. Shapes with T a multiple of the 64-block
  * and not (1, 63, 100, 130), head_dim 16/32/48/64, GQA and QK-norm on and
  * off; P is zero past the diagonal; results are bit-identical on 1 and 3
- * threads. Skips (77) without AVX-512 BF16. */
+ * threads. Packed samples: the prep forward and backward with per-token
+ * rotary rows (pos) equal the prep of the same vector at that position
+ * (fp32, portable copy; this part runs on any CPU). Skips (77) without
+ * AVX-512 BF16. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,7 +96,7 @@ static void run_attn(struct run *r, int nt, const bf16 *q, const bf16 *k, const 
     float sc = 1.0f / sqrtf((float)hd);
     attn_prep_grad pg = { pp->KV, pp->cs, pp->sn, pp->qkn ? pp->qkv : NULL,
                           pp->qkn ? pp->qw : NULL, pp->qkn ? pp->kw : NULL, pp->qr, pp->kr,
-                          r->dqw, r->dkw, r->dqkv };
+                          r->dqw, r->dkw, r->dqkv, NULL };
     attn_fwd(w, q, k, v, r->P, r->att, B, H, T, hd, sc);
     attn_bwd(w, q, k, v, r->P, datt, r->dS, &pg, B, H, T, hd, sc);
     attn_ws_free(w);
@@ -248,8 +251,53 @@ static void check(int B, int H, int KV, int T, int hd, int qkn)
     free(pp.qkv), free(pp.cs), free(pp.sn), free(pp.qw), free(pp.kw), free(pp.qr), free(pp.kr);
 }
 
+/* k_attn_prep_fwd_at / _bwd_at with positions restarting per sample:
+ * token t of the packed row must be prepared (and its gradient taken) as
+ * the same raw vector at position pos[t] of an unpacked sequence */
+static void check_pos(void)
+{
+    enum { T = 8, hd = 16, W = 3 * hd };
+    static const int32_t pos[T] = { 0, 1, 2, 0, 1, 0, 1, 2 };
+    float cs[T * hd / 2], sn[T * hd / 2], qkv[T * W], x[T * W], g[T * hd];
+    float q[T * hd], k[T * hd], v[T * hd], q1[T * hd], k1[T * hd], v1[T * hd];
+    float d[T * W], d1[T * W];
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hd / 2; i++) {
+            double f = pow(10000.0, -2.0 * i / hd);
+            cs[t * hd / 2 + i] = (float)cos(t * f), sn[t * hd / 2 + i] = (float)sin(t * f);
+        }
+    for (int i = 0; i < T * W; i++)
+        qkv[i] = urand();
+    for (int i = 0; i < T * hd; i++)
+        g[i] = urand();
+    k_attn_prep_fwd_at(qkv, q, k, v, 1, T, 1, 1, hd, NULL, NULL, NULL, NULL, 1e-5f, cs, sn, pos, 0);
+    k_attn_prep_bwd_at(g, g, g, d, NULL, 1, T, 1, 1, hd, NULL, NULL, NULL, NULL, NULL, NULL, cs,
+                       sn, pos, 0);
+    double worst = 0;
+    for (int t = 0; t < T; t++) { /* row t alone at row pos[t], others zero */
+        float gg[T * hd];
+        memset(x, 0, sizeof x);
+        memset(gg, 0, sizeof gg);
+        memcpy(x + pos[t] * W, qkv + t * W, sizeof(float) * W);
+        memcpy(gg + pos[t] * hd, g + t * hd, sizeof(float) * hd);
+        k_attn_prep_fwd(x, q1, k1, v1, 1, T, 1, 1, hd, NULL, NULL, NULL, NULL, 1e-5f, cs, sn, 0);
+        k_attn_prep_bwd(gg, gg, gg, d1, NULL, 1, T, 1, 1, hd, NULL, NULL, NULL, NULL, NULL, NULL,
+                        cs, sn, 0);
+        for (int i = 0; i < hd; i++) {
+            worst = fmax(worst, fabs(q[t * hd + i] - q1[pos[t] * hd + i]));
+            worst = fmax(worst, fabs(k[t * hd + i] - k1[pos[t] * hd + i]));
+        }
+        for (int i = 0; i < W; i++)
+            worst = fmax(worst, fabs(d[t * W + i] - d1[pos[t] * W + i]));
+    }
+    expect(worst == 0, "packed rotary positions (prep forward and backward)", worst, 0);
+}
+
 int main(void)
 {
+    check_pos();
+    if (fails)
+        return 1;
     if (!attn_ok(16)) {
         printf("SKIP: no AVX-512 BF16 on this CPU (or LLMT_NO_BF16): blocked attention not used\n");
         return 77;

@@ -33,6 +33,15 @@ rank_host() {
 	cut -d' ' -f2 "$1/pids/rank_$(printf %05d "$2").attempt_$3"
 }
 
+# real_pid JOBID PROCID: the llm-train ($LT) process of that task
+real_pid() {
+	for _p in $(pgrep -f "$LT --model"); do
+		_e=$(tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null) || continue
+		echo "$_e" | grep -qx "SLURM_JOB_ID=$1" && echo "$_e" | grep -qx "SLURM_PROCID=$2" && { echo "$_p"; return 0; }
+	done
+	return 1
+}
+
 # count EVENT LEDGER [PATTERN]: ledger lines of that event (matching PATTERN).
 count() {
 	grep "\"event\":\"$1\"" "$2" | grep -c -- "${3:-.}"
