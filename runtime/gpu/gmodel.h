@@ -42,11 +42,19 @@ int llmt_gmodel_building(void);
 /* The host mirror: parameter table, host master and gradient buffers. */
 llmt_model *llmt_gmodel_host(llmt_gmodel *g);
 
-/* Host master -> device master (+ bf16 copy). 0 or -1. */
+/* Host master -> device master (+ bf16 copy). Without a whole fp32 master
+ * on the device (before the optimizer's first use, or a ZeRO-1 share) the
+ * weights are staged in the gradient buffer, which is zeroed. 0 or -1. */
 int llmt_gmodel_upload(llmt_gmodel *g);
-/* Device gradients / master -> the host mirror's buffers. 0 or -1. */
+/* Device gradients / master -> the host mirror's buffers (a ZeRO-1 share:
+ * collective over DP, the gradient buffer used as scratch and zeroed).
+ * 0 or -1. */
 int llmt_gmodel_download_grads(llmt_gmodel *g);
 int llmt_gmodel_download_master(llmt_gmodel *g);
+/* The bf16 compute copy (whole on every DP replica) widened into the host
+ * mirror's master: the replicated weights for a replica comparison when
+ * the fp32 master is a ZeRO-1 share. 0 or -1. */
+int llmt_gmodel_download_compute(llmt_gmodel *g);
 int llmt_gmodel_zero_grad(llmt_gmodel *g);
 
 /* As llmt_model_forward / llmt_model_backward (host buffers in and out). */

@@ -33,7 +33,16 @@ struct llmt_gmodel {
     llmt_model *h;                /* host mirror: table, init, host buffers */
     cudaStream_t st, cst, xst;    /* compute, communication, copies */
     gmm_ctx *mm;
+    /* master, m1, v1: fp32, whole (flat layout), or after set_dp this DP
+     * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
+     * state are made when the optimizer first needs them */
     float *master, *grads, *m1, *v1;
+    size_t nsh;                   /* elements of master, m1, v1 */
+    size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
+    int nsh_parts;
+    float *wf;                    /* fp32 copies of the tensors kernels read in fp32 */
+    size_t *wf_flat, *wf_at, *wf_n, wf_len;
+    int nwf;
     gk_bf16 *wc;
     float *cos_t, *sin_t;
     struct gslot *slots;
@@ -69,6 +78,31 @@ struct llmt_gmodel {
 };
 
 int gcheck(cudaError_t e, const char *what);
+/* device memory of the model (zeroed on the compute stream), freed with
+ * it or by gdfree (gmodel.c) */
+void *gdmem(llmt_gmodel *g, size_t bytes);
+void gdfree(llmt_gmodel *g, void *p);
+
+/* ---- the fp32 master and its share (gmodel_shard.c) ----
+ * packed index of flat element flat (flat itself when whole) */
+size_t gsh_at(const llmt_gmodel *g, size_t flat);
+/* the table and buffer of fp32 copies (embedding, norm weights); gw32: the
+ * fp32 copy of flat element flat (kernels read weights there, not master) */
+int gwf_plan(llmt_gmodel *g);
+const float *gw32(const llmt_gmodel *g, size_t flat);
+/* master made (from the host master) if it does not exist yet */
+int gmaster_need(llmt_gmodel *g);
+/* set_dp: the share's parts; a whole master becomes its share */
+int gsh_plan(llmt_gmodel *g);
+/* fp32 weights staged in grads[at, at + n) to the bf16 copy, the fp32
+ * copies and master; grads[at, at + n) zeroed after */
+int gmaster_spread(llmt_gmodel *g, size_t at, size_t n);
+/* the fp32 copies from master after an update (over DP when sharded) */
+int gwf_refresh(llmt_gmodel *g);
+/* sharded: packed (master, m or v layout) all-gathered into whole (n) */
+int gsh_gather(llmt_gmodel *g, const float *packed, float *whole);
+/* host (n floats, flat) into packed (this rank's parts, or all when whole) */
+int gsh_put(llmt_gmodel *g, float *packed, const float *host);
 
 /* Before any write of master (or the AdamW state) on the compute stream:
  * the compute stream waits for a checkpoint snapshot copy in flight on the
