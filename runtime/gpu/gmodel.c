@@ -301,6 +301,13 @@ void llmt_gmodel_free(llmt_gmodel *g)
         cudaEventDestroy(g->bk_ev[i]);
     free(g->bk);
     free(g->bk_ev);
+    for (int i = 0; g->ag_ev && i < g->nbk; i++)
+        cudaEventDestroy(g->ag_ev[i]);
+    free(g->ag_ev);
+    if (g->ev_upd)
+        cudaEventDestroy(g->ev_upd);
+    if (g->ev_wf)
+        cudaEventDestroy(g->ev_wf);
     free(g->dp_part);
     if (g->dp_sq)
         cudaFree(g->dp_sq);
@@ -341,6 +348,10 @@ llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
 int llmt_gmodel_sync(llmt_gmodel *g)
 {
+    /* once the compute stream waits for the whole weight all-gather (the
+     * forward did), the host waits for it under the DP watchdog */
+    if (g->ag_pending && !g->ag_w && gag_finish(g))
+        return -1;
     /* TP all-reduces may be queued on the compute stream: a lost peer must
      * become an error under the watchdog, not a hang */
     if (g->tp)
@@ -363,7 +374,7 @@ int llmt_gmodel_upload(llmt_gmodel *g)
     /* into a whole master on the device and from there; else staged in the
      * gradient buffer (zeroed after): no whole fp32 master needs to exist */
     size_t n = g->h->n;
-    if (gsnap_fence(g))
+    if (gsnap_fence(g) || gag_finish(g))
         return -1;
     if (g->master && !g->sh_lo) {
         if (gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
@@ -399,7 +410,7 @@ int llmt_gmodel_download_master(llmt_gmodel *g)
         return llmt_gmodel_sync(g);
     }
     /* the shares all-gathered into the gradient buffer (zeroed after) */
-    if (gsnap_fence(g) || gsh_gather(g, g->master, g->grads) ||
+    if (gsnap_fence(g) || gag_finish(g) || gsh_gather(g, g->master, g->grads) ||
         gcheck(cudaMemcpyAsync(g->h->master, g->grads, n * 4, cudaMemcpyDeviceToHost, g->st),
                "download master") ||
         gcheck(cudaMemsetAsync(g->grads, 0, n * 4, g->st), "zero gradients") ||
@@ -411,7 +422,7 @@ int llmt_gmodel_download_master(llmt_gmodel *g)
 int llmt_gmodel_download_compute(llmt_gmodel *g)
 {
     size_t n = g->h->n;
-    uint16_t *b = malloc(n * 2 + 2);
+    uint16_t *b = gag_finish(g) ? NULL : malloc(n * 2 + 2);
     if (!b || gcheck(cudaMemcpyAsync(b, g->wc, n * 2, cudaMemcpyDeviceToHost, g->st),
                      "download weights") || llmt_gmodel_sync(g)) {
         free(b);
@@ -452,7 +463,7 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 {
     /* AdamW state only when the device optimizer is used (the training
      * loop's optimizer runs on the host with its own state) */
-    if (gmaster_need(g))
+    if (gmaster_need(g) || gag_finish(g))
         return -1;
     if (!g->m1 && (!(g->m1 = gdmem(g, g->nsh * 4)) || !(g->v1 = gdmem(g, g->nsh * 4)))) {
         fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");

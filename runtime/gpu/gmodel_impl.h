@@ -67,6 +67,12 @@ struct llmt_gmodel {
     int dp_failed;
     int dp_size, dp_rank;
     double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
+    /* the weight all-gather after an update, on the communication stream:
+     * ag_ev[b] after bucket b, ev_wf after the fp32 copies; the forward
+     * waits for each bucket before the first layer that reads it (ag_w:
+     * buckets [0, ag_w) not waited for yet) */
+    cudaEvent_t *ag_ev, ev_upd, ev_wf;
+    int ag_pending, ag_w;
     size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
     int nnpc;
     /* snapshots */
@@ -97,7 +103,8 @@ int gsh_plan(llmt_gmodel *g);
 /* fp32 weights staged in grads[at, at + n) to the bf16 copy, the fp32
  * copies and master; grads[at, at + n) zeroed after */
 int gmaster_spread(llmt_gmodel *g, size_t at, size_t n);
-/* the fp32 copies from master after an update (over DP when sharded) */
+/* the fp32 copies from master after an update; sharded: this rank's
+ * elements, zeros elsewhere, to be summed over DP */
 int gwf_refresh(llmt_gmodel *g);
 /* sharded: packed (master, m or v layout) all-gathered into whole (n) */
 int gsh_gather(llmt_gmodel *g, const float *packed, float *whole);
@@ -109,9 +116,17 @@ int gsh_put(llmt_gmodel *g, float *packed, const float *host);
  * copy stream (gmodel.c). 0 or -1. */
 int gsnap_fence(llmt_gmodel *g);
 
-/* ZeRO-1: every rank's updated blocks to every rank (in place, on the
- * compute stream), then the bf16 copy of the whole buffer, under the NCCL
- * watchdog; 0 or -1 (gmodel_step.c) */
+/* ZeRO-1: every rank's updated blocks of the bf16 copy to every rank and
+ * the fp32 copies refreshed, issued on the communication stream (the
+ * compute stream waits bucket by bucket: gag_wait); 0 or -1
+ * (gmodel_step.c) */
 int llmt_gmodel_dp_allgather(llmt_gmodel *g);
+/* The compute stream waits for the weight all-gather of every bucket
+ * starting below flat element hi (and the fp32 copies) not waited for yet
+ * (gmodel_shard.c); gag_finish: for all of it, and the host under the NCCL
+ * watchdog (before anything else reads the weights or uses the DP
+ * communicator on the compute stream). 0 or -1. */
+int gag_wait(llmt_gmodel *g, size_t hi);
+int gag_finish(llmt_gmodel *g);
 
 #endif

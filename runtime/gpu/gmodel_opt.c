@@ -189,7 +189,7 @@ int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host)
 {
     llmt_gmodel *g = o->g;
-    if (at > o->n || n > o->n - at)
+    if (at > o->n || n > o->n - at || gag_finish(g))
         return -1;
     if (which == LLMT_GBUF_MASTER && g->sh_lo) {
         /* a ZeRO-1 share: the replicated bf16 copy, widened */
@@ -214,7 +214,7 @@ int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *hos
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host)
 {
     llmt_gmodel *g = o->g;
-    if (at > o->n || n > o->n - at)
+    if (at > o->n || n > o->n - at || gag_finish(g))
         return -1;
     if (which == LLMT_GBUF_MASTER) {
         /* staged in the gradient buffer (between steps: it is free) to
@@ -264,7 +264,7 @@ int llmt_gopt_snapshot(llmt_gopt *o)
     if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
                           "pinned checkpoint buffer"))
         return -1;
-    if (gsnap_fence(g))
+    if (gsnap_fence(g) || gag_finish(g))
         return -1;
     if (g->sh_lo)
         return snapshot_shared(o);
@@ -296,7 +296,7 @@ int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
 int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v)
 {
     llmt_gmodel *g = o->g;
-    if (gsnap_fence(g))
+    if (gsnap_fence(g) || gag_finish(g))
         return -1;
     /* master staged in the gradient buffer (free before a step); m and v:
      * this rank's share of the whole buffers */

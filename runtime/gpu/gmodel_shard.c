@@ -162,7 +162,8 @@ int gwf_refresh(llmt_gmodel *g)
         return 0;
     }
     /* each element from the one rank that updated it (tails: DP rank 0),
-     * zeros elsewhere: the sum over DP is that element exactly */
+     * zeros elsewhere: the sum over DP (the caller's) is that element
+     * exactly */
     CK(cudaMemsetAsync(g->wf, 0, g->wf_len * 4, g->st), "memset");
     for (int p = 0; p < g->nsh_parts; p++) {
         if (p % 2 && g->dp_rank != 0)
@@ -173,7 +174,7 @@ int gwf_refresh(llmt_gmodel *g)
                                    g->master + g->sh_at[p] + (x - g->sh_lo[p]), (y - x) * 4,
                                    cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
     }
-    return g->wf_len ? llmt_nccl_allreduce_sum_f32(g->dp, g->wf, g->wf, g->wf_len, g->st) : 0;
+    return 0;       /* summed over DP by llmt_gmodel_dp_allgather */
 }
 
 int gsh_gather(llmt_gmodel *g, const float *packed, float *whole)
@@ -207,4 +208,28 @@ int gsh_put(llmt_gmodel *g, float *packed, const float *host)
             CK(cudaMemcpyAsync(packed + g->sh_at[p], host + x, (y - x) * 4,
                                cudaMemcpyHostToDevice, g->st), "upload");
     return 0;
+}
+
+int gag_wait(llmt_gmodel *g, size_t hi)
+{
+    if (!g->ag_pending)
+        return 0;
+    if (g->ag_w == g->nbk)
+        CK(cudaStreamWaitEvent(g->st, g->ev_wf, 0), "wait for the fp32 copies");
+    /* bucket nbk - 1 holds the lowest range: the forward's first layers */
+    while (g->ag_w > 0 && g->bk[g->ag_w - 1].lo < hi) {   /* and all below */
+        CK(cudaStreamWaitEvent(g->st, g->ag_ev[g->ag_w - 1], 0), "wait for the weights");
+        g->ag_w--;
+    }
+    return 0;
+}
+
+int gag_finish(llmt_gmodel *g)
+{
+    if (!g->ag_pending)
+        return 0;
+    if (gag_wait(g, g->h->n))
+        return -1;
+    g->ag_pending = 0;
+    return llmt_nccl_wait(g->dp, g->cst);
 }
