@@ -5,8 +5,11 @@
  * model's (a host llmt_model mirror holds them), so checkpoints, the
  * optimizer and the loop see the same buffers: upload the master weights
  * after writing them, download the gradients or the master weights when
- * the host needs them. On the device: fp32 master, fp32 gradients, bf16
- * compute copy, and fp32 AdamW state once the device optimizer is used.
+ * the host needs them. On the device: fp32 gradients, bf16 compute copy,
+ * fp32 copies of the embedding and norm weights (the kernels read those
+ * in fp32), and once the device optimizer is used the fp32 master and
+ * AdamW state: whole, or with data parallelism only this DP rank's ZeRO-1
+ * share (gmodel_shard.c; the gradient buffer is scratch between steps).
  * Tensor parallelism as model.h (Megatron: column-parallel q/k/v and
  * gate/up, row-parallel o_proj and down, embedding and LM head
  * replicated): the sums over the TP group are NCCL all-reduces on the
@@ -72,9 +75,11 @@ int llmt_gmodel_logits(llmt_gmodel *g, float *out);
  * the rest of backward; dp_wait waits for it (watchdog). step_dp then
  * computes the gradient norm of this pipeline stage (over DP and TP, each
  * element once: gbucket_norm_ranges; the stages' norms are not combined
- * here), clips (clip <= 0: off), applies AdamW to this rank's blocks and
- * all-gathers the weights, so every replica holds the same bits. -1 on a
- * communication failure (exit 75). */
+ * here), clips (clip <= 0: off), applies AdamW to this rank's blocks (its
+ * share of master, m and v: ZeRO-1 in memory) and all-gathers the bf16
+ * weights on the communication stream, so every replica holds the same
+ * bits; the next forward waits for each bucket before its first layer
+ * that reads it. -1 on a communication failure (exit 75). */
 int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems);
 int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
                             float grad_scale, int reduce);
