@@ -205,7 +205,8 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *send, float *recv, size_t
 int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *send, void *recv, size_t sendcount,
                              cudaStream_t st)
 {
-    return issued(n, ncclAllGather(send, recv, sendcount, ncclBfloat16, n->comm, st),
+    /* a copy, no arithmetic: as bytes (any NCCL version has the type) */
+    return issued(n, ncclAllGather(send, recv, sendcount * 2, ncclUint8, n->comm, st),
                   "all-gather");
 }
 
