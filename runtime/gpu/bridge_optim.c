@@ -175,8 +175,10 @@ static void d_free(llmt_trainopt *o)
     if (!d)
         return;
     llmt_gopt_free(d->go);
-    if (d->g)
+    if (d->g) {
+        gag_finish(d->g);       /* the last step's weight all-gather */
         llmt_gmodel_sync(d->g);
+    }
     if (d->dp) {
         d->g->dp = NULL;        /* the model no longer reduces */
         llmt_nccl_free(d->dp);

@@ -284,8 +284,12 @@ void llmt_gmodel_free(llmt_gmodel *g)
 {
     if (!g)
         return;
+    if (g->dp)
+        gag_finish(g);          /* a weight all-gather in flight */
     if (g->st)
         llmt_gmodel_sync(g);
+    if (g->cst)
+        cudaStreamSynchronize(g->cst);
     llmt_nccl_free(g->tp);
     gmm_free(g->mm);
     for (int i = 0; i < g->nd; i++)
