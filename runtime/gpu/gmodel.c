@@ -514,18 +514,23 @@ int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw
 int llmt_gmodel_snapshot_start(llmt_gmodel *g)
 {
     size_t bytes = g->h->n * 4;
-    if (g->sh_lo) {
-        fprintf(stderr, "llm-train: a whole-master snapshot of a ZeRO-1 share\n");
-        return -1;
-    }
     if (gmaster_need(g))
         return -1;
+    const float *src = g->master;
     if (!g->snap_h && gcheck(cudaMallocHost((void **)&g->snap_h, bytes), "pinned snapshot buffer"))
         return -1;
+    /* a ZeRO-1 share: gathered into the gradient buffer (collective over
+     * DP; the next write of grads waits for the copy) */
+    if (g->sh_lo) {
+        if (gag_finish(g) || gsnap_fence(g) || gsh_gather(g, g->master, g->grads) ||
+            llmt_nccl_wait(g->dp, g->st))
+            return -1;
+        src = g->grads;
+    }
     /* the copy stream starts after everything queued on the compute stream */
     if (gcheck(cudaEventRecord(g->ev_snap, g->st), "event") ||
         gcheck(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event") ||
-        gcheck(cudaMemcpyAsync(g->snap_h, g->master, bytes, cudaMemcpyDeviceToHost, g->xst),
+        gcheck(cudaMemcpyAsync(g->snap_h, src, bytes, cudaMemcpyDeviceToHost, g->xst),
                "snapshot copy"))
         return -1;
     /* the next optimizer step must not overwrite master before the copy
