@@ -104,7 +104,10 @@ static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 static const float *d_master(llmt_trainopt *o)
 {
     dev_opt *d = (dev_opt *)o;
-    return llmt_gmodel_download_master(d->g) ? NULL : d->g->h->master;
+    /* with dp > 1 the fp32 master is a ZeRO-1 share: the replicas hold the
+     * same bf16 weights, compared instead */
+    int rc = d->dp ? llmt_gmodel_download_compute(d->g) : llmt_gmodel_download_master(d->g);
+    return rc ? NULL : d->g->h->master;
 }
 
 static int d_snapshot(llmt_trainopt *o)
@@ -172,8 +175,10 @@ static void d_free(llmt_trainopt *o)
     if (!d)
         return;
     llmt_gopt_free(d->go);
-    if (d->g)
+    if (d->g) {
+        gag_finish(d->g);       /* the last step's weight all-gather */
         llmt_gmodel_sync(d->g);
+    }
     if (d->dp) {
         d->g->dp = NULL;        /* the model no longer reduces */
         llmt_nccl_free(d->dp);
@@ -189,12 +194,14 @@ static const struct llmt_trainopt_ops dev_ops = {
     d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
 };
 
-/* Buckets of about n/8 elements (at most 4M, 16 MB): several per step, so
- * the reduction of the late layers overlaps the backward of the early ones. */
+/* Buckets of about n/8 elements (at most 16M: 64 MB of fp32 gradients, a
+ * 32 MB bf16 weight all-gather): several per step, so the reduction of the
+ * late layers overlaps the backward of the early ones, and few enough that
+ * each NCCL call moves tens of MB. */
 static size_t bucket_elems(size_t n)
 {
     size_t b = n / 8;
-    return b > (4u << 20) ? (4u << 20) : (b ? b : 1);
+    return b > (16u << 20) ? (16u << 20) : (b ? b : 1);
 }
 
 /* The norm runs: consecutive tensors counted in the global norm (as the

@@ -202,6 +202,26 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *send, float *recv, size_t
                   "all-gather");
 }
 
+int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *send, void *recv, size_t sendcount,
+                             cudaStream_t st)
+{
+    /* a copy, no arithmetic: as bytes (any NCCL version has the type) */
+    return issued(n, ncclAllGather(send, recv, sendcount * 2, ncclUint8, n->comm, st),
+                  "all-gather");
+}
+
+int llmt_nccl_group_start(llmt_nccl *n)
+{
+    return n->aborted ? issued(n, ncclSuccess, "group start")
+                      : issued(n, ncclGroupStart(), "group start");
+}
+
+int llmt_nccl_group_end(llmt_nccl *n)
+{
+    /* a group started must end, aborted or not */
+    return issued(n, ncclGroupEnd(), "group end");
+}
+
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *buf, size_t bytes, int root, cudaStream_t st)
 {
     return issued(n, ncclBroadcast(buf, buf, bytes, ncclUint8, root, n->comm, st), "broadcast");

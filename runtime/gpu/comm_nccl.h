@@ -33,6 +33,13 @@ int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *send, float *rec
                                      size_t recvcount, cudaStream_t st);
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *send, float *recv, size_t sendcount,
                             cudaStream_t st);
+/* bf16 elements (2 bytes each), as the f32 all-gather; in place allowed */
+int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *send, void *recv, size_t sendcount,
+                             cudaStream_t st);
+/* ncclGroupStart / ncclGroupEnd: the calls between are launched together
+ * (one launch for a step's buckets); end returns 0 or -1 (aborted). */
+int llmt_nccl_group_start(llmt_nccl *n);
+int llmt_nccl_group_end(llmt_nccl *n);
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *buf, size_t bytes, int root, cudaStream_t st);
 int llmt_nccl_send_bytes(llmt_nccl *n, const void *buf, size_t bytes, int peer, cudaStream_t st);
 int llmt_nccl_recv_bytes(llmt_nccl *n, void *buf, size_t bytes, int peer, cudaStream_t st);

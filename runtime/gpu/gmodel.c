@@ -5,6 +5,7 @@
  * model's private layout (model_impl.h) for the flat offsets so both stay
  * one layout. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ int llmt_gpu_select(void)
     return gcheck(cudaSetDevice(d), "cudaSetDevice") ? -1 : d;
 }
 
-static void *dmem(llmt_gmodel *g, size_t bytes)
+void *gdmem(llmt_gmodel *g, size_t bytes)
 {
     if (g->nd == g->capd) {
         int nc = g->capd ? 2 * g->capd : 128;
@@ -78,6 +79,16 @@ static void *dmem(llmt_gmodel *g, size_t bytes)
     return p;
 }
 
+void gdfree(llmt_gmodel *g, void *p)
+{
+    for (int i = 0; i < g->nd; i++)
+        if (g->dall[i] == p) {
+            g->dall[i] = g->dall[--g->nd];
+            cudaFree(p);
+            return;
+        }
+}
+
 static int alloc_dev(llmt_gmodel *g)
 {
     const llmt_model *h = g->h;
@@ -85,12 +96,14 @@ static int alloc_dev(llmt_gmodel *g)
     size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
     size_t V = (size_t)h->c.vocab_size, Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
     size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
-#define A(p, bytes) do { if (!((p) = dmem(g, (bytes)))) return -1; } while (0)
-    A(g->master, n * 4);
+#define A(p, bytes) do { if (!((p) = gdmem(g, (bytes)))) return -1; } while (0)
+    /* the fp32 master is made by the optimizer (gmaster_need) */
     A(g->grads, n * 4);
     A(g->wc, n * 2);
     A(g->cos_t, T * hd / 2 * 4);
     A(g->sin_t, T * hd / 2 * 4);
+    if (gwf_plan(g))
+        return -1;
     if (!(g->slots = calloc((size_t)h->nslots, sizeof *g->slots)))
         return -1;
     for (int s = 0; s < h->nslots; s++) {
@@ -273,8 +286,12 @@ void llmt_gmodel_free(llmt_gmodel *g)
 {
     if (!g)
         return;
+    if (g->dp)
+        gag_finish(g);          /* a weight all-gather in flight */
     if (g->st)
         llmt_gmodel_sync(g);
+    if (g->cst)
+        cudaStreamSynchronize(g->cst);
     llmt_nccl_free(g->tp);
     gmm_free(g->mm);
     for (int i = 0; i < g->nd; i++)
@@ -290,11 +307,24 @@ void llmt_gmodel_free(llmt_gmodel *g)
         cudaEventDestroy(g->bk_ev[i]);
     free(g->bk);
     free(g->bk_ev);
+    for (int i = 0; g->ag_ev && i < g->nbk; i++)
+        cudaEventDestroy(g->ag_ev[i]);
+    free(g->ag_ev);
+    if (g->ev_upd)
+        cudaEventDestroy(g->ev_upd);
+    if (g->ev_wf)
+        cudaEventDestroy(g->ev_wf);
     free(g->dp_part);
     if (g->dp_sq)
         cudaFree(g->dp_sq);
     free(g->layer_t0);
     free(g->npc);
+    free(g->sh_lo);
+    free(g->sh_hi);
+    free(g->sh_at);
+    free(g->wf_flat);
+    free(g->wf_at);
+    free(g->wf_n);
     if (g->lossrow_h)
         cudaFreeHost(g->lossrow_h);
     if (g->snap_h)
@@ -324,6 +354,10 @@ llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
 int llmt_gmodel_sync(llmt_gmodel *g)
 {
+    /* once the compute stream waits for the whole weight all-gather (the
+     * forward did), the host waits for it under the DP watchdog */
+    if (g->ag_pending && !g->ag_w && gag_finish(g))
+        return -1;
     /* TP all-reduces may be queued on the compute stream: a lost peer must
      * become an error under the watchdog, not a hang */
     if (g->tp)
@@ -343,11 +377,21 @@ int gsnap_fence(llmt_gmodel *g)
 
 int llmt_gmodel_upload(llmt_gmodel *g)
 {
+    /* into a whole master on the device and from there; else staged in the
+     * gradient buffer (zeroed after): no whole fp32 master needs to exist */
     size_t n = g->h->n;
-    if (gsnap_fence(g) ||
-        gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
+    if (gsnap_fence(g) || gag_finish(g))
+        return -1;
+    if (g->master && !g->sh_lo) {
+        if (gcheck(cudaMemcpyAsync(g->master, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
+                   "upload master") ||
+            gcheck(gk_f32_to_bf16(g->master, g->wc, n, g->st), "bf16 copy") || gwf_refresh(g))
+            return -1;
+        return llmt_gmodel_sync(g);
+    }
+    if (gcheck(cudaMemcpyAsync(g->grads, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
                "upload master") ||
-        gcheck(gk_f32_to_bf16(g->master, g->wc, n, g->st), "bf16 copy"))
+        gmaster_spread(g, 0, n))
         return -1;
     return llmt_gmodel_sync(g);
 }
@@ -362,14 +406,47 @@ int llmt_gmodel_download_grads(llmt_gmodel *g)
 
 int llmt_gmodel_download_master(llmt_gmodel *g)
 {
-    if (gcheck(cudaMemcpyAsync(g->h->master, g->master, g->h->n * 4, cudaMemcpyDeviceToHost,
-                               g->st), "download master"))
+    size_t n = g->h->n;
+    if (!g->master)
+        return 0;       /* no update since the last upload of the host master */
+    if (!g->sh_lo) {
+        if (gcheck(cudaMemcpyAsync(g->h->master, g->master, n * 4, cudaMemcpyDeviceToHost, g->st),
+                   "download master"))
+            return -1;
+        return llmt_gmodel_sync(g);
+    }
+    /* the shares all-gathered into the gradient buffer (zeroed after) */
+    if (gsnap_fence(g) || gag_finish(g) || gsh_gather(g, g->master, g->grads) ||
+        gcheck(cudaMemcpyAsync(g->h->master, g->grads, n * 4, cudaMemcpyDeviceToHost, g->st),
+               "download master") ||
+        gcheck(cudaMemsetAsync(g->grads, 0, n * 4, g->st), "zero gradients") ||
+        llmt_nccl_wait(g->dp, g->st))
         return -1;
     return llmt_gmodel_sync(g);
 }
 
+int llmt_gmodel_download_compute(llmt_gmodel *g)
+{
+    size_t n = g->h->n;
+    uint16_t *b = gag_finish(g) ? NULL : malloc(n * 2 + 2);
+    if (!b || gcheck(cudaMemcpyAsync(b, g->wc, n * 2, cudaMemcpyDeviceToHost, g->st),
+                     "download weights") || llmt_gmodel_sync(g)) {
+        free(b);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)b[i] << 16;
+        memcpy(&g->h->master[i], &u, 4);
+    }
+    free(b);
+    return 0;
+}
+
 int llmt_gmodel_zero_grad(llmt_gmodel *g)
 {
+    /* a checkpoint snapshot may still read the gradient buffer (scratch) */
+    if (gsnap_fence(g))
+        return -1;
     return gcheck(cudaMemsetAsync(g->grads, 0, g->h->n * 4, g->st), "zero gradients");
 }
 
@@ -392,7 +469,9 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 {
     /* AdamW state only when the device optimizer is used (the training
      * loop's optimizer runs on the host with its own state) */
-    if (!g->m1 && (!(g->m1 = dmem(g, g->h->n * 4)) || !(g->v1 = dmem(g, g->h->n * 4)))) {
+    if (gmaster_need(g) || gag_finish(g))
+        return -1;
+    if (!g->m1 && (!(g->m1 = gdmem(g, g->nsh * 4)) || !(g->v1 = gdmem(g, g->nsh * 4)))) {
         fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");
         return -1;
     }
@@ -415,7 +494,8 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
         a = a > lo ? a : lo;
         b = b < hi ? b : hi;
         float keep = pt[i].no_decay ? 1.0f : keep_d;
-        if (a < b && gcheck(gk_adamw(g->master + a, g->grads + a, g->m1 + a, g->v1 + a,
+        size_t p = gsh_at(g, a);    /* [a, b) lies in one part of a share */
+        if (a < b && gcheck(gk_adamw(g->master + p, g->grads + a, g->m1 + p, g->v1 + p,
                                      g->wc + a, b - a, (float)gscale, b1, b2, omb1, omb2, keep,
                                      step, bc2s, eps, g->st), "adamw"))
             return -1;
@@ -426,18 +506,33 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 
 int llmt_gmodel_adamw(llmt_gmodel *g, double lr, double gscale, const llmt_adamw_cfg *cfg, long t)
 {
-    return llmt_gmodel_adamw_range(g, 0, g->h->n, lr, gscale, cfg, t);
+    if (g->sh_lo) {
+        fprintf(stderr, "llm-train: the whole-buffer AdamW on a ZeRO-1 share\n");
+        return -1;
+    }
+    return llmt_gmodel_adamw_range(g, 0, g->h->n, lr, gscale, cfg, t) || gwf_refresh(g) ? -1 : 0;
 }
 
 int llmt_gmodel_snapshot_start(llmt_gmodel *g)
 {
     size_t bytes = g->h->n * 4;
+    if (gmaster_need(g))
+        return -1;
+    const float *src = g->master;
     if (!g->snap_h && gcheck(cudaMallocHost((void **)&g->snap_h, bytes), "pinned snapshot buffer"))
         return -1;
+    /* a ZeRO-1 share: gathered into the gradient buffer (collective over
+     * DP; the next write of grads waits for the copy) */
+    if (g->sh_lo) {
+        if (gag_finish(g) || gsnap_fence(g) || gsh_gather(g, g->master, g->grads) ||
+            llmt_nccl_wait(g->dp, g->st))
+            return -1;
+        src = g->grads;
+    }
     /* the copy stream starts after everything queued on the compute stream */
     if (gcheck(cudaEventRecord(g->ev_snap, g->st), "event") ||
         gcheck(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event") ||
-        gcheck(cudaMemcpyAsync(g->snap_h, g->master, bytes, cudaMemcpyDeviceToHost, g->xst),
+        gcheck(cudaMemcpyAsync(g->snap_h, src, bytes, cudaMemcpyDeviceToHost, g->xst),
                "snapshot copy"))
         return -1;
     /* the next optimizer step must not overwrite master before the copy

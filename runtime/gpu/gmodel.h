@@ -5,8 +5,11 @@
  * model's (a host llmt_model mirror holds them), so checkpoints, the
  * optimizer and the loop see the same buffers: upload the master weights
  * after writing them, download the gradients or the master weights when
- * the host needs them. On the device: fp32 master, fp32 gradients, bf16
- * compute copy, and fp32 AdamW state once the device optimizer is used.
+ * the host needs them. On the device: fp32 gradients, bf16 compute copy,
+ * fp32 copies of the embedding and norm weights (the kernels read those
+ * in fp32), and once the device optimizer is used the fp32 master and
+ * AdamW state: whole, or with data parallelism only this DP rank's ZeRO-1
+ * share (gmodel_shard.c; the gradient buffer is scratch between steps).
  * Tensor parallelism as model.h (Megatron: column-parallel q/k/v and
  * gate/up, row-parallel o_proj and down, embedding and LM head
  * replicated): the sums over the TP group are NCCL all-reduces on the
@@ -42,11 +45,19 @@ int llmt_gmodel_building(void);
 /* The host mirror: parameter table, host master and gradient buffers. */
 llmt_model *llmt_gmodel_host(llmt_gmodel *g);
 
-/* Host master -> device master (+ bf16 copy). 0 or -1. */
+/* Host master -> device master (+ bf16 copy). Without a whole fp32 master
+ * on the device (before the optimizer's first use, or a ZeRO-1 share) the
+ * weights are staged in the gradient buffer, which is zeroed. 0 or -1. */
 int llmt_gmodel_upload(llmt_gmodel *g);
-/* Device gradients / master -> the host mirror's buffers. 0 or -1. */
+/* Device gradients / master -> the host mirror's buffers (a ZeRO-1 share:
+ * collective over DP, the gradient buffer used as scratch and zeroed).
+ * 0 or -1. */
 int llmt_gmodel_download_grads(llmt_gmodel *g);
 int llmt_gmodel_download_master(llmt_gmodel *g);
+/* The bf16 compute copy (whole on every DP replica) widened into the host
+ * mirror's master: the replicated weights for a replica comparison when
+ * the fp32 master is a ZeRO-1 share. 0 or -1. */
+int llmt_gmodel_download_compute(llmt_gmodel *g);
 int llmt_gmodel_zero_grad(llmt_gmodel *g);
 
 /* As llmt_model_forward / llmt_model_backward (host buffers in and out). */
@@ -66,9 +77,11 @@ int llmt_gmodel_logits(llmt_gmodel *g, float *out);
  * the rest of backward; dp_wait waits for it (watchdog). step_dp then
  * computes the gradient norm of this pipeline stage (over DP and TP, each
  * element once: gbucket_norm_ranges; the stages' norms are not combined
- * here), clips (clip <= 0: off), applies AdamW to this rank's blocks and
- * all-gathers the weights, so every replica holds the same bits. -1 on a
- * communication failure (exit 75). */
+ * here), clips (clip <= 0: off), applies AdamW to this rank's blocks (its
+ * share of master, m and v: ZeRO-1 in memory) and all-gathers the bf16
+ * weights on the communication stream, so every replica holds the same
+ * bits; the next forward waits for each bucket before its first layer
+ * that reads it. -1 on a communication failure (exit 75). */
 int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems);
 int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float *grad_in,
                             float grad_scale, int reduce);

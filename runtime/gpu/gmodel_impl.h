@@ -35,7 +35,16 @@ struct llmt_gmodel {
     llmt_model *h;                /* host mirror: table, init, host buffers */
     cudaStream_t st, cst, xst;    /* compute, communication, copies */
     gmm_ctx *mm;
+    /* master, m1, v1: fp32, whole (flat layout), or after set_dp this DP
+     * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
+     * state are made when the optimizer first needs them */
     float *master, *grads, *m1, *v1;
+    size_t nsh;                   /* elements of master, m1, v1 */
+    size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
+    int nsh_parts;
+    float *wf;                    /* fp32 copies of the tensors kernels read in fp32 */
+    size_t *wf_flat, *wf_at, *wf_n, wf_len;
+    int nwf;
     gk_bf16 *wc;
     float *cos_t, *sin_t;
     struct gslot *slots;
@@ -60,6 +69,12 @@ struct llmt_gmodel {
     int dp_failed;
     int dp_size, dp_rank;
     double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
+    /* the weight all-gather after an update, on the communication stream:
+     * ag_ev[b] after bucket b, ev_wf after the fp32 copies; the forward
+     * waits for each bucket before the first layer that reads it (ag_w:
+     * buckets [0, ag_w) not waited for yet) */
+    cudaEvent_t *ag_ev, ev_upd, ev_wf;
+    int ag_pending, ag_w;
     size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
     int nnpc;
     /* snapshots */
@@ -71,15 +86,49 @@ struct llmt_gmodel {
 };
 
 int gcheck(cudaError_t e, const char *what);
+/* device memory of the model (zeroed on the compute stream), freed with
+ * it or by gdfree (gmodel.c) */
+void *gdmem(llmt_gmodel *g, size_t bytes);
+void gdfree(llmt_gmodel *g, void *p);
+
+/* ---- the fp32 master and its share (gmodel_shard.c) ----
+ * packed index of flat element flat (flat itself when whole) */
+size_t gsh_at(const llmt_gmodel *g, size_t flat);
+/* the table and buffer of fp32 copies (embedding, norm weights); gw32: the
+ * fp32 copy of flat element flat (kernels read weights there, not master) */
+int gwf_plan(llmt_gmodel *g);
+const float *gw32(const llmt_gmodel *g, size_t flat);
+/* master made (from the host master) if it does not exist yet */
+int gmaster_need(llmt_gmodel *g);
+/* set_dp: the share's parts; a whole master becomes its share */
+int gsh_plan(llmt_gmodel *g);
+/* fp32 weights staged in grads[at, at + n) to the bf16 copy, the fp32
+ * copies and master; grads[at, at + n) zeroed after */
+int gmaster_spread(llmt_gmodel *g, size_t at, size_t n);
+/* the fp32 copies from master after an update; sharded: this rank's
+ * elements, zeros elsewhere, to be summed over DP */
+int gwf_refresh(llmt_gmodel *g);
+/* sharded: packed (master, m or v layout) all-gathered into whole (n) */
+int gsh_gather(llmt_gmodel *g, const float *packed, float *whole);
+/* host (n floats, flat) into packed (this rank's parts, or all when whole) */
+int gsh_put(llmt_gmodel *g, float *packed, const float *host);
 
 /* Before any write of master (or the AdamW state) on the compute stream:
  * the compute stream waits for a checkpoint snapshot copy in flight on the
  * copy stream (gmodel.c). 0 or -1. */
 int gsnap_fence(llmt_gmodel *g);
 
-/* ZeRO-1: every rank's updated blocks to every rank (in place, on the
- * compute stream), then the bf16 copy of the whole buffer, under the NCCL
- * watchdog; 0 or -1 (gmodel_step.c) */
+/* ZeRO-1: every rank's updated blocks of the bf16 copy to every rank and
+ * the fp32 copies refreshed, issued on the communication stream (the
+ * compute stream waits bucket by bucket: gag_wait); 0 or -1
+ * (gmodel_step.c) */
 int llmt_gmodel_dp_allgather(llmt_gmodel *g);
+/* The compute stream waits for the weight all-gather of every bucket
+ * starting below flat element hi (and the fp32 copies) not waited for yet
+ * (gmodel_shard.c); gag_finish: for all of it, and the host under the NCCL
+ * watchdog (before anything else reads the weights or uses the DP
+ * communicator on the compute stream). 0 or -1. */
+int gag_wait(llmt_gmodel *g, size_t hi);
+int gag_finish(llmt_gmodel *g);
 
 #endif

@@ -3,6 +3,7 @@
  * copies, checkpoint snapshot and restore. Reads the GPU model's private
  * layout (gmodel_impl.h): its buffers, streams, buckets and the snapshot
  * events that the fused AdamW already waits on. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,8 +158,8 @@ int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cf
         if (a < b && llmt_gmodel_adamw_range(g, a, b, lr, gscale, cfg, t))
             return -1;
     }
-    if (!g->dp)
-        return 0;       /* the update refreshed the bf16 copy itself */
+    if (!g->dp)         /* the update refreshed the bf16 copy itself */
+        return gwf_refresh(g);
     return llmt_gmodel_dp_allgather(g);
 }
 
@@ -188,9 +189,23 @@ int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host)
 {
     llmt_gmodel *g = o->g;
-    const float *src = which == LLMT_GBUF_MASTER ? g->master : g->grads;
-    if (at > o->n || n > o->n - at)
+    if (at > o->n || n > o->n - at || gag_finish(g))
         return -1;
+    if (which == LLMT_GBUF_MASTER && g->sh_lo) {
+        /* a ZeRO-1 share: the replicated bf16 copy, widened */
+        uint16_t *b = malloc(n * 2 + 2);
+        if (!b)
+            return -1;
+        int rc = gcheck(cudaMemcpyAsync(b, g->wc + at, n * 2, cudaMemcpyDeviceToHost, g->st),
+                        "download") || gcheck(cudaStreamSynchronize(g->st), "download");
+        for (size_t i = 0; !rc && i < n; i++) {
+            uint32_t u = (uint32_t)b[i] << 16;
+            memcpy(&host[i], &u, 4);
+        }
+        free(b);
+        return rc ? -1 : 0;
+    }
+    const float *src = which == LLMT_GBUF_MASTER ? g->master : g->grads;
     CK(cudaMemcpyAsync(host, src + at, n * 4, cudaMemcpyDeviceToHost, g->st), "download");
     CK(cudaStreamSynchronize(g->st), "download");
     return 0;
@@ -199,18 +214,47 @@ int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *hos
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host)
 {
     llmt_gmodel *g = o->g;
-    if (at > o->n || n > o->n - at)
+    if (at > o->n || n > o->n - at || gag_finish(g))
         return -1;
     if (which == LLMT_GBUF_MASTER) {
+        /* staged in the gradient buffer (between steps: it is free) to
+         * master, its bf16 copy and fp32 copies */
         if (gsnap_fence(g))
             return -1;
-        CK(cudaMemcpyAsync(g->master + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
-        CK(gk_f32_to_bf16(g->master + at, g->wc + at, n, g->st), "bf16 copy");
+        CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+        if (gmaster_spread(g, at, n))
+            return -1;
     } else {
         CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
     }
     CK(cudaStreamSynchronize(g->st), "upload");   /* host may reuse its buffer */
     return 0;
+}
+
+/* ZeRO-1 share: master, m and v one after the other all-gathered into
+ * the gradient buffer (free between steps) and copied from there; each
+ * gather waits for the copy before it, the next backward for the last
+ * (gsnap_fence) */
+static int snapshot_shared(llmt_gopt *o)
+{
+    llmt_gmodel *g = o->g;
+    size_t k = o->ck_hi - o->ck_lo;
+    float *const src[3] = {g->master, g->m1, g->v1};
+    float *const dst[3] = {o->pin, o->pin + o->n, o->pin + o->n + k};
+    for (int i = 0; i < 3; i++) {
+        size_t lo = i ? o->ck_lo : 0, len = i ? k : o->n;
+        if (i)
+            CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
+        if (gsh_gather(g, src[i], g->grads))
+            return -1;
+        CK(cudaEventRecord(g->ev_snap, g->st), "event");
+        CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
+        CK(cudaMemcpyAsync(dst[i], g->grads + lo, len * 4, cudaMemcpyDeviceToHost, g->xst),
+           "snapshot");
+        CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
+    }
+    g->snap_pending = 1;
+    return llmt_nccl_wait(g->dp, g->st);
 }
 
 int llmt_gopt_snapshot(llmt_gopt *o)
@@ -220,15 +264,10 @@ int llmt_gopt_snapshot(llmt_gopt *o)
     if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
                           "pinned checkpoint buffer"))
         return -1;
-    if (gsnap_fence(g))
+    if (gsnap_fence(g) || gag_finish(g))
         return -1;
-    if (g->dp) {
-        /* each rank updated its blocks of m and v only: make them whole
-         * (the other ranks' values overwrite stale ones this rank never uses) */
-        if (gather(g, g->m1, 0, o->n) || gather(g, g->v1, 0, o->n) ||
-            llmt_nccl_wait(g->dp, g->st))
-            return -1;
-    }
+    if (g->sh_lo)
+        return snapshot_shared(o);
     CK(cudaEventRecord(g->ev_snap, g->st), "event");
     CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
     CK(cudaMemcpyAsync(o->pin, g->master, o->n * 4, cudaMemcpyDeviceToHost, g->xst), "snapshot");
@@ -257,15 +296,13 @@ int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
 int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v)
 {
     llmt_gmodel *g = o->g;
-    size_t b = o->n * 4;
-    if (gsnap_fence(g))
+    if (gsnap_fence(g) || gag_finish(g))
         return -1;
-    CK(cudaMemcpyAsync(g->master, master, b, cudaMemcpyHostToDevice, g->st), "upload master");
-    if (m) {
-        CK(cudaMemcpyAsync(g->m1, m, b, cudaMemcpyHostToDevice, g->st), "upload AdamW m");
-        CK(cudaMemcpyAsync(g->v1, v, b, cudaMemcpyHostToDevice, g->st), "upload AdamW v");
-    }
-    CK(gk_f32_to_bf16(g->master, g->wc, o->n, g->st), "bf16 copy");
+    /* master staged in the gradient buffer (free before a step); m and v:
+     * this rank's share of the whole buffers */
+    CK(cudaMemcpyAsync(g->grads, master, o->n * 4, cudaMemcpyHostToDevice, g->st), "upload master");
+    if (gmaster_spread(g, 0, o->n) || (m && (gsh_put(g, g->m1, m) || gsh_put(g, g->v1, v))))
+        return -1;
     CK(cudaStreamSynchronize(g->st), "upload");
     return 0;
 }

@@ -112,13 +112,13 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *x = sl->xs[l];
     cudaStream_t st = g->st;
 
-    CK(gk_rmsnorm_fwd(x, g->master + lo->ln1, a->h1, a->rstd1, M, d, eps, st), "rmsnorm");
+    CK(gk_rmsnorm_fwd(x, gw32(g, lo->ln1), a->h1, a->rstd1, M, d, eps, st), "rmsnorm");
     float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
     if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
         return -1;
     CK(gk_attn_prep_fwd_at(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
-                           c->qk_norm ? g->master + lo->qn : NULL,
-                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
+                           c->qk_norm ? gw32(g, lo->qn) : NULL,
+                           c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr, eps, g->cos_t,
                            g->sin_t, sl->packed ? sl->pos : NULL, st), "attention prep");
     if (attn_fwd(g, a, BH, T, hd, sl->packed ? sl->lo : NULL))
         return -1;
@@ -128,7 +128,7 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
     CK(gk_add(a->x_mid, g->y, Md, st), "add");
 
-    CK(gk_rmsnorm_fwd(a->x_mid, g->master + lo->ln2, a->h2, a->rstd2, M, d, eps, st), "rmsnorm");
+    CK(gk_rmsnorm_fwd(a->x_mid, gw32(g, lo->ln2), a->h2, a->rstd2, M, d, eps, st), "rmsnorm");
     if (lin_fwd(g, a->h2, lo->gu, a->gu, BF, M, 2 * h->Fl, d))
         return -1;
     CK(gk_swiglu_fwd(a->gu, a->a, M, h->Fl, st), "swiglu");
@@ -197,19 +197,22 @@ int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const floa
         CK(cudaMemcpyAsync(sl->ep, ep, (size_t)M * 4, cudaMemcpyHostToDevice, st), "plan");
         if (llmt_gmodel_sync(g))                        /* staging is reused */
             return -1;
-        CK(gk_embed_fwd(g->master + h->off_embed, sl->tok, sl->xs[0], M, d, st), "embedding");
+        if (gag_wait(g, h->lo[0].ln1))   /* the weight all-gather, as it lands */
+            return -1;
+        CK(gk_embed_fwd(gw32(g, h->off_embed), sl->tok, sl->xs[0], M, d, st), "embedding");
     } else {
         CK(cudaMemcpyAsync(sl->xs[0], act_in, Md * 4, cudaMemcpyHostToDevice, st), "act_in");
     }
     for (int l = 0; l < h->nl; l++)
-        if (layer_fwd(g, sl, l))
+        if (gag_wait(g, l + 1 < h->nl ? h->lo[l + 1].ln1 : h->n) ||
+            layer_fwd(g, sl, l))
             return -1;
     float *xl = sl->xs[h->nl];
     if (!h->last) {
         CK(cudaMemcpyAsync(act_out, xl, Md * 4, cudaMemcpyDeviceToHost, st), "act_out");
         return llmt_gmodel_sync(g);
     }
-    CK(gk_rmsnorm_fwd(xl, g->master + h->off_norm, sl->xf, sl->rstdf, M, d,
+    CK(gk_rmsnorm_fwd(xl, gw32(g, h->off_norm), sl->xf, sl->rstdf, M, d,
                       (float)h->c.norm_eps, st), "final norm");
     if (lin_fwd(g, sl->xf, h->off_head, g->logits, F32, M, h->c.vocab_size, d))
         return -1;
@@ -251,6 +254,13 @@ static int dp_launch(llmt_gmodel *g, int first_done)
     if (!g->reducing || g->dp_failed)
         return g->dp_failed ? -1 : 0;
     int ready = gbucket_ready(g->bk, g->nbk, first_done);
+    if (g->bk_sent == ready)
+        return 0;
+    /* the buckets ready now in one group: one launch */
+    if (llmt_nccl_group_start(g->dp)) {
+        g->dp_failed = 1;
+        return -1;
+    }
     for (; g->bk_sent < ready; g->bk_sent++) {
         gshard sh;
         gbucket_shard(&g->bk[g->bk_sent], g->dp_size, g->dp_rank, &sh);
@@ -265,8 +275,13 @@ static int dp_launch(llmt_gmodel *g, int first_done)
              llmt_nccl_allreduce_sum_f32(g->dp, g->grads + sh.tail_lo, g->grads + sh.tail_lo,
                                          sh.hi - sh.tail_lo, g->cst))) {
             g->dp_failed = 1;
+            llmt_nccl_group_end(g->dp);
             return -1;
         }
+    }
+    if (llmt_nccl_group_end(g->dp)) {
+        g->dp_failed = 1;
+        return -1;
     }
     return 0;
 }
@@ -289,7 +304,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     CK(gk_swiglu_bwd(a->gu, g->da, g->dgu, M, h->Fl, st), "swiglu backward");
     if (lin_bwd(g, g->dgu, a->h2, lo->gu, g->dh, M, 2 * h->Fl, d, 1.0f) || tp_sum(g, g->dh, Md))
         return -1;
-    CK(gk_rmsnorm_bwd(a->x_mid, g->master + lo->ln2, a->rstd2, g->dh, dx, g->grads + lo->ln2,
+    CK(gk_rmsnorm_bwd(a->x_mid, gw32(g, lo->ln2), a->rstd2, g->dh, dx, g->grads + lo->ln2,
                       g->part, M, d, st), "rmsnorm backward");
 
     CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
@@ -306,8 +321,8 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     if (g->qkn_g)
         CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
     CK(gk_attn_prep_bwd_at(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
-                           c->qk_norm ? g->master + lo->qn : NULL,
-                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
+                           c->qk_norm ? gw32(g, lo->qn) : NULL,
+                           c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr,
                            c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
                            g->cos_t, g->sin_t, sl->packed ? sl->pos : NULL, st),
        "attention prep backward");
@@ -319,7 +334,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     }
     if (lin_bwd(g, g->dqkv, a->h1, lo->qkv, g->dh, M, h->Wq, d, 1.0f) || tp_sum(g, g->dh, Md))
         return -1;
-    CK(gk_rmsnorm_bwd(sl->xs[l], g->master + lo->ln1, a->rstd1, g->dh, dx, g->grads + lo->ln1,
+    CK(gk_rmsnorm_bwd(sl->xs[l], gw32(g, lo->ln1), a->rstd1, g->dh, dx, g->grads + lo->ln1,
                       g->part, M, d, st), "rmsnorm backward");
     return dp_launch(g, g->layer_t0 ? g->layer_t0[l] : 0);
 }
@@ -334,11 +349,13 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
     cudaStream_t st = g->st;
     g->reducing = reduce && g->dp;
     g->bk_sent = 0;
+    if (gsnap_fence(g))     /* a snapshot may still read grads (scratch) */
+        return -1;
     if (h->last) {
         if (lin_bwd(g, sl->dlog, sl->xf, h->off_head, g->dh, M, h->c.vocab_size, d, grad_scale))
             return -1;
         CK(cudaMemsetAsync(g->dx, 0, Md * 4, st), "memset");
-        CK(gk_rmsnorm_bwd(sl->xs[h->nl], g->master + h->off_norm, sl->rstdf, g->dh, g->dx,
+        CK(gk_rmsnorm_bwd(sl->xs[h->nl], gw32(g, h->off_norm), sl->rstdf, g->dh, g->dx,
                           g->grads + h->off_norm, g->part, M, d, st), "final norm backward");
     } else {
         CK(cudaMemcpyAsync(g->dx, grad_out, Md * 4, cudaMemcpyHostToDevice, st), "grad_out");
@@ -398,7 +415,7 @@ int llmt_gmodel_set_dp(llmt_gmodel *g, struct llmt_nccl *dp, size_t bucket_elems
     g->dp = dp;
     g->dp_size = llmt_nccl_size(dp);
     g->dp_rank = llmt_nccl_rank(dp);
-    return 0;
+    return gsh_plan(g);     /* ZeRO-1: master, m and v keep this rank's share */
 }
 
 int llmt_gmodel_dp_wait(llmt_gmodel *g)
@@ -441,23 +458,46 @@ static int plan_norm(llmt_gmodel *g)
 
 int llmt_gmodel_dp_allgather(llmt_gmodel *g)
 {
-    if (gsnap_fence(g))         /* a rank that updated nothing writes master here first */
+    if (gsnap_fence(g))         /* a rank that updated nothing writes here first */
         return -1;
-    for (int b = 0; b < g->nbk; b++) {
+    if (!g->ag_ev) {
+        if (!(g->ag_ev = calloc((size_t)g->nbk, sizeof *g->ag_ev)) ||
+            gcheck(cudaEventCreateWithFlags(&g->ev_upd, cudaEventDisableTiming), "event") ||
+            gcheck(cudaEventCreateWithFlags(&g->ev_wf, cudaEventDisableTiming), "event"))
+            return -1;
+        for (int b = 0; b < g->nbk; b++)
+            CK(cudaEventCreateWithFlags(&g->ag_ev[b], cudaEventDisableTiming), "event");
+    }
+    /* the fp32 copies (staged by gwf_refresh on the compute stream), then
+     * the bf16 copy of every block (the update wrote this rank's and the
+     * tails; the fp32 master stays sharded), on the communication stream,
+     * lowest range first with an event each: the next forward's first
+     * layers start when their bucket is there, the host does not wait.
+     * Not grouped: buckets of tens of MB, one event each. */
+    if (gwf_refresh(g))
+        return -1;
+    CK(cudaEventRecord(g->ev_upd, g->st), "event");
+    CK(cudaStreamWaitEvent(g->cst, g->ev_upd, 0), "wait event");
+    if (g->wf_len && llmt_nccl_allreduce_sum_f32(g->dp, g->wf, g->wf, g->wf_len, g->cst))
+        return -1;
+    CK(cudaEventRecord(g->ev_wf, g->cst), "event");
+    for (int b = g->nbk - 1; b >= 0; b--) {
         gshard sh;
         gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        if (sh.blk && llmt_nccl_allgather_f32(g->dp, g->master + sh.own_lo,
-                                              g->master + g->bk[b].lo, sh.blk, g->st))
+        if (sh.blk && llmt_nccl_allgather_bf16(g->dp, g->wc + sh.own_lo, g->wc + g->bk[b].lo,
+                                               sh.blk, g->cst))
             return -1;
+        CK(cudaEventRecord(g->ag_ev[b], g->cst), "event");
     }
-    CK(gk_f32_to_bf16(g->master, g->wc, g->h->n, g->st), "bf16 copy");
-    return llmt_nccl_wait(g->dp, g->st);
+    g->ag_pending = 1;
+    g->ag_w = g->nbk;
+    return 0;
 }
 
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
                         double *norm)
 {
-    if (!g->dp || (!g->npc && plan_norm(g)))
+    if (!g->dp || (!g->npc && plan_norm(g)) || gag_finish(g))
         return -1;
     /* device doubles: [np partials][this rank's sum over DP][one per TP rank] */
     size_t np = (size_t)g->nnpc * GK_SUMSQ_BLOCKS;

@@ -92,13 +92,19 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	double layer, slot, wide, pw;
 
 	memset(e, 0, sizeof(*e));
-	e->params = n * (4 + 4 + 2) + T * hd * 4;
+	/* fp32 gradients, bf16 copy, rotary tables, the fp32 copies of the
+	 * tensors kernels read in fp32 (gmodel_shard.c: embedding, norms) */
+	e->params = n * (4 + 2) + T * hd * 4 +
+		((first ? V * d : 0) + (last ? d : 0) + nl * (2 * d + (c->qk_norm ? 2 * hd : 0))) * 4;
 	if (devopt) {
-		/* m and v; the packed norm ranges when the share is cut in
-		 * several (DP buckets; on TP ranks but 0 the replicated norms
-		 * are left out): about the share */
+		/* ZeRO-1 in memory: fp32 master, m and v of this rank's share
+		 * (n/dp; the buckets' tails of fewer than dp elements on every
+		 * rank are left out); the packed norm ranges when the share is
+		 * cut in several (DP buckets; on TP ranks but 0 the replicated
+		 * norms are left out): about the share */
 		int cut = l->dp > 1 || l->tp_rank > 0;
-		e->optimizer = n * 8 + GPU_SUMSQ_BLOCKS * 8 + (cut ? n / l->dp * 4 : 0);
+		double share = n / l->dp;
+		e->optimizer = share * 12 + GPU_SUMSQ_BLOCKS * 8 + (cut ? share * 4 : 0);
 	}
 	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + 3 * BH * T * hd * 2 +
 		(double)gattn_p_elems((size_t)BH, T, C) * 2 + M * Hh * 2 + 3 * M * Fl * 2;

@@ -33,8 +33,9 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
  * alloc_dev, gmodel_opt.c): bf16 compute, attention in causal query
  * chunks (host_plan.h gattn_chunk). Host memory is not counted. */
 typedef struct {
-	double params;       /* fp32 master + fp32 grads + bf16 copy, rotary tables */
-	double optimizer;    /* device AdamW m and v (whole stage), norm scratch */
+	double params;       /* fp32 grads + bf16 copy, rotary tables, fp32 copies of
+	                      * the embedding and norm weights */
+	double optimizer;    /* ZeRO-1 share of the fp32 master and AdamW m, v; norm scratch */
 	double activations;  /* kept for backward, all slots in flight */
 	double scratch;      /* per-layer work buffers, column-sum partials */
 	double workspace;    /* the cuBLASLt workspace (gmm_create) */
@@ -42,7 +43,8 @@ typedef struct {
 } llmt_memest_gpu;
 
 /* Pure. devopt: the training loop's optimizer runs on the device
- * (llmt_dev_optim: m and v over the whole stage, not a ZeRO-1 shard). */
+ * (llmt_dev_optim: fp32 master, m and v of this DP rank's ZeRO-1 share;
+ * without it no fp32 master is on the device). */
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, llmt_memest_gpu *e);
 /* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,

@@ -109,7 +109,9 @@ struct llmt_trainopt_ops {
 	 * rank's gradients; BITFLIP (after step) flips bit 22 of the first
 	 * parameter; *at: the element touched */
 	int (*poke)(llmt_trainopt *o, llmt_poke what, size_t *at);
-	/* the current master weights in host memory (a download on a device) */
+	/* the current master weights in host memory (a download on a device;
+	 * with dp > 1 there the fp32 master is a ZeRO-1 share: the bf16
+	 * weights every replica holds, widened, which replicas compare) */
 	const float *(*master)(llmt_trainopt *o);
 	/* capture master, m and v for a checkpoint; saved() hands them over in
 	 * host memory, valid until the next snapshot (waits for the capture) */

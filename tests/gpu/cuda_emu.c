@@ -163,12 +163,16 @@ static emu_op *push(struct emu_stream *s, int kind)
     return o;
 }
 
-/* apply s's held-back work up to seq (in order) */
+/* apply s's held-back work up to seq (in order). Each op leaves the queue
+ * before it runs: an OP_DEP may flush a stream that waits on s in turn
+ * (streams waiting on each other, one event after another), which re-enters
+ * this function on s. */
 static void flush_to(struct emu_stream *s, unsigned long seq)
 {
-    size_t i = 0;
-    for (; i < s->nop && s->op[i].seq <= seq; i++) {
-        emu_op *o = &s->op[i];
+    while (s->nop && s->op[0].seq <= seq) {
+        emu_op op = s->op[0], *o = &op;
+        memmove(s->op, s->op + 1, (s->nop - 1) * sizeof *s->op);
+        s->nop--;
         switch (o->kind) {
         case OP_COPY:
             memcpy(o->dst, o->data, o->n);
@@ -187,8 +191,6 @@ static void flush_to(struct emu_stream *s, unsigned long seq)
             break;
         }
     }
-    memmove(s->op, s->op + i, (s->nop - i) * sizeof *s->op);
-    s->nop -= i;
 }
 static void check_sources(void);
 static void flush(struct emu_stream *s)
@@ -650,6 +652,26 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cu
     }
     return llmt_comm_allgather_f32(n->c, s, r, c);
 }
+int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *s, void *r, size_t c, cudaStream_t st)
+{
+    collective(st);
+    size_t b = c * 2;
+    if (n->size == 1) {
+        memmove(r, s, b);
+        return 0;
+    }
+    /* in place (s inside r) as NCCL allows: gather from a copy */
+    void *tmp = malloc(b ? b : 1);
+    if (!tmp)
+        return -1;
+    memcpy(tmp, s, b);
+    int rc = llmt_comm_allgather_bytes(n->c, tmp, r, b);
+    free(tmp);
+    return rc;
+}
+/* groups only batch launches: the emulation runs each call at once */
+int llmt_nccl_group_start(llmt_nccl *n) { (void)n; return 0; }
+int llmt_nccl_group_end(llmt_nccl *n) { (void)n; return 0; }
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
 {
     collective(st);

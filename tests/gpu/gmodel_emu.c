@@ -2,3 +2,4 @@
  * the emulation test, linked against cuda_emu.c instead of the CUDA runtime. */
 #include "gpu/gmodel.c"
 #include "gpu/gmodel_step.c"
+#include "gpu/gmodel_shard.c"

@@ -3,7 +3,8 @@
 # emulation (test_gpu_tp.c: GPU model vs the CPU model of the same layout
 # and vs the tp=1 model, replicated tensors bit-identical over TP, device
 # AdamW steps, a one-rank TP group; with dp > 1 the device ZeRO-1 step vs
-# the host optimizer), as real MPI jobs laid out by the plugin on the
+# the host optimizer, the bf16 weights bit-identical over DP, the device
+# memory estimate against the emulation's allocations), as real MPI jobs laid out by the plugin on the
 # emulated cluster: tp=2 (2 ranks, one node), tp=2,pp=2 and tp=2,dp=2 (4
 # ranks, two nodes). SKIP (77) without CUDA in the build or without Slurm.
 set -u
@@ -50,4 +51,5 @@ run 2 1 1
 run 2 2 1
 run 2 1 2
 grep -q "ZeRO-1 norm device" "$out" || fail "tp=2 dp=2: the ZeRO-1 checks did not run"
+grep -q "^dp=2 tp=2: device model .* optimizer" "$out" || fail "tp=2 dp=2: the memory estimate check did not run"
 echo "PASS: GPU model tensor parallelism (emulated) at tp=2, tp=2 pp=2, tp=2 dp=2 (via $via)"

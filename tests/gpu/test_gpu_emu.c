@@ -452,13 +452,19 @@ static void test_zero1(void **st)
         assert_int_equal(llmt_gmodel_backward_dp(g1, 0, NULL, NULL, 1.0f, 1), 0);
         assert_int_equal(llmt_gmodel_dp_wait(g1), 0);
         assert_int_equal(llmt_gmodel_step_dp(g1, 1e-2, 0.5, &ac, step, &norm), 0);
+        /* a ZeRO-1 share: an all-gather on g1's stream, before g2's work;
+         * the snapshot of the share (gathered, as gpu_test.c takes it) */
+        assert_int_equal(llmt_gmodel_download_master(g1), 0);
+        assert_int_equal(llmt_gmodel_snapshot_start(g1), 0);
+        const float *snap = llmt_gmodel_snapshot_wait(g1);
+        assert_non_null(snap);
+        assert_memory_equal(snap, llmt_model_master(llmt_gmodel_host(g1)), n * 4);
         assert_int_equal(llmt_gmodel_backward(g2, 0, NULL, NULL, 1.0f), 0);
         assert_int_equal(llmt_gmodel_grad_sumsq(g2, &ss), 0);
         /* one rank: the same sums and the same update, bit for bit (measured 0) */
         NEAR(fabs(norm - sqrt(ss)) / sqrt(ss), 0);
         assert_true(norm > 0.5);                                 /* the clip acts */
         assert_int_equal(llmt_gmodel_adamw(g2, 1e-2, llmt_clip_scale(sqrt(ss), 0.5), &ac, step), 0);
-        assert_int_equal(llmt_gmodel_download_master(g1), 0);
         assert_int_equal(llmt_gmodel_download_master(g2), 0);
         NEAR(relerr(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
                   n), 0);

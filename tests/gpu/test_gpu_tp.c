@@ -11,7 +11,9 @@
  *    and weight shard against its slice of the full tensor;
  *  - replicated tensors (norms, embedding, head): gradients and weights
  *    bit-identical on every TP rank;
- * with dp > 1 (pp = 1) instead: the device ZeRO-1 step (run_zero1); then
+ * with dp > 1 (pp = 1) instead: the device ZeRO-1 step (run_zero1: the
+ * bf16 weights bit-identical over DP and the rounding of the gathered fp32
+ * master) and the device memory estimate (memest_dp); then
  * a one-rank TP group: the NCCL all-reduces are issued (counted by the
  * emulation) and change no bit. Tolerances are test_gpu_emu.c's.
  * Exit 0 pass, 1 fail. */
@@ -21,7 +23,10 @@
 #include <string.h>
 #include <omp.h>
 #include "gpu/comm_nccl.h"
+#include "gpu/bridge.h"
 #include "gpu/gmodel.h"
+#include "memory/memest.h"
+#include "model/bf16.h"
 #include "model/model.h"
 #include "train/optim.h"
 #include "comm/parallel.h"
@@ -35,6 +40,7 @@
 #define LR 1e-3
 
 extern long llmt_nccl_emu_allreduces;   /* cuda_emu.c */
+size_t llmt_emu_dev_bytes(size_t *peak);
 
 static int fails, world_rank;
 
@@ -356,6 +362,21 @@ static void run_zero1(llmt_parallel *p, int gqa)
         if (llmt_comm_bcast_bytes(p->dp_comm, r0, n * 4, 0) ||
             memcmp(r0, llmt_model_master(h), n * 4))
             check("weights bit-identical over DP replicas", what, 1, 0);
+        /* the fp32 master is a ZeRO-1 share (download_master gathers it):
+         * the replicated state is the bf16 copy every rank computes with,
+         * the rounding of the gathered master; then master back on the host */
+        if (llmt_gmodel_download_compute(g))
+            check("GPU bf16 weights", what, 1, 0);
+        int wrong = 0;
+        for (size_t i = 0; i < n; i++)
+            wrong += bf16_to_f32(f32_to_bf16(r0[i])) != llmt_model_master(h)[i];
+        check("bf16 weights are the rounded fp32 master", what, wrong, 0);
+        memcpy(r0, llmt_model_master(h), n * 4);
+        if (llmt_comm_bcast_bytes(p->dp_comm, r0, n * 4, 0) ||
+            memcmp(r0, llmt_model_master(h), n * 4))
+            check("bf16 weights bit-identical over DP replicas", what, 1, 0);
+        if (llmt_gmodel_download_master(g))
+            check("GPU master", what, 1, 0);
         same_over_tp(p->tp_comm, h, llmt_model_master(h), "weights");
         /* the host reference continues from the device's weights */
         llmt_model_sync_compute(h);
@@ -364,6 +385,54 @@ static void run_zero1(llmt_parallel *p, int gqa)
     free(segs); free(local); free(ref); free(r0);
     llmt_gmodel_free(g);
     llmt_nccl_free(dp);
+}
+
+/* dp > 1: the device estimate against the emulation's cudaMalloc bytes,
+ * as test_memest_gpu.c does at dp = 1: the model exactly; the device
+ * optimizer (ZeRO-1 share of master, m, v; packed norm ranges) within the
+ * buckets' rounding: each of the nbk buckets (n/8 elements: bridge_optim.c)
+ * leaves blocks of floor(len/dp) and a tail of fewer than dp elements on
+ * every rank, 16 bytes an element; on TP ranks but 0 the replicated
+ * tensors are not in the norm ranges (the estimate is above) */
+static void memest_dp(llmt_parallel *p)
+{
+    const llmt_grid *l = &p->l;
+    llmt_config c;
+    small_cfg(&c, 1);
+    llmt_par par = {l->tp, l->tp_rank, 1, 0, p->tp_comm};
+    size_t b0 = llmt_emu_dev_bytes(NULL);
+    setenv("LLM_TRAIN_GPU", "0", 1);
+    llmt_model *m = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
+    unsetenv("LLM_TRAIN_GPU");
+    if (!m || !llmt_dev_model(m)) {
+        check("GPU model through the bridge", "", 1, 0);
+        return;
+    }
+    double model = (double)(llmt_emu_dev_bytes(NULL) - b0);
+    llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+    llmt_opt_env oe = {&ac, 1, l->tp_rank, 1, 0, 0, p->dp_comm, NULL, p->all};
+    llmt_trainopt *o = NULL;
+    if (llmt_dev_optim(m, &oe, &o) != 1 || !o) {
+        check("device optimizer", "", 1, 0);
+        return;
+    }
+    double opt = (double)(llmt_emu_dev_bytes(NULL) - b0) - model;
+    size_t n = llmt_model_nparams(m);
+    llmt_memest_gpu e;
+    llmt_memory_estimate_gpu(&c, l, n, B, T, 1, 1, &e);
+    double slack = 16.0 * 9 * l->dp;        /* 8 or 9 buckets */
+    check("device model bytes - estimate", "", fabs(model - (e.params + e.activations + e.scratch)),
+          0);
+    check("device optimizer bytes - estimate", "", l->tp_rank ? opt - e.optimizer
+                                                              : fabs(opt - e.optimizer), slack);
+    /* and far below the whole-buffer state of before (m, v, master of n) */
+    check("device optimizer bytes / whole-buffer state", "", opt / (12.0 * n), 1.5 / l->dp);
+    if (world_rank == 0)
+        printf("dp=%d tp=%d: device model %.0f bytes (estimate %.0f), optimizer %.0f (estimate %.0f, "
+               "whole-buffer state %.0f)\n", l->dp, l->tp, model,
+               e.params + e.activations + e.scratch, opt, e.optimizer, 12.0 * n);
+    o->ops->free(o);
+    llmt_model_free(m);
 }
 
 /* a one-rank TP group: the same path (NCCL all-reduces issued) and the
@@ -430,6 +499,8 @@ int main(int argc, char **argv)
         check("TP communicator rank is the TP rank", "", 1, 0);
         return 1;
     }
+    if (p.l.dp > 1)
+        memest_dp(&p);
     for (int gqa = 0; gqa < 2; gqa++) {
         if (p.l.dp > 1)
             run_zero1(&p, gqa);
