@@ -56,6 +56,24 @@ cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int
 cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H, int hd,
                                cudaStream_t st);
 
+/* Fused causal attention (dev_flash.cu), token-major: q, o, dO and dq
+ * [B*T][H][hd], k, v, dk, dv [B*T][KV][hd] (KV divides H: query head h
+ * reads KV head h / (H/KV)); lse and D [B][H][T] fp32. seg: NULL, or a
+ * segment id per position [B*T]: a query sees the keys at or before it
+ * with the same id. Scale 1/sqrt(hd). gk_flash_hd_ok: the head dims built
+ * (8, 16, 32, 64, 128); others fail with cudaErrorInvalidValue. Backward:
+ * D = rowsum(dO o) (scratch), then dk, dv in one pass (query heads of a
+ * group summed in order), then dq in its own: no atomics, the same bits in
+ * every run. */
+int gk_flash_hd_ok(int hd);
+cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
+                         float *lse, const int *seg, int B, int T, int H, int KV, int hd,
+                         cudaStream_t st);
+cudaError_t gk_flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, const gk_bf16 *o,
+                         const gk_bf16 *dO, const float *lse, float *D, const int *seg, float *dq,
+                         float *dk, float *dv, int B, int T, int H, int KV, int hd,
+                         cudaStream_t st);
+
 cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st);
 cudaError_t gk_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int M, int F,
                           cudaStream_t st);
