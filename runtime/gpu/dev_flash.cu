@@ -282,11 +282,6 @@ static cudaError_t flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
     return GK_LAST_ERROR();
 }
 
-extern "C" int gk_flash_hd_ok(int hd)
-{
-    return hd == 8 || hd == 16 || hd == 32 || hd == 64 || hd == 128;
-}
-
 extern "C" cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
                                     gk_bf16 *o, float *lse, const int *seg, int B, int T, int H,
                                     int KV, int hd, cudaStream_t st)

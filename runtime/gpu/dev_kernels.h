@@ -42,6 +42,20 @@ cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, 
                              float *dqw, float *dkw, float *contrib, float *part,
                              const float *cos_t, const float *sin_t, cudaStream_t st);
 
+/* the same with tm = 1: token-major q [B*T][H][hd], k and v [B*T][KV][hd]
+ * (KV heads once: the fused attention's layout); backward reads dq, dk,
+ * dv in that layout (tm = 0: as above) */
+cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
+                                int T, int H, int KV, int hd, const float *qw, const float *kw,
+                                float *qr, float *kr, float eps, const float *cos_t,
+                                const float *sin_t, int tm, cudaStream_t st);
+cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
+                                gk_bf16 *dqkv, const float *qkv, int B, int T, int H, int KV,
+                                int hd, const float *qw, const float *kw, const float *qr,
+                                const float *kr, float *dqw, float *dkw, float *contrib,
+                                float *part, const float *cos_t, const float *sin_t, int tm,
+                                cudaStream_t st);
+
 cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T, cudaStream_t st);
 cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int T,
                                   cudaStream_t st);
@@ -60,12 +74,11 @@ cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int
  * [B*T][H][hd], k, v, dk, dv [B*T][KV][hd] (KV divides H: query head h
  * reads KV head h / (H/KV)); lse and D [B][H][T] fp32. seg: NULL, or a
  * segment id per position [B*T]: a query sees the keys at or before it
- * with the same id. Scale 1/sqrt(hd). gk_flash_hd_ok: the head dims built
- * (8, 16, 32, 64, 128); others fail with cudaErrorInvalidValue. Backward:
+ * with the same id. Scale 1/sqrt(hd). Head dims 8, 16, 32, 64, 128
+ * (host_plan.h gattn_fused); others fail with cudaErrorInvalidValue. Backward:
  * D = rowsum(dO o) (scratch), then dk, dv in one pass (query heads of a
  * group summed in order), then dq in its own: no atomics, the same bits in
  * every run. */
-int gk_flash_hd_ok(int hd);
 cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
                          float *lse, const int *seg, int B, int T, int H, int KV, int hd,
                          cudaStream_t st);

@@ -113,9 +113,15 @@ static int alloc_dev(llmt_gmodel *g)
                 A(a->kr, M * (size_t)h->KVl * 4);
             }
             A(a->q, BH * T * hd * es);
-            A(a->k, BH * T * hd * es);
-            A(a->v, BH * T * hd * es);
-            A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
+            if (g->fused) {     /* KV heads once, logsumexp instead of P */
+                A(a->k, M * (size_t)h->KVl * hd * es);
+                A(a->v, M * (size_t)h->KVl * hd * es);
+                A(a->lse, BH * T * 4);
+            } else {
+                A(a->k, BH * T * hd * es);
+                A(a->v, BH * T * hd * es);
+                A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
+            }
             A(a->att, M * Hh * es);
             A(a->gu, M * 2 * Fl * es);
             A(a->a, M * Fl * es);
@@ -137,21 +143,27 @@ static int alloc_dev(llmt_gmodel *g)
     size_t wide = d > Wq ? d : Wq;
     wide = wide > Fl ? wide : Fl;
     A(g->qkv_s, M * Wq * 4);
-    A(g->S, BH * C * T * 4);    /* one query chunk */
     A(g->y, M * d * 4);
     A(g->dx, M * d * 4);
     A(g->dh, M * d * 4);
     A(g->da, M * Fl * 4);
-    A(g->datt, M * Hh * 4);
-    A(g->dP, BH * C * T * 4);
     A(g->dq, BH * T * hd * 4);
-    A(g->dk, BH * T * hd * 4);
-    A(g->dv, BH * T * hd * 4);
-    A(g->O, BH * T * hd * es);
+    if (g->fused) {
+        A(g->dk, M * (size_t)h->KVl * hd * 4);
+        A(g->dv, M * (size_t)h->KVl * hd * 4);
+        A(g->Dsc, BH * T * 4);
+    } else {
+        A(g->S, BH * C * T * 4);    /* one query chunk */
+        A(g->datt, M * Hh * 4);
+        A(g->dP, BH * C * T * 4);
+        A(g->dk, BH * T * hd * 4);
+        A(g->dv, BH * T * hd * 4);
+        A(g->O, BH * T * hd * es);
+        A(g->dS, BH * C * T * es);
+    }
     A(g->dyact, big * es);
     A(g->dgu, M * 2 * Fl * es);
     A(g->dO, BH * T * hd * es);
-    A(g->dS, BH * C * T * es);
     A(g->dqkv, M * Wq * es);
     size_t pw = GK_COLSUM_CHUNKS * wide > GK_COLSUM_MAX * hd ? GK_COLSUM_CHUNKS * wide
                                                               : GK_COLSUM_MAX * hd;
@@ -215,6 +227,11 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
         gcheck(cudaEventCreateWithFlags(&g->ev_snap_done, cudaEventDisableTiming), "event"))
         goto fail;
     g->attn_chunk = gattn_chunk(T);
+    const char *am = getenv(LLMT_ENV_GPU_ATTN);
+    if ((g->fused = gattn_fused(h->hd, am)) < 0) {
+        fprintf(stderr, "llm-train: %s='%s' is not fused or chunked\n", LLMT_ENV_GPU_ATTN, am);
+        goto fail;
+    }
     if (alloc_dev(g)) {
         fprintf(stderr, "llm-train: out of GPU memory building the model (B=%d T=%d slots=%d)\n",
                 B, T, nslots);
@@ -457,7 +474,7 @@ int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C)
 {
     /* a shorter chunk that divides T fits the buffers sized for the
      * create-time one (P: T(T+C)/2 per head; scratch: C x T) */
-    if (C < 1 || C > g->attn_chunk || g->h->T % C)
+    if (g->fused || C < 1 || C > g->attn_chunk || g->h->T % C)
         return -1;
     g->attn_chunk = C;
     return 0;

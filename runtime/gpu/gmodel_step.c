@@ -23,13 +23,19 @@ static int lin_fwd(llmt_gmodel *g, const void *X, size_t woff, void *Y, llmt_dt 
     return gmm(g->mm, 1, M, N, K, X, 0, g->wc + woff, 1, BF, Y, yt, 1.0f, 0);
 }
 
-/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W */
-static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, float *dX, int M,
-                   int N, int K, float alpha)
+/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W (of type dxt) */
+static int lin_bwd_t(llmt_gmodel *g, const void *dY, const void *X, size_t woff, void *dX,
+                     llmt_dt dxt, int M, int N, int K, float alpha)
 {
     if (gmm(g->mm, 1, N, K, M, dY, 1, X, 0, BF, g->grads + woff, F32, alpha, 1))
         return -1;
-    return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, F32, alpha, 0);
+    return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, dxt, alpha, 0);
+}
+
+static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, float *dX, int M,
+                   int N, int K, float alpha)
+{
+    return lin_bwd_t(g, dY, X, woff, dX, F32, M, N, K, alpha);
 }
 
 /* Causal attention in query chunks of g->attn_chunk rows (host_plan.h:
@@ -115,13 +121,20 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
     if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
         return -1;
-    CK(gk_attn_prep_fwd(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
-                        c->qk_norm ? g->master + lo->qn : NULL,
-                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
-                        g->sin_t, st), "attention prep");
-    if (attn_fwd(g, a, BH, T, hd))
-        return -1;
-    CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
+    CK(gk_attn_prep_fwd_tm(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
+                           c->qk_norm ? g->master + lo->qn : NULL,
+                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr, eps, g->cos_t,
+                           g->sin_t, g->fused, st), "attention prep");
+    if (g->fused) {
+        /* token-major in and out: no layout kernels; one sample per
+         * sequence (seg NULL) */
+        CK(gk_flash_fwd(a->q, a->k, a->v, a->att, a->lse, NULL, h->B, T, h->Hl, h->KVl, hd, st),
+           "fused attention");
+    } else {
+        if (attn_fwd(g, a, BH, T, hd))
+            return -1;
+        CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
+    }
     if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd) || tp_sum(g, g->y, Md))
         return -1;
     CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
@@ -260,11 +273,19 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
                       g->part, M, d, st), "rmsnorm backward");
 
     CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
-    if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
-        return -1;
-    CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
-    if (attn_bwd(g, a, BH, T, hd))
-        return -1;
+    if (g->fused) {
+        /* the attention output gradient straight into bf16 token-major dO */
+        if (lin_bwd_t(g, g->dyact, a->att, lo->o, g->dO, BF, M, d, Hh, 1.0f))
+            return -1;
+        CK(gk_flash_bwd(a->q, a->k, a->v, a->att, g->dO, a->lse, g->Dsc, NULL, g->dq, g->dk,
+                        g->dv, h->B, T, h->Hl, h->KVl, hd, st), "fused attention backward");
+    } else {
+        if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
+            return -1;
+        CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
+        if (attn_bwd(g, a, BH, T, hd))
+            return -1;
+    }
     /* QK-norm weights are replicated but each TP rank sees only its heads:
      * their gradient is summed over TP in a scratch (earlier micro-batches
      * already in the buffer must not be summed again), then added */
@@ -272,11 +293,12 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *dkw = g->qkn_g ? g->qkn_g + hd : g->grads + lo->kn;
     if (g->qkn_g)
         CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
-    CK(gk_attn_prep_bwd(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
-                        c->qk_norm ? g->master + lo->qn : NULL,
-                        c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
-                        c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
-                        g->cos_t, g->sin_t, st), "attention prep backward");
+    CK(gk_attn_prep_bwd_tm(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
+                           c->qk_norm ? g->master + lo->qn : NULL,
+                           c->qk_norm ? g->master + lo->kn : NULL, a->qr, a->kr,
+                           c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib,
+                           g->part, g->cos_t, g->sin_t, g->fused, st),
+       "attention prep backward");
     if (g->qkn_g) {
         if (tp_sum(g, g->qkn_g, 2 * (size_t)hd))
             return -1;

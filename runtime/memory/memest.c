@@ -5,8 +5,10 @@
  * shared scratch; 1F1B keeps min(pp, A) slots. */
 #include "memest.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpu/host_plan.h"
+#include "llmt/env.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
 
@@ -89,7 +91,9 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	double Hh = Hl * hd, BH = B * Hl, nl = (double)c->n_layers / l->pp;
 	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
 	int slots = l->pp < A ? l->pp : A, C = gattn_chunk(T);
-	double layer, slot, wide, pw;
+	/* the attention the model will run (gmodel.c: the same rule) */
+	int fused = gattn_fused(c->d_model / c->n_heads, getenv(LLMT_ENV_GPU_ATTN)) > 0;
+	double layer, slot, wide, pw, attn_layer, attn_scratch;
 
 	memset(e, 0, sizeof(*e));
 	e->params = n * (4 + 4 + 2) + T * hd * 4;
@@ -100,8 +104,19 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		int cut = l->dp > 1 || l->tp_rank > 0;
 		e->optimizer = n * 8 + GPU_SUMSQ_BLOCKS * 8 + (cut ? n / l->dp * 4 : 0);
 	}
-	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + 3 * BH * T * hd * 2 +
-		(double)gattn_p_elems((size_t)BH, T, C) * 2 + M * Hh * 2 + 3 * M * Fl * 2;
+	/* q, k, v and what backward needs of the softmax: fused, KV heads
+	 * once and the logsumexp; chunked, KV heads repeated and every
+	 * chunk's P. Scratch: fused, dk dv of the KV heads and D; chunked,
+	 * S and dP of one chunk, datt, dk dv of every head, O, dS */
+	if (fused) {
+		attn_layer = BH * T * hd * 2 + 2 * M * KVl * hd * 2 + BH * T * 4;
+		attn_scratch = 2 * M * KVl * hd * 4 + BH * T * 4;
+	} else {
+		attn_layer = 3 * BH * T * hd * 2 + (double)gattn_p_elems((size_t)BH, T, C) * 2;
+		attn_scratch = 2 * BH * C * T * 4 + M * Hh * 4 + 2 * BH * T * hd * 4 +
+			BH * T * hd * 2 + BH * C * T * 2;
+	}
+	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + attn_layer + M * Hh * 2 + 3 * M * Fl * 2;
 	if (c->qk_norm)
 		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
 	slot = (nl + 1) * M * d * 4 + nl * layer + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
@@ -111,11 +126,11 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	wide = wide > Fl ? wide : Fl;
 	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide
 							   : GPU_COLSUM_MAX * hd;
-	/* qkv_s, S and dP of one chunk, y dx dh, da, datt, dq dk dv, O dO,
-	 * dyact, dgu, dS, dqkv, colsum partials, head contributions, sumsq */
-	e->scratch = M * Wq * 4 + 2 * BH * C * T * 4 + 3 * M * d * 4 + M * Fl * 4 + M * Hh * 4 +
-		3 * BH * T * hd * 4 + 2 * BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 +
-		2 * M * Fl * 2 + BH * C * T * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
+	/* qkv_s, y dx dh, da, dq, dO, dyact, dgu, dqkv, colsum partials,
+	 * head contributions, sumsq, and the attention's own */
+	e->scratch = M * Wq * 4 + 3 * M * d * 4 + M * Fl * 4 + BH * T * hd * 4 +
+		BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 + attn_scratch +
+		2 * M * Fl * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
 		GPU_SUMSQ_BLOCKS * 8 + (c->qk_norm && l->tp > 1 ? 2 * hd * 4 : 0) +
 		(last ? M * V * 4 + M * 4 : 0);
 	e->workspace = GPU_MM_WORKSPACE;

@@ -2,7 +2,10 @@
  * the CPU (kernels through gk_emu.h, CUDA runtime and cuBLASLt mapping
  * through cuda_emu.c) against the CPU model: every gk_* kernel against its
  * kernels.c twin, then whole GPU-model steps (loss, logits, every gradient,
- * fused AdamW, pipeline stages, snapshot) against llmt_model. This checks
+ * fused AdamW, pipeline stages, snapshot) against llmt_model, with the
+ * chunked attention (the CPU model's arithmetic: tight limits) and with
+ * the fused one (dev_flash.cu: fp32 probabilities where the CPU model
+ * rounds them to bf16, so limits at bf16 level). This checks
  * logic on machines without a GPU; speed and real-device behaviour are
  * checked by tests/gpu/check on a GPU. */
 #include <stdarg.h>
@@ -241,6 +244,11 @@ static void test_adamw_sumsq(void **st)
 
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
  * chunk > 0: attention in query chunks of that many rows */
+/* the model tests' attention: chunked (default) or fused */
+static int fused_run;
+/* a limit: the chunked path's, or the fused path's */
+#define LIM(chunked, fused) (fused_run ? (fused) : (chunked))
+
 static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk)
 {
     llmt_config c;
@@ -249,7 +257,9 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
     llmt_par par = {1, 0, pp, r, NULL};
     llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
     setenv("LLM_TRAIN_GPU", "0", 1);   /* a GPU model's host mirror stays on the CPU */
+    setenv("LLM_TRAIN_GPU_ATTN", fused_run ? "fused" : "chunked", 1);
     llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
+    setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
     unsetenv("LLM_TRAIN_GPU");
     assert_non_null(cm);
     assert_non_null(g);
@@ -284,26 +294,28 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
          * products with fp32 sums in another order (blocking, TP/PP
          * splits): measured loss 0, logits <= 7.2e-8, stage output <=
          * 6.0e-8, input gradient <= 2.4e-7, per-tensor gradient <= 2.8e-7
-         * (fp32 rounding, ~1 ulp); limits ~10-30x that */
+         * (fp32 rounding, ~1 ulp); limits ~10-30x that. Fused (probabilities in fp32, the
+         * bf16 output rounded elsewhere): measured loss <= 9.5e-5, logits
+         * <= 5.9e-3, stage output <= 3.0e-3, gradients <= 1.3e-2 */
         if (last) {
-            NEAR(fabs(l1 - l2) / l2, 1e-6);
+            NEAR(fabs(l1 - l2) / l2, LIM(1e-6, 5e-4));
             float *lg = malloc((size_t)M * V * 4);
             assert_int_equal(llmt_gmodel_logits(g, lg), 0);
-            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-6);
+            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), LIM(2e-6, 2e-2));
             free(lg);
         } else {
-            NEAR(relerr(o1, o2, (size_t)M * d), 2e-6);
+            NEAR(relerr(o1, o2, (size_t)M * d), LIM(2e-6, 2e-2));
         }
         assert_int_equal(llmt_model_backward(cm, 0, last ? NULL : go, first ? NULL : gi2, 0.5f), 0);
         assert_int_equal(llmt_gmodel_backward(g, 0, last ? NULL : go, first ? NULL : gi1, 0.5f), 0);
         if (!first)
-            NEAR(relerr(gi1, gi2, (size_t)M * d), 4e-6);
+            NEAR(relerr(gi1, gi2, (size_t)M * d), LIM(4e-6, 5e-2));
         assert_int_equal(llmt_gmodel_download_grads(g), 0);
         int np;
         const llmt_param_info *pi = llmt_model_params(cm, &np);
         /* chunked attention (chunk > 0) rescales its running softmax sums
          * per chunk, the CPU model sums each row once: measured 3.5e-5 */
-        double gworst = 0, glim = chunk > 0 ? 4e-4 : 4e-6;
+        double gworst = 0, glim = fused_run ? 4e-2 : chunk > 0 ? 4e-4 : 4e-6;
         for (int t = 0; t < np; t++) {
             double e = relerr(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
                             pi[t].numel);
@@ -358,6 +370,16 @@ static void test_model_attn_chunks(void **st) { (void)st; model_vs_cpu_t(1, 1, 0
 static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
+/* the fused attention in the whole model: tied, and GQA + QK-norm at T 16 */
+static void test_model_fused(void **st)
+{
+    (void)st;
+    fused_run = 1;
+    model_vs_cpu(0, 1, 0, 1, 2);
+    model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0);
+    model_vs_cpu(1, 2, 0, 1, 1);
+    fused_run = 0;
+}
 
 /* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
  * loop's calls (create, forward, backward, grads, sync, logits, free) on
@@ -528,12 +550,15 @@ int main(void)
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
+        cmocka_unit_test(test_model_fused),
         cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_zero1),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_snapshot_overlap),
     };
     omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
+    /* every GPU model of these tests, unless a test says fused */
+    setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
     if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
         cmocka_set_test_filter(getenv("GPU_EMU_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
