@@ -165,6 +165,18 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
            int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
            long long sc, llmt_dt ct, float alpha, int accumulate)
 {
+    return gmm_ld_res(g, batch, M, N, K, A, lda, sa, ta, B, ldb, sb, tb, at, NULL, C, ldc, sc, ct,
+                      alpha, accumulate);
+}
+
+int gmm_ld_res(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+               int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, const void *R,
+               void *C, int ldc, long long sc, llmt_dt ct, float alpha, int accumulate)
+{
+    if (R)                     /* beta = 1 on R, the product into C */
+        accumulate = 1;
+    else
+        R = C;
     gmm_key k;
     memset(&k, 0, sizeof k);   /* padding-free, but keep memcmp exact */
     k.batch = batch;
@@ -178,7 +190,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
     k.acc = accumulate;
     k.ala = gmm_align(B);      /* A' of cuBLASLt is our B */
     k.alb = gmm_align(A);
-    k.alc = gmm_align(C);
+    k.alc = gmm_align(C) < gmm_align(R) ? gmm_align(C) : gmm_align(R);
     k.lda = lda;
     k.ldb = ldb;
     k.ldc = ldc;
@@ -189,6 +201,6 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
     if (!e)
         return -1;
     float beta = accumulate ? 1.0f : 0.0f;
-    return lt_ok(cublasLtMatmul(g->h, e->desc, &alpha, B, e->la, A, e->lb, &beta, C, e->lc, C,
+    return lt_ok(cublasLtMatmul(g->h, e->desc, &alpha, B, e->la, A, e->lb, &beta, R, e->lc, C,
                                 e->lc, &e->algo, g->ws, g->ws_bytes, g->st), "Matmul");
 }

@@ -105,6 +105,22 @@ static int tp_sum(llmt_gmodel *g, float *buf, size_t n)
     return llmt_nccl_allreduce_sum_f32(g->tp, buf, buf, n, g->st);
 }
 
+/* Y = R + X . W^T (fp32): without TP the residual add is the product's
+ * epilogue (cuBLASLt's C input apart from its output); with TP the
+ * partial products are summed over the group first, then added */
+static int lin_fwd_res(llmt_gmodel *g, const void *X, size_t woff, const float *R, float *Y,
+                       int M, int N, int K)
+{
+    size_t n = (size_t)M * N;
+    if (!g->tp)
+        return gmm_res(g->mm, M, N, K, X, 0, g->wc + woff, 1, BF, R, Y, F32, 1.0f);
+    if (lin_fwd(g, X, woff, g->y, F32, M, N, K) || tp_sum(g, g->y, n))
+        return -1;
+    CK(cudaMemcpyAsync(Y, R, n * 4, cudaMemcpyDeviceToDevice, g->st), "copy");
+    CK(gk_add(Y, g->y, n, g->st), "add");
+    return 0;
+}
+
 static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 {
     const llmt_model *h = g->h;
@@ -112,7 +128,6 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     const struct layer_off *lo = &h->lo[l];
     struct glayer_act *a = &sl->la[l];
     int M = h->M, d = c->d_model, hd = h->hd, BH = h->B * h->Hl, T = h->T;
-    size_t Md = (size_t)M * d;
     float eps = (float)c->norm_eps;
     float *x = sl->xs[l];
     cudaStream_t st = g->st;
@@ -135,21 +150,14 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
             return -1;
         CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
     }
-    if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd) || tp_sum(g, g->y, Md))
+    if (lin_fwd_res(g, a->att, lo->o, x, a->x_mid, M, d, h->Hl * hd))
         return -1;
-    CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
-    CK(gk_add(a->x_mid, g->y, Md, st), "add");
 
     CK(gk_rmsnorm_fwd(a->x_mid, g->master + lo->ln2, a->h2, a->rstd2, M, d, eps, st), "rmsnorm");
     if (lin_fwd(g, a->h2, lo->gu, a->gu, BF, M, 2 * h->Fl, d))
         return -1;
     CK(gk_swiglu_fwd(a->gu, a->a, M, h->Fl, st), "swiglu");
-    if (lin_fwd(g, a->a, lo->down, g->y, F32, M, d, h->Fl) || tp_sum(g, g->y, Md))
-        return -1;
-    float *xo = sl->xs[l + 1];
-    CK(cudaMemcpyAsync(xo, a->x_mid, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
-    CK(gk_add(xo, g->y, Md, st), "add");
-    return 0;
+    return lin_fwd_res(g, a->a, lo->down, a->x_mid, sl->xs[l + 1], M, d, h->Fl);
 }
 
 int llmt_gmodel_forward(llmt_gmodel *g, int s, const int32_t *tokens, const float *act_in,

@@ -597,6 +597,19 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
            int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
            long long sc, llmt_dt ct, float alpha, int accumulate)
 {
+    return gmm_ld_res(g, batch, M, N, K, A, lda, sa, ta, B, ldb, sb, tb, at, NULL, C, ldc, sc, ct,
+                      alpha, accumulate);
+}
+
+/* R (cuBLASLt's C input) apart from the output C (its D) */
+int gmm_ld_res(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+               int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, const void *R,
+               void *C, int ldc, long long sc, llmt_dt ct, float alpha, int accumulate)
+{
+    if (R)
+        accumulate = 1;
+    else
+        R = C;
     llmt_emu_stream_use(g->st);
     gmm_colmajor p;
     gmm_plan_ld(M, N, K, ta, tb, lda, sa, ldb, sb, ldc, sc, &p);
@@ -612,7 +625,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
                     s += ld(B, oa + ia, at) * ld(A, ob + ib, at);   /* A' = our B */
                 }
                 size_t ic = oc + i + (size_t)j * p.ldc;
-                float v = alpha * s + (accumulate ? ld(C, ic, ct) : 0.f);
+                float v = alpha * s + (accumulate ? ld(R, ic, ct) : 0.f);
                 if (ct == LLMT_DT_BF16)
                     ((bf16 *)C)[ic] = f32_to_bf16(v);
                 else
