@@ -112,25 +112,48 @@ extern "C" cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_b
     return GK_LAST_ERROR();
 }
 
-__global__ void k_add(float *x, const float *r, size_t n)
+/* vec: every pointer 16-byte aligned (8 for bf16): groups of 4 elements
+ * through 16-byte loads (8-byte bf16 stores), the n % 4 tail one by one */
+__global__ void k_add(float *x, const float *r, size_t n, int vec)
 {
-    GRID_LOOP(e, n) x[e] += r[e];
+    size_t n4 = vec ? n / 4 : 0;
+    GRID_LOOP(e, n4) {
+        float4 a = reinterpret_cast<float4 *>(x)[e], b = reinterpret_cast<const float4 *>(r)[e];
+        a.x += b.x;
+        a.y += b.y;
+        a.z += b.z;
+        a.w += b.w;
+        reinterpret_cast<float4 *>(x)[e] = a;
+    }
+    GRID_LOOP(e, n - 4 * n4) x[4 * n4 + e] += r[4 * n4 + e];
 }
 
-__global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n)
+__global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n, int vec)
 {
-    GRID_LOOP(e, n) st_bf(d, e, s[e]);
+    size_t n4 = vec ? n / 4 : 0;
+    GRID_LOOP(e, n4) {
+        float4 a = reinterpret_cast<const float4 *>(s)[e];
+        __nv_bfloat162 lo = __floats2bfloat162_rn(a.x, a.y), hi = __floats2bfloat162_rn(a.z, a.w);
+        GK_EMU_POINT();
+        reinterpret_cast<__nv_bfloat162 *>(d)[2 * e] = lo;
+        reinterpret_cast<__nv_bfloat162 *>(d)[2 * e + 1] = hi;
+    }
+    GRID_LOOP(e, n - 4 * n4) st_bf(d, 4 * n4 + e, s[4 * n4 + e]);
 }
+
+static int al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 extern "C" cudaError_t gk_add(float *x, const float *r, size_t n, cudaStream_t st)
 {
-    GK_LAUNCH(k_add, gk_blocks(n, 256), 256, 0, st)(x, r, n);
+    int vec = al16(x) && al16(r);
+    GK_LAUNCH(k_add, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(x, r, n, vec);
     return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_t st)
 {
-    GK_LAUNCH(k_to_bf16, gk_blocks(n, 256), 256, 0, st)(src, dst, n);
+    int vec = al16(src) && ((uintptr_t)dst & 7) == 0;
+    GK_LAUNCH(k_to_bf16, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(src, dst, n, vec);
     return GK_LAST_ERROR();
 }
 

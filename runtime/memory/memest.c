@@ -76,7 +76,7 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 
 /* GK_SUMSQ_BLOCKS, GK_COLSUM_CHUNKS, GK_COLSUM_MAX of gpu/dev_kernels.h (which
  * needs the CUDA headers) and gmodel.c's cuBLASLt workspace */
-#define GPU_SUMSQ_BLOCKS 256
+#define GPU_SUMSQ_BLOCKS 1024
 #define GPU_COLSUM_CHUNKS 64
 #define GPU_COLSUM_MAX 1024
 #define GPU_MM_WORKSPACE (64.0 * 1048576)

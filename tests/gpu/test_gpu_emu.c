@@ -242,6 +242,32 @@ static void test_adamw_sumsq(void **st)
     free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2); free(wc);
 }
 
+/* the 16-byte paths of gk_add, gk_f32_to_bf16 and gk_sumsq and their
+ * one-by-one fallback (a pointer off by one element), n not a multiple
+ * of 4 nor of the block count */
+static void test_vector_kernels(void **st)
+{
+    (void)st;
+    size_t n = 4099;
+    float *x = rnd(n + 1, 1), *r = rnd(n + 1, 1), *y = malloc((n + 1) * 4);
+    bf16 *b = malloc((n + 2) * 2);
+    for (int off = 0; off < 2; off++) {
+        memcpy(y, x, (n + 1) * 4);
+        assert_int_equal(gk_add(y + off, r + off, n, 0), 0);
+        for (size_t i = 0; i < n + 1; i++)
+            assert_true(y[i] == (i < (size_t)off || i >= off + n ? x[i] : x[i] + r[i]));
+        assert_int_equal(gk_f32_to_bf16(x + off, b + off, n, 0), 0);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(b[off + i], f32_to_bf16(x[off + i]));
+        double part[GK_SUMSQ_BLOCKS], s = 0;
+        assert_int_equal(gk_sumsq(x + off, n, part, 0), 0);
+        for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
+            s += part[i];
+        NEAR(fabs(s - llmt_sumsq_det(x + off, n)) / s, 1e-13);
+    }
+    free(x); free(r); free(y); free(b);
+}
+
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
  * chunk > 0: attention in query chunks of that many rows */
 /* the model tests' attention: chunked (default) or fused */
@@ -545,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layout),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_adamw_sumsq),
+        cmocka_unit_test(test_vector_kernels),
         cmocka_unit_test(test_model_tied),
         cmocka_unit_test(test_model_attn_chunks),
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
