@@ -215,7 +215,7 @@ static void test_elementwise(void **st)
 static void test_adamw_sumsq(void **st)
 {
     (void)st;
-    size_t n = 1000;
+    size_t n = 1003;     /* 16-byte groups and a tail */
     float *p1 = rnd(n, 1), *g = rnd(n, 1), *m1 = rnd(n, 0.1f), *v1 = rnd(n, 0.1f);
     for (size_t i = 0; i < n; i++)
         v1[i] = fabsf(v1[i]);
