@@ -78,6 +78,41 @@ static void *dmem(llmt_gmodel *g, size_t bytes)
     return p;
 }
 
+#define A(p, bytes) do { if (!((p) = dmem(g, (bytes)))) return -1; } while (0)
+/* one layer's activations kept for backward */
+static int alloc_layer(llmt_gmodel *g, struct glayer_act *a)
+{
+    const llmt_model *h = g->h;
+    size_t M = (size_t)h->M, d = (size_t)h->c.d_model;
+    size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
+    size_t Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
+    size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
+    A(a->x_mid, M * d * 4);
+    A(a->h1, M * d * es);
+    A(a->h2, M * d * es);
+    A(a->rstd1, M * 4);
+    A(a->rstd2, M * 4);
+    if (h->c.qk_norm) {
+        A(a->qkv, M * Wq * 4);
+        A(a->qr, M * (size_t)h->Hl * 4);
+        A(a->kr, M * (size_t)h->KVl * 4);
+    }
+    A(a->q, BH * T * hd * es);
+    if (g->fused) {     /* KV heads once, logsumexp instead of P */
+        A(a->k, M * (size_t)h->KVl * hd * es);
+        A(a->v, M * (size_t)h->KVl * hd * es);
+        A(a->lse, BH * T * 4);
+    } else {
+        A(a->k, BH * T * hd * es);
+        A(a->v, BH * T * hd * es);
+        A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
+    }
+    A(a->att, M * Hh * es);
+    A(a->gu, M * 2 * Fl * es);
+    A(a->a, M * Fl * es);
+    return 0;
+}
+
 static int alloc_dev(llmt_gmodel *g)
 {
     const llmt_model *h = g->h;
@@ -85,7 +120,6 @@ static int alloc_dev(llmt_gmodel *g)
     size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
     size_t V = (size_t)h->c.vocab_size, Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
     size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
-#define A(p, bytes) do { if (!((p) = dmem(g, (bytes)))) return -1; } while (0)
     A(g->master, n * 4);
     A(g->grads, n * 4);
     A(g->wc, n * 2);
@@ -100,32 +134,9 @@ static int alloc_dev(llmt_gmodel *g)
             return -1;
         for (int l = 0; l <= h->nl; l++)
             A(sl->xs[l], M * d * 4);
-        for (int l = 0; l < h->nl; l++) {
-            struct glayer_act *a = &sl->la[l];
-            A(a->x_mid, M * d * 4);
-            A(a->h1, M * d * es);
-            A(a->h2, M * d * es);
-            A(a->rstd1, M * 4);
-            A(a->rstd2, M * 4);
-            if (h->c.qk_norm) {
-                A(a->qkv, M * Wq * 4);
-                A(a->qr, M * (size_t)h->Hl * 4);
-                A(a->kr, M * (size_t)h->KVl * 4);
-            }
-            A(a->q, BH * T * hd * es);
-            if (g->fused) {     /* KV heads once, logsumexp instead of P */
-                A(a->k, M * (size_t)h->KVl * hd * es);
-                A(a->v, M * (size_t)h->KVl * hd * es);
-                A(a->lse, BH * T * 4);
-            } else {
-                A(a->k, BH * T * hd * es);
-                A(a->v, BH * T * hd * es);
-                A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
-            }
-            A(a->att, M * Hh * es);
-            A(a->gu, M * 2 * Fl * es);
-            A(a->a, M * Fl * es);
-        }
+        for (int l = 0; l < h->nl; l++)
+            if (alloc_layer(g, &sl->la[l]))
+                return -1;
         if (h->first) {
             A(sl->tok, M * 4);
             A(sl->eu, M * 4);
