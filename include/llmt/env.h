@@ -35,5 +35,7 @@
 /* the runtime's own */
 #define LLMT_ENV_PEAK_GFLOPS "LLM_TRAIN_PEAK_GFLOPS"
 #define LLMT_ENV_FAULT "LLM_TRAIN_FAULT"
+/* the GPU model's attention: fused (default) or chunked (the reference) */
+#define LLMT_ENV_GPU_ATTN "LLM_TRAIN_GPU_ATTN"
 
 #endif

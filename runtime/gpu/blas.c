@@ -182,7 +182,8 @@ static int heuristic(gmm_ctx *g, const gmm_entry *e, uint32_t cap,
 
 typedef struct {
     const void *A, *B;
-    void *C;
+    const void *R;   /* cuBLASLt's C input (beta on it): C itself, or a separate residual */
+    void *C;         /* cuBLASLt's D output */
     float alpha, beta;
 } gmm_args;
 
@@ -190,7 +191,7 @@ static cublasStatus_t matmul(gmm_ctx *g, const gmm_entry *e, const cublasLtMatmu
                              const gmm_args *x)
 {
     /* A' of cuBLASLt is our B (gmm_plan_ld) */
-    return cublasLtMatmul(g->h, e->desc, &x->alpha, x->B, e->la, x->A, e->lb, &x->beta, x->C,
+    return cublasLtMatmul(g->h, e->desc, &x->alpha, x->B, e->la, x->A, e->lb, &x->beta, x->R,
                           e->lc, x->C, e->lc, algo, g->ws, g->ws_bytes, g->st);
 }
 
@@ -278,6 +279,18 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
            int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
            long long sc, llmt_dt ct, float alpha, int accumulate)
 {
+    return gmm_ld_res(g, batch, M, N, K, A, lda, sa, ta, B, ldb, sb, tb, at, NULL, C, ldc, sc, ct,
+                      alpha, accumulate);
+}
+
+int gmm_ld_res(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+               int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, const void *R,
+               void *C, int ldc, long long sc, llmt_dt ct, float alpha, int accumulate)
+{
+    if (R)                     /* beta = 1 on R, the product into C */
+        accumulate = 1;
+    else
+        R = C;
     gmm_key k;
     memset(&k, 0, sizeof k);   /* padding-free, but keep memcmp exact */
     k.batch = batch;
@@ -291,7 +304,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
     k.acc = accumulate;
     k.ala = gmm_align(B);      /* A' of cuBLASLt is our B */
     k.alb = gmm_align(A);
-    k.alc = gmm_align(C);
+    k.alc = gmm_align(C) < gmm_align(R) ? gmm_align(C) : gmm_align(R);
     k.lda = lda;
     k.ldb = ldb;
     k.ldc = ldc;
@@ -301,7 +314,7 @@ int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, l
     gmm_entry *e = plan(g, &k);
     if (!e)
         return -1;
-    gmm_args x = {A, B, C, alpha, accumulate ? 1.0f : 0.0f};
+    gmm_args x = {A, B, R, C, alpha, accumulate ? 1.0f : 0.0f};
     if (e->ready) {
         if (matmul(g, e, &e->algo, &x) == CUBLAS_STATUS_SUCCESS)
             return 0;

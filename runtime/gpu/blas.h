@@ -31,6 +31,12 @@ void gmm_set_tune(gmm_ctx *g, int time_them);
 int gmm_ld(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
            int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, void *C, int ldc,
            long long sc, llmt_dt ct, float alpha, int accumulate);
+/* The same with a separate input R of C's type and layout (cuBLASLt's C,
+ * C being its D): C = alpha op(A) op(B) + R, the residual add in the
+ * product's epilogue (accumulate ignored). R NULL: as gmm_ld. */
+int gmm_ld_res(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int lda, long long sa,
+               int ta, const void *B, int ldb, long long sb, int tb, llmt_dt at, const void *R,
+               void *C, int ldc, long long sc, llmt_dt ct, float alpha, int accumulate);
 
 /* As llmt_mm (packed operands), with device pointers. */
 static inline int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A, int ta,
@@ -39,6 +45,14 @@ static inline int gmm(gmm_ctx *g, int batch, int M, int N, int K, const void *A,
 {
     return gmm_ld(g, batch, M, N, K, A, ta ? M : K, (long long)M * K, ta, B, tb ? K : N,
                   (long long)N * K, tb, at, C, N, (long long)M * N, ct, alpha, accumulate);
+}
+
+/* As gmm with R (packed, one batch): C[M][N] = alpha op(A) op(B) + R. */
+static inline int gmm_res(gmm_ctx *g, int M, int N, int K, const void *A, int ta, const void *B,
+                          int tb, llmt_dt at, const void *R, void *C, llmt_dt ct, float alpha)
+{
+    return gmm_ld_res(g, 1, M, N, K, A, ta ? M : K, (long long)M * K, ta, B, tb ? K : N,
+                      (long long)N * K, tb, at, R, C, N, (long long)M * N, ct, alpha, 0);
 }
 
 #endif

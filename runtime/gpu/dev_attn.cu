@@ -1,12 +1,15 @@
 /* dev_attn.cu: attention kernels around the cuBLASLt products: input prep
  * (optional QK-norm, rotary, head-major layout, GQA repeat) and its
- * backward, the causal softmax forward and backward on materialised score
- * rows, and the head/token layout changes. Same arithmetic as kernels.c. */
+ * backward (head-major with KV heads repeated for the chunked path, or
+ * token-major with KV heads once for the fused one: tm), the causal
+ * softmax forward and backward on materialised score rows, and the
+ * head/token layout changes. Same arithmetic as kernels.c. */
 #include "dev_common.cuh"
 
 __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int T, int H,
                            int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
-                           float eps, const float *cos_t, const float *sin_t, const int32_t *pos)
+                           float eps, const float *cos_t, const float *sin_t, const int32_t *pos,
+                           int tm)
 {
     GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
@@ -42,10 +45,16 @@ __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
         out = sv[i] * c + sv[i - h2] * s;
     }
     if (isq) {
-        st_bf(q, (((size_t)b * H + hh) * T + t) * hd + i, out);
+        st_bf(q, tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i,
+              out);
         return;
     }
     float vv = row[(size_t)(H + KV + g) * hd + i];
+    if (tm) {
+        st_bf(k, ((size_t)m * KV + g) * hd + i, out);
+        st_bf(v, ((size_t)m * KV + g) * hd + i, vv);
+        return;
+    }
     for (int j = 0; j < G; j++) {
         size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
         st_bf(k, o, out);
@@ -53,31 +62,33 @@ __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
     }
 }
 
+extern "C" cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k,
+                                           gk_bf16 *v, int B, int T, int H, int KV, int hd,
+                                           const float *qw, const float *kw, float *qr,
+                                           float *kr, float eps, const float *cos_t,
+                                           const float *sin_t, const int32_t *pos, int tm,
+                                           cudaStream_t st)
+{
+    dim3 g((unsigned)(B * T), (unsigned)(H + KV));
+    GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+        qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos, tm);
+    return GK_LAST_ERROR();
+}
+
 extern "C" cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
                                         int B, int T, int H, int KV, int hd, const float *qw,
                                         const float *kw, float *qr, float *kr, float eps,
                                         const float *cos_t, const float *sin_t, cudaStream_t st)
 {
-    return gk_attn_prep_fwd_at(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t,
-                               NULL, st);
-}
-
-extern "C" cudaError_t gk_attn_prep_fwd_at(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
-                                           int B, int T, int H, int KV, int hd, const float *qw,
-                                           const float *kw, float *qr, float *kr, float eps,
-                                           const float *cos_t, const float *sin_t,
-                                           const int32_t *pos, cudaStream_t st)
-{
-    dim3 g((unsigned)(B * T), (unsigned)(H + KV));
-    GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos);
-    return GK_LAST_ERROR();
+    return gk_attn_prep_fwd_tm(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t,
+                               NULL, 0, st);
 }
 
 __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
                            const float *qkv, int T, int H, int KV, int hd, const float *qw,
                            const float *kw, const float *qr, const float *kr, float *contrib,
-                           const float *cos_t, const float *sin_t, int M, const int32_t *pos)
+                           const float *cos_t, const float *sin_t, int M, const int32_t *pos,
+                           int tm)
 {
     GK_DYN_SHARED(float, sv);
     int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
@@ -87,7 +98,10 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
     float gval = 0.f, gv = 0.f;
     if (i < hd) {
         if (isq) {
-            gval = dq[(((size_t)b * H + hh) * T + t) * hd + i];
+            gval = dq[tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i];
+        } else if (tm) {
+            gval = dk[((size_t)m * KV + g) * hd + i];
+            gv = dv[((size_t)m * KV + g) * hd + i];
         } else {
             for (int j = 0; j < G; j++) {
                 size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
@@ -127,6 +141,25 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
         st_bf(dqkv, (size_t)m * W + (size_t)(H + KV + g) * hd + i, gv);
 }
 
+extern "C" cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
+                                           gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
+                                           int KV, int hd, const float *qw, const float *kw,
+                                           const float *qr, const float *kr, float *dqw,
+                                           float *dkw, float *contrib, float *part,
+                                           const float *cos_t, const float *sin_t,
+                                           const int32_t *pos, int tm, cudaStream_t st)
+{
+    int M = B * T;
+    dim3 g((unsigned)M, (unsigned)(H + KV));
+    GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+        dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos, tm);
+    if (qw) {
+        gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
+        gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
+    }
+    return GK_LAST_ERROR();
+}
+
 extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv,
                                         gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
                                         int KV, int hd, const float *qw, const float *kw,
@@ -134,27 +167,8 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
                                         float *contrib, float *part, const float *cos_t,
                                         const float *sin_t, cudaStream_t st)
 {
-    return gk_attn_prep_bwd_at(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw,
-                               contrib, part, cos_t, sin_t, NULL, st);
-}
-
-extern "C" cudaError_t gk_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv,
-                                           gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
-                                           int KV, int hd, const float *qw, const float *kw,
-                                           const float *qr, const float *kr, float *dqw,
-                                           float *dkw, float *contrib, float *part,
-                                           const float *cos_t, const float *sin_t,
-                                           const int32_t *pos, cudaStream_t st)
-{
-    int M = B * T;
-    dim3 g((unsigned)M, (unsigned)(H + KV));
-    GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos);
-    if (qw) {
-        gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
-        gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
-    }
-    return GK_LAST_ERROR();
+    return gk_attn_prep_bwd_tm(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw,
+                               contrib, part, cos_t, sin_t, NULL, 0, st);
 }
 
 /* Rows of a query chunk: n x C rows of kc scores (stride kc); row r is

@@ -119,43 +119,95 @@ extern "C" cudaError_t gk_xent_fwd(const float *logits, const int32_t *tgt, gk_b
     return GK_LAST_ERROR();
 }
 
-__global__ void k_add(float *x, const float *r, size_t n)
+/* vec: every pointer 16-byte aligned (8 for bf16): groups of 4 elements
+ * through 16-byte loads (8-byte bf16 stores), the n % 4 tail one by one */
+__global__ void k_add(float *x, const float *r, size_t n, int vec)
 {
-    GRID_LOOP(e, n) x[e] += r[e];
+    size_t n4 = vec ? n / 4 : 0;
+    GRID_LOOP(e, n4) {
+        float4 a = reinterpret_cast<float4 *>(x)[e], b = reinterpret_cast<const float4 *>(r)[e];
+        a.x += b.x;
+        a.y += b.y;
+        a.z += b.z;
+        a.w += b.w;
+        reinterpret_cast<float4 *>(x)[e] = a;
+    }
+    GRID_LOOP(e, n - 4 * n4) x[4 * n4 + e] += r[4 * n4 + e];
 }
 
-__global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n)
+__global__ void k_to_bf16(const float *s, gk_bf16 *d, size_t n, int vec)
 {
-    GRID_LOOP(e, n) st_bf(d, e, s[e]);
+    size_t n4 = vec ? n / 4 : 0;
+    GRID_LOOP(e, n4) {
+        float4 a = reinterpret_cast<const float4 *>(s)[e];
+        __nv_bfloat162 lo = __floats2bfloat162_rn(a.x, a.y), hi = __floats2bfloat162_rn(a.z, a.w);
+        GK_EMU_POINT();
+        reinterpret_cast<__nv_bfloat162 *>(d)[2 * e] = lo;
+        reinterpret_cast<__nv_bfloat162 *>(d)[2 * e + 1] = hi;
+    }
+    GRID_LOOP(e, n - 4 * n4) st_bf(d, 4 * n4 + e, s[4 * n4 + e]);
 }
+
+static int al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 extern "C" cudaError_t gk_add(float *x, const float *r, size_t n, cudaStream_t st)
 {
-    GK_LAUNCH(k_add, gk_blocks(n, 256), 256, 0, st)(x, r, n);
+    int vec = al16(x) && al16(r);
+    GK_LAUNCH(k_add, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(x, r, n, vec);
     return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_t st)
 {
-    GK_LAUNCH(k_to_bf16, gk_blocks(n, 256), 256, 0, st)(src, dst, n);
+    int vec = al16(src) && ((uintptr_t)dst & 7) == 0;
+    GK_LAUNCH(k_to_bf16, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(src, dst, n, vec);
     return GK_LAST_ERROR();
 }
 
-/* the arithmetic of llmt_adamw_update, element by element */
+/* the arithmetic of llmt_adamw_update for one element: p, m, v updated,
+ * the new p returned */
+__device__ __forceinline__ float adamw1(float &p, float g, float &m, float &v, float gs,
+                                        int scale, float b1, float b2, float omb1, float omb2,
+                                        float keep, float step, float bc2s, float eps)
+{
+    float gi = scale ? g * gs : g;
+    float pi = p * keep;
+    float mi = m * b1 + gi * omb1;
+    float vi = v * b2 + gi * gi * omb2;
+    float denom = sqrtf(vi) / bc2s + eps;
+    m = mi;
+    v = vi;
+    p = pi + (-step) * (mi / denom);
+    return p;
+}
+
+/* element by element; vec (p, g, m, v 16-byte and wc 8-byte aligned):
+ * groups of 4 through 16-byte loads, the tail one by one */
 __global__ void k_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc, size_t n,
                         float gs, int scale, float b1, float b2, float omb1, float omb2,
-                        float keep, float step, float bc2s, float eps)
+                        float keep, float step, float bc2s, float eps, int vec)
 {
-    GRID_LOOP(i, n) {
-        float gi = scale ? g[i] * gs : g[i];
-        float pi = p[i] * keep;
-        float mi = m[i] * b1 + gi * omb1;
-        float vi = v[i] * b2 + gi * gi * omb2;
-        float denom = sqrtf(vi) / bc2s + eps;
-        m[i] = mi;
-        v[i] = vi;
-        float np = pi + (-step) * (mi / denom);
-        p[i] = np;
+    size_t n4 = vec ? n / 4 : 0;
+    GRID_LOOP(e, n4) {
+        float4 P = reinterpret_cast<float4 *>(p)[e], G = reinterpret_cast<const float4 *>(g)[e];
+        float4 Mv = reinterpret_cast<float4 *>(m)[e], Vv = reinterpret_cast<float4 *>(v)[e];
+        adamw1(P.x, G.x, Mv.x, Vv.x, gs, scale, b1, b2, omb1, omb2, keep, step, bc2s, eps);
+        adamw1(P.y, G.y, Mv.y, Vv.y, gs, scale, b1, b2, omb1, omb2, keep, step, bc2s, eps);
+        adamw1(P.z, G.z, Mv.z, Vv.z, gs, scale, b1, b2, omb1, omb2, keep, step, bc2s, eps);
+        adamw1(P.w, G.w, Mv.w, Vv.w, gs, scale, b1, b2, omb1, omb2, keep, step, bc2s, eps);
+        reinterpret_cast<float4 *>(p)[e] = P;
+        reinterpret_cast<float4 *>(m)[e] = Mv;
+        reinterpret_cast<float4 *>(v)[e] = Vv;
+        if (wc) {
+            GK_EMU_POINT();
+            reinterpret_cast<__nv_bfloat162 *>(wc)[2 * e] = __floats2bfloat162_rn(P.x, P.y);
+            reinterpret_cast<__nv_bfloat162 *>(wc)[2 * e + 1] = __floats2bfloat162_rn(P.z, P.w);
+        }
+    }
+    GRID_LOOP(e, n - 4 * n4) {
+        size_t i = 4 * n4 + e;
+        float np = adamw1(p[i], g[i], m[i], v[i], gs, scale, b1, b2, omb1, omb2, keep, step, bc2s,
+                          eps);
         if (wc)
             st_bf(wc, i, np);
     }
@@ -168,7 +220,8 @@ extern "C" cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk
 {
     if (n == 0)
         return cudaSuccess;
-    GK_LAUNCH(k_adamw, gk_blocks(n, 256), 256, 0, st)(p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2,
-                                              omb1, omb2, keep, step, bc2s, eps);
+    int vec = al16(p) && al16(g) && al16(m) && al16(v) && ((uintptr_t)wc & 7) == 0;
+    GK_LAUNCH(k_adamw, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(
+        p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2, omb1, omb2, keep, step, bc2s, eps, vec);
     return GK_LAST_ERROR();
 }

@@ -34,11 +34,6 @@ cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *
                              int H, int KV, int hd, const float *qw, const float *kw, float *qr,
                              float *kr, float eps, const float *cos_t, const float *sin_t,
                              cudaStream_t st);
-/* packed samples: token m takes rotary row pos[m] (device [B*T]; NULL: t) */
-cudaError_t gk_attn_prep_fwd_at(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
-                                int T, int H, int KV, int hd, const float *qw, const float *kw,
-                                float *qr, float *kr, float eps, const float *cos_t,
-                                const float *sin_t, const int32_t *pos, cudaStream_t st);
 /* as k_attn_prep_bwd; with QK-norm, contrib is a scratch of M*(H+KV)*hd
  * floats and part one of GK_COLSUM_MAX*hd floats */
 cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
@@ -46,12 +41,22 @@ cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, 
                              const float *qw, const float *kw, const float *qr, const float *kr,
                              float *dqw, float *dkw, float *contrib, float *part,
                              const float *cos_t, const float *sin_t, cudaStream_t st);
-cudaError_t gk_attn_prep_bwd_at(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
-                                const float *qkv, int B, int T, int H, int KV, int hd,
-                                const float *qw, const float *kw, const float *qr,
+
+/* the same with packed samples and a layout: token m takes rotary row
+ * pos[m] (device [B*T]; NULL: its position t); tm = 1: token-major q
+ * [B*T][H][hd], k and v [B*T][KV][hd] (KV heads once: the fused
+ * attention's layout), and the backward reads dq, dk, dv in that layout
+ * (tm = 0: head-major as above) */
+cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
+                                int T, int H, int KV, int hd, const float *qw, const float *kw,
+                                float *qr, float *kr, float eps, const float *cos_t,
+                                const float *sin_t, const int32_t *pos, int tm, cudaStream_t st);
+cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
+                                gk_bf16 *dqkv, const float *qkv, int B, int T, int H, int KV,
+                                int hd, const float *qw, const float *kw, const float *qr,
                                 const float *kr, float *dqw, float *dkw, float *contrib,
                                 float *part, const float *cos_t, const float *sin_t,
-                                const int32_t *pos, cudaStream_t st);
+                                const int32_t *pos, int tm, cudaStream_t st);
 
 cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T, cudaStream_t st);
 cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int n, int T,
@@ -69,6 +74,23 @@ cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int
                                cudaStream_t st);
 cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H, int hd,
                                cudaStream_t st);
+
+/* Fused causal attention (dev_flash.cu), token-major: q, o, dO and dq
+ * [B*T][H][hd], k, v, dk, dv [B*T][KV][hd] (KV divides H: query head h
+ * reads KV head h / (H/KV)); lse and D [B][H][T] fp32. seg: NULL, or a
+ * segment id per position [B*T]: a query sees the keys at or before it
+ * with the same id. Scale 1/sqrt(hd). Head dims 8, 16, 32, 64, 128
+ * (host_plan.h gattn_fused); others fail with cudaErrorInvalidValue. Backward:
+ * D = rowsum(dO o) (scratch), then dk, dv in one pass (query heads of a
+ * group summed in order), then dq in its own: no atomics, the same bits in
+ * every run. */
+cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
+                         float *lse, const int *seg, int B, int T, int H, int KV, int hd,
+                         cudaStream_t st);
+cudaError_t gk_flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, const gk_bf16 *o,
+                         const gk_bf16 *dO, const float *lse, float *D, const int *seg, float *dq,
+                         float *dk, float *dv, int B, int T, int H, int KV, int hd,
+                         cudaStream_t st);
 
 cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st);
 cudaError_t gk_swiglu_bwd(const gk_bf16 *gu, const float *da, gk_bf16 *dgu, int M, int F,
@@ -97,8 +119,9 @@ cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc, 
                      float step, float bc2s, float eps, cudaStream_t st);
 
 /* Sum of squares: partial[b] for b < GK_SUMSQ_BLOCKS in double (the host
- * adds them in order). */
-#define GK_SUMSQ_BLOCKS 256
+ * adds them in order): block b sums a fixed range with 16-byte loads
+ * (when x is 16-byte aligned), so the result depends on n only. */
+#define GK_SUMSQ_BLOCKS 1024
 cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st);
 
 #ifdef __cplusplus

@@ -83,13 +83,24 @@ extern "C" cudaError_t gk_rmsnorm_bwd(const float *x, const float *w, const floa
     return GK_LAST_ERROR();
 }
 
-__global__ void k_sumsq(const float *x, size_t n, double *partial)
+__global__ void k_sumsq(const float *x, size_t n, double *partial, int vec)
 {
-    /* block b covers a fixed contiguous range; threads stride inside it */
-    size_t per = (n + gridDim.x - 1) / gridDim.x;
-    size_t lo = (size_t)blockIdx.x * per, hi = lo + per < n ? lo + per : n;
+    /* block b covers a fixed contiguous range (a multiple of 4 elements);
+     * threads stride inside it, 16-byte loads where x is aligned */
+    size_t per = ((n + gridDim.x - 1) / gridDim.x + 3) / 4 * 4;
+    size_t lo = (size_t)blockIdx.x * per;
+    size_t hi = lo >= n ? lo : lo + per < n ? lo + per : n;
     double s = 0.0;
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+    size_t v0 = lo;
+    if (vec) {
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+        for (size_t i = lo / 4 + threadIdx.x; i < hi / 4; i += blockDim.x) {
+            float4 f = x4[i];
+            s += (double)f.x * f.x + (double)f.y * f.y + (double)f.z * f.z + (double)f.w * f.w;
+        }
+        v0 = hi / 4 * 4 > lo ? hi / 4 * 4 : lo;
+    }
+    for (size_t i = v0 + threadIdx.x; i < hi; i += blockDim.x)
         s += (double)x[i] * (double)x[i];
     __shared__ double red[256];
     red[threadIdx.x] = s;
@@ -105,7 +116,7 @@ __global__ void k_sumsq(const float *x, size_t n, double *partial)
 
 extern "C" cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st)
 {
-    GK_LAUNCH(k_sumsq, GK_SUMSQ_BLOCKS, 256, 0, st)(x, n, partial);
+    GK_LAUNCH(k_sumsq, GK_SUMSQ_BLOCKS, 256, 0, st)(x, n, partial, ((uintptr_t)x & 15) == 0);
     return GK_LAST_ERROR();
 }
 

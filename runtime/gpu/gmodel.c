@@ -89,6 +89,41 @@ void gdfree(llmt_gmodel *g, void *p)
         }
 }
 
+#define A(p, bytes) do { if (!((p) = gdmem(g, (bytes)))) return -1; } while (0)
+/* one layer's activations kept for backward */
+static int alloc_layer(llmt_gmodel *g, struct glayer_act *a)
+{
+    const llmt_model *h = g->h;
+    size_t M = (size_t)h->M, d = (size_t)h->c.d_model;
+    size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
+    size_t Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
+    size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
+    A(a->x_mid, M * d * 4);
+    A(a->h1, M * d * es);
+    A(a->h2, M * d * es);
+    A(a->rstd1, M * 4);
+    A(a->rstd2, M * 4);
+    if (h->c.qk_norm) {
+        A(a->qkv, M * Wq * 4);
+        A(a->qr, M * (size_t)h->Hl * 4);
+        A(a->kr, M * (size_t)h->KVl * 4);
+    }
+    A(a->q, BH * T * hd * es);
+    if (g->fused) {     /* KV heads once, logsumexp instead of P */
+        A(a->k, M * (size_t)h->KVl * hd * es);
+        A(a->v, M * (size_t)h->KVl * hd * es);
+        A(a->lse, BH * T * 4);
+    } else {
+        A(a->k, BH * T * hd * es);
+        A(a->v, BH * T * hd * es);
+        A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
+    }
+    A(a->att, M * Hh * es);
+    A(a->gu, M * 2 * Fl * es);
+    A(a->a, M * Fl * es);
+    return 0;
+}
+
 static int alloc_dev(llmt_gmodel *g)
 {
     const llmt_model *h = g->h;
@@ -96,7 +131,6 @@ static int alloc_dev(llmt_gmodel *g)
     size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
     size_t V = (size_t)h->c.vocab_size, Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
     size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
-#define A(p, bytes) do { if (!((p) = gdmem(g, (bytes)))) return -1; } while (0)
     /* the fp32 master is made by the optimizer (gmaster_need) */
     A(g->grads, n * 4);
     A(g->wc, n * 2);
@@ -113,26 +147,9 @@ static int alloc_dev(llmt_gmodel *g)
             return -1;
         for (int l = 0; l <= h->nl; l++)
             A(sl->xs[l], M * d * 4);
-        for (int l = 0; l < h->nl; l++) {
-            struct glayer_act *a = &sl->la[l];
-            A(a->x_mid, M * d * 4);
-            A(a->h1, M * d * es);
-            A(a->h2, M * d * es);
-            A(a->rstd1, M * 4);
-            A(a->rstd2, M * 4);
-            if (h->c.qk_norm) {
-                A(a->qkv, M * Wq * 4);
-                A(a->qr, M * (size_t)h->Hl * 4);
-                A(a->kr, M * (size_t)h->KVl * 4);
-            }
-            A(a->q, BH * T * hd * es);
-            A(a->k, BH * T * hd * es);
-            A(a->v, BH * T * hd * es);
-            A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
-            A(a->att, M * Hh * es);
-            A(a->gu, M * 2 * Fl * es);
-            A(a->a, M * Fl * es);
-        }
+        for (int l = 0; l < h->nl; l++)
+            if (alloc_layer(g, &sl->la[l]))
+                return -1;
         A(sl->pos, M * 4);
         A(sl->lo, M * 4);
         if (h->first) {
@@ -152,21 +169,27 @@ static int alloc_dev(llmt_gmodel *g)
     size_t wide = d > Wq ? d : Wq;
     wide = wide > Fl ? wide : Fl;
     A(g->qkv_s, M * Wq * 4);
-    A(g->S, BH * C * T * 4);    /* one query chunk */
     A(g->y, M * d * 4);
     A(g->dx, M * d * 4);
     A(g->dh, M * d * 4);
     A(g->da, M * Fl * 4);
-    A(g->datt, M * Hh * 4);
-    A(g->dP, BH * C * T * 4);
     A(g->dq, BH * T * hd * 4);
-    A(g->dk, BH * T * hd * 4);
-    A(g->dv, BH * T * hd * 4);
-    A(g->O, BH * T * hd * es);
+    if (g->fused) {
+        A(g->dk, M * (size_t)h->KVl * hd * 4);
+        A(g->dv, M * (size_t)h->KVl * hd * 4);
+        A(g->Dsc, BH * T * 4);
+    } else {
+        A(g->S, BH * C * T * 4);    /* one query chunk */
+        A(g->datt, M * Hh * 4);
+        A(g->dP, BH * C * T * 4);
+        A(g->dk, BH * T * hd * 4);
+        A(g->dv, BH * T * hd * 4);
+        A(g->O, BH * T * hd * es);
+        A(g->dS, BH * C * T * es);
+    }
     A(g->dyact, big * es);
     A(g->dgu, M * 2 * Fl * es);
     A(g->dO, BH * T * hd * es);
-    A(g->dS, BH * C * T * es);
     A(g->dqkv, M * Wq * es);
     size_t pw = GK_COLSUM_CHUNKS * wide > GK_COLSUM_MAX * hd ? GK_COLSUM_CHUNKS * wide
                                                               : GK_COLSUM_MAX * hd;
@@ -230,6 +253,11 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
         gcheck(cudaEventCreateWithFlags(&g->ev_snap_done, cudaEventDisableTiming), "event"))
         goto fail;
     g->attn_chunk = gattn_chunk(T);
+    const char *am = getenv(LLMT_ENV_GPU_ATTN);
+    if ((g->fused = gattn_fused(h->hd, am)) < 0) {
+        fprintf(stderr, "llm-train: %s='%s' is not fused or chunked\n", LLMT_ENV_GPU_ATTN, am);
+        goto fail;
+    }
     if (alloc_dev(g)) {
         fprintf(stderr, "llm-train: out of GPU memory building the model (B=%d T=%d slots=%d)\n",
                 B, T, nslots);
@@ -554,7 +582,7 @@ int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C)
 {
     /* a shorter chunk that divides T fits the buffers sized for the
      * create-time one (P: T(T+C)/2 per head; scratch: C x T) */
-    if (C < 1 || C > g->attn_chunk || g->h->T % C)
+    if (g->fused || C < 1 || C > g->attn_chunk || g->h->T % C)
         return -1;
     g->attn_chunk = C;
     return 0;

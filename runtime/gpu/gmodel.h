@@ -108,9 +108,12 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 int llmt_gmodel_snapshot_start(llmt_gmodel *g);
 const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
 
-/* Attention takes query rows C at a time (default host_plan.h's gattn_chunk
- * of T); a shorter C that divides T may be set (tests). 0, or -1 when C
- * does not fit. */
+/* Attention is fused (dev_flash.cu) unless LLM_TRAIN_GPU_ATTN=chunked at
+ * creation or the head dim is not one the kernel is built for
+ * (host_plan.h gattn_fused). Chunked attention takes query rows C at a
+ * time (default host_plan.h's gattn_chunk of T); a shorter C that divides
+ * T may be set (tests). 0, or -1 when C does not fit or the model runs
+ * the fused attention. */
 int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C);
 
 /* Wait for all queued work (under the NCCL watchdog when the model has a

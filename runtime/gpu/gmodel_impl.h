@@ -17,6 +17,7 @@ struct glayer_act {
     float *rstd1, *rstd2;
     float *qkv, *qr, *kr;
     gk_bf16 *q, *k, *v, *P, *att, *gu, *a;
+    float *lse;                   /* fused attention: logsumexp [B][H][T] */
 };
 
 struct gslot {
@@ -56,6 +57,8 @@ struct llmt_gmodel {
     int32_t *tok_h;               /* host staging for the embedding plan */
     int pinned;                   /* host master and gradients page-locked */
     int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
+    int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
+    float *Dsc;                   /* fused backward: rowsum(dO o) [B][H][T] */
     /* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
     struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
     float *qkn_g;                 /* QK-norm weight gradient scratch [2][hd] */

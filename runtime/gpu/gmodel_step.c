@@ -23,13 +23,19 @@ static int lin_fwd(llmt_gmodel *g, const void *X, size_t woff, void *Y, llmt_dt 
     return gmm(g->mm, 1, M, N, K, X, 0, g->wc + woff, 1, BF, Y, yt, 1.0f, 0);
 }
 
-/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W */
-static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, float *dX, int M,
-                   int N, int K, float alpha)
+/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W (of type dxt) */
+static int lin_bwd_t(llmt_gmodel *g, const void *dY, const void *X, size_t woff, void *dX,
+                     llmt_dt dxt, int M, int N, int K, float alpha)
 {
     if (gmm(g->mm, 1, N, K, M, dY, 1, X, 0, BF, g->grads + woff, F32, alpha, 1))
         return -1;
-    return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, F32, alpha, 0);
+    return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, dxt, alpha, 0);
+}
+
+static int lin_bwd(llmt_gmodel *g, const void *dY, const void *X, size_t woff, float *dX, int M,
+                   int N, int K, float alpha)
+{
+    return lin_bwd_t(g, dY, X, woff, dX, F32, M, N, K, alpha);
 }
 
 /* Causal attention in query chunks of g->attn_chunk rows (host_plan.h:
@@ -100,6 +106,22 @@ static int tp_sum(llmt_gmodel *g, float *buf, size_t n)
     return llmt_nccl_allreduce_sum_f32(g->tp, buf, buf, n, g->st);
 }
 
+/* Y = R + X . W^T (fp32): without TP the residual add is the product's
+ * epilogue (cuBLASLt's C input apart from its output); with TP the
+ * partial products are summed over the group first, then added */
+static int lin_fwd_res(llmt_gmodel *g, const void *X, size_t woff, const float *R, float *Y,
+                       int M, int N, int K)
+{
+    size_t n = (size_t)M * N;
+    if (!g->tp)
+        return gmm_res(g->mm, M, N, K, X, 0, g->wc + woff, 1, BF, R, Y, F32, 1.0f);
+    if (lin_fwd(g, X, woff, g->y, F32, M, N, K) || tp_sum(g, g->y, n))
+        return -1;
+    CK(cudaMemcpyAsync(Y, R, n * 4, cudaMemcpyDeviceToDevice, g->st), "copy");
+    CK(gk_add(Y, g->y, n, g->st), "add");
+    return 0;
+}
+
 static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 {
     const llmt_model *h = g->h;
@@ -107,7 +129,6 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     const struct layer_off *lo = &h->lo[l];
     struct glayer_act *a = &sl->la[l];
     int M = h->M, d = c->d_model, hd = h->hd, BH = h->B * h->Hl, T = h->T;
-    size_t Md = (size_t)M * d;
     float eps = (float)c->norm_eps;
     float *x = sl->xs[l];
     cudaStream_t st = g->st;
@@ -116,28 +137,29 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
     if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
         return -1;
-    CK(gk_attn_prep_fwd_at(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
+    CK(gk_attn_prep_fwd_tm(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
                            c->qk_norm ? gw32(g, lo->qn) : NULL,
                            c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr, eps, g->cos_t,
-                           g->sin_t, sl->packed ? sl->pos : NULL, st), "attention prep");
-    if (attn_fwd(g, a, BH, T, hd, sl->packed ? sl->lo : NULL))
+                           g->sin_t, sl->packed ? sl->pos : NULL, g->fused, st), "attention prep");
+    if (g->fused) {
+        /* token-major in and out: no layout kernels; packed samples by
+         * their first token's index (one id per sample within a sequence) */
+        CK(gk_flash_fwd(a->q, a->k, a->v, a->att, a->lse, sl->packed ? sl->lo : NULL, h->B, T, h->Hl,
+                        h->KVl, hd, st),
+           "fused attention");
+    } else {
+        if (attn_fwd(g, a, BH, T, hd, sl->packed ? sl->lo : NULL))
+            return -1;
+        CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
+    }
+    if (lin_fwd_res(g, a->att, lo->o, x, a->x_mid, M, d, h->Hl * hd))
         return -1;
-    CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
-    if (lin_fwd(g, a->att, lo->o, g->y, F32, M, d, h->Hl * hd) || tp_sum(g, g->y, Md))
-        return -1;
-    CK(cudaMemcpyAsync(a->x_mid, x, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
-    CK(gk_add(a->x_mid, g->y, Md, st), "add");
 
     CK(gk_rmsnorm_fwd(a->x_mid, gw32(g, lo->ln2), a->h2, a->rstd2, M, d, eps, st), "rmsnorm");
     if (lin_fwd(g, a->h2, lo->gu, a->gu, BF, M, 2 * h->Fl, d))
         return -1;
     CK(gk_swiglu_fwd(a->gu, a->a, M, h->Fl, st), "swiglu");
-    if (lin_fwd(g, a->a, lo->down, g->y, F32, M, d, h->Fl) || tp_sum(g, g->y, Md))
-        return -1;
-    float *xo = sl->xs[l + 1];
-    CK(cudaMemcpyAsync(xo, a->x_mid, Md * 4, cudaMemcpyDeviceToDevice, st), "copy");
-    CK(gk_add(xo, g->y, Md, st), "add");
-    return 0;
+    return lin_fwd_res(g, a->a, lo->down, a->x_mid, sl->xs[l + 1], M, d, h->Fl);
 }
 
 /* packed samples of slot s (model.h's llmt_model_set_seg): each token's
@@ -308,11 +330,20 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
                       g->part, M, d, st), "rmsnorm backward");
 
     CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
-    if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
-        return -1;
-    CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
-    if (attn_bwd(g, a, BH, T, hd))
-        return -1;
+    if (g->fused) {
+        /* the attention output gradient straight into bf16 token-major dO */
+        if (lin_bwd_t(g, g->dyact, a->att, lo->o, g->dO, BF, M, d, Hh, 1.0f))
+            return -1;
+        CK(gk_flash_bwd(a->q, a->k, a->v, a->att, g->dO, a->lse, g->Dsc, sl->packed ? sl->lo : NULL,
+                        g->dq, g->dk,
+                        g->dv, h->B, T, h->Hl, h->KVl, hd, st), "fused attention backward");
+    } else {
+        if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
+            return -1;
+        CK(gk_tokens_to_heads(g->datt, g->dO, h->B, T, h->Hl, hd, st), "tokens to heads");
+        if (attn_bwd(g, a, BH, T, hd))
+            return -1;
+    }
     /* QK-norm weights are replicated but each TP rank sees only its heads:
      * their gradient is summed over TP in a scratch (earlier micro-batches
      * already in the buffer must not be summed again), then added */
@@ -320,11 +351,11 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
     float *dkw = g->qkn_g ? g->qkn_g + hd : g->grads + lo->kn;
     if (g->qkn_g)
         CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
-    CK(gk_attn_prep_bwd_at(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
+    CK(gk_attn_prep_bwd_tm(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
                            c->qk_norm ? gw32(g, lo->qn) : NULL,
                            c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr,
-                           c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib, g->part,
-                           g->cos_t, g->sin_t, sl->packed ? sl->pos : NULL, st),
+                           c->qk_norm ? dqw : NULL, c->qk_norm ? dkw : NULL, g->contrib,
+                           g->part, g->cos_t, g->sin_t, sl->packed ? sl->pos : NULL, g->fused, st),
        "attention prep backward");
     if (g->qkn_g) {
         if (tp_sum(g, g->qkn_g, 2 * (size_t)hd))

@@ -128,5 +128,11 @@ int gattn_chunk(int T);
 size_t gattn_p_offset(size_t BH, int C, int c);
 /* Elements of the whole stored P for sequence length T. */
 size_t gattn_p_elems(size_t BH, int T, int C);
+/* The fused attention (dev_flash.cu: no score buffers, token-major q/k/v
+ * with KV heads once) or the chunked one: mode is LLM_TRAIN_GPU_ATTN
+ * (NULL or "" or "fused": fused when the head dim is one it is built for,
+ * 8, 16, 32, 64 or 128, else chunked; "chunked": chunked). 1 fused, 0
+ * chunked, -1 for another mode. */
+int gattn_fused(int hd, const char *mode);
 
 #endif

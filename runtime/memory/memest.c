@@ -5,8 +5,10 @@
  * shared scratch; 1F1B keeps min(pp, A) slots. */
 #include "memest.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpu/host_plan.h"
+#include "llmt/env.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
 
@@ -74,7 +76,7 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 
 /* GK_SUMSQ_BLOCKS, GK_COLSUM_CHUNKS, GK_COLSUM_MAX of gpu/dev_kernels.h (which
  * needs the CUDA headers) and gmodel.c's cuBLASLt workspace */
-#define GPU_SUMSQ_BLOCKS 256
+#define GPU_SUMSQ_BLOCKS 1024
 #define GPU_COLSUM_CHUNKS 64
 #define GPU_COLSUM_MAX 1024
 #define GPU_MM_WORKSPACE (64.0 * 1048576)
@@ -89,7 +91,9 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	double Hh = Hl * hd, BH = B * Hl, nl = (double)c->n_layers / l->pp;
 	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
 	int slots = l->pp < A ? l->pp : A, C = gattn_chunk(T);
-	double layer, slot, wide, pw;
+	/* the attention the model will run (gmodel.c: the same rule) */
+	int fused = gattn_fused(c->d_model / c->n_heads, getenv(LLMT_ENV_GPU_ATTN)) > 0;
+	double layer, slot, wide, pw, attn_layer, attn_scratch;
 
 	memset(e, 0, sizeof(*e));
 	/* fp32 gradients, bf16 copy, rotary tables, the fp32 copies of the
@@ -106,22 +110,36 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		double share = n / l->dp;
 		e->optimizer = share * 12 + GPU_SUMSQ_BLOCKS * 8 + (cut ? share * 4 : 0);
 	}
-	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + 3 * BH * T * hd * 2 +
-		(double)gattn_p_elems((size_t)BH, T, C) * 2 + M * Hh * 2 + 3 * M * Fl * 2;
+	/* q, k, v and what backward needs of the softmax: fused, KV heads
+	 * once and the logsumexp; chunked, KV heads repeated and every
+	 * chunk's P. Scratch: fused, dk dv of the KV heads and D; chunked,
+	 * S and dP of one chunk, datt, dk dv of every head, O, dS */
+	if (fused) {
+		attn_layer = BH * T * hd * 2 + 2 * M * KVl * hd * 2 + BH * T * 4;
+		attn_scratch = 2 * M * KVl * hd * 4 + BH * T * 4;
+	} else {
+		attn_layer = 3 * BH * T * hd * 2 + (double)gattn_p_elems((size_t)BH, T, C) * 2;
+		attn_scratch = 2 * BH * C * T * 4 + M * Hh * 4 + 2 * BH * T * hd * 4 +
+			BH * T * hd * 2 + BH * C * T * 2;
+	}
+	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + attn_layer + M * Hh * 2 + 3 * M * Fl * 2;
 	if (c->qk_norm)
 		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
-	slot = (nl + 1) * M * d * 4 + nl * layer + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
+	/* per slot: the residual streams, the layers, the packed samples'
+	 * rotary rows and first keys (2 x M int32), the first and last stage's
+	 * own buffers */
+	slot = (nl + 1) * M * d * 4 + nl * layer + 2 * M * 4 + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
 		(last ? M * 4 + M * d * 2 + M * 4 + M * V * 2 : 0);
 	e->activations = slots * slot;
 	wide = d > Wq ? d : Wq;
 	wide = wide > Fl ? wide : Fl;
 	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide
 							   : GPU_COLSUM_MAX * hd;
-	/* qkv_s, S and dP of one chunk, y dx dh, da, datt, dq dk dv, O dO,
-	 * dyact, dgu, dS, dqkv, colsum partials, head contributions, sumsq */
-	e->scratch = M * Wq * 4 + 2 * BH * C * T * 4 + 3 * M * d * 4 + M * Fl * 4 + M * Hh * 4 +
-		3 * BH * T * hd * 4 + 2 * BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 +
-		2 * M * Fl * 2 + BH * C * T * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
+	/* qkv_s, y dx dh, da, dq, dO, dyact, dgu, dqkv, colsum partials,
+	 * head contributions, sumsq, and the attention's own */
+	e->scratch = M * Wq * 4 + 3 * M * d * 4 + M * Fl * 4 + BH * T * hd * 4 +
+		BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 + attn_scratch +
+		2 * M * Fl * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
 		GPU_SUMSQ_BLOCKS * 8 + (c->qk_norm && l->tp > 1 ? 2 * hd * 4 : 0) +
 		(last ? M * V * 4 + M * 4 : 0);
 	e->workspace = GPU_MM_WORKSPACE;

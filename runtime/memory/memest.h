@@ -30,8 +30,11 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e);
 
 /* Device memory of a rank whose model is on a GPU (runtime/gpu/gmodel.c
- * alloc_dev, gmodel_opt.c): bf16 compute, attention in causal query
- * chunks (host_plan.h gattn_chunk). Host memory is not counted. */
+ * alloc_dev, gmodel_opt.c): bf16 compute, the fused attention (no score
+ * buffers) or, with LLM_TRAIN_GPU_ATTN=chunked or a head dim the fused
+ * kernel lacks, causal query chunks (host_plan.h gattn_fused,
+ * gattn_chunk): the estimate reads that variable as the model does. Host
+ * memory is not counted. */
 typedef struct {
 	double params;       /* fp32 grads + bf16 copy, rotary tables, fp32 copies of
 	                      * the embedding and norm weights */
@@ -42,9 +45,10 @@ typedef struct {
 	double total;
 } llmt_memest_gpu;
 
-/* Pure. devopt: the training loop's optimizer runs on the device
- * (llmt_dev_optim: fp32 master, m and v of this DP rank's ZeRO-1 share;
- * without it no fp32 master is on the device). */
+/* Pure but for LLM_TRAIN_GPU_ATTN (fused or chunked attention). devopt:
+ * the training loop's optimizer runs on the device (llmt_dev_optim: fp32
+ * master, m and v of this DP rank's ZeRO-1 share; without it no fp32
+ * master is on the device). */
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, llmt_memest_gpu *e);
 /* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,

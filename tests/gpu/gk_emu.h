@@ -59,8 +59,10 @@ static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
  * runs on (the legacy stream's deferred work is ordered before it) */
 extern "C" int llmt_emu_last_error;
 extern "C" void llmt_emu_stream_use(cudaStream_t st);
-/* the bounds of the gk_emu_shared section (the linker makes them) */
-extern "C" char __start_gk_emu_shared[], __stop_gk_emu_shared[];
+/* the bounds of the gk_emu_shared section (the linker makes them; weak:
+ * a program whose kernels have no static shared arrays has no section) */
+extern "C" char __start_gk_emu_shared[] __attribute__((weak));
+extern "C" char __stop_gk_emu_shared[] __attribute__((weak));
 
 namespace gk_emu {
 

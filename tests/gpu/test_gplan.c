@@ -297,6 +297,14 @@ static void test_attn_chunks(void **st)
     assert_int_equal(gattn_p_elems(3, 16, 4), 3 * 16 * 20 / 2);
     assert_int_equal(gattn_p_elems(5, 1024, 128), (size_t)5 * 1024 * 1152 / 2);
     assert_int_equal(gattn_p_elems(2, 64, 64), 2 * 64 * 64);
+    /* fused unless asked for chunks or the head dim is not built */
+    assert_int_equal(gattn_fused(64, NULL), 1);
+    assert_int_equal(gattn_fused(128, ""), 1);
+    assert_int_equal(gattn_fused(8, "fused"), 1);
+    assert_int_equal(gattn_fused(64, "chunked"), 0);
+    assert_int_equal(gattn_fused(80, NULL), 0);
+    assert_int_equal(gattn_fused(96, "fused"), 0);
+    assert_int_equal(gattn_fused(64, "flash"), -1);
 }
 
 int main(void)

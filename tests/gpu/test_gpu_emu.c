@@ -2,7 +2,10 @@
  * the CPU (kernels through gk_emu.h, CUDA runtime and cuBLASLt mapping
  * through cuda_emu.c) against the CPU model: every gk_* kernel against its
  * kernels.c twin, then whole GPU-model steps (loss, logits, every gradient,
- * fused AdamW, pipeline stages, snapshot) against llmt_model. This checks
+ * fused AdamW, pipeline stages, snapshot) against llmt_model, with the
+ * chunked attention (the CPU model's arithmetic: tight limits) and with
+ * the fused one (dev_flash.cu: fp32 probabilities where the CPU model
+ * rounds them to bf16, so limits at bf16 level). This checks
  * logic on machines without a GPU; speed and real-device behaviour are
  * checked by tests/gpu/check on a GPU. */
 #include <stdarg.h>
@@ -212,7 +215,7 @@ static void test_elementwise(void **st)
 static void test_adamw_sumsq(void **st)
 {
     (void)st;
-    size_t n = 1000;
+    size_t n = 1003;     /* 16-byte groups and a tail */
     float *p1 = rnd(n, 1), *g = rnd(n, 1), *m1 = rnd(n, 0.1f), *v1 = rnd(n, 0.1f);
     for (size_t i = 0; i < n; i++)
         v1[i] = fabsf(v1[i]);
@@ -239,8 +242,39 @@ static void test_adamw_sumsq(void **st)
     free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2); free(wc);
 }
 
+/* the 16-byte paths of gk_add, gk_f32_to_bf16 and gk_sumsq and their
+ * one-by-one fallback (a pointer off by one element), n not a multiple
+ * of 4 nor of the block count */
+static void test_vector_kernels(void **st)
+{
+    (void)st;
+    size_t n = 4099;
+    float *x = rnd(n + 1, 1), *r = rnd(n + 1, 1), *y = malloc((n + 1) * 4);
+    bf16 *b = malloc((n + 2) * 2);
+    for (int off = 0; off < 2; off++) {
+        memcpy(y, x, (n + 1) * 4);
+        assert_int_equal(gk_add(y + off, r + off, n, 0), 0);
+        for (size_t i = 0; i < n + 1; i++)
+            assert_true(y[i] == (i < (size_t)off || i >= off + n ? x[i] : x[i] + r[i]));
+        assert_int_equal(gk_f32_to_bf16(x + off, b + off, n, 0), 0);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(b[off + i], f32_to_bf16(x[off + i]));
+        double part[GK_SUMSQ_BLOCKS], s = 0;
+        assert_int_equal(gk_sumsq(x + off, n, part, 0), 0);
+        for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
+            s += part[i];
+        NEAR(fabs(s - llmt_sumsq_det(x + off, n)) / s, 1e-13);
+    }
+    free(x); free(r); free(y); free(b);
+}
+
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
  * chunk > 0: attention in query chunks of that many rows */
+/* the model tests' attention: chunked (default) or fused */
+static int fused_run;
+/* a limit: the chunked path's, or the fused path's */
+#define LIM(chunked, fused) (fused_run ? (fused) : (chunked))
+
 /* packed: samples packed in each sequence (llmt_model_set_seg: lengths
  * 1, 5, then the rest) with every third target not trained on (-1) */
 static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk, int packed)
@@ -251,7 +285,9 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
     llmt_par par = {1, 0, pp, r, NULL};
     llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
     setenv("LLM_TRAIN_GPU", "0", 1);   /* a GPU model's host mirror stays on the CPU */
+    setenv("LLM_TRAIN_GPU_ATTN", fused_run ? "fused" : "chunked", 1);
     llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
+    setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
     unsetenv("LLM_TRAIN_GPU");
     assert_non_null(cm);
     assert_non_null(g);
@@ -291,26 +327,28 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
          * products with fp32 sums in another order (blocking, TP/PP
          * splits): measured loss 0, logits <= 7.2e-8, stage output <=
          * 6.0e-8, input gradient <= 2.4e-7, per-tensor gradient <= 2.8e-7
-         * (fp32 rounding, ~1 ulp); limits ~10-30x that */
+         * (fp32 rounding, ~1 ulp); limits ~10-30x that. Fused (probabilities in fp32, the
+         * bf16 output rounded elsewhere): measured loss <= 9.5e-5, logits
+         * <= 5.9e-3, stage output <= 3.0e-3, gradients <= 1.3e-2 */
         if (last) {
-            NEAR(fabs(l1 - l2) / l2, 1e-6);
+            NEAR(fabs(l1 - l2) / l2, LIM(1e-6, 5e-4));
             float *lg = malloc((size_t)M * V * 4);
             assert_int_equal(llmt_gmodel_logits(g, lg), 0);
-            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), 2e-6);
+            NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), LIM(2e-6, 2e-2));
             free(lg);
         } else {
-            NEAR(relerr(o1, o2, (size_t)M * d), 2e-6);
+            NEAR(relerr(o1, o2, (size_t)M * d), LIM(2e-6, 2e-2));
         }
         assert_int_equal(llmt_model_backward(cm, 0, last ? NULL : go, first ? NULL : gi2, 0.5f), 0);
         assert_int_equal(llmt_gmodel_backward(g, 0, last ? NULL : go, first ? NULL : gi1, 0.5f), 0);
         if (!first)
-            NEAR(relerr(gi1, gi2, (size_t)M * d), 4e-6);
+            NEAR(relerr(gi1, gi2, (size_t)M * d), LIM(4e-6, 5e-2));
         assert_int_equal(llmt_gmodel_download_grads(g), 0);
         int np;
         const llmt_param_info *pi = llmt_model_params(cm, &np);
         /* chunked attention (chunk > 0) rescales its running softmax sums
          * per chunk, the CPU model sums each row once: measured 3.5e-5 */
-        double gworst = 0, glim = chunk > 0 ? 4e-4 : 4e-6;
+        double gworst = 0, glim = fused_run ? 4e-2 : chunk > 0 ? 4e-4 : 4e-6;
         for (int t = 0; t < np; t++) {
             double e = relerr(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
                             pi[t].numel);
@@ -369,6 +407,16 @@ static void test_model_packed_stage(void **st) { (void)st; model_vs_cpu_t(1, 2, 
 static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
+/* the fused attention in the whole model: tied, and GQA + QK-norm at T 16 */
+static void test_model_fused(void **st)
+{
+    (void)st;
+    fused_run = 1;
+    model_vs_cpu(0, 1, 0, 1, 2);
+    model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 0);
+    model_vs_cpu(1, 2, 0, 1, 1);
+    fused_run = 0;
+}
 
 /* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
  * loop's calls (create, forward, backward, grads, sync, logits, free) on
@@ -540,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_softmax_layout),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_adamw_sumsq),
+        cmocka_unit_test(test_vector_kernels),
         cmocka_unit_test(test_model_tied),
         cmocka_unit_test(test_model_attn_chunks),
         cmocka_unit_test(test_model_packed),
@@ -547,12 +596,15 @@ int main(void)
         cmocka_unit_test(test_model_gqa_qknorm_zloss),
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
+        cmocka_unit_test(test_model_fused),
         cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_zero1),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_snapshot_overlap),
     };
     omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
+    /* every GPU model of these tests, unless a test says fused */
+    setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
     if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
         cmocka_set_test_filter(getenv("GPU_EMU_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);

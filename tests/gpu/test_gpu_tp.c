@@ -484,6 +484,9 @@ int main(int argc, char **argv)
 {
     /* the CPU models here are CPU models whatever the job environment says */
     unsetenv("LLM_TRAIN_GPU");
+    /* the chunked attention: the CPU model's arithmetic (tight limits;
+     * the fused one is tested against it in test_gpu_emu and emu_train.sh) */
+    setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
     omp_set_num_threads(1);
     llmt_comm *world = llmt_comm_world(&argc, &argv);
     llmt_parallel p;

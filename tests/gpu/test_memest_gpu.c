@@ -5,7 +5,8 @@
  * (blas.c runs over the emulated cuBLASLt), and the device optimizer
  * (llmt_dev_optim) exactly its optimizer term. One process: tp = dp = 1, whole model
  * and both stages of pp = 2, tied and untied, QK-norm and GQA, one
- * attention chunk (T <= 128) and several (T = 256, 192). The host
+ * attention chunk (T <= 128) and several (T = 256, 192), fused attention
+ * and chunked (LLM_TRAIN_GPU_ATTN). The host
  * estimate's pinned part (loss row, checkpoint snapshot) against the
  * emulation's cudaMallocHost bytes. */
 #include <stdarg.h>
@@ -85,10 +86,17 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 static void test_estimate(void **st)
 {
 	(void)st;
-	check(0, 1, 1, 0, 2, 2, 16);      /* tied, one chunk */
-	check(1, 0, 1, 0, 1, 1, 256);     /* QK-norm, GQA, untied, chunks of 128 */
-	check(1, 0, 2, 0, 4, 1, 192);     /* first stage, 2 slots, chunks of 64 */
-	check(0, 1, 2, 1, 4, 2, 100);     /* last stage with the tied copy */
+	/* the fused attention (the default: no score buffers), then the
+	 * chunked one */
+	for (int chunked = 0; chunked < 2; chunked++) {
+		setenv("LLM_TRAIN_GPU_ATTN", chunked ? "chunked" : "fused", 1);
+		printf("%s attention\n", chunked ? "chunked" : "fused");
+		check(0, 1, 1, 0, 2, 2, 16);      /* tied, one chunk */
+		check(1, 0, 1, 0, 1, 1, 256);     /* QK-norm, GQA, untied, chunks of 128 */
+		check(1, 0, 2, 0, 4, 1, 192);     /* first stage, 2 slots, chunks of 64 */
+		check(0, 1, 2, 1, 4, 2, 100);     /* last stage with the tied copy */
+	}
+	unsetenv("LLM_TRAIN_GPU_ATTN");
 }
 
 int main(void)
