@@ -417,6 +417,16 @@ static void test_model_fused(void **st)
     model_vs_cpu(1, 2, 0, 1, 1);
     fused_run = 0;
 }
+/* the fused attention with packed samples (their first key as the segment
+ * id), a whole model and a pipeline stage */
+static void test_model_fused_packed(void **st)
+{
+    (void)st;
+    fused_run = 1;
+    model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 1);
+    model_vs_cpu_t(1, 2, 0, 1, 2, 16, 0, 1);
+    fused_run = 0;
+}
 
 /* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
  * loop's calls (create, forward, backward, grads, sync, logits, free) on
@@ -597,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_model_pipeline_first),
         cmocka_unit_test(test_model_pipeline_last),
         cmocka_unit_test(test_model_fused),
+        cmocka_unit_test(test_model_fused_packed),
         cmocka_unit_test(test_bridge),
         cmocka_unit_test(test_zero1),
         cmocka_unit_test(test_refusals),
