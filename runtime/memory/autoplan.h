@@ -27,6 +27,8 @@ typedef struct {
 	double lat;                 /* seconds per collective or send */
 	double overhead;            /* bytes per rank outside the estimate (MPI,
 	                             * oneDNN, CUDA context, code) */
+	int fix_tp, fix_pp, fix_dp; /* 0 = any; else only that size (the rest
+	                             * of a partly automatic layout) */
 } llmt_autoplan_in;
 
 typedef struct {
