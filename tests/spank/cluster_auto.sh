@@ -92,9 +92,23 @@ policy 2 100    # 1 GiB per rank: bench-768 needs 3 nodes x 2 tasks
 "$plan" --auto --model "$big" --nodes 1 --tasks-per-node 2 --mem-per-rank 1 --gflops 50 --json \
 	>"$w/nofit.json" 2>/dev/null
 min=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["min_nodes"])' "$w/nofit.json")
-refused "smallest allocation that fits is $min nodes x 2 tasks: step not launched" \
-	srun -N1 -n2 --llm-train=tp=auto,pp=auto,model="$big" true
+# srun outside an allocation: the nodes refuse every task with the line
 printf '#!/bin/sh\ntouch %s/ran\n' "$w" >"$w/touch.sh"
+srun -N1 -n2 --llm-train=tp=auto,pp=auto,model="$big" "$w/touch.sh" >"$w/out" 2>"$w/err" && fail "srun launched"
+grep -q "llm_train: task refused: .*smallest allocation that fits is $min nodes x 2 tasks" "$w/err" ||
+	{ cat "$w/err"; fail "srun: the nodes' refusal names no smallest allocation"; }
+# srun inside an allocation knows the nodes: it refuses itself, one line
+cat >"$w/in.sh" <<EOF
+#!/bin/sh
+srun --llm-train=tp=auto,pp=auto,model=$big $w/touch.sh 2>$w/in.err
+echo "srun rc=\$?"
+EOF
+jid=$(sbatch --parsable -N1 --ntasks-per-node=2 -o "$w/in.out" "$w/in.sh") || fail "sbatch"
+cluster_sbatch_wait "$jid" 60 >/dev/null || { cat "$w/in.out"; fail "in-allocation job"; }
+grep -q 'srun rc=1' "$w/in.out" || { cat "$w/in.out" "$w/in.err"; fail "srun launched a model that fits nothing"; }
+grep -q "llm_train: no layout of 1 nodes x 2 tasks .*smallest allocation that fits is $min nodes x 2 tasks: step not launched" "$w/in.err" ||
+	{ cat "$w/in.err"; fail "srun's refusal"; }
+[ "$(grep -c 'llm_train: ' "$w/in.err")" = 1 ] || { cat "$w/in.err"; fail "more than one line from srun"; }
 jid=$(sbatch --parsable -N1 --ntasks-per-node=2 -o "$w/nofit.out" \
 	--llm-train=tp=auto,model="$big" "$w/touch.sh") || fail "sbatch of a readable model refused at submit"
 st=$(cluster_sbatch_wait "$jid" 60) && fail "a job whose model fits nothing ended $st"
@@ -116,7 +130,8 @@ grep -q secret "$w/err" && fail "the refusal quotes the model file"
 truncate -s 1G "$w/huge.yaml"
 refused 'larger than 64 KiB' sbatch -N1 --llm-train=tp=auto,model="$w/huge.yaml" "$w/touch.sh"
 cp "$w/orig.yaml" "$pol"   # the node type declares no memory
-refused 'node type emu declares no memory_gib' srun -N1 -n2 --llm-train=tp=auto,model="$tiny" true
+srun -N1 -n2 --llm-train=tp=auto,model="$tiny" "$w/touch.sh" >"$w/out" 2>"$w/err" && fail "srun ran without memory_gib"
+grep -q 'llm_train: task refused: node type emu declares no memory_gib' "$w/err" || { cat "$w/err"; fail "no memory_gib line"; }
 [ ! -e "$w/ran" ] || fail "a refused job ran"
 scontrol ping >/dev/null || fail "slurmctld died"
 [ "$(sinfo -h -o %T | sort -u)" = idle ] || { sinfo; fail "nodes not idle after the refusals"; }
