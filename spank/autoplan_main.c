@@ -23,6 +23,7 @@ static const char usage[] =
 "  --global-batch G        sequences per optimizer step (default: one per rank)\n"
 "  --seq T                 sequence length (default: the model's max_seq)\n"
 "  --micro-batch B|auto    (default auto: 1, 2, 4, 8, 16)\n"
+"  --tp N --pp N --dp N    only layouts with that size (default: any)\n"
 "  --recompute none|attn|full|auto   (default auto; a GPU: none)\n"
 "  --device cpu|gpu        which memory model sizes a rank (default cpu)\n"
 "  --overhead MIB          runtime memory outside the estimate (default 320 CPU, 1024 GPU)\n"
@@ -158,7 +159,7 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	double *ovh_mib, double *gflops, double *gbps)
 {
 	enum { O_AUTO = 1, O_MODEL, O_NODES, O_TPN, O_DOM, O_GB, O_SEQ, O_MB, O_RC, O_DEV, O_MEM,
-	       O_OVH, O_MARGIN, O_GF, O_INTRA, O_INTER, O_TOP, O_JSON, O_HELP };
+	       O_OVH, O_MARGIN, O_GF, O_INTRA, O_INTER, O_TOP, O_JSON, O_HELP, O_TP, O_PP, O_DP };
 	static const struct option lo[] = {
 		{ "auto", no_argument, 0, O_AUTO }, { "model", required_argument, 0, O_MODEL },
 		{ "nodes", required_argument, 0, O_NODES }, { "tasks-per-node", required_argument, 0, O_TPN },
@@ -169,7 +170,8 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		{ "margin", required_argument, 0, O_MARGIN }, { "gflops", required_argument, 0, O_GF },
 		{ "intra-gbps", required_argument, 0, O_INTRA }, { "inter-gbps", required_argument, 0, O_INTER },
 		{ "top", required_argument, 0, O_TOP }, { "json", no_argument, 0, O_JSON },
-		{ "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+		{ "help", no_argument, 0, O_HELP }, { "tp", required_argument, 0, O_TP },
+		{ "pp", required_argument, 0, O_PP }, { "dp", required_argument, 0, O_DP }, { 0, 0, 0, 0 },
 	};
 	double v;
 	int o, rc = 0, k = 0;
@@ -211,6 +213,9 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		case O_INTRA: rc = pos("--intra-gbps", optarg, 1e6, &gbps[0]) || (gbps[0] < 1e-3 && bad("--intra-gbps", optarg, "below 0.001")); break;
 		case O_INTER: rc = pos("--inter-gbps", optarg, 1e6, &gbps[1]) || (gbps[1] < 1e-3 && bad("--inter-gbps", optarg, "below 0.001")); break;
 		case O_TOP: rc = whole("--top", optarg, 1000, top); break;
+		case O_TP: rc = whole("--tp", optarg, 1 << 24, &in->fix_tp); break;
+		case O_PP: rc = whole("--pp", optarg, 1 << 24, &in->fix_pp); break;
+		case O_DP: rc = whole("--dp", optarg, 1 << 24, &in->fix_dp); break;
 		case O_JSON: *json = 1; break;
 		case O_HELP: fputs(usage, stdout); return -1;
 		default:
