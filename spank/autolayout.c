@@ -109,7 +109,7 @@ int llmt_auto_input(const struct llmt_opts *o, const struct llmt_policy *p, cons
 	in->flops = x.flops;
 	in->bw_intra = x.gpu ? 150e9 : 10e9;
 	in->bw_inter = x.gpu ? 25e9 : 1e9;
-	in->lat = 5e-6;
+	in->lat = x.gpu ? LLMT_AUTOPLAN_LAT_GPU : LLMT_AUTOPLAN_LAT_CPU;
 	in->overhead = (x.gpu ? 1024 : 320) * 1048576.0;
 	in->fix_tp = o->tp_auto ? 0 : (int)o->tp;
 	in->fix_pp = o->pp_auto ? 0 : (int)o->pp;
