@@ -235,8 +235,8 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	if (!rc && (!in->nodes || !in->tasks_per_node))
 		rc = bad("--auto", "", "needs --nodes and --tasks-per-node (the allocation)");
 	if (!rc && !in->mem_limit)
-		rc = bad("--auto", "", "needs --mem-per-rank GIB (the memory of one rank: the policy has "
-			"no memory per node type yet)");
+		rc = bad("--auto", "", "needs --mem-per-rank GIB (the memory of one rank; the plugin takes "
+			"it from the policy's node types)");
 	if (!rc && (long long)in->nodes * in->tasks_per_node > LLMT_AUTOPLAN_MAX_RANKS)
 		fprintf(stderr, "llm-train-plan: --nodes %d x --tasks-per-node %d is more than 16,777,216 ranks\n",
 			in->nodes, in->tasks_per_node), rc = LLMT_EXIT_USAGE;

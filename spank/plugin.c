@@ -23,11 +23,12 @@ static int opt_cb(int val, const char *optarg, int remote);
 
 /* has_arg 2: optional argument (--llm-train alone enables with defaults). */
 static struct spank_option llmt_options[LLMT_NOPTS] = {
-	{ "llm-train", "SPEC", "Make this a training job. SPEC: comma-separated tp=N pp=N "
-	  "dp=N|auto ckpt-dir=DIR ckpt-interval=I restarts=N nccl=NAME explain", 2,
+	{ "llm-train", "SPEC", "Make this a training job. SPEC: comma-separated tp=N|auto pp=N|auto "
+	  "dp=N|auto ckpt-dir=DIR ckpt-interval=I restarts=N nccl=NAME explain model=FILE "
+	  "micro-batch=N|auto global-batch=N seq=T", 2,
 	  LLMT_OPT_TRAIN, opt_cb },
-	{ "llm-tp", "N", "Tensor-parallel size (within one NVLink domain)", 1, LLMT_OPT_TP, opt_cb },
-	{ "llm-pp", "N", "Pipeline-parallel size", 1, LLMT_OPT_PP, opt_cb },
+	{ "llm-tp", "N|auto", "Tensor-parallel size (within one NVLink domain)", 1, LLMT_OPT_TP, opt_cb },
+	{ "llm-pp", "N|auto", "Pipeline-parallel size", 1, LLMT_OPT_PP, opt_cb },
 	{ "llm-dp", "N|auto", "Data-parallel size (auto: tasks / (tp*pp))", 1, LLMT_OPT_DP, opt_cb },
 	{ "llm-ckpt-dir", "DIR", "Checkpoint directory (under a root the policy allows)", 1,
 	  LLMT_OPT_CKPT_DIR, opt_cb },

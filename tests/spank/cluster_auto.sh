@@ -85,7 +85,9 @@ grep -q 'llm_train: explain: planner: 2 nodes x 2 tasks, 4.00 GiB per rank' "$w/
 grep -q '<- chosen' "$w/ex.out" || fail "no chosen candidate"
 grep -q 'environment of task 3' "$w/ex.out" || fail "no rank map after the candidates"
 grep -q 'srun rc=1' "$w/ex.out" || fail "srun --llm-explain launched"
-echo "ok: srun --llm-explain prints the candidates"
+sbatch -N1 --llm-train=tp=auto,model="$tiny",explain "$w/ex.sh" >"$w/out" 2>"$w/err" && fail "sbatch --llm-explain submitted"
+grep -q 'llm_train: explain: layout chosen by the planner at step start' "$w/out" || { cat "$w/out" "$w/err"; fail "sbatch explain of auto"; }
+echo "ok: srun --llm-explain prints the candidates, sbatch --llm-explain says where they are chosen"
 
 # ---- a model that fits nothing: refused before launch, smallest allocation --
 policy 2 100    # 1 GiB per rank: bench-768 needs 3 nodes x 2 tasks
