@@ -137,6 +137,20 @@ static unsigned key_bit(const char *k)
 	return 0;
 }
 
+/* tp=N|auto or pp=N|auto */
+static int set_tp_pp(struct llmt_opts *o, const char *k, const char *val, char *err, size_t errlen)
+{
+	unsigned *dst = k[0] == 't' ? &o->tp : &o->pp;
+	int *au = k[0] == 't' ? &o->tp_auto : &o->pp_auto;
+	*au = val && !strcmp(val, "auto");
+	if (*au)
+		*dst = 0;
+	else if (parse_size(k, val, dst, err, errlen))
+		return -1;
+	o->set |= k[0] == 't' ? LLMT_SET_TP : LLMT_SET_PP;
+	return 0;
+}
+
 int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 		  char *err, size_t errlen)
 {
@@ -165,17 +179,8 @@ int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 	o->enabled = 1;
 	if (!strcmp(k, "train"))
 		return llmt_opts_parse_spec(o, val, err, errlen);
-	if (!strcmp(k, "tp") || !strcmp(k, "pp")) {
-		unsigned *dst = k[0] == 't' ? &o->tp : &o->pp;
-		int *au = k[0] == 't' ? &o->tp_auto : &o->pp_auto;
-		*au = val && !strcmp(val, "auto");
-		if (*au)
-			*dst = 0;
-		else if (parse_size(k, val, dst, err, errlen))
-			return -1;
-		o->set |= k[0] == 't' ? LLMT_SET_TP : LLMT_SET_PP;
-		return 0;
-	}
+	if (!strcmp(k, "tp") || !strcmp(k, "pp"))
+		return set_tp_pp(o, k, val, err, errlen);
 	if (!strcmp(k, "dp")) {
 		if (val && !strcmp(val, "auto")) {
 			o->dp = 0;
