@@ -156,6 +156,19 @@ static void test_missing_memory(void **s)
 	assert_non_null(strstr(err, "node other1 has no node type"));
 	assert_int_equal(llmt_auto_decide(&o, p, &c, "cpu[1-2]", uneven, 2, out, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "same task count on every node"));
+	/* the policy refuses absurd figures with file:line:col */
+	static const char *const badpol[] = {
+		"node_types:\n  - {name: a, nodes: 'x[1-2]', memory_gib: 0}\n",
+		"node_types:\n  - {name: a, nodes: 'x[1-2]', gpu_memory_gib: -80}\n",
+		"node_types:\n  - {name: a, nodes: 'x[1-2]', gflops: fast}\n",
+	};
+	for (unsigned i = 0; i < 3; i++) {
+		struct llmt_policy *q = NULL;
+		assert_int_equal(llmt_policy_parse(badpol[i], strlen(badpol[i]), "b.yaml", &q, err, sizeof(err)),
+				 LLMT_POLICY_ERROR);
+		assert_non_null(strstr(err, "b.yaml:"));
+		assert_non_null(strstr(err, "node_types."));
+	}
 	free(out);
 	llmt_policy_free(p);
 }
