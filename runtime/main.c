@@ -82,6 +82,19 @@ int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+/* An integer in [1, hi] from the environment into *out when set; 0 or 64. */
+static int env_int(const char *name, long hi, int *out)
+{
+	const char *e = getenv(name);
+	long v;
+	if (!e || !*e)
+		return 0;
+	if (llmt_cli_int(name, e, 1, hi, &v))
+		return LLMT_EXIT_USAGE;
+	*out = (int)v;
+	return 0;
+}
+
 /* Parse the train options into o. 0, 64, or -1 for --help. */
 static int parse_train(int argc, char **argv, llmt_train_opts *o)
 {
@@ -120,6 +133,12 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 	if ((e = getenv(LLMT_ENV_SKIP_BATCHES)) && *e &&
 	    llmt_cli_int(LLMT_ENV_SKIP_BATCHES, e, 0, 1L << 40, &o->skip_batches))
 		return LLMT_EXIT_USAGE;
+	/* the plugin's automatic layout: defaults under the command line */
+	if (env_int(LLMT_ENV_MICRO_BATCH, 1 << 16, &o->B) || env_int(LLMT_ENV_GRAD_ACCUM, 1 << 16, &o->A) ||
+	    env_int(LLMT_ENV_SEQ, 1 << 20, &o->T))
+		return LLMT_EXIT_USAGE;
+	if ((e = getenv(LLMT_ENV_RECOMPUTE)) && *e && llmt_recompute_from(e, &o->recompute))
+		return bad(LLMT_ENV_RECOMPUTE, e, "want none, attn or full");
 	optind = 1;
 	opterr = 0;
 	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -23,6 +23,7 @@ static const char usage[] =
 "  --global-batch G        sequences per optimizer step (default: one per rank)\n"
 "  --seq T                 sequence length (default: the model's max_seq)\n"
 "  --micro-batch B|auto    (default auto: 1, 2, 4, 8, 16)\n"
+"  --tp N --pp N --dp N    only layouts with that size (default: any)\n"
 "  --recompute none|attn|full|auto   (default auto; a GPU: none)\n"
 "  --device cpu|gpu        which memory model sizes a rank (default cpu)\n"
 "  --overhead MIB          runtime memory outside the estimate (default 320 CPU, 1024 GPU)\n"
@@ -30,6 +31,8 @@ static const char usage[] =
 "  --gflops X              achieved GFLOP/s per rank (default 50 CPU, 400000 GPU)\n"
 "  --intra-gbps X --inter-gbps X   GB/s per rank inside / across nodes\n"
 "                          (default 10 and 1 CPU, 150 and 25 GPU)\n"
+"  --latency-us X          seconds per collective or send, in microseconds\n"
+"                          (default 5 GPU, 100 CPU; an oversubscribed CPU: ms)\n"
 "  --top K                 candidates printed (default 5)\n"
 "  --json                  one JSON object\n";
 
@@ -158,7 +161,7 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	double *ovh_mib, double *gflops, double *gbps)
 {
 	enum { O_AUTO = 1, O_MODEL, O_NODES, O_TPN, O_DOM, O_GB, O_SEQ, O_MB, O_RC, O_DEV, O_MEM,
-	       O_OVH, O_MARGIN, O_GF, O_INTRA, O_INTER, O_TOP, O_JSON, O_HELP };
+	       O_OVH, O_MARGIN, O_GF, O_INTRA, O_INTER, O_TOP, O_JSON, O_HELP, O_TP, O_PP, O_DP, O_LAT };
 	static const struct option lo[] = {
 		{ "auto", no_argument, 0, O_AUTO }, { "model", required_argument, 0, O_MODEL },
 		{ "nodes", required_argument, 0, O_NODES }, { "tasks-per-node", required_argument, 0, O_TPN },
@@ -169,7 +172,9 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		{ "margin", required_argument, 0, O_MARGIN }, { "gflops", required_argument, 0, O_GF },
 		{ "intra-gbps", required_argument, 0, O_INTRA }, { "inter-gbps", required_argument, 0, O_INTER },
 		{ "top", required_argument, 0, O_TOP }, { "json", no_argument, 0, O_JSON },
-		{ "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+		{ "help", no_argument, 0, O_HELP }, { "tp", required_argument, 0, O_TP },
+		{ "pp", required_argument, 0, O_PP }, { "dp", required_argument, 0, O_DP },
+		{ "latency-us", required_argument, 0, O_LAT }, { 0, 0, 0, 0 },
 	};
 	double v;
 	int o, rc = 0, k = 0;
@@ -211,6 +216,10 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		case O_INTRA: rc = pos("--intra-gbps", optarg, 1e6, &gbps[0]) || (gbps[0] < 1e-3 && bad("--intra-gbps", optarg, "below 0.001")); break;
 		case O_INTER: rc = pos("--inter-gbps", optarg, 1e6, &gbps[1]) || (gbps[1] < 1e-3 && bad("--inter-gbps", optarg, "below 0.001")); break;
 		case O_TOP: rc = whole("--top", optarg, 1000, top); break;
+		case O_TP: rc = whole("--tp", optarg, 1 << 24, &in->fix_tp); break;
+		case O_PP: rc = whole("--pp", optarg, 1 << 24, &in->fix_pp); break;
+		case O_DP: rc = whole("--dp", optarg, 1 << 24, &in->fix_dp); break;
+		case O_LAT: rc = pos("--latency-us", optarg, 1e7, &v); in->lat = v * 1e-6; break;
 		case O_JSON: *json = 1; break;
 		case O_HELP: fputs(usage, stdout); return -1;
 		default:
@@ -226,8 +235,8 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	if (!rc && (!in->nodes || !in->tasks_per_node))
 		rc = bad("--auto", "", "needs --nodes and --tasks-per-node (the allocation)");
 	if (!rc && !in->mem_limit)
-		rc = bad("--auto", "", "needs --mem-per-rank GIB (the memory of one rank: the policy has "
-			"no memory per node type yet)");
+		rc = bad("--auto", "", "needs --mem-per-rank GIB (the memory of one rank; the plugin takes "
+			"it from the policy's node types)");
 	if (!rc && (long long)in->nodes * in->tasks_per_node > LLMT_AUTOPLAN_MAX_RANKS)
 		fprintf(stderr, "llm-train-plan: --nodes %d x --tasks-per-node %d is more than 16,777,216 ranks\n",
 			in->nodes, in->tasks_per_node), rc = LLMT_EXIT_USAGE;
@@ -242,7 +251,7 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 
 int llmt_autoplan_main(int argc, char **argv)
 {
-	llmt_autoplan_in in = { .recompute = -1, .margin = 0.9, .lat = 5e-6 };
+	llmt_autoplan_in in = { .recompute = -1, .margin = 0.9 };
 	const char *model = NULL;
 	int top = 5, json = 0, n = 0;
 	double ovh = 0, gflops = 0, gbps[2] = { 0, 0 };
@@ -266,6 +275,8 @@ int llmt_autoplan_main(int argc, char **argv)
 	in.flops = (gflops ? gflops : in.gpu ? 400000 : 50) * 1e9;
 	in.bw_intra = (gbps[0] ? gbps[0] : in.gpu ? 150 : 10) * 1e9;
 	in.bw_inter = (gbps[1] ? gbps[1] : in.gpu ? 25 : 1) * 1e9;
+	if (!in.lat) /* CPU ranks: an MPI collective costs the ranks' skew too */
+		in.lat = in.gpu ? LLMT_AUTOPLAN_LAT_GPU : LLMT_AUTOPLAN_LAT_CPU;
 
 	llmt_autoplan_cand *cand = calloc((size_t)top, sizeof(*cand));
 	llmt_autoplan_rejects rj;

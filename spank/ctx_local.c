@@ -7,7 +7,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "autolayout.h"
 #include "plan.h"
 
 int llmt_local_init_post_opt(spank_t sp, int ac, char **av)
@@ -30,6 +32,29 @@ static const char *step_nodelist(uint32_t nnodes)
 	if (!nl || !*nl || !nn || strtoul(nn, NULL, 10) != nnodes)
 		return NULL;
 	return nl;
+}
+
+/* auto: chosen here too, so a model that fits nothing is refused by srun
+ * with the smallest allocation (the nodes decide the same again); with
+ * --llm-explain the candidates are printed. 0 or -1 (logged). */
+static int local_auto(struct llmt_opts *o, const struct llmt_policy *p,
+		      const struct llmt_job_info *job, const unsigned *tpn)
+{
+	char err[LLMT_ERRLEN];
+	struct llmt_auto_out *ao = calloc(1, sizeof(*ao));
+	if (!ao) {
+		slurm_error(LLMT_MSG "out of memory");
+		return -1;
+	}
+	int rc = llmt_auto_step(o, p, getuid(), job, tpn, ao, err, sizeof(err));
+	if (o->explain && ao->in.nodes)
+		llmt_auto_print(stdout, "llm_train: explain: ", ao);
+	free(ao);
+	if (rc != 0) {
+		fflush(stdout);
+		slurm_error(LLMT_MSG "%s: step not launched", err);
+	}
+	return rc;
 }
 
 int llmt_local_user_init(spank_t sp, int ac, char **av)
@@ -66,7 +91,7 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	struct llmt_policy *p = NULL;
 	if (llmt_prepare_or_log(&job, &o, &p) != 0)
 		return -1;
-	if (!o.explain) {
+	if (!o.explain && !llmt_opts_is_auto(&o)) {
 		llmt_policy_free(p);
 		return 0;
 	}
@@ -81,6 +106,16 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 			for (uint32_t i = 0; i < nnodes; i++)
 				tpn[i] = ntasks / nnodes + (i < ntasks % nnodes ? 1 : 0);
 		}
+	}
+	if (llmt_opts_is_auto(&o) && nl && tpn && local_auto(&o, p, &job, tpn) != 0) {
+		free(tpn);
+		llmt_policy_free(p);
+		return -1;
+	}
+	if (!o.explain) {
+		free(tpn);
+		llmt_policy_free(p);
+		return 0;
 	}
 	llmt_explain(stdout, &o, p, tpn ? nl : NULL, tpn, 0, job_id, step_id);
 	fflush(stdout);

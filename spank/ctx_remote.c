@@ -95,6 +95,47 @@ static int unset_env(spank_t sp, const char *name)
 	return 0;
 }
 
+static uid_t job_uid(spank_t sp);
+
+/* Batch step of an automatic layout: chosen for the whole allocation (the
+ * job's nodes and tasks per node), so a model that fits nothing is refused
+ * before the script runs, and the wrapper gets the choice for its ledger
+ * (LLM_TRAIN_AUTO). The training step decides again for its own nodes. */
+static int batch_auto(spank_t sp, struct llmt_job_info *job, char *err, size_t errlen)
+{
+	char nn[32], tpn_s[4096];
+	char *nl = malloc(LLMT_NODELIST_MAX);
+	unsigned *tpn = NULL;
+	int rc = -1;
+	if (!nl)
+		return snprintf(err, errlen, "out of memory"), -1;
+	if (job_getenv(sp, "SLURM_JOB_NODELIST", nl, (int)LLMT_NODELIST_MAX) ||
+	    job_getenv(sp, "SLURM_JOB_NUM_NODES", nn, sizeof(nn)) ||
+	    job_getenv(sp, "SLURM_TASKS_PER_NODE", tpn_s, sizeof(tpn_s))) {
+		snprintf(err, errlen, "%s", rs.err);
+		goto out;
+	}
+	unsigned long n = strtoul(nn, NULL, 10);
+	if (!nl[0] || n == 0 || n > LLMT_MAX_NODES || !(tpn = calloc(n, sizeof(*tpn)))) {
+		snprintf(err, errlen, "tp=auto: the job's nodes are not known (SLURM_JOB_NODELIST, "
+			 "SLURM_JOB_NUM_NODES)");
+		goto out;
+	}
+	if (llmt_tasks_per_node_parse(tpn_s, (unsigned)n, tpn, err, errlen) != 0)
+		goto out;
+	job->nodelist = nl;
+	job->nnodes = (unsigned)n;
+	job->ntasks = 0;
+	for (unsigned long i = 0; i < n; i++)
+		job->ntasks += tpn[i];
+	rc = llmt_auto_step(&rs.opts, rs.policy, job_uid(sp), job, tpn, NULL, err, errlen);
+out:
+	job->nodelist = NULL;
+	free(tpn);
+	free(nl);
+	return rc;
+}
+
 /* Batch step: job-wide settings, no rank variables (unset if inherited). */
 static int batch_step(spank_t sp)
 {
@@ -108,6 +149,8 @@ static int batch_step(spank_t sp)
 	job.account = acct;
 	char err[LLMT_ERRLEN];
 	if (llmt_prepare(&job, &rs.opts, &rs.policy, err, sizeof(err)) != 0)
+		return fail("%s", err);
+	if (llmt_opts_is_auto(&rs.opts) && batch_auto(sp, &job, err, sizeof(err)) != 0)
 		return fail("%s", err);
 	if (llmt_settings_env(&rs.opts, rs.policy, rs.job_id, &rs.env, err, sizeof(err)) != 0)
 		return fail("%s", err);
@@ -146,6 +189,15 @@ static void master_addr(const char *node, char *buf, size_t len)
 		break;
 	}
 	slurm_free_node_info_msg(msg);
+}
+
+/* The job's user (the model file is read with their rights); -1 unknown. */
+static uid_t job_uid(spank_t sp)
+{
+	uid_t uid = (uid_t)-1;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return (uid_t)-1;
+	return uid;
 }
 
 static int count_host(const char *name, void *arg)
@@ -216,6 +268,10 @@ static int training_step(spank_t sp)
 	}
 	if (rs.opts.explain) {
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");
+		goto out;
+	}
+	if (llmt_auto_step(&rs.opts, rs.policy, job_uid(sp), &job, tpn, NULL, err, sizeof(err)) != 0) {
+		fail("%s", err);
 		goto out;
 	}
 	/* The daemon's own configuration only (slurmstepd's SLURM_CONF, else

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autolayout.h"
 #include "envgen.h"
 #include "subst.h"
 
@@ -111,6 +112,15 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	PUT(LLMT_ENV_HEARTBEAT_TIMEOUT, "%u", p->defaults.heartbeat_timeout_s);
 	PUT(LLMT_ENV_HEARTBEAT_STARTUP, "%u", p->defaults.heartbeat_startup_s);
 	PUT(LLMT_ENV_NCCL_PROFILE, "%s", o->nccl_profile);
+	if (o->choice.done) {
+		char sum[LLMT_ENV_VALUE_MAX];
+		PUT(LLMT_ENV_MICRO_BATCH, "%u", o->choice.micro_batch);
+		PUT(LLMT_ENV_GRAD_ACCUM, "%u", o->choice.grad_accum);
+		PUT(LLMT_ENV_RECOMPUTE, "%s", llmt_recompute_name((llmt_recompute)o->choice.recompute));
+		PUT(LLMT_ENV_SEQ, "%u", o->choice.seq);
+		if (llmt_auto_summary(o, sum, sizeof(sum)) == 0)
+			PUT(LLMT_ENV_AUTO, "%s", sum);
+	}
 	if (o->nccl_profile[0]) {
 		const struct llmt_nccl_profile *pr = llmt_policy_profile(p, o->nccl_profile);
 		if (!pr) {

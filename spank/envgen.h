@@ -50,7 +50,9 @@ unsigned llmt_master_port(uint32_t job_id, uint32_t step_id);
  * [LLM_TRAIN_CKPT_DIR LLM_TRAIN_HEARTBEAT_DIR when a ckpt dir is set]
  * LLM_TRAIN_CKPT_INTERVAL LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW
  * LLM_TRAIN_HEARTBEAT_TIMEOUT LLM_TRAIN_HEARTBEAT_STARTUP
- * LLM_TRAIN_NCCL_PROFILE [the profile's NCCL_* with ${...} substituted].
+ * LLM_TRAIN_NCCL_PROFILE [LLM_TRAIN_MICRO_BATCH LLM_TRAIN_GRAD_ACCUM
+ * LLM_TRAIN_RECOMPUTE LLM_TRAIN_SEQ LLM_TRAIN_AUTO when the planner chose
+ * the layout] [the profile's NCCL_* with ${...} substituted].
  * Returns 0, or -1 with err (value too long, unknown profile). */
 int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *out,
 		char *err, size_t errlen);

@@ -128,10 +128,26 @@ static unsigned key_bit(const char *k)
 		{ "ckpt-dir", LLMT_SET_CKPT_DIR }, { "ckpt-interval", LLMT_SET_CKPT_INTERVAL },
 		{ "restarts", LLMT_SET_RESTARTS }, { "nccl", LLMT_SET_NCCL },
 		{ "nccl-profile", LLMT_SET_NCCL }, { "explain", LLMT_SET_EXPLAIN },
+		{ "model", LLMT_SET_MODEL }, { "micro-batch", LLMT_SET_MICRO_BATCH },
+		{ "global-batch", LLMT_SET_GLOBAL_BATCH }, { "seq", LLMT_SET_SEQ },
 	};
 	for (unsigned i = 0; i < sizeof(m) / sizeof(m[0]); i++)
 		if (!strcmp(k, m[i].k))
 			return m[i].bit;
+	return 0;
+}
+
+/* tp=N|auto or pp=N|auto */
+static int set_tp_pp(struct llmt_opts *o, const char *k, const char *val, char *err, size_t errlen)
+{
+	unsigned *dst = k[0] == 't' ? &o->tp : &o->pp;
+	int *au = k[0] == 't' ? &o->tp_auto : &o->pp_auto;
+	*au = val && !strcmp(val, "auto");
+	if (*au)
+		*dst = 0;
+	else if (parse_size(k, val, dst, err, errlen))
+		return -1;
+	o->set |= k[0] == 't' ? LLMT_SET_TP : LLMT_SET_PP;
 	return 0;
 }
 
@@ -163,13 +179,8 @@ int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 	o->enabled = 1;
 	if (!strcmp(k, "train"))
 		return llmt_opts_parse_spec(o, val, err, errlen);
-	if (!strcmp(k, "tp") || !strcmp(k, "pp")) {
-		unsigned *dst = k[0] == 't' ? &o->tp : &o->pp;
-		if (parse_size(k, val, dst, err, errlen))
-			return -1;
-		o->set |= k[0] == 't' ? LLMT_SET_TP : LLMT_SET_PP;
-		return 0;
-	}
+	if (!strcmp(k, "tp") || !strcmp(k, "pp"))
+		return set_tp_pp(o, k, val, err, errlen);
 	if (!strcmp(k, "dp")) {
 		if (val && !strcmp(val, "auto")) {
 			o->dp = 0;
@@ -227,7 +238,11 @@ int llmt_opts_set(struct llmt_opts *o, const char *key, const char *val,
 		o->set |= LLMT_SET_EXPLAIN;
 		return 0;
 	}
-	SET_ERR("--llm-train: unknown key '%.64s' (known: tp pp dp ckpt-dir ckpt-interval restarts nccl explain)", key);
+	int r = llmt_opts_set_plan(o, k, val, err, errlen);
+	if (r <= 0)
+		return r;
+	SET_ERR("--llm-train: unknown key '%.64s' (known: tp pp dp ckpt-dir ckpt-interval restarts nccl explain "
+		"model micro-batch global-batch seq)", key);
 	return -1;
 }
 
@@ -433,16 +448,21 @@ int llmt_opts_validate(struct llmt_opts *o, const struct llmt_policy *pol,
 		llmt_policy_defaults(builtin);
 		p = builtin;
 	}
-	if (o->tp == 0 || o->pp == 0) {
+	/* auto: the layout is chosen at step start, then validated again */
+	int pending = llmt_opts_is_auto(o) && !o->choice.done;
+	if (pending && llmt_opts_check_auto(o, err, errlen))
+		goto out;
+	if (!pending && (o->tp == 0 || o->pp == 0)) {
 		SET_ERR("--llm-train: tp and pp must be at least 1");
 		goto out;
 	}
 	tpp = (unsigned long long)o->tp * o->pp;
-	if (tpp > LLMT_MAX_TASKS) {
+	if (pending)
+		;  /* tp, pp, dp: the planner's, checked once chosen */
+	else if (tpp > LLMT_MAX_TASKS) {
 		SET_ERR("--llm-train: tp=%u x pp=%u is too large", o->tp, o->pp);
 		goto out;
-	}
-	if (ntasks) {
+	} else if (ntasks) {
 		if (o->dp_auto || o->dp == 0) {
 			if (ntasks % tpp) {
 				SET_ERR("--llm-train: tp=%u x pp=%u does not divide the %u tasks (dp=auto)",
@@ -549,9 +569,13 @@ int llmt_opts_format(const struct llmt_opts *o, char *buf, size_t len)
 	if (!len)
 		return -1;
 	buf[0] = 0;
-	if (o->set & LLMT_SET_TP)
+	if ((o->set & LLMT_SET_TP) && o->tp_auto)
+		rc |= append(buf, len, &off, "tp=auto");
+	else if (o->set & LLMT_SET_TP)
 		rc |= append(buf, len, &off, "tp=%u", o->tp);
-	if (o->set & LLMT_SET_PP)
+	if ((o->set & LLMT_SET_PP) && o->pp_auto)
+		rc |= append(buf, len, &off, "pp=auto");
+	else if (o->set & LLMT_SET_PP)
 		rc |= append(buf, len, &off, "pp=%u", o->pp);
 	if (o->set & LLMT_SET_DP) {
 		if (o->dp_auto)
@@ -571,5 +595,5 @@ int llmt_opts_format(const struct llmt_opts *o, char *buf, size_t len)
 		rc |= append(buf, len, &off, "nccl=%s", o->nccl_profile);
 	if (o->set & LLMT_SET_EXPLAIN)
 		rc |= append(buf, len, &off, "explain=%d", o->explain);
-	return rc ? -1 : 0;
+	return rc || llmt_opts_format_plan(o, buf, len) ? -1 : 0;
 }

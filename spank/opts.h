@@ -21,6 +21,21 @@ enum {
 	LLMT_SET_RESTARTS      = 1u << 5,
 	LLMT_SET_NCCL          = 1u << 6,
 	LLMT_SET_EXPLAIN       = 1u << 7,
+	LLMT_SET_MODEL         = 1u << 8,
+	LLMT_SET_MICRO_BATCH   = 1u << 9,
+	LLMT_SET_GLOBAL_BATCH  = 1u << 10,
+	LLMT_SET_SEQ           = 1u << 11,
+};
+
+/* The layout the planner chose for tp/pp/micro-batch=auto (opts_auto.c):
+ * filled where the allocation is known (step start), handed to the ranks
+ * as LLM_TRAIN_MICRO_BATCH, _GRAD_ACCUM, _RECOMPUTE, _SEQ and _AUTO. */
+struct llmt_auto_choice {
+	int done;             /* 1: tp, pp, dp of llmt_opts are the planner's */
+	unsigned micro_batch, grad_accum, seq;
+	int recompute;        /* llmt_recompute */
+	int candidates;       /* feasible layouts */
+	double step_s, mem_bytes, mem_limit;
 };
 
 struct llmt_opts {
@@ -32,14 +47,25 @@ struct llmt_opts {
 	int restarts;         /* -1 = not set */
 	char nccl_profile[LLMT_NAME_MAX];  /* "" = not set */
 	int explain;          /* print map and env, run nothing */
+	int tp_auto, pp_auto; /* tp=auto, pp=auto: the planner chooses */
+	int mb_auto;          /* micro-batch=auto */
+	unsigned micro_batch; /* micro-batch=N (0 = not set) */
+	unsigned long global_batch;  /* global-batch=N sequences (0 = one per task) */
+	unsigned seq;         /* seq=T (0 = the model's max_seq) */
+	char model[LLMT_PATH_MAX];   /* model=FILE: the config the planner sizes */
+	struct llmt_auto_choice choice;
 	unsigned set;         /* LLMT_SET_* bits the user set */
 };
+
+/* 1 when the planner has something to choose (tp, pp or micro-batch auto). */
+int llmt_opts_is_auto(const struct llmt_opts *o);
 
 void llmt_opts_init(struct llmt_opts *o);
 
 /* Parse SPEC of --llm-train=SPEC: comma-separated key=value items,
- *   tp=N pp=N dp=N|auto ckpt-dir=/abs ckpt-interval=N|Ns|Nm|Nh|auto
+ *   tp=N|auto pp=N|auto dp=N|auto ckpt-dir=/abs ckpt-interval=N|Ns|Nm|Nh|auto
  *   restarts=N nccl=NAME (alias nccl-profile) explain (alias explain=1|0)
+ *   model=FILE micro-batch=N|auto global-batch=N seq=T (opts_auto.c)
  * NULL or "" only enables. Sets o->enabled. A key given twice (aliases
  * included) and a control character anywhere are refused; the message
  * then names the key, never the text (it goes to slurmd's log).
@@ -89,5 +115,15 @@ int llmt_ckpt_dir_allowed(const char *dir, const struct llmt_policy *p,
 /* Canonical SPEC text of the options the user set (parse_spec(format(o))
  * gives the same options): for passing on and for --llm-explain. */
 int llmt_opts_format(const struct llmt_opts *o, char *buf, size_t len);
+
+/* opts_auto.c: the planner's keys (model micro-batch global-batch seq):
+ * 0 set, -1 bad value (err), 1 not one of them. */
+int llmt_opts_set_plan(struct llmt_opts *o, const char *k, const char *val,
+		       char *err, size_t errlen);
+/* Before the choice: auto needs model=FILE, an absolute clean path
+ * (one line in err naming what is missing); 0 or -1. */
+int llmt_opts_check_auto(const struct llmt_opts *o, char *err, size_t errlen);
+/* Append the planner's keys as SPEC items (",key=val") to buf; 0 or -1. */
+int llmt_opts_format_plan(const struct llmt_opts *o, char *buf, size_t len);
 
 #endif

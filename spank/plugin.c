@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "autolayout.h"
 #include "health_io.h"
 #include "plan.h"
 #include "llmt/env.h"
@@ -22,11 +23,12 @@ static int opt_cb(int val, const char *optarg, int remote);
 
 /* has_arg 2: optional argument (--llm-train alone enables with defaults). */
 static struct spank_option llmt_options[LLMT_NOPTS] = {
-	{ "llm-train", "SPEC", "Make this a training job. SPEC: comma-separated tp=N pp=N "
-	  "dp=N|auto ckpt-dir=DIR ckpt-interval=I restarts=N nccl=NAME explain", 2,
+	{ "llm-train", "SPEC", "Make this a training job. SPEC: comma-separated tp=N|auto pp=N|auto "
+	  "dp=N|auto ckpt-dir=DIR ckpt-interval=I restarts=N nccl=NAME explain model=FILE "
+	  "micro-batch=N|auto global-batch=N seq=T", 2,
 	  LLMT_OPT_TRAIN, opt_cb },
-	{ "llm-tp", "N", "Tensor-parallel size (within one NVLink domain)", 1, LLMT_OPT_TP, opt_cb },
-	{ "llm-pp", "N", "Pipeline-parallel size", 1, LLMT_OPT_PP, opt_cb },
+	{ "llm-tp", "N|auto", "Tensor-parallel size (within one NVLink domain)", 1, LLMT_OPT_TP, opt_cb },
+	{ "llm-pp", "N|auto", "Pipeline-parallel size", 1, LLMT_OPT_PP, opt_cb },
 	{ "llm-dp", "N|auto", "Data-parallel size (auto: tasks / (tp*pp))", 1, LLMT_OPT_DP, opt_cb },
 	{ "llm-ckpt-dir", "DIR", "Checkpoint directory (under a root the policy allows)", 1,
 	  LLMT_OPT_CKPT_DIR, opt_cb },
@@ -333,6 +335,21 @@ int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
 	return 0;
 }
 
+int llmt_auto_step(struct llmt_opts *o, const struct llmt_policy *p, uid_t uid,
+		   const struct llmt_job_info *job, const unsigned *tpn, struct llmt_auto_out *out,
+		   char *err, size_t errlen)
+{
+	if (!llmt_opts_is_auto(o) || o->choice.done)
+		return 0;
+	if (!job->nodelist || !*job->nodelist || !tpn) {
+		snprintf(err, errlen, "tp=auto: the step's nodes are not known here");
+		return -1;
+	}
+	if (llmt_auto_apply(o, p, uid, job->nodelist, tpn, job->nnodes, out, err, errlen) != 0)
+		return -1;
+	return llmt_opts_validate(o, p, job, err, errlen);
+}
+
 void llmt_job_control_mark(spank_t sp)
 {
 	spank_err_t rc = spank_job_control_setenv(sp, "LLM_TRAIN", "1", 1);
@@ -395,6 +412,14 @@ int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *accou
 	char err[LLMT_ERRLEN];
 	if (llmt_ckpt_space_check(&o, p, err, sizeof(err)) != 0) {
 		slurm_error(LLMT_MSG "%s", err);
+		llmt_policy_free(p);
+		return -1;
+	}
+	/* auto: the model is read and checked now (as the user); the layout
+	 * is chosen where the allocation is known (step start) */
+	llmt_config mc;
+	if (llmt_opts_is_auto(&o) && llmt_model_read(o.model, getuid(), &mc, err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "%s: job not submitted", err);
 		llmt_policy_free(p);
 		return -1;
 	}
@@ -487,7 +512,10 @@ void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *
 		snprintf(spec, sizeof(spec), "(too long)");
 	fprintf(f, "llm_train: explain: options %s\n", spec);
 	fprintf(f, "llm_train: explain: policy %s\n", p->builtin ? "(built-in defaults)" : p->path);
-	if (o->dp)
+	if (llmt_opts_is_auto(o) && !o->choice.done)
+		fprintf(f, "llm_train: explain: layout chosen by the planner at step start for the allocation "
+			   "(model %s); `srun --llm-explain` inside the allocation shows the candidates\n", o->model);
+	else if (o->dp)
 		fprintf(f, "llm_train: explain: layout tp=%u pp=%u dp=%u\n", o->tp, o->pp, o->dp);
 	else
 		fprintf(f, "llm_train: explain: layout tp=%u pp=%u dp=auto (tasks / (tp*pp))\n", o->tp, o->pp);

@@ -101,6 +101,15 @@ int llmt_prepare_or_log(const struct llmt_job_info *job, struct llmt_opts *o,
  * 0, or -1 with one line in err. */
 int llmt_ckpt_space_check(const struct llmt_opts *o, const struct llmt_policy *p,
 			  char *err, size_t errlen);
+/* tp/pp/micro-batch=auto for the step of job (its nodelist, nnodes and
+ * tasks per node tpn): the model read as uid, the planner's choice into
+ * o, and o validated again with it. out (may be NULL) keeps the
+ * candidates. Nothing to do: 0. -1 with one line in err (nothing fits:
+ * the smallest allocation that would). */
+struct llmt_auto_out;
+int llmt_auto_step(struct llmt_opts *o, const struct llmt_policy *p, uid_t uid,
+		   const struct llmt_job_info *job, const unsigned *tpn, struct llmt_auto_out *out,
+		   char *err, size_t errlen);
 /* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a training
  * job, independent of how the options reached the job; failure is logged. */
 void llmt_job_control_mark(spank_t sp);

@@ -204,7 +204,14 @@ static int nodetype_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 		}
 		return 0;
 	}
-	return yw_unknown(w, k, "node_types", key, "name nodes gpus_per_node nvlink nics");
+	/* sizes for the automatic layout (tp=auto); 0 = not declared */
+	if (!strcmp(key, "memory_gib"))
+		return yw_get_double(w, v, "node_types.memory_gib", 0.001, 1048576, &t->memory_gib);
+	if (!strcmp(key, "gpu_memory_gib"))
+		return yw_get_double(w, v, "node_types.gpu_memory_gib", 0.001, 65536, &t->gpu_memory_gib);
+	if (!strcmp(key, "gflops"))
+		return yw_get_double(w, v, "node_types.gflops", 0.001, 1e9, &t->gflops);
+	return yw_unknown(w, k, "node_types", key, "name nodes gpus_per_node nvlink nics memory_gib gpu_memory_gib gflops");
 }
 
 static int node_types(struct walk *w, yaml_node_t *v)

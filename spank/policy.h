@@ -41,6 +41,10 @@ struct llmt_node_type {
 	char nics[LLMT_MAX_NICS][LLMT_NAME_MAX]; /* nics[i]: NIC closest to
 					   GPU i; fewer NICs than GPUs are
 					   shared evenly (GPU g -> nic g*nnics/gpus) */
+	double memory_gib;              /* host memory of one node; 0 = not declared */
+	double gpu_memory_gib;          /* memory of one GPU; 0 = not declared */
+	double gflops;                  /* achieved GFLOP/s of the whole node (its
+					   GPUs, or its cores); 0 = planner default */
 };
 
 struct llmt_nccl_var {

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,29 @@ void wr_site_free(struct wr_site *s)
 	s->nalloc = 0;
 }
 
+/* The plugin's automatic layout (LLM_TRAIN_AUTO: "tp=2 pp=1 ... step_s=0.1")
+ * as a "layout" event: numbers as numbers, the rest as text. */
+static void auto_event(struct wr_job *j)
+{
+	const char *v = getenv(LLMT_ENV_AUTO);
+	char buf[1024], *save = NULL;
+	if (!v || !*v || strlen(v) >= sizeof buf)
+		return;
+	snprintf(buf, sizeof buf, "%s", v);
+	json_t *o = json_object();
+	for (char *w = strtok_r(buf, " ", &save); w && o; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '='), *end;
+		if (!eq || eq == w)
+			continue;
+		*eq = '\0';
+		double d = strtod(eq + 1, &end);
+		json_t *x = !eq[1] || *end || d != d ? json_string(eq + 1) :
+			fabs(d) < 9e15 && d == (double)(json_int_t)d ? json_integer((json_int_t)d) : json_real(d);
+		json_object_set_new(o, w, x);
+	}
+	wr_ledger_event(j->led, "layout", o);
+}
+
 void wr_job_begin(struct wr_job *j)
 {
 	struct wr_history *h = j->h;
@@ -76,6 +100,7 @@ void wr_job_begin(struct wr_job *j)
 	wr_ledger_event(j->led, "start", json_pack("{s:i,s:s,s:s,s:i,s:i,s:i,s:s}", "run", s->run, "job", s->job,
 	                "nodes", s->nodelist ? s->nodelist : "", "nnodes", s->nalloc, "tasks_per_node",
 	                s->tasks_per_node, "pid", (int)getpid(), "command", j->o->cmd[0]));
+	auto_event(j);
 }
 
 /* Waits delay seconds; returns a signal number if one came meanwhile. */

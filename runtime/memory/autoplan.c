@@ -167,10 +167,11 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 	/* tp inside the TP domain, pp at most the layers: the loops stay short
 	 * whatever the allocation */
 	for (int tp = 1; tp <= world && tp <= in->tp_domain; tp++) {
-		if (world % tp)
+		if (world % tp || (in->fix_tp && tp != in->fix_tp))
 			continue;
 		for (int pp = 1; pp <= world / tp && pp <= c->n_layers; pp++) {
-			if ((world / tp) % pp)
+			if ((world / tp) % pp || (in->fix_pp && pp != in->fix_pp) ||
+			    (in->fix_dp && world / tp / pp != in->fix_dp))
 				continue;
 			llmt_autoplan_cand x = { tp, pp, world / tp / pp, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 			if (c->n_heads % tp || kv % tp || c->d_ff % tp) {

@@ -10,6 +10,12 @@
 #include "model/model_config.h"
 
 #define LLMT_AUTOPLAN_MAX_RANKS (1 << 24) /* nodes x tasks per node */
+/* Seconds per collective or send by default: NCCL between GPUs; MPI
+ * between CPU ranks, where every blocking collective also waits for the
+ * slowest rank (fitted to tests/bench/autoplan_sweep.sh: 5 us ranked
+ * TP far too cheap, rank correlation 0.43-0.50; 100 us: 0.77-1.00). */
+#define LLMT_AUTOPLAN_LAT_GPU 5e-6
+#define LLMT_AUTOPLAN_LAT_CPU 100e-6
 
 typedef struct {
 	int nodes, tasks_per_node;  /* the allocation */
@@ -27,6 +33,8 @@ typedef struct {
 	double lat;                 /* seconds per collective or send */
 	double overhead;            /* bytes per rank outside the estimate (MPI,
 	                             * oneDNN, CUDA context, code) */
+	int fix_tp, fix_pp, fix_dp; /* 0 = any; else only that size (the rest
+	                             * of a partly automatic layout) */
 } llmt_autoplan_in;
 
 typedef struct {

@@ -118,34 +118,15 @@ static const char *range_text(const struct key *k, char *buf, size_t n)
     return buf;
 }
 
-int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
+/* the document of an initialized parser p into c; p deleted on return */
+static int parse_doc(yaml_parser_t *pp, const char *path, llmt_config *c, char *err, size_t errlen)
 {
-    llmt_config_defaults(c);
-    /* non-blocking (a FIFO never hangs the reader), a regular file, and
-     * small: a model config is a few lines (libyaml is quadratic in nesting) */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (fd < 0)
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-        close(fd);
-        return fail(err, errlen, "%s: not a regular file of at most 1 MiB", path);
-    }
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    }
-    yaml_parser_t p;
     yaml_document_t doc;
-    yaml_parser_initialize(&p);
-    yaml_parser_set_input_file(&p, f);
     int rc = -1;
-    if (!yaml_parser_load(&p, &doc)) {
-        fail(err, errlen, "%s:%zu: YAML error: %s", path, p.problem_mark.line + 1,
-             p.problem ? p.problem : "unknown");
-        yaml_parser_delete(&p);
-        fclose(f);
+    if (!yaml_parser_load(pp, &doc)) {
+        fail(err, errlen, "%s:%zu: YAML error: %s", path, pp->problem_mark.line + 1,
+             pp->problem ? pp->problem : "unknown");
+        yaml_parser_delete(pp);
         return -1;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -204,7 +185,42 @@ int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
     rc = 0;
 out:
     yaml_document_delete(&doc);
-    yaml_parser_delete(&p);
+    yaml_parser_delete(pp);
+    return rc;
+}
+
+int llmt_config_parse(const char *text, size_t len, const char *name, llmt_config *c, char *err,
+                      size_t errlen)
+{
+    yaml_parser_t p;
+    llmt_config_defaults(c);
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    return parse_doc(&p, name, c, err, errlen);
+}
+
+int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
+{
+    llmt_config_defaults(c);
+    /* non-blocking (a FIFO never hangs the reader), a regular file, and
+     * small: a model config is a few lines (libyaml is quadratic in nesting) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        close(fd);
+        return fail(err, errlen, "%s: not a regular file of at most 1 MiB", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    }
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_file(&p, f);
+    int rc = parse_doc(&p, path, c, err, errlen);
     fclose(f);
     return rc;
 }

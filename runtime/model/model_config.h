@@ -31,6 +31,9 @@ void llmt_config_defaults(llmt_config *c);
  * (vocab_size, d_model, n_layers, n_heads, d_ff, max_seq) are refused:
  * returns -1 and writes "path:line: reason" into err. 0 on success. */
 int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen);
+/* Same from len bytes of text in memory (name in the messages). */
+int llmt_config_parse(const char *text, size_t len, const char *name, llmt_config *c, char *err,
+                      size_t errlen);
 
 /* Consistency checks (d_model % n_heads, n_heads % n_kv_heads, even
  * head_dim, positive sizes...). -1 with a reason in err. */

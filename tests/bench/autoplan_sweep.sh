@@ -7,6 +7,8 @@
 # auto choice's measured tokens/s against the best measured one, and the
 # Spearman rank correlation of predicted and measured tokens/s. Also the
 # planner's time for a 10,000-GPU allocation. No thresholds (make bench).
+# LLMT_SWEEP_CONFIGS (model configs) and LLMT_SWEEP_RANKS (rank counts)
+# narrow it for a reduced run on a loaded machine.
 set -u
 P=$top_builddir/spank/llm-train-plan
 LT=$top_builddir/runtime/llm-train
@@ -14,8 +16,8 @@ W=$(mktemp -d /tmp/llmt-sweep.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 "$LT" tokenize "$top_srcdir/LICENSE" "$W/data" >/dev/null || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-for cfg in configs/tiny.yaml tests/reference/ref-gqa.yaml configs/bench-768.yaml; do
-	for np in 2 4; do
+for cfg in ${LLMT_SWEEP_CONFIGS:-configs/tiny.yaml tests/reference/ref-gqa.yaml configs/bench-768.yaml}; do
+	for np in ${LLMT_SWEEP_RANKS:-2 4}; do
 		case $cfg in *bench-768*) seq=128 ;; *) seq=64 ;; esac
 		"$P" --auto --model "$top_srcdir/$cfg" --nodes 1 --tasks-per-node $np --mem-per-rank 8 \
 			--seq $seq --micro-batch 2 --recompute none --global-batch $((np * 4)) --top 100 \

@@ -278,6 +278,69 @@ static void test_ckpt_roots(void **s)
 	llmt_policy_free(p);
 }
 
+/* tp/pp/micro-batch=auto and the planner's keys (opts_auto.c): parsed,
+ * refused without a model, formatted back; fails on the code before
+ * tp=auto existed ("tp=auto is not a number"). */
+static void test_auto_keys(void **s)
+{
+	struct llmt_opts o, o2;
+	char err[256], buf[512];
+	llmt_opts_init(&o);
+	assert_int_equal(llmt_opts_parse_spec(&o, "tp=auto,pp=auto,micro-batch=auto,model=/m/a.yaml,"
+					      "global-batch=64,seq=128", err, sizeof(err)), 0);
+	assert_true(o.tp_auto && o.pp_auto && o.mb_auto);
+	assert_int_equal(o.tp, 0);
+	assert_true(llmt_opts_is_auto(&o));
+	assert_string_equal(o.model, "/m/a.yaml");
+	assert_int_equal(o.global_batch, 64);
+	assert_int_equal(o.seq, 128);
+	assert_int_equal(llmt_opts_format(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "tp=auto,pp=auto,model=/m/a.yaml,micro-batch=auto,global-batch=64,seq=128");
+	llmt_opts_init(&o2);
+	assert_int_equal(llmt_opts_parse_spec(&o2, buf, err, sizeof(err)), 0);
+	assert_true(o2.tp_auto && o2.pp_auto && o2.mb_auto);
+	/* a fixed micro-batch, tp fixed and pp automatic */
+	llmt_opts_init(&o);
+	assert_int_equal(llmt_opts_parse_spec(&o, "tp=2,pp=auto,micro-batch=4,model=/m/a.yaml", err,
+					      sizeof(err)), 0);
+	assert_int_equal(o.tp, 2);
+	assert_false(o.tp_auto);
+	assert_int_equal(o.micro_batch, 4);
+	/* bad values named */
+	static const char *const bad[][2] = {
+		{ "model=rel/a.yaml", "absolute" }, { "model=/m/../etc/shadow", "absolute" },
+		{ "micro-batch=0", "at least 1" }, { "micro-batch=x", "not a number" },
+		{ "global-batch=99999999999", "too large" }, { "seq=-1", "not a number" },
+		{ "tp=autox", "not a number" }, { "model=/a,model=/b", "twice" },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		llmt_opts_init(&o);
+		if (llmt_opts_parse_spec(&o, bad[i][0], err, sizeof(err)) != -1)
+			fail_msg("'%s' accepted", bad[i][0]);
+		if (!strstr(err, bad[i][1]))
+			fail_msg("'%s': '%s' does not say '%s'", bad[i][0], err, bad[i][1]);
+	}
+}
+
+/* auto without a model: one line, at validation (submit) */
+static void test_auto_needs_model(void **s)
+{
+	struct llmt_opts o;
+	char err[256];
+	assert_int_equal(validate("tp=auto,pp=auto", 8, 2, NULL, NULL, "cpu[1-2]", err, sizeof(err), &o), -1);
+	assert_non_null(strstr(err, "tp=auto needs model=FILE"));
+	assert_int_equal(validate("micro-batch=auto", 0, 0, NULL, NULL, NULL, err, sizeof(err), &o), -1);
+	assert_non_null(strstr(err, "micro-batch=auto needs model=FILE"));
+	/* with a model: valid before the choice, whatever the task count */
+	if (validate("tp=auto,pp=auto,model=/m/a.yaml", 7, 1, NULL, NULL, "cpu1", err, sizeof(err), &o))
+		fail_msg("%s", err);
+	assert_int_equal(o.dp, 0);   /* not written: the planner's */
+	/* a fixed tp is still held to the NVLink domain */
+	assert_int_equal(validate("tp=16,pp=auto,model=/m/a.yaml", 16, 2, NULL, NULL, "gpu[1-2]", err,
+				  sizeof(err), &o), -1);
+	assert_non_null(strstr(err, "NVLink domain"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +353,8 @@ int main(void)
 		cmocka_unit_test(test_validate_good),
 		cmocka_unit_test(test_validate_bad),
 		cmocka_unit_test(test_ckpt_roots),
+		cmocka_unit_test(test_auto_keys),
+		cmocka_unit_test(test_auto_needs_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
