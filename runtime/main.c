@@ -207,7 +207,7 @@ static int train_main(int argc, char **argv)
 	llmt_comm *world;
 	char err[256];
 	double comm_timeout;
-	int rc;
+	int rc, A;
 
 	llmt_train_defaults(&o);
 	rc = parse_train(argc, argv, &o);
@@ -231,6 +231,18 @@ static int train_main(int argc, char **argv)
 		llmt_comm_finalize(world);
 		return LLMT_EXIT_USAGE;
 	}
+	/* after the wrapper shrank dp, more accumulation keeps the global batch */
+	if (llmt_grid_batch_accum(o.A, getenv(LLMT_ENV_BATCH_DP), p.l.dp, &A, err, sizeof(err))) {
+		if (p.l.rank == 0)
+			fprintf(stderr, "llm-train: %s\n", err);
+		llmt_parallel_free(&p);
+		llmt_comm_finalize(world);
+		return LLMT_EXIT_USAGE;
+	}
+	if (A != o.A && p.l.rank == 0)
+		printf("llm-train: dp=%d for batch options of dp=%s: grad-accum %d -> %d (global batch kept)\n",
+			p.l.dp, getenv(LLMT_ENV_BATCH_DP), o.A, A);
+	o.A = A;
 	/* without the watchdog a lost peer still ends in the wrapper's hang
 	 * detection: a failure to start it is reported, not fatal */
 	llmt_wd_start(comm_timeout, p.l.rank);

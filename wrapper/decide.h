@@ -27,6 +27,7 @@ struct wr_policy {
 	int tasks_per_node;       /* ranks per node of the step */
 	int ranks_per_replica;    /* tp*pp: dp shrinks in these units (0: unknown, no shrink) */
 	int dp;                   /* data-parallel degree of the full layout (0: unknown) */
+	int accum;                /* the trainer's gradient accumulation at dp (<=1: 1) */
 };
 
 struct wr_state {
@@ -51,6 +52,8 @@ struct wr_action {
 	struct wr_nodes exclude;  /* nodes to keep out from now on (cumulative) */
 	int nodes;                /* ACT_RESTART: -N of the next step */
 	int ntasks;               /* ACT_RESTART: -n of the next step */
+	int dp;                   /* ACT_RESTART after a shrink: the new dp (0: layout unchanged) */
+	int accum;                /* ... and the accumulation that keeps the global batch */
 	long max_resume_step;     /* resume from a checkpoint at or before this step (-1: newest) */
 	long skip_until_step;     /* skip data up to this step past the resume point (-1: none) */
 	long skip_batches;        /* extra batches to skip (when the failing step is unknown) */

@@ -3,6 +3,7 @@
  * nodes count as down, the record of an attempt, and the action applied
  * to the job. No Slurm, files or signals here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "include/llmt/exitcodes.h"
@@ -17,6 +18,10 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	int nodes_step = site->nalloc - (int)o->spares;
 	if (site->nalloc > 0 && nodes_step < 1)
 		wr_usage_error("--spares %g leaves no node of %d to train on", o->spares, site->nalloc);
+	/* dp=auto (or not given): the full step's ranks over tp x pp */
+	int rpr = site->tp * site->pp, dp = site->dp;
+	if (dp <= 0 && site->nalloc > 0 && rpr > 0 && nodes_step * site->tasks_per_node % rpr == 0)
+		dp = nodes_step * site->tasks_per_node / rpr;
 	struct wr_job j = {
 		.o = o, .ckpt_tool = o->ckpt_tool, .run_dir = run_dir, .hb_dir = hb_dir, .site = site,
 		.pol = {
@@ -26,8 +31,8 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 			.rollback_steps = (long)o->rollback, .skip_batches = (long)o->skip,
 			.requeue = o->requeue && site->in_slurm,
 			.shrink = o->shrink >= 0 ? o->shrink == 1 : site->dp_auto,
-			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = site->tp * site->pp,
-			.dp = site->dp,
+			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = rpr,
+			.dp = dp, .accum = wr_cmd_grad_accum(o->cmd),
 		},
 		/* the runtime's communication watchdog deadline (its environment
 		 * is ours): on exit 75 a heartbeat staler than the others' by
@@ -36,7 +41,7 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 		.run_start = now, .h = h, .led = led, .sig_fd = sig_fd, .live = NULL,
 		.nodes_step = nodes_step,
 		.ntasks = o->spares > 0 ? nodes_step * site->tasks_per_node : 0,
-		.excluded = h->excluded,
+		.excluded = h->excluded, .dp_now = 0,
 		.max_resume = h->pending ? h->max_resume_step : -1,
 		.skip_until = h->pending ? h->skip_until_step : -1,
 		.need_agree = h->pending && h->need_agree,
@@ -48,6 +53,25 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	for (int i = 0; i < h->nattempts; i++)
 		wr_steptimes_add(&j.st, h->attempts[i].step_s);
 	return j;
+}
+
+int wr_cmd_grad_accum(char *const *cmd)
+{
+	for (int i = 0; cmd && cmd[i]; i++) {
+		const char *v = NULL;
+		if (strcmp(cmd[i], "--grad-accum") == 0)
+			v = cmd[i + 1];
+		else if (strncmp(cmd[i], "--grad-accum=", 13) == 0)
+			v = cmd[i] + 13;
+		else if (strcmp(cmd[i], "--") == 0)
+			break;
+		if (v) {
+			char *end;
+			long a = strtol(v, &end, 10);
+			return end != v && !*end && a >= 1 && a <= 1 << 16 ? (int)a : 1;
+		}
+	}
+	return 1;
 }
 
 void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
@@ -77,6 +101,10 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 	snprintf(e->skip, sizeof e->skip, "%ld", j->skip);
 	snprintf(e->attempt, sizeof e->attempt, "%d", j->attempt);
 	e->set_resume = strcmp(j->ckpt_tool, "none") != 0;
+	if (j->dp_now > 0 && j->dp_now != j->pol.dp) {
+		snprintf(e->dp, sizeof e->dp, "%d", j->dp_now);
+		snprintf(e->batch_dp, sizeof e->batch_dp, "%d", j->pol.dp);
+	}
 	j->interval[0] = '\0';
 	if (j->site->auto_interval) {
 		int nalloc = j->site->nalloc;
@@ -209,6 +237,8 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 	j->excluded = a->exclude;
 	if (a->act != ACT_RESTART)
 		return WR_NEXT_REQUEUE;
+	if (a->dp > 0)
+		j->dp_now = a->dp;
 	if (j->site->nalloc > 0) {
 		j->nodes_step = a->nodes;
 		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||

@@ -48,6 +48,7 @@ struct wr_job {
 	/* carried from attempt to attempt */
 	int nodes_step, ntasks;    /* the step's -N and -n (ntasks 0: srun's default) */
 	struct wr_nodes excluded;
+	int dp_now;                /* dp after an elastic shrink (0: the full layout's) */
 	long max_resume;           /* resume at or before this step (-1: newest) */
 	long skip_until;           /* skip data up to this step (-1: none) */
 	bool need_agree;           /* resume only where the replicas agreed */
@@ -66,6 +67,10 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
                            struct wr_history *h, struct wr_ledger *led, const char *run_dir,
                            const char *hb_dir, int sig_fd, double now);
 
+/* The --grad-accum N (or --grad-accum=N) of a trainer's command, 1 when
+ * it gives none (a shrink then keeps dp dividing the full dp). */
+int wr_cmd_grad_accum(char *const *cmd);
+
 /* ---- pick the resume point ---- */
 /* From the checkpoints ck[0..n) (newest first, their replicas' agreement
  * read through wr_ckpt_agree): resume and resume_step; then skip, the
@@ -75,6 +80,7 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n);
 /* ---- build the attempt's environment ---- */
 struct wr_attempt_env {
 	char skip[32], attempt[32];
+	char dp[16], batch_dp[16]; /* after a shrink: LLM_TRAIN_DP and LLM_TRAIN_BATCH_DP ("" : none) */
 	char interval[64];         /* "" : leave LLM_TRAIN_CKPT_INTERVAL as it is */
 	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume */
 	double ckpt_cost_s, mtbf_s;/* auto interval: its inputs (for the log line) */

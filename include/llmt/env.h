@@ -32,6 +32,8 @@
 #define LLMT_ENV_SKIP_BATCHES "LLM_TRAIN_SKIP_BATCHES"
 #define LLMT_ENV_ATTEMPT "LLM_TRAIN_ATTEMPT"
 #define LLMT_ENV_COMM_TIMEOUT "LLM_TRAIN_COMM_TIMEOUT"
+/* after an elastic shrink: the dp the job's batch options were given for */
+#define LLMT_ENV_BATCH_DP "LLM_TRAIN_BATCH_DP"
 /* the runtime's own */
 #define LLMT_ENV_PEAK_GFLOPS "LLM_TRAIN_PEAK_GFLOPS"
 #define LLMT_ENV_FAULT "LLM_TRAIN_FAULT"
