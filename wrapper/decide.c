@@ -104,10 +104,8 @@ static void place(const struct wr_verdict *v, const struct wr_policy *p,
 	why(a, "%s: %d usable node(s) < %d needed and requeue is off: stop", v->why, usable, s->nodes_step);
 }
 
-void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
-               const struct wr_state *s, struct wr_action *a)
+static void action_init(const struct wr_policy *p, const struct wr_state *s, struct wr_action *a)
 {
-	char b[120];
 	memset(a, 0, sizeof *a);
 	if (s->excluded)
 		a->exclude = *s->excluded;
@@ -115,6 +113,21 @@ void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
 	a->ntasks = s->nodes_step * p->tasks_per_node;
 	a->max_resume_step = -1;
 	a->skip_until_step = -1;
+}
+
+void wr_place(const struct wr_verdict *v, const struct wr_policy *p,
+              const struct wr_state *s, struct wr_action *a)
+{
+	action_init(p, s, a);
+	place(v, p, s, a);
+	a->counts = false;
+}
+
+void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
+               const struct wr_state *s, struct wr_action *a)
+{
+	char b[120];
+	action_init(p, s, a);
 
 	switch (v->cls) {
 	case WR_DONE:

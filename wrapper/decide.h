@@ -71,4 +71,10 @@ bool wr_budget_ok(const struct wr_policy *p, const struct wr_state *s, char *why
 void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
                const struct wr_state *s, struct wr_action *a);
 
+/* Where the job runs once v->nodes are out, without a failure to count
+ * (a preflight self-test, a straggler): the same layout on spares, a
+ * smaller dp (p->shrink), a requeue, else a stop. a->counts is false. */
+void wr_place(const struct wr_verdict *v, const struct wr_policy *p,
+              const struct wr_state *s, struct wr_action *a);
+
 #endif

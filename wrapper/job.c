@@ -9,6 +9,7 @@
 #include "include/llmt/exitcodes.h"
 #include "interval.h"
 #include "job.h"
+#include "selftest.h"
 #include "slurm.h"
 
 struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
@@ -37,6 +38,9 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 		/* the runtime's communication watchdog deadline (its environment
 		 * is ours): on exit 75 a heartbeat staler than the others' by
 		 * half of it names the rank that stalled its peers */
+		.preflight = wr_preflight_wanted(o->preflight, o->spares, o->preflight_policy),
+		.selftest_cmd = o->selftest_cmd ? o->selftest_cmd
+		              : strcmp(o->ckpt_tool, "none") != 0 ? o->ckpt_tool : "llm-train",
 		.stuck_margin_s = wr_stuck_margin(site->comm_timeout_s),
 		.run_start = now, .h = h, .led = led, .sig_fd = sig_fd, .live = NULL,
 		.nodes_step = nodes_step,
@@ -237,14 +241,7 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 	j->excluded = a->exclude;
 	if (a->act != ACT_RESTART)
 		return WR_NEXT_REQUEUE;
-	if (a->dp > 0)
-		j->dp_now = a->dp;
-	if (j->site->nalloc > 0) {
-		j->nodes_step = a->nodes;
-		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||
-		    j->excluded.n > 0)
-			j->ntasks = a->ntasks;
-	}
+	wr_job_layout(j, a);
 	if (a->max_resume_step >= 0 || v->cls == WR_NUMERIC) {
 		j->max_resume = a->max_resume_step;
 		j->skip_until = a->skip_until_step;
@@ -253,6 +250,21 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 	if (a->need_agree)
 		j->need_agree = true;
 	return WR_NEXT_RESTART;
+}
+
+void wr_job_layout(struct wr_job *j, const struct wr_action *a)
+{
+	j->excluded = a->exclude;
+	if (a->act != ACT_RESTART)
+		return;
+	if (a->dp > 0)
+		j->dp_now = a->dp;
+	if (j->site->nalloc > 0) {
+		j->nodes_step = a->nodes;
+		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||
+		    j->excluded.n > 0)
+			j->ntasks = a->ntasks;
+	}
 }
 
 int wr_job_requeue_failed_code(int code)

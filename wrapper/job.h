@@ -40,6 +40,8 @@ struct wr_job {
 	const struct wr_site *site;
 	struct wr_live *live;      /* live metrics and dashboard (main opens it after wr_job_begin) */
 	struct wr_policy pol;
+	bool preflight;            /* run the self-test before the first attempt and after node faults */
+	const char *selftest_cmd;  /* llm-train, for `selftest` */
 	double stuck_margin_s;     /* heartbeat staleness naming a stuck rank on exit 75 */
 	double run_start;
 	struct wr_history *h;      /* the ledger's history, updated as attempts end */
@@ -115,6 +117,9 @@ enum wr_next { WR_NEXT_STOP, WR_NEXT_RESTART, WR_NEXT_REQUEUE };
  * layout and resume limits; ACT_STOP sets j->exit_code. */
 enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const struct wr_action *a,
                           double now);
+/* Takes the action's nodes, layout and exclusions (ACT_RESTART), without
+ * counting a restart or moving to the next attempt (wr_job_apply does both). */
+void wr_job_layout(struct wr_job *j, const struct wr_action *a);
 /* The exit code when the requeue the action asked for failed */
 int wr_job_requeue_failed_code(int code);
 

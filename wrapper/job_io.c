@@ -17,6 +17,7 @@
 #include "include/llmt/exitcodes.h"
 #include "job_io.h"
 #include "live.h"
+#include "preflight.h"
 #include "report.h"
 #include "slurm.h"
 #include "include/llmt/env.h"
@@ -258,18 +259,7 @@ enum wr_next wr_job_act(struct wr_job *j, int code, const struct wr_watch_out *w
 	struct wr_action a;
 	wr_job_state(j, v, wo, code, sdc_step, wr_now(), &s);
 	wr_decide(v, &j->pol, &s, &a);
-	static const char *const acts[] = { "stop", "restart", "requeue" };
-	json_t *ev = json_pack("{s:i,s:s,s:s,s:f,s:o,s:b,s:i,s:i,s:I,s:I,s:b,s:i}", "attempt",
-	                j->attempt, "act", acts[a.act], "why", a.why, "delay_s", a.delay_s, "exclude",
-	                wr_nodes_json(&a.exclude), "counts", a.counts, "nodes", a.nodes, "ntasks", a.ntasks,
-	                "max_resume_step", (json_int_t)a.max_resume_step, "skip_until_step",
-	                (json_int_t)a.skip_until_step, "need_agree", a.need_agree, "exit_code", a.exit_code);
-	if (ev && a.dp > 0) {   /* an elastic shrink */
-		json_object_set_new(ev, "dp", json_integer(a.dp));
-		json_object_set_new(ev, "grad_accum", json_integer(a.accum));
-	}
-	wr_ledger_event(j->led, "action", ev);
-	fprintf(stderr, PROG ": action: %s: %s\n", acts[a.act], a.why);
+	wr_job_log_action(j, &a, NULL);
 	enum wr_next next = wr_job_apply(j, v, &a, s.now);
 	if (next != WR_NEXT_RESTART)
 		return next;
