@@ -156,14 +156,14 @@ void llmt_faults_fire_node(const llmt_faults *fs, long step, int rank)
 
 	if (!math_on && llmt_fault_from(fs, LLMT_FAULT_WRONGMATH, step, rank)) {
 		math_on = 1;
-		fprintf(stderr, "llm-train: rank %d: injected fault wrongmath (from step %ld): one element of every matrix product perturbed\n",
-			rank, step);
+		fprintf(stderr, "llm-train: rank %d: injected fault wrongmath (%s %ld): one element of every matrix product perturbed\n",
+			rank, step < 0 ? "self-test, step" : "from step", step);
 		llmt_mm_set_perturb(1);
 	}
 	if (!link_on && llmt_fault_from(fs, LLMT_FAULT_SLOWLINK, step, rank)) {
 		link_on = 1;
-		fprintf(stderr, "llm-train: rank %d: injected fault slowlink (from step %ld): every send delayed %.1f ms\n",
-			rank, step, fs->delay_ms);
+		fprintf(stderr, "llm-train: rank %d: injected fault slowlink (%s %ld): every send delayed %.1f ms\n",
+			rank, step < 0 ? "self-test, step" : "from step", step, fs->delay_ms);
 		llmt_comm_set_send_delay(fs->delay_ms / 1000);
 	}
 }
@@ -176,8 +176,8 @@ double llmt_faults_slow_sleep(const llmt_faults *fs, long step, int rank, double
 	if (!llmt_fault_from(fs, LLMT_FAULT_SLOW, step, rank) || !(s > 0))
 		return 0;
 	if (!said++)
-		fprintf(stderr, "llm-train: rank %d: injected fault slow (from step %ld): compute x%g\n", rank,
-			step, fs->slow_factor);
+		fprintf(stderr, "llm-train: rank %d: injected fault slow (%s %ld): compute x%g\n", rank,
+			step < 0 ? "self-test, step" : "from step", step, fs->slow_factor);
 	sleep_s(s);
 	return s;
 }
