@@ -20,7 +20,7 @@
 
 static const char usage[] =
 	"usage: llm-train selftest [--size small|full] [--json FILE] [--slow-factor F]\n"
-	"         [--expect-gflops G] [--expect-membw GBS] [--print-golden]\n"
+	"         [--expect-gflops G] [--expect-membw GBS] [--link-factor L] [--print-golden]\n"
 	"Run under MPI (srun or mpirun), one rank per node or every rank of the step.\n"
 	"Each rank: a known-answer test of the CPU kernels the trainer uses (bf16 matrix\n"
 	"products with exact answers, a fixed-seed forward and backward of a small model,\n"
@@ -28,14 +28,15 @@ static const char usage[] =
 	"GFLOP/s and its memory bandwidth; one rank per node: ring and pairwise links.\n"
 	"A node is slow when its compute time exceeds F (default 1.5) x the median, or its\n"
 	"rates fall below 1/F of the expected ones; a link when its bandwidth is below\n"
-	"1/F of the median. One line per node; --json: the report (doc/contracts.md).\n"
+	"1/L (default 4) of the median, a node's links when most links from it are slow.\n"
+	"One line per node; --json FILE: the report (doc/contracts.md).\n"
 	"Exit 0 all ok, 88 a bad node (named), 64 bad option, 66 --json's folder missing.\n"
 	"A CUDA build tests the CPU kernels and the MPI links, not the GPU.\n";
 
 typedef struct {
 	int full, print_golden;
 	const char *json;
-	double F, expect_gflops, expect_membw;
+	double F, L, expect_gflops, expect_membw;
 } st_opts;
 
 /* what each rank sends to rank 0 */
@@ -70,17 +71,19 @@ static int dnum(const char *opt, const char *s, double lo, double hi, double *ou
 /* 0, -1 for --help, or an exit code */
 static int parse(int argc, char **argv, st_opts *o)
 {
-	enum { O_SIZE = 1000, O_JSON, O_F, O_EG, O_EM, O_PG, O_HELP };
+	enum { O_SIZE = 1000, O_JSON, O_F, O_L, O_EG, O_EM, O_PG, O_HELP };
 	static const struct option opts[] = {
 		{ "size", required_argument, NULL, O_SIZE }, { "json", required_argument, NULL, O_JSON },
 		{ "slow-factor", required_argument, NULL, O_F }, { "expect-gflops", required_argument, NULL, O_EG },
 		{ "expect-membw", required_argument, NULL, O_EM }, { "print-golden", no_argument, NULL, O_PG },
+		{ "link-factor", required_argument, NULL, O_L },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	int c, rc = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->F = 1.5;
+	o->L = 4;
 	optind = 1;
 	opterr = 0;
 	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -92,6 +95,7 @@ static int parse(int argc, char **argv, st_opts *o)
 			break;
 		case O_JSON: o->json = optarg; break;
 		case O_F: rc = dnum("--slow-factor", optarg, 1.01, 100, &o->F); break;
+		case O_L: rc = dnum("--link-factor", optarg, 1.01, 1000, &o->L); break;
 		case O_EG: rc = dnum("--expect-gflops", optarg, 1e-3, 1e9, &o->expect_gflops); break;
 		case O_EM: rc = dnum("--expect-membw", optarg, 1e-3, 1e9, &o->expect_membw); break;
 		case O_PG: o->print_golden = 1; break;
@@ -314,6 +318,7 @@ static int report(const st_opts *o, llmt_st_report *rep, double t0)
 
 	rep->size = o->full ? "full" : "small";
 	rep->slow_factor = o->F;
+	rep->link_factor = o->L;
 	rep->expect_gflops = o->expect_gflops;
 	rep->expect_membw = o->expect_membw;
 	llmt_st_judge(rep);

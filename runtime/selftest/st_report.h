@@ -32,6 +32,7 @@ typedef struct {
 	const char *size;   /* "small" "full" */
 	double elapsed_s, median_gflops, median_membw, median_compute_s;
 	double slow_factor, expect_gflops, expect_membw; /* expect 0: not given */
+	double link_factor; /* a link is slow below its kind's median / link_factor */
 	llmt_st_node *nodes;
 	int nnodes;
 	llmt_st_link *links;
@@ -43,11 +44,13 @@ typedef struct {
  * n == 0). v is not changed. */
 double llmt_st_median(const double *v, int n);
 /* The verdicts: medians; a node is slow when compute_s > F x the median
- * compute time, or gflops < expect_gflops / F, or membw < F-th of the
- * median or of expect_membw; a link is slow when gbps < its kind's
- * (ring or pairwise) median / F; a node's links are slow when more than
- * half of the links from it (at least one) are slow. Verdict: wrong
- * answers first, then slow. Sets nbad. */
+ * compute time, or gflops < expect_gflops / F, or membw_gbs <
+ * expect_membw / F (memory bandwidth is shared by the ranks of a node
+ * and noisy: judged against the expected figure only); a link is slow
+ * when gbps < its kind's (ring or pairwise) median / link_factor; a
+ * node's links are slow when more than half of the links from it (at
+ * least one) are slow. Verdict: wrong answers first, then slow. Sets
+ * nbad. */
 void llmt_st_judge(llmt_st_report *r);
 /* The report as one JSON object plus a newline (the contract's form) to
  * f. 0, or -1 when out of memory or the write fails. */
