@@ -20,6 +20,7 @@
 #include "data/tok_cmd.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
+#include "selftest/selftest.h"
 #include "llmt/env.h"
 
 static const char usage[] =
@@ -38,6 +39,7 @@ static const char usage[] =
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
 	"         [--temperature T] [--top-p P] [--seed S] (llm-train generate --help)\n"
+	"       llm-train selftest [--size small|full] [--json FILE] [--slow-factor F] (--help)\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
 	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
@@ -279,6 +281,7 @@ int main(int argc, char **argv)
 		{ "import", llmt_ckpt_cmd_import },
 		{ "memory", llmt_memplan_main },
 		{ "generate", llmt_generate_main },
+		{ "selftest", llmt_selftest_main },
 		{ "train", train_main },
 	};
 
