@@ -33,7 +33,7 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 			.requeue = o->requeue && site->in_slurm,
 			.shrink = o->shrink >= 0 ? o->shrink == 1 : site->dp_auto,
 			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = rpr,
-			.dp = dp, .accum = wr_cmd_grad_accum(o->cmd),
+			.dp = dp, .accum = (int)wr_cmd_opt(o->cmd, "--grad-accum", 1),
 		},
 		/* the runtime's communication watchdog deadline (its environment
 		 * is ours): on exit 75 a heartbeat staler than the others' by
@@ -59,23 +59,24 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	return j;
 }
 
-int wr_cmd_grad_accum(char *const *cmd)
+long wr_cmd_opt(char *const *cmd, const char *name, long dflt)
 {
+	size_t len = strlen(name);
 	for (int i = 0; cmd && cmd[i]; i++) {
 		const char *v = NULL;
-		if (strcmp(cmd[i], "--grad-accum") == 0)
+		if (strcmp(cmd[i], name) == 0)
 			v = cmd[i + 1];
-		else if (strncmp(cmd[i], "--grad-accum=", 13) == 0)
-			v = cmd[i] + 13;
+		else if (strncmp(cmd[i], name, len) == 0 && cmd[i][len] == '=')
+			v = cmd[i] + len + 1;
 		else if (strcmp(cmd[i], "--") == 0)
 			break;
 		if (v) {
 			char *end;
 			long a = strtol(v, &end, 10);
-			return end != v && !*end && a >= 1 && a <= 1 << 16 ? (int)a : 1;
+			return end != v && !*end && a >= 1 && a <= 1L << 40 ? a : dflt;
 		}
 	}
-	return 1;
+	return dflt;
 }
 
 void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
@@ -150,6 +151,14 @@ int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_
 	return n < 1 ? 1 : n;
 }
 
+bool wr_job_has_spare(const struct wr_job *j)
+{
+	int usable = 0;
+	for (int i = 0; i < j->site->nalloc; i++)
+		usable += !wr_nodes_has(&j->excluded, j->site->alloc[i]);
+	return j->site->nalloc > 0 && usable > j->nodes_step;
+}
+
 void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc)
 {
 	const struct opts *o = j->o;
@@ -159,6 +168,8 @@ void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *w
 		          .startup_s = o->hang_startup, .pause_cap_s = 10 * o->hang_max },
 		.progress_from_output = o->progress_out, .straggler_factor = o->strag_factor,
 		.straggler_min_s = o->strag_min, .stuck_margin_s = j->stuck_margin_s,
+		.straggler_steps = (long)o->strag_steps, .straggler_spare = wr_job_has_spare(j),
+		.total_steps = wr_cmd_opt(o->cmd, "--steps", 0), .ckpt_dir = o->ckpt_dir,
 		.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o->grace, .tick_s = o->tick,
 		.ledger = j->led, .attempt = j->attempt, .resume_step = j->resume_step,
 		.sig_fd = j->sig_fd, .nodelist = j->site->nodelist, .sinfo = "sinfo",

@@ -69,9 +69,10 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
                            struct wr_history *h, struct wr_ledger *led, const char *run_dir,
                            const char *hb_dir, int sig_fd, double now);
 
-/* The --grad-accum N (or --grad-accum=N) of a trainer's command, 1 when
- * it gives none (a shrink then keeps dp dividing the full dp). */
-int wr_cmd_grad_accum(char *const *cmd);
+/* The value N of a trainer's command's option NAME N (or NAME=N), dflt
+ * when it gives none or not a positive integer: --grad-accum (default 1: a
+ * shrink then keeps dp dividing the full dp), --steps (0: unknown). */
+long wr_cmd_opt(char *const *cmd, const char *name, long dflt);
 
 /* ---- pick the resume point ---- */
 /* From the checkpoints ck[0..n) (newest first, their replicas' agreement
@@ -94,6 +95,8 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 void wr_job_launch_cfg(const struct wr_job *j, struct wr_launch *lc);
 int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_size);
 void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc);
+/* Whether a node of the allocation is left over the step's (a spare) */
+bool wr_job_has_spare(const struct wr_job *j);
 
 /* ---- gather down nodes ---- */
 /* Whether to ask Slurm which nodes are down after an ending with code */

@@ -10,6 +10,7 @@ struct opts {
 	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
 	double spares, grace, mtbf, tick, node_wait, hang_startup, strag_factor, strag_min;
+	double strag_steps;                       /* --straggler-steps K (0: report only) */
 	double metrics_every;                     /* live textfile and dashboard period (0: at the end) */
 	const char *metrics_textfile, *metrics_http; /* NULL: RUN_DIR/llm_train.prom; no server */
 	int shrink;          /* -1: from the plugin's options */

@@ -331,11 +331,14 @@ static void shrink_layout(void **st)
 	char *c2[] = { "llm-train", "--grad-accum=5", NULL };
 	char *c3[] = { "sh", "-c", "--grad-accum", NULL };
 	char *c4[] = { "t", "--", "--grad-accum", "4", NULL };
-	assert_int_equal(wr_cmd_grad_accum(c1), 3);
-	assert_int_equal(wr_cmd_grad_accum(c2), 5);
-	assert_int_equal(wr_cmd_grad_accum(c3), 1);
-	assert_int_equal(wr_cmd_grad_accum(c4), 1);
-	assert_int_equal(wr_cmd_grad_accum(cmd), 1);
+	assert_int_equal(wr_cmd_opt(c1, "--grad-accum", 1), 3);
+	assert_int_equal(wr_cmd_opt(c2, "--grad-accum", 1), 5);
+	assert_int_equal(wr_cmd_opt(c3, "--grad-accum", 1), 1);
+	assert_int_equal(wr_cmd_opt(c4, "--grad-accum", 1), 1);
+	assert_int_equal(wr_cmd_opt(cmd, "--grad-accum", 1), 1);
+	char *c5[] = { "llm-train", "--steps", "200", "--steps-x", "3", NULL };
+	assert_int_equal(wr_cmd_opt(c5, "--steps", 0), 200);
+	assert_int_equal(wr_cmd_opt(c4, "--steps", 0), 0);
 
 	struct wr_job j = job();
 	assert_int_equal(j.pol.dp, 4);
