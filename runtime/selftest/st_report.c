@@ -67,7 +67,7 @@ static void judge_links(llmt_st_report *r, double F)
 		}
 	}
 	for (int i = 0; i < r->nnodes; i++)
-		r->nodes[i].links_slow = bad[i] > 0 && 2 * bad[i] > out[i];
+		r->nodes[i].links_slow = bad[i] > 0 && 2 * bad[i] >= out[i];
 	free(out);
 }
 

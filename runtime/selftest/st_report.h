@@ -17,7 +17,7 @@ typedef struct {
 	int golden;         /* 1 matched a golden, 0 no golden for the path, -1 mismatch */
 	double gflops, membw_gbs, compute_s;
 	int slow;           /* compute (or memory bandwidth) slower than allowed */
-	int links_slow;     /* most links from this node slow */
+	int links_slow;     /* at least half the links from this node slow */
 	const char *verdict; /* "ok" "wrong" "slow" (set by llmt_st_judge) */
 } llmt_st_node;
 
@@ -48,7 +48,7 @@ double llmt_st_median(const double *v, int n);
  * expect_membw / F (memory bandwidth is shared by the ranks of a node
  * and noisy: judged against the expected figure only); a link is slow
  * when gbps < its kind's (ring or pairwise) median / link_factor; a
- * node's links are slow when more than half of the links from it (at
+ * node's links are slow when at least half of the links from it (at
  * least one) are slow. Verdict: wrong answers first, then slow. Sets
  * nbad. */
 void llmt_st_judge(llmt_st_report *r);
