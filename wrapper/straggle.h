@@ -52,4 +52,15 @@ struct wr_strag_cost {
 
 void wr_strag_cost(struct wr_strag_cost *c);
 
+struct wr_hb;
+struct wr_watch_cfg;
+struct wr_watch_out;
+/* The watcher's tick (straggle_io.c): feeds the ranks' heartbeats hb[0..
+ * c->nranks), judges, and for a new straggler (told[r] once per rank)
+ * writes the cost's arithmetic to stderr and the ledger's straggler_action
+ * event; true (o->e.straggler_node set: end the step) when replacing its
+ * node pays. step_s: the job's step time now. */
+bool wr_strag_act(struct wr_strag *sg, bool *told, const struct wr_hb *hb, const struct wr_watch_cfg *c,
+                  struct wr_watch_out *o, double step_s);
+
 #endif

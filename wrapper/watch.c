@@ -309,60 +309,6 @@ static void check_stragglers(struct ctx *x)
 	                "rank", r, "node", node_of(x, r), "ratio", ratio, "step_s", x->hb[r].last_step_s));
 }
 
-/* The newest checkpoint's step (CKPT_DIR/latest: "step_NNNNNNNN"), else dflt */
-static long latest_ckpt(const char *dir, long dflt)
-{
-	char p[4200];
-	long step = dflt;
-	snprintf(p, sizeof p, "%s/latest", dir ? dir : ".");
-	FILE *f = fopen(p, "r");
-	if (f) {
-		if (fscanf(f, "step_%ld", &step) != 1 || step < dflt)
-			step = dflt;
-		fclose(f);
-	}
-	return step;
-}
-
-/* A rank slower in its compute than factor x the median for K steps:
- * true when replacing its node pays (the step is then ended), else it is
- * reported once; the arithmetic goes to the ledger either way. */
-static bool act_on_straggler(struct ctx *x)
-{
-	const struct wr_watch_cfg *c = x->c;
-	struct wr_watch_out *o = x->o;
-	for (int r = 0; r < c->nranks; r++)
-		if (x->hb[r].t.valid)
-			wr_strag_feed(&x->strag, r, x->hb[r].t.steps, x->hb[r].t.total[WR_T_COMPUTE]);
-	double med, ratio;
-	int r = wr_strag_judge(&x->strag, &med, &ratio);
-	if (r < 0 || x->strag_told[r])
-		return false;
-	x->strag_told[r] = true;
-	struct wr_strag_cost k = {
-		.slow_s = x->strag.r[r].per_step, .median_s = med, .step = o->last_step,
-		.total_steps = c->total_steps, .ckpt_step = latest_ckpt(c->ckpt_dir, c->resume_step),
-		.step_s = wr_median(x->mine.v, x->mine.n),
-		.restart_s = o->t_first_step > o->t_launch ? o->t_first_step - o->t_launch : 0,
-		.spare = c->straggler_spare && *node_of(x, r),
-	};
-	wr_strag_cost(&k);
-	fprintf(stderr, "llm-train-wrap: straggler: rank %d on %s computes %.3f s per step, %.1fx the median, "
-	        "for %ld steps: %s\n", r, *node_of(x, r) ? node_of(x, r) : "?", k.slow_s, ratio,
-	        x->strag.r[r].over, k.why);
-	wr_ledger_event(c->ledger, "straggler_action", json_pack(
-	        "{s:i,s:i,s:s,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:b,s:s}", "attempt", c->attempt,
-	        "rank", r, "node", node_of(x, r), "compute_s", k.slow_s, "median_s", med, "ratio", ratio,
-	        "steps_over", (json_int_t)x->strag.r[r].over, "step", (json_int_t)k.step, "total_steps",
-	        (json_int_t)k.total_steps, "ckpt_step", (json_int_t)k.ckpt_step, "step_s", k.step_s,
-	        "restart_s", k.restart_s, "slowdown_s", k.slowdown_s, "lost_s", k.lost_s,
-	        "restart_cost_s", k.restart_cost_s, "replace", k.replace, "why", k.why));
-	if (!k.replace)
-		return false;
-	snprintf(o->e.straggler_node, sizeof o->e.straggler_node, "%s", node_of(x, r));
-	return true;
-}
-
 static void rate_event(struct ctx *x, double now, double timeout)
 {
 	if (now - x->rate_t < x->c->rate_every_s || x->o->last_step <= x->rate_step)
@@ -581,7 +527,8 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 				        "(use --progress-from-output for trainers without heartbeats)\n", c->hb_dir, timeout);
 			}
 			check_stragglers(&x);
-			if (c->straggler_steps > 0 && act_on_straggler(&x) && term_at < 0 && kill_at < 0) {
+			if (c->straggler_steps > 0 && term_at < 0 && kill_at < 0 &&
+			    wr_strag_act(&x.strag, x.strag_told, x.hb, c, o, wr_median(x.mine.v, x.mine.n))) {
 				term_at = now;
 				x.killing = true;
 			}
