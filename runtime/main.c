@@ -21,6 +21,7 @@
 #include "data/sft.h"
 #include "train/train.h"
 #include "resilience/watchdog.h"
+#include "selftest/selftest.h"
 #include "llmt/env.h"
 
 static const char usage[] =
@@ -40,6 +41,7 @@ static const char usage[] =
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"
 	"         [--temperature T] [--top-p P] [--seed S] (llm-train generate --help)\n"
+	"       llm-train selftest [--size small|full] [--json FILE] [--slow-factor F] (--help)\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
 	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
@@ -228,7 +230,7 @@ static int train_main(int argc, char **argv)
 	llmt_comm *world;
 	char err[256];
 	double comm_timeout;
-	int rc;
+	int rc, A;
 
 	llmt_train_defaults(&o);
 	rc = parse_train(argc, argv, &o);
@@ -252,6 +254,18 @@ static int train_main(int argc, char **argv)
 		llmt_comm_finalize(world);
 		return LLMT_EXIT_USAGE;
 	}
+	/* after the wrapper shrank dp, more accumulation keeps the global batch */
+	if (llmt_grid_batch_accum(o.A, getenv(LLMT_ENV_BATCH_DP), p.l.dp, &A, err, sizeof(err))) {
+		if (p.l.rank == 0)
+			fprintf(stderr, "llm-train: %s\n", err);
+		llmt_parallel_free(&p);
+		llmt_comm_finalize(world);
+		return LLMT_EXIT_USAGE;
+	}
+	if (A != o.A && p.l.rank == 0)
+		printf("llm-train: dp=%d for batch options of dp=%s: grad-accum %d -> %d (global batch kept)\n",
+			p.l.dp, getenv(LLMT_ENV_BATCH_DP), o.A, A);
+	o.A = A;
 	/* without the watchdog a lost peer still ends in the wrapper's hang
 	 * detection: a failure to start it is reported, not fatal */
 	llmt_wd_start(comm_timeout, p.l.rank);
@@ -289,6 +303,7 @@ int main(int argc, char **argv)
 		{ "import", llmt_ckpt_cmd_import },
 		{ "memory", llmt_memplan_main },
 		{ "generate", llmt_generate_main },
+		{ "selftest", llmt_selftest_main },
 		{ "train", train_main },
 	};
 

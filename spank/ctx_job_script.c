@@ -222,6 +222,28 @@ static void check_klog(const struct llmt_policy *p, const char *node, struct ver
 	v->failed = 1;
 }
 
+/* The policy's prolog self-test: bounded in time, drains only on wrong
+ * answers (slowness, a timeout or a failure to run are logged). */
+static void check_selftest(const struct llmt_policy *p, const char *node, struct verdict *v)
+{
+	if (!p->health.selftest.enabled)
+		return;
+	static char out[16384];
+	char err[LLMT_ERRLEN], detail[300];
+	int rc = llmt_selftest_run(p->health.selftest_cmd, timeout_ms(&p->health.selftest), out, sizeof(out),
+				   err, sizeof(err));
+	if (rc < 0) {
+		slurm_error(LLMT_MSG "self-test on %s not judged: %s", node, err);
+		return;
+	}
+	if (llmt_selftest_verdict(rc, out, detail, sizeof(detail))) {
+		llmt_health_reason(v->reason, sizeof(v->reason), "selftest", detail);
+		v->failed = 1;
+	} else if (rc != 0) {
+		slurm_info(LLMT_MSG "self-test on %s exited %d (not wrong answers): not drained", node, rc);
+	}
+}
+
 /* scontrol update A B [C]: argv built here, never through a shell. */
 static void scontrol_update(char *a, char *b, char *c, int tmo)
 {
@@ -260,6 +282,8 @@ static int job_script(spank_t sp, int ac, char **av, const char *phase)
 	check_gpus(p, node, &v);
 	if (!v.failed)
 		check_klog(p, node, &v);
+	if (!v.failed && strcmp(phase, "prolog") == 0)
+		check_selftest(p, node, &v);
 	int tmo = 10000;
 	if (p->health.xid_scan.timeout_s)
 		tmo = timeout_ms(&p->health.xid_scan);

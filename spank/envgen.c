@@ -111,6 +111,7 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	PUT(LLMT_ENV_RESTART_WINDOW, "%u", p->limits.restart_window_s);
 	PUT(LLMT_ENV_HEARTBEAT_TIMEOUT, "%u", p->defaults.heartbeat_timeout_s);
 	PUT(LLMT_ENV_HEARTBEAT_STARTUP, "%u", p->defaults.heartbeat_startup_s);
+	PUT(LLMT_ENV_PREFLIGHT, "%d", p->defaults.preflight ? 1 : 0);
 	PUT(LLMT_ENV_NCCL_PROFILE, "%s", o->nccl_profile);
 	if (o->choice.done) {
 		char sum[LLMT_ENV_VALUE_MAX];

@@ -307,3 +307,21 @@ void llmt_health_reason(char *dst, size_t n, const char *check, const char *deta
 	snprintf(raw, sizeof(raw), "llm_train: %s: %s", check ? check : "health", detail ? detail : "");
 	llmt_sanitize(dst, n, raw, strlen(raw));
 }
+
+int llmt_selftest_verdict(int rc, const char *out, char *detail, size_t n)
+{
+	/* exit 88 is wrong answers or slowness: only the first drains (a slow
+	 * node in the prolog has no allocation's median to be judged by) */
+	const char *w = rc == 88 && out ? strstr(out, "(answers wrong") : NULL;
+	if (!w) {
+		if (n)
+			detail[0] = '\0';
+		return 0;
+	}
+	const char *b = w;
+	while (b > out && b[-1] != '\n')
+		b--;
+	size_t len = strcspn(b, "\n");
+	llmt_sanitize(detail, n, b, len);
+	return 1;
+}

@@ -77,6 +77,12 @@ int llmt_health_scan_line(struct llmt_health_scan *s, const char *line, size_t l
  * single scontrol argument and a single log line. */
 void llmt_sanitize(char *dst, size_t n, const char *src, size_t len);
 
+/* The prolog's self-test (`llm-train selftest --size small`): 1 when it
+ * exited rc 88 and its output out names wrong answers ("(answers wrong"),
+ * with that line sanitised in detail; 0 for anything else (ok, slow, a
+ * failure to run: never a drain). */
+int llmt_selftest_verdict(int rc, const char *out, char *detail, size_t n);
+
 /* "llm_train: <check>: <detail>" sanitised, at most n-1 chars. */
 void llmt_health_reason(char *dst, size_t n, const char *check, const char *detail);
 

@@ -57,4 +57,12 @@ extern char *const llmt_child_env[];
  * (err set) when it could not run, died by a signal or timed out. */
 int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errlen);
 
+/* The prolog's self-test: `cmd selftest --size small` (cmd an absolute
+ * path, the admin's llm-train) in its own process group with the fixed
+ * environment (plus what Open MPI needs to start as root), its stdout
+ * copied to out (at most outlen - 1 bytes, NUL-terminated), the group
+ * killed after timeout_ms. Returns its exit status, or -1 with err set
+ * (not run, killed by a signal, timed out). health_selftest.c. */
+int llmt_selftest_run(const char *cmd, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

@@ -40,6 +40,9 @@ void llmt_policy_defaults(struct llmt_policy *p)
 	p->health.ckpt_free_space.enabled = 0;
 	p->health.ckpt_free_space.timeout_s = 10;
 	p->health.ckpt_min_free_gib = 0;
+	p->health.selftest.enabled = 0;
+	p->health.selftest.timeout_s = 60;
+	snprintf(p->health.selftest_cmd, sizeof(p->health.selftest_cmd), "%s", "/usr/bin/llm-train");
 }
 
 void llmt_policy_free(struct llmt_policy *p)
@@ -86,8 +89,10 @@ static int defaults_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 		return yw_get_uint(w, v, "defaults.heartbeat_timeout", 10, 86400, &p->defaults.heartbeat_timeout_s);
 	if (!strcmp(key, "heartbeat_startup"))
 		return yw_get_uint(w, v, "defaults.heartbeat_startup", 10, 86400, &p->defaults.heartbeat_startup_s);
+	if (!strcmp(key, "preflight"))
+		return yw_get_bool(w, v, "defaults.preflight", &p->defaults.preflight);
 	return yw_unknown(w, k, "defaults", key,
-		       "tp pp dp ckpt_interval restarts nccl_profile heartbeat_timeout heartbeat_startup");
+		       "tp pp dp ckpt_interval restarts nccl_profile heartbeat_timeout heartbeat_startup preflight");
 }
 
 struct cap_ctx { struct llmt_limit *l; const char *what; };
@@ -324,7 +329,7 @@ static int profiles_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 	return 0;
 }
 
-struct check_ctx { struct llmt_health_check *c; double *min_gib; const char *what; };
+struct check_ctx { struct llmt_health_check *c; double *min_gib; const char *what; char *cmd; };
 
 static int check_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
@@ -335,13 +340,21 @@ static int check_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node
 		return yw_get_uint(w, v, "timeout", 1, 600, &c->c->timeout_s);
 	if (c->min_gib && !strcmp(key, "min_gib"))
 		return yw_get_double(w, v, "min_gib", 0, 1e7, c->min_gib);
-	return yw_unknown(w, k, c->what, key, c->min_gib ? "enabled timeout min_gib" : "enabled timeout");
+	if (c->cmd && !strcmp(key, "command")) {
+		if (yw_get_str(w, v, "health.selftest.command", c->cmd, LLMT_PATH_MAX))
+			return -1;
+		if (c->cmd[0] != '/' || llmt_path_has_dot(c->cmd))
+			return yw_fail(w, v, "health.selftest.command: '%.200s' is not an absolute path", c->cmd);
+		return 0;
+	}
+	return yw_unknown(w, k, c->what, key, c->min_gib ? "enabled timeout min_gib"
+		       : c->cmd ? "enabled timeout command" : "enabled timeout");
 }
 
 static int health_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
 	struct llmt_policy *p = w->p;
-	struct check_ctx c = { NULL, NULL, NULL };
+	struct check_ctx c = { NULL, NULL, NULL, NULL };
 	if (!strcmp(key, "gpu_count"))
 		c.c = &p->health.gpu_count, c.what = "health.gpu_count";
 	else if (!strcmp(key, "xid_scan"))
@@ -349,8 +362,10 @@ static int health_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_nod
 	else if (!strcmp(key, "ckpt_free_space"))
 		c.c = &p->health.ckpt_free_space, c.what = "health.ckpt_free_space",
 		c.min_gib = &p->health.ckpt_min_free_gib;
+	else if (!strcmp(key, "selftest"))
+		c.c = &p->health.selftest, c.what = "health.selftest", c.cmd = p->health.selftest_cmd;
 	else
-		return yw_unknown(w, k, "health", key, "gpu_count xid_scan ckpt_free_space");
+		return yw_unknown(w, k, "health", key, "gpu_count xid_scan ckpt_free_space selftest");
 	/* Naming a check turns it on unless it says enabled: false. */
 	c.c->enabled = 1;
 	return yw_each_pair(w, v, c.what, check_pair, &c);

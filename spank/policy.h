@@ -81,6 +81,7 @@ struct llmt_policy {
 		char nccl_profile[LLMT_NAME_MAX];  /* "" = none */
 		unsigned heartbeat_timeout_s;      /* hang judged after this */
 		unsigned heartbeat_startup_s;      /* grace for init/load */
+		int preflight;                     /* the wrapper's self-test before the first attempt */
 	} defaults;
 
 	struct {
@@ -110,6 +111,8 @@ struct llmt_policy {
 		struct llmt_health_check xid_scan;       /* kernel log Xid/MCE lines since job start */
 		struct llmt_health_check ckpt_free_space;/* free space on each ckpt root */
 		double ckpt_min_free_gib;
+		struct llmt_health_check selftest;       /* prolog: llm-train selftest --size small */
+		char selftest_cmd[LLMT_PATH_MAX];        /* its absolute path */
 	} health;
 };
 

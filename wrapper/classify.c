@@ -95,6 +95,12 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		set(v, WR_PREEMPTED, "", "wrapper got signal %d (exit %d): requeue", e->wrapper_signal, code);
 		return;
 	}
+	if (e->straggler_node[0]) {
+		wr_nodes_add(&v->nodes, e->straggler_node);
+		set(v, WR_NODE_FAULT, e->straggler_node, "straggler on %s ended to replace its node",
+		    e->straggler_node);
+		return;
+	}
 	if (e->down_nodes.n > 0) {
 		v->nodes = e->down_nodes;
 		set(v, WR_NODE_FAULT, e->down_nodes.name[0], "Slurm reports %d node(s) unusable, first %s",

@@ -50,6 +50,9 @@ struct wr_ending {
 	struct wr_nodes signal_nodes; /* the node of a signal death */
 	struct wr_nodes down_nodes;   /* nodes Slurm reports down, drained, failing, not responding */
 	struct wr_nodes sdc_suspects; /* nodes named by sdc.json on exit 86 */
+	/* The watcher ended the step to replace this straggler's node by a
+	 * spare (its slowdown cost more than a restart); "" if not. */
+	char straggler_node[WR_NODE_LEN];
 };
 
 /* One earlier failure of this job (kept across requeues via the ledger). */

@@ -72,15 +72,25 @@ static void place(const struct wr_verdict *v, const struct wr_policy *p,
 		why(a, "%s: restart without %d node(s) on %d spare-backed node(s)", v->why, a->exclude.n, s->nodes_step);
 		return;
 	}
-	if (p->shrink && p->ranks_per_replica > 0 && p->tasks_per_node > 0 && usable > 0) {
+	/* The global batch is dp x micro-batch x accum: the largest dp the
+	 * remaining nodes hold that divides dp x accum keeps it by more
+	 * accumulation (dp 1 always does; none fits only when one replica no
+	 * longer fits: requeue). */
+	if (p->shrink && p->ranks_per_replica > 0 && p->tasks_per_node > 0 && usable > 0 && p->dp > 0) {
+		int acc = p->accum > 1 ? p->accum : 1;
 		int dpn = usable * p->tasks_per_node / p->ranks_per_replica;
-		while (dpn > 0 && p->dp > 0 && p->dp % dpn != 0)
+		if (dpn > p->dp)
+			dpn = p->dp;
+		while (dpn > 0 && ((long)p->dp * acc) % dpn != 0)
 			dpn--;
 		if (dpn > 0) {
 			a->act = ACT_RESTART;
 			a->ntasks = dpn * p->ranks_per_replica;
 			a->nodes = (a->ntasks + p->tasks_per_node - 1) / p->tasks_per_node;
-			why(a, "%s: restart on %d node(s), dp %d -> %d", v->why, a->nodes, p->dp, dpn);
+			a->dp = dpn;
+			a->accum = (int)((long)p->dp * acc / dpn);
+			why(a, "%s: restart on %d node(s), dp %d -> %d, grad-accum %d -> %d (global batch kept)",
+			    v->why, a->nodes, p->dp, dpn, acc, a->accum);
 			return;
 		}
 	}
@@ -94,10 +104,8 @@ static void place(const struct wr_verdict *v, const struct wr_policy *p,
 	why(a, "%s: %d usable node(s) < %d needed and requeue is off: stop", v->why, usable, s->nodes_step);
 }
 
-void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
-               const struct wr_state *s, struct wr_action *a)
+static void action_init(const struct wr_policy *p, const struct wr_state *s, struct wr_action *a)
 {
-	char b[120];
 	memset(a, 0, sizeof *a);
 	if (s->excluded)
 		a->exclude = *s->excluded;
@@ -105,6 +113,21 @@ void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
 	a->ntasks = s->nodes_step * p->tasks_per_node;
 	a->max_resume_step = -1;
 	a->skip_until_step = -1;
+}
+
+void wr_place(const struct wr_verdict *v, const struct wr_policy *p,
+              const struct wr_state *s, struct wr_action *a)
+{
+	action_init(p, s, a);
+	place(v, p, s, a);
+	a->counts = false;
+}
+
+void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
+               const struct wr_state *s, struct wr_action *a)
+{
+	char b[120];
+	action_init(p, s, a);
 
 	switch (v->cls) {
 	case WR_DONE:

@@ -27,6 +27,7 @@ struct wr_policy {
 	int tasks_per_node;       /* ranks per node of the step */
 	int ranks_per_replica;    /* tp*pp: dp shrinks in these units (0: unknown, no shrink) */
 	int dp;                   /* data-parallel degree of the full layout (0: unknown) */
+	int accum;                /* the trainer's gradient accumulation at dp (<=1: 1) */
 };
 
 struct wr_state {
@@ -51,6 +52,8 @@ struct wr_action {
 	struct wr_nodes exclude;  /* nodes to keep out from now on (cumulative) */
 	int nodes;                /* ACT_RESTART: -N of the next step */
 	int ntasks;               /* ACT_RESTART: -n of the next step */
+	int dp;                   /* ACT_RESTART after a shrink: the new dp (0: layout unchanged) */
+	int accum;                /* ... and the accumulation that keeps the global batch */
 	long max_resume_step;     /* resume from a checkpoint at or before this step (-1: newest) */
 	long skip_until_step;     /* skip data up to this step past the resume point (-1: none) */
 	long skip_batches;        /* extra batches to skip (when the failing step is unknown) */
@@ -67,5 +70,11 @@ bool wr_budget_ok(const struct wr_policy *p, const struct wr_state *s, char *why
 
 void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
                const struct wr_state *s, struct wr_action *a);
+
+/* Where the job runs once v->nodes are out, without a failure to count
+ * (a preflight self-test, a straggler): the same layout on spares, a
+ * smaller dp (p->shrink), a requeue, else a stop. a->counts is false. */
+void wr_place(const struct wr_verdict *v, const struct wr_policy *p,
+              const struct wr_state *s, struct wr_action *a);
 
 #endif

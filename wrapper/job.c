@@ -3,11 +3,13 @@
  * nodes count as down, the record of an attempt, and the action applied
  * to the job. No Slurm, files or signals here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "include/llmt/exitcodes.h"
 #include "interval.h"
 #include "job.h"
+#include "selftest.h"
 #include "slurm.h"
 
 struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
@@ -17,6 +19,10 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	int nodes_step = site->nalloc - (int)o->spares;
 	if (site->nalloc > 0 && nodes_step < 1)
 		wr_usage_error("--spares %g leaves no node of %d to train on", o->spares, site->nalloc);
+	/* dp=auto (or not given): the full step's ranks over tp x pp */
+	int rpr = site->tp * site->pp, dp = site->dp;
+	if (dp <= 0 && site->nalloc > 0 && rpr > 0 && nodes_step * site->tasks_per_node % rpr == 0)
+		dp = nodes_step * site->tasks_per_node / rpr;
 	struct wr_job j = {
 		.o = o, .ckpt_tool = o->ckpt_tool, .run_dir = run_dir, .hb_dir = hb_dir, .site = site,
 		.pol = {
@@ -26,17 +32,20 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 			.rollback_steps = (long)o->rollback, .skip_batches = (long)o->skip,
 			.requeue = o->requeue && site->in_slurm,
 			.shrink = o->shrink >= 0 ? o->shrink == 1 : site->dp_auto,
-			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = site->tp * site->pp,
-			.dp = site->dp,
+			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = rpr,
+			.dp = dp, .accum = (int)wr_cmd_opt(o->cmd, "--grad-accum", 1),
 		},
 		/* the runtime's communication watchdog deadline (its environment
 		 * is ours): on exit 75 a heartbeat staler than the others' by
 		 * half of it names the rank that stalled its peers */
+		.preflight = wr_preflight_wanted(o->preflight, o->spares, o->preflight_policy),
+		.selftest_cmd = o->selftest_cmd ? o->selftest_cmd
+		              : strcmp(o->ckpt_tool, "none") != 0 ? o->ckpt_tool : "llm-train",
 		.stuck_margin_s = wr_stuck_margin(site->comm_timeout_s),
 		.run_start = now, .h = h, .led = led, .sig_fd = sig_fd, .live = NULL,
 		.nodes_step = nodes_step,
 		.ntasks = o->spares > 0 ? nodes_step * site->tasks_per_node : 0,
-		.excluded = h->excluded,
+		.excluded = h->excluded, .dp_now = 0,
 		.max_resume = h->pending ? h->max_resume_step : -1,
 		.skip_until = h->pending ? h->skip_until_step : -1,
 		.need_agree = h->pending && h->need_agree,
@@ -48,6 +57,26 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	for (int i = 0; i < h->nattempts; i++)
 		wr_steptimes_add(&j.st, h->attempts[i].step_s);
 	return j;
+}
+
+long wr_cmd_opt(char *const *cmd, const char *name, long dflt)
+{
+	size_t len = strlen(name);
+	for (int i = 0; cmd && cmd[i]; i++) {
+		const char *v = NULL;
+		if (strcmp(cmd[i], name) == 0)
+			v = cmd[i + 1];
+		else if (strncmp(cmd[i], name, len) == 0 && cmd[i][len] == '=')
+			v = cmd[i] + len + 1;
+		else if (strcmp(cmd[i], "--") == 0)
+			break;
+		if (v) {
+			char *end;
+			long a = strtol(v, &end, 10);
+			return end != v && !*end && a >= 1 && a <= 1L << 40 ? a : dflt;
+		}
+	}
+	return dflt;
 }
 
 void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
@@ -77,6 +106,10 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 	snprintf(e->skip, sizeof e->skip, "%ld", j->skip);
 	snprintf(e->attempt, sizeof e->attempt, "%d", j->attempt);
 	e->set_resume = strcmp(j->ckpt_tool, "none") != 0;
+	if (j->dp_now > 0 && j->dp_now != j->pol.dp) {
+		snprintf(e->dp, sizeof e->dp, "%d", j->dp_now);
+		snprintf(e->batch_dp, sizeof e->batch_dp, "%d", j->pol.dp);
+	}
 	j->interval[0] = '\0';
 	if (j->site->auto_interval) {
 		int nalloc = j->site->nalloc;
@@ -118,6 +151,14 @@ int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_
 	return n < 1 ? 1 : n;
 }
 
+bool wr_job_has_spare(const struct wr_job *j)
+{
+	int usable = 0;
+	for (int i = 0; i < j->site->nalloc; i++)
+		usable += !wr_nodes_has(&j->excluded, j->site->alloc[i]);
+	return j->site->nalloc > 0 && usable > j->nodes_step;
+}
+
 void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc)
 {
 	const struct opts *o = j->o;
@@ -127,6 +168,8 @@ void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *w
 		          .startup_s = o->hang_startup, .pause_cap_s = 10 * o->hang_max },
 		.progress_from_output = o->progress_out, .straggler_factor = o->strag_factor,
 		.straggler_min_s = o->strag_min, .stuck_margin_s = j->stuck_margin_s,
+		.straggler_steps = (long)o->strag_steps, .straggler_spare = wr_job_has_spare(j),
+		.total_steps = wr_cmd_opt(o->cmd, "--steps", 0), .ckpt_dir = o->ckpt_dir,
 		.rate_every_s = 60, .kill_grace_s = 15, .preempt_grace_s = o->grace, .tick_s = o->tick,
 		.ledger = j->led, .attempt = j->attempt, .resume_step = j->resume_step,
 		.sig_fd = j->sig_fd, .nodelist = j->site->nodelist, .sinfo = "sinfo",
@@ -209,12 +252,7 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 	j->excluded = a->exclude;
 	if (a->act != ACT_RESTART)
 		return WR_NEXT_REQUEUE;
-	if (j->site->nalloc > 0) {
-		j->nodes_step = a->nodes;
-		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||
-		    j->excluded.n > 0)
-			j->ntasks = a->ntasks;
-	}
+	wr_job_layout(j, a);
 	if (a->max_resume_step >= 0 || v->cls == WR_NUMERIC) {
 		j->max_resume = a->max_resume_step;
 		j->skip_until = a->skip_until_step;
@@ -223,6 +261,21 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 	if (a->need_agree)
 		j->need_agree = true;
 	return WR_NEXT_RESTART;
+}
+
+void wr_job_layout(struct wr_job *j, const struct wr_action *a)
+{
+	j->excluded = a->exclude;
+	if (a->act != ACT_RESTART)
+		return;
+	if (a->dp > 0)
+		j->dp_now = a->dp;
+	if (j->site->nalloc > 0) {
+		j->nodes_step = a->nodes;
+		if (a->ntasks != j->nodes_step * j->site->tasks_per_node || j->ntasks > 0 ||
+		    j->excluded.n > 0)
+			j->ntasks = a->ntasks;
+	}
 }
 
 int wr_job_requeue_failed_code(int code)

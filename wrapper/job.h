@@ -40,6 +40,8 @@ struct wr_job {
 	const struct wr_site *site;
 	struct wr_live *live;      /* live metrics and dashboard (main opens it after wr_job_begin) */
 	struct wr_policy pol;
+	bool preflight;            /* run the self-test before the first attempt and after node faults */
+	const char *selftest_cmd;  /* llm-train, for `selftest` */
 	double stuck_margin_s;     /* heartbeat staleness naming a stuck rank on exit 75 */
 	double run_start;
 	struct wr_history *h;      /* the ledger's history, updated as attempts end */
@@ -48,6 +50,7 @@ struct wr_job {
 	/* carried from attempt to attempt */
 	int nodes_step, ntasks;    /* the step's -N and -n (ntasks 0: srun's default) */
 	struct wr_nodes excluded;
+	int dp_now;                /* dp after an elastic shrink (0: the full layout's) */
 	long max_resume;           /* resume at or before this step (-1: newest) */
 	long skip_until;           /* skip data up to this step (-1: none) */
 	bool need_agree;           /* resume only where the replicas agreed */
@@ -66,6 +69,11 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
                            struct wr_history *h, struct wr_ledger *led, const char *run_dir,
                            const char *hb_dir, int sig_fd, double now);
 
+/* The value N of a trainer's command's option NAME N (or NAME=N), dflt
+ * when it gives none or not a positive integer: --grad-accum (default 1: a
+ * shrink then keeps dp dividing the full dp), --steps (0: unknown). */
+long wr_cmd_opt(char *const *cmd, const char *name, long dflt);
+
 /* ---- pick the resume point ---- */
 /* From the checkpoints ck[0..n) (newest first, their replicas' agreement
  * read through wr_ckpt_agree): resume and resume_step; then skip, the
@@ -75,6 +83,7 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n);
 /* ---- build the attempt's environment ---- */
 struct wr_attempt_env {
 	char skip[32], attempt[32];
+	char dp[16], batch_dp[16]; /* after a shrink: LLM_TRAIN_DP and LLM_TRAIN_BATCH_DP ("" : none) */
 	char interval[64];         /* "" : leave LLM_TRAIN_CKPT_INTERVAL as it is */
 	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume */
 	double ckpt_cost_s, mtbf_s;/* auto interval: its inputs (for the log line) */
@@ -86,6 +95,8 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 void wr_job_launch_cfg(const struct wr_job *j, struct wr_launch *lc);
 int wr_job_nranks(const struct wr_job *j, const struct wr_launch *lc, int world_size);
 void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *wc);
+/* Whether a node of the allocation is left over the step's (a spare) */
+bool wr_job_has_spare(const struct wr_job *j);
 
 /* ---- gather down nodes ---- */
 /* Whether to ask Slurm which nodes are down after an ending with code */
@@ -109,6 +120,9 @@ enum wr_next { WR_NEXT_STOP, WR_NEXT_RESTART, WR_NEXT_REQUEUE };
  * layout and resume limits; ACT_STOP sets j->exit_code. */
 enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const struct wr_action *a,
                           double now);
+/* Takes the action's nodes, layout and exclusions (ACT_RESTART), without
+ * counting a restart or moving to the next attempt (wr_job_apply does both). */
+void wr_job_layout(struct wr_job *j, const struct wr_action *a);
 /* The exit code when the requeue the action asked for failed */
 int wr_job_requeue_failed_code(int code);
 

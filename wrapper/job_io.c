@@ -18,6 +18,7 @@
 #include "include/llmt/exitcodes.h"
 #include "job_io.h"
 #include "live.h"
+#include "preflight.h"
 #include "report.h"
 #include "slurm.h"
 #include "include/llmt/env.h"
@@ -186,6 +187,11 @@ void wr_job_env_io(struct wr_job *j)
 	wr_setenv(LLMT_ENV_ATTEMPT, e.attempt);
 	if (*e.interval)
 		wr_setenv(LLMT_ENV_CKPT_INTERVAL, e.interval);
+	if (*e.dp) {
+		/* elastic shrink: the new dp, and the dp the batch options were given for */
+		wr_setenv(LLMT_ENV_DP, e.dp);
+		wr_setenv(LLMT_ENV_BATCH_DP, e.batch_dp);
+	}
 	if (j->site->auto_interval)
 		fprintf(stderr, PROG ": checkpoint interval auto: cost %.3f s, MTBF %.0f s -> %s\n",
 		        e.ckpt_cost_s, e.mtbf_s, *e.interval ? e.interval : "auto (no cost measured yet)");
@@ -197,10 +203,11 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	wr_job_launch_cfg(j, &lc);
 	int ws = lc.ntasks > 0 || j->site->in_slurm ? 1 : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7);
 	int nranks = wr_job_nranks(j, &lc, ws);
-	wr_ledger_event(j->led, "launch", json_pack("{s:i,s:i,s:s,s:I,s:I,s:o,s:i,s:i,s:s}", "attempt", j->attempt,
+	wr_ledger_event(j->led, "launch", json_pack("{s:i,s:i,s:s,s:I,s:I,s:o,s:i,s:i,s:s,s:i}", "attempt", j->attempt,
 	                "run", j->site->run, "resume", j->resume, "resume_step", (json_int_t)j->resume_step,
 	                "skip_batches", (json_int_t)j->skip, "exclude", wr_nodes_json(&j->excluded), "nodes",
-	                lc.nodes, "ntasks", nranks, "ckpt_interval", j->interval));
+	                lc.nodes, "ntasks", nranks, "ckpt_interval", j->interval,
+	                "dp", j->dp_now > 0 ? j->dp_now : j->pol.dp));
 	struct wr_step step;
 	if (wr_launch(&lc, &step) != 0) {
 		wr_ledger_event(j->led, "end", json_pack("{s:i,s:s}", "exit_code", LLMT_EXIT_SOFTWARE, "why", "launch failed"));
@@ -277,13 +284,7 @@ enum wr_next wr_job_act(struct wr_job *j, int code, const struct wr_watch_out *w
 	struct wr_action a;
 	wr_job_state(j, v, wo, code, sdc_step, wr_now(), &s);
 	wr_decide(v, &j->pol, &s, &a);
-	static const char *const acts[] = { "stop", "restart", "requeue" };
-	wr_ledger_event(j->led, "action", json_pack("{s:i,s:s,s:s,s:f,s:o,s:b,s:i,s:i,s:I,s:I,s:b,s:i}", "attempt",
-	                j->attempt, "act", acts[a.act], "why", a.why, "delay_s", a.delay_s, "exclude",
-	                wr_nodes_json(&a.exclude), "counts", a.counts, "nodes", a.nodes, "ntasks", a.ntasks,
-	                "max_resume_step", (json_int_t)a.max_resume_step, "skip_until_step",
-	                (json_int_t)a.skip_until_step, "need_agree", a.need_agree, "exit_code", a.exit_code));
-	fprintf(stderr, PROG ": action: %s: %s\n", acts[a.act], a.why);
+	wr_job_log_action(j, &a, NULL);
 	enum wr_next next = wr_job_apply(j, v, &a, s.now);
 	if (next != WR_NEXT_RESTART)
 		return next;

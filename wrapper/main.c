@@ -18,6 +18,7 @@
 #include "job_io.h"
 #include "ledger.h"
 #include "options.h"
+#include "preflight.h"
 #include "report_cmd.h"
 #include "include/llmt/env.h"
 
@@ -86,25 +87,25 @@ int main(int argc, char **argv)
 	wr_job_begin(&j);
 	j.live = wr_live_from_opts(&o, run_dir, site.job, site.run, j.run_start, &h);
 
-	int rc;
-	for (;;) {
+	int rc, code = 0;
+	enum wr_next next = wr_job_preflight(&j, "start");
+	while (next == WR_NEXT_RESTART) {
 		if ((rc = wr_job_pick_io(&j)) != 0)
 			return rc;
 		wr_job_env_io(&j);
 		struct wr_watch_out wo;
 		if ((rc = wr_job_run(&j, &wo)) != 0)
 			return rc;
-		int code = wo.e.exited ? wo.e.exit_code : 128 + wo.e.term_signal;
+		code = wo.e.exited ? wo.e.exit_code : 128 + wo.e.term_signal;
 		wr_job_gather(&j, code, &wo);
 		struct wr_verdict v;
 		long sdc_step = wr_job_judge(&j, code, &wo, &v);
-		enum wr_next next = wr_job_act(&j, code, &wo, &v, sdc_step);
-		if (next == WR_NEXT_RESTART)
-			continue;
-		if (next == WR_NEXT_REQUEUE && wr_job_requeue(&j, code) == 0)
-			return 0;
-		break;
+		next = wr_job_act(&j, code, &wo, &v, sdc_step);
+		if (next == WR_NEXT_RESTART && v.cls == WR_NODE_FAULT)
+			next = wr_job_preflight(&j, "node_fault");
 	}
+	if (next == WR_NEXT_REQUEUE && wr_job_requeue(&j, code) == 0)
+		return 0;
 	rc = wr_job_finish(&j);
 	wr_site_free(&site);
 	return rc;

@@ -52,6 +52,12 @@ static void help(void)
 	       "  --skip-batches N        numerical fault: skip N batches past the bad step (default 200)\n"
 	       "  --spares N              keep N nodes of the allocation as spares\n"
 	       "  --shrink / --no-shrink  allow a smaller data-parallel layout after a node loss\n"
+	       "  --preflight / --no-preflight  run `llm-train selftest` one task per node before the\n"
+	       "                          first attempt and after every node fault, and keep its bad\n"
+	       "                          nodes out (default: on with --spares or $LLM_TRAIN_PREFLIGHT=1)\n"
+	       "  --preflight-timeout S   the self-test's time limit (default 300)\n"
+	       "  --selftest-cmd PATH     the program run as PATH selftest --json FILE (default the\n"
+	       "                          checkpoint tool, llm-train)\n"
 	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
 	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
 	       "  --no-requeue            never requeue (stop instead)\n"
@@ -59,8 +65,11 @@ static void help(void)
 	       "  --srun PATH             srun to use (default %s)\n"
 	       "  --no-srun               run COMMAND directly (outside Slurm)\n"
 	       "  --ckpt-tool PATH|none   checkpoint lister (default llm-train; none: the trainer resumes itself)\n"
-	       "  --straggler-factor F    report a rank whose step takes F x the median (default 3)...\n"
+	       "  --straggler-factor F    report a rank whose step takes F x the median (default 1.5)...\n"
 	       "  --straggler-min S       ... and S seconds more (default 1)\n"
+	       "  --straggler-steps K     a rank whose compute per step stays above F x the median for\n"
+	       "                          K steps (default 5; 0: off) is replaced by a spare when its\n"
+	       "                          slowdown over the steps left costs more than a restart\n"
 	       "  --tick S                watch period (default 1)\n"
 	       "  --metrics-every S       live Prometheus textfile and dashboard.html every S (default 5;\n"
 	       "                          0: only at the end)\n"
@@ -97,7 +106,8 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
 	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP };
+	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP,
+	       O_PRE, O_NOPRE, O_PRETIME, O_STCMD, O_SSTEPS };
 	static const struct option lo[] = {
 		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
 		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
@@ -113,7 +123,10 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		{ "node-wait", required_argument, 0, O_NODEWAIT },
 		{ "metrics-every", required_argument, 0, O_MEVERY }, { "metrics-textfile", required_argument, 0, O_MFILE },
 		{ "metrics-http", required_argument, 0, O_MHTTP },
-		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN }, { "hang-startup", required_argument, 0, O_HSTART },
+		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN },
+		{ "straggler-steps", required_argument, 0, O_SSTEPS }, { "hang-startup", required_argument, 0, O_HSTART },
+		{ "preflight", no_argument, 0, O_PRE }, { "no-preflight", no_argument, 0, O_NOPRE },
+		{ "preflight-timeout", required_argument, 0, O_PRETIME }, { "selftest-cmd", required_argument, 0, O_STCMD },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
@@ -131,8 +144,12 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 	o->tick = 1;
 	o->metrics_every = 5;
 	o->shrink = -1;
+	o->preflight = -1;
+	o->preflight_policy = wr_env_num(LLMT_ENV_PREFLIGHT, 0, 0, 1) == 1;
+	o->preflight_timeout = 300;
 	o->node_wait = -1;
-	o->strag_factor = 3;
+	o->strag_factor = 1.5;
+	o->strag_steps = 5;
 	o->strag_min = 1;
 	o->requeue = true;
 	o->srun = LLMT_SRUN;
@@ -156,6 +173,10 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
 		case O_SHRINK: o->shrink = 1; break;
 		case O_NOSHRINK: o->shrink = 0; break;
+		case O_PRE: o->preflight = 1; break;
+		case O_NOPRE: o->preflight = 0; break;
+		case O_PRETIME: o->preflight_timeout = num_arg("--preflight-timeout", optarg, 1, 86400); break;
+		case O_STCMD: o->selftest_cmd = optarg; break;
 		case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
 		case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
 		case O_NOREQ: o->requeue = false; break;
@@ -165,6 +186,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
 		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
 		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
+		case O_SSTEPS: o->strag_steps = num_arg("--straggler-steps", optarg, 0, 1e9); break;
 		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
 		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
 		case O_MEVERY: o->metrics_every = num_arg("--metrics-every", optarg, 0, 1e6); break;

@@ -10,9 +10,14 @@ struct opts {
 	const char *ckpt_dir, *run_dir, *hb_dir, *srun, *ckpt_tool;
 	double max_restarts, window_s, hang_min, hang_max, hang_k, backoff, rollback, skip;
 	double spares, grace, mtbf, tick, node_wait, hang_startup, strag_factor, strag_min;
+	double strag_steps;                       /* --straggler-steps K (0: report only) */
 	double metrics_every;                     /* live textfile and dashboard period (0: at the end) */
 	const char *metrics_textfile, *metrics_http; /* NULL: RUN_DIR/llm_train.prom; no server */
 	int shrink;          /* -1: from the plugin's options */
+	int preflight;       /* --preflight 1, --no-preflight 0, -1: with spares or the policy's */
+	bool preflight_policy;                    /* LLM_TRAIN_PREFLIGHT=1 (the plugin's policy) */
+	double preflight_timeout;                 /* the self-test's time limit, seconds */
+	const char *selftest_cmd;                 /* NULL: the checkpoint tool (llm-train) */
 	bool requeue, progress_out, no_srun, ckpt_tool_given;
 	int verbose;
 	char **cmd;

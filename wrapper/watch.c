@@ -3,6 +3,7 @@
  * lines, sinfo node states, sdc.json). */
 #define _GNU_SOURCE
 #include "watch.h"
+#include "straggle.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -146,6 +147,8 @@ struct ctx {
 	double *hb_seen;          /* per rank: when (our clock) its current heartbeat was first read */
 	long *seen_step;          /* per rank: last step we sampled */
 	bool *straggler_told;
+	struct wr_strag strag;    /* compute-time stragglers (straggle.h) */
+	bool *strag_told;
 	double last_line;         /* progress_from_output */
 	long lines;
 	double rate_t;
@@ -412,7 +415,10 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	x.hb_seen = calloc((size_t)n, sizeof *x.hb_seen);
 	x.seen_step = calloc((size_t)n, sizeof *x.seen_step);
 	x.straggler_told = calloc((size_t)n, sizeof *x.straggler_told);
-	if (!x.hb || !x.hb_seen || !x.seen_step || !x.straggler_told) {
+	x.strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x.strag.r),
+	                             .factor = c->straggler_factor, .k = c->straggler_steps };
+	x.strag_told = calloc((size_t)n, sizeof *x.strag_told);
+	if (!x.hb || !x.hb_seen || !x.seen_step || !x.straggler_told || !x.strag.r || !x.strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
 	}
@@ -521,6 +527,11 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 				        "(use --progress-from-output for trainers without heartbeats)\n", c->hb_dir, timeout);
 			}
 			check_stragglers(&x);
+			if (c->straggler_steps > 0 && term_at < 0 && kill_at < 0 &&
+			    wr_strag_act(&x.strag, x.strag_told, x.hb, c, o, wr_median(x.mine.v, x.mine.n))) {
+				term_at = now;
+				x.killing = true;
+			}
 		}
 		live_tick(&x, now);
 		rate_event(&x, now, timeout);
@@ -579,5 +590,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	free(x.hb_seen);
 	free(x.seen_step);
 	free(x.straggler_told);
+	free(x.strag.r);
+	free(x.strag_told);
 	return 0;
 }

@@ -21,6 +21,10 @@ struct wr_watch_cfg {
 	bool progress_from_output; /* no heartbeats: a new output line is progress */
 	double straggler_factor;   /* report a rank slower than factor x median ... */
 	double straggler_min_s;    /* ... and slower by at least this */
+	long straggler_steps;      /* compute above factor x median for this many steps: act */
+	bool straggler_spare;      /* a spare can replace a straggler's node */
+	long total_steps;          /* the job's last step (0: unknown: stragglers only reported) */
+	const char *ckpt_dir;      /* its "latest" checkpoint: work lost by a restart */
 	double stuck_margin_s;     /* exit 75: a heartbeat this much staler than all others names the stuck rank (0: off) */
 	double rate_every_s;       /* a step_rate ledger event this often */
 	double kill_grace_s;       /* after SIGTERM to srun, SIGKILL its group this much later */

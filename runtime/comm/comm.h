@@ -31,6 +31,11 @@ void llmt_comm_add_wait(llmt_comm *c, double s);
  * timings switched off, LLM_TRAIN_STEP_TIMINGS=0: the benchmark's side). */
 void llmt_comm_set_timing(int on);
 
+/* Fault injection (LLM_TRAIN_FAULT=slowlink, resilience/faults.h): every
+ * later send and collective of this process starts s seconds late (0:
+ * off). Counted as time blocked in the group. */
+void llmt_comm_set_send_delay(double s);
+
 /* All return 0 on success, -1 on a communication failure (the caller
  * exits with LLMT_EXIT_TRANSIENT). n counts elements. */
 int llmt_comm_allreduce_sum_f32(llmt_comm *c, float *buf, size_t n);
@@ -45,6 +50,10 @@ int llmt_comm_allgather_bytes(llmt_comm *c, const void *send, void *recv, size_t
 int llmt_comm_bcast_bytes(llmt_comm *c, void *buf, size_t bytes, int root);
 int llmt_comm_send_bytes(llmt_comm *c, const void *buf, size_t bytes, int peer, int tag);
 int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int tag);
+/* Send to dest and receive from src at once (a ring shift: no ordering
+ * needed to avoid a deadlock). Each side at most INT_MAX bytes. */
+int llmt_comm_sendrecv_bytes(llmt_comm *c, const void *sbuf, size_t sbytes, int dest, void *rbuf,
+                             size_t rbytes, int src, int tag);
 /* Abort every member (used on fatal errors so no rank hangs). */
 void llmt_comm_abort(llmt_comm *c, int exit_code);
 

@@ -43,8 +43,10 @@ static int ok(const llmt_comm *c, int rc, const char *what)
 }
 
 static int timing = 1;   /* count the waits (llmt_comm_set_timing) */
+static double send_delay; /* the slowlink fault (llmt_comm_set_send_delay) */
 
 void llmt_comm_set_timing(int on) { timing = on; }
+void llmt_comm_set_send_delay(double s) { send_delay = s > 0 ? s : 0; }
 
 /* The start of a bracketed call: enter the bracket, note the time. */
 static void watched_begin(llmt_comm *c, const char *what, int peer, size_t bytes)
@@ -52,6 +54,11 @@ static void watched_begin(llmt_comm *c, const char *what, int peer, size_t bytes
     llmt_wd_enter(what, c->name, c->size, peer, bytes);
     if (timing)
         c->t0 = mono_s();
+    if (send_delay > 0 && strcmp(what, "MPI_Recv")) {
+        struct timespec ts = { (time_t)send_delay, (long)((send_delay - (double)(time_t)send_delay) * 1e9) };
+        while (nanosleep(&ts, &ts))
+            ;
+    }
 }
 
 /* The end of a bracketed call: leave the bracket, count the wait, then
@@ -327,6 +334,18 @@ int llmt_comm_recv_bytes(llmt_comm *c, void *buf, size_t bytes, int peer, int ta
             break;
     }
     return 0;
+}
+
+int llmt_comm_sendrecv_bytes(llmt_comm *c, const void *sbuf, size_t sbytes, int dest, void *rbuf,
+                             size_t rbytes, int src, int tag)
+{
+    if (sbytes > (size_t)INT_MAX || rbytes > (size_t)INT_MAX) {
+        fprintf(stderr, "llm-train: sendrecv of %zu/%zu bytes is too large\n", sbytes, rbytes);
+        return -1;
+    }
+    return WATCHED(c, "MPI_Sendrecv", dest, sbytes,
+                   MPI_Sendrecv(sbuf, (int)sbytes, MPI_BYTE, dest, tag, rbuf, (int)rbytes, MPI_BYTE,
+                                src, tag, c->comm, MPI_STATUS_IGNORE));
 }
 
 void llmt_comm_abort(llmt_comm *c, int exit_code)

@@ -83,6 +83,24 @@ int llmt_grid_from_values(llmt_grid *l, int world_size, int mpi_rank,
 	return 0;
 }
 
+int llmt_grid_batch_accum(int A, const char *batch_dp, int dp, int *A_out, char *err, size_t errlen)
+{
+	int d;
+
+	*A_out = A;
+	if (!batch_dp || !*batch_dp)
+		return 0;
+	if (parse_pos(LLMT_ENV_BATCH_DP, batch_dp, &d, err, errlen))
+		return -1;
+	if (dp < 1 || ((long)A * d) % dp) {
+		snprintf(err, errlen, "%s=%d with --grad-accum %d: global batch of %ld micro-batches "
+			"does not split over dp=%d", LLMT_ENV_BATCH_DP, d, A, (long)A * d, dp);
+		return -1;
+	}
+	*A_out = (int)((long)A * d / dp);
+	return 0;
+}
+
 int llmt_grid_check_coords(const llmt_grid *l, const char *tp_rank, const char *pp_rank,
 	const char *dp_rank, char *err, size_t errlen)
 {

@@ -33,6 +33,12 @@ int llmt_grid_check_coords(const llmt_grid *l, const char *tp_rank, const char *
 	const char *dp_rank, char *err, size_t errlen);
 /* Same as from_values plus check_coords, from getenv. */
 int llmt_grid_from_env(llmt_grid *l, int world_size, int mpi_rank, char *err, size_t errlen);
+/* Pure: the gradient accumulation that keeps the global batch of a job
+ * whose batch options (--grad-accum A) were given for batch_dp replicas
+ * when it runs on dp: A x batch_dp / dp (batch_dp NULL or "": A). Returns
+ * 0, or -1 with one line in err when batch_dp is bad or the product is
+ * not a whole multiple of dp. */
+int llmt_grid_batch_accum(int A, const char *batch_dp, int dp, int *A_out, char *err, size_t errlen);
 /* Rank of (tp_rank, pp_rank, dp_rank) in the layout. */
 int llmt_grid_rank(const llmt_grid *l, int tp_rank, int pp_rank, int dp_rank);
 

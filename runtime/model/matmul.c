@@ -21,6 +21,24 @@ static dnnl_stream_t strm;
 static struct entry *cache;
 static int ncache, capcache;
 static int native = -1;
+static int perturb;
+
+void llmt_mm_set_perturb(int on)
+{
+    perturb = on;
+}
+
+/* the wrongmath fault: flip the top mantissa bit of C's middle element */
+static void perturb_out(void *C, llmt_dt ct, size_t n)
+{
+    if (ct == LLMT_DT_F32) {
+        uint32_t u;
+        memcpy(&u, (float *)C + n / 2, 4);
+        u ^= 0x00400000u;
+        memcpy((float *)C + n / 2, &u, 4);
+    } else
+        ((uint16_t *)C)[n / 2] ^= 0x0040u;
+}
 
 int llmt_mm_bf16_native(void)
 {
@@ -143,8 +161,20 @@ static float *widen(const void *src, size_t n)
     return f;
 }
 
+static int mm(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
+              llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate);
+
 int llmt_mm(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
             llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
+{
+    int rc = mm(batch, M, N, K, A, ta, B, tb, at, C, ct, alpha, accumulate);
+    if (!rc && perturb && M > 0 && N > 0)
+        perturb_out(C, ct, (size_t)M * N);
+    return rc;
+}
+
+static int mm(int batch, int M, int N, int K, const void *A, int ta, const void *B, int tb,
+              llmt_dt at, void *C, llmt_dt ct, float alpha, int accumulate)
 {
     if (at == LLMT_DT_F32 || llmt_mm_bf16_native())
         return run(batch, M, N, K, A, ta, B, tb, at, C, ct, alpha, accumulate);

@@ -21,6 +21,11 @@ int llmt_mm(int batch, int M, int N, int K,
             const void *A, int ta, const void *B, int tb, llmt_dt at,
             void *C, llmt_dt ct, float alpha, int accumulate);
 
+/* Fault injection (LLM_TRAIN_FAULT=wrongmath, resilience/faults.h): when
+ * on, every later product has one output element perturbed (the middle
+ * one of batch 0: its top mantissa bit flipped). */
+void llmt_mm_set_perturb(int on);
+
 /* 1 when bf16 products run natively (llmt_cpu_avx512() and not LLMT_NO_BF16). */
 int llmt_mm_bf16_native(void);
 

@@ -7,12 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include "comm/comm.h"
 #include "heartbeat.h"
 #include "llmt/exitcodes.h"
+#include "model/matmul.h"
 #include "watchdog.h"
 #include "llmt/env.h"
 
-static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang", "stall", "slowsave" };
+static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang", "stall", "slowsave",
+	"wrongmath", "slow", "slowlink" };
 
 /* Sleep s seconds on the monotonic clock, through signals. */
 static void sleep_s(double s)
@@ -29,6 +32,8 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char
 	char buf[512], *save = NULL, *item;
 
 	memset(fs, 0, sizeof(*fs));
+	fs->slow_factor = 3;
+	fs->delay_ms = 20;
 	if (!spec || !*spec)
 		return 0;
 	if (strlen(spec) >= sizeof(buf)) {
@@ -60,7 +65,7 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char
 			if (!strcmp(item, kinds[k]))
 				break;
 		if (k == LLMT_FAULT_NKINDS) {
-			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang stall slowsave)", item);
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang stall slowsave wrongmath slow slowlink)", item);
 			return -1;
 		}
 		colon = strchr(at + 1, ':');
@@ -103,7 +108,78 @@ int llmt_faults_from_env(llmt_faults *fs, char *err, size_t errlen)
 	if (gethostname(hn, sizeof(hn) - 1))
 		hn[0] = 0;
 	llmt_hb_host(host, sizeof(host), getenv("SLURMD_NODENAME"), hn);
-	return llmt_faults_parse(fs, getenv(LLMT_ENV_FAULT), attempt, host, err, errlen);
+	if (llmt_faults_parse(fs, getenv(LLMT_ENV_FAULT), attempt, host, err, errlen))
+		return -1;
+	return llmt_faults_params(fs, getenv("LLM_TRAIN_FAULT_SLOW"), getenv("LLM_TRAIN_FAULT_DELAY_MS"),
+		err, errlen);
+}
+
+static int param(const char *name, const char *s, double lo, double hi, double *out, char *err,
+	size_t errlen)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		snprintf(err, errlen, "%s=%s: want a number in [%g, %g]", name, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int llmt_faults_params(llmt_faults *fs, const char *slow, const char *delay_ms, char *err,
+	size_t errlen)
+{
+	if (param("LLM_TRAIN_FAULT_SLOW", slow, 1, 1000, &fs->slow_factor, err, errlen) ||
+	    param("LLM_TRAIN_FAULT_DELAY_MS", delay_ms, 0, 60000, &fs->delay_ms, err, errlen))
+		return -1;
+	return 0;
+}
+
+int llmt_fault_from(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank)
+{
+	for (int i = 0; i < fs->n; i++)
+		if (fs->f[i].kind == kind && (step < 0 || fs->f[i].step <= step) &&
+		    (fs->f[i].rank < 0 || fs->f[i].rank == rank))
+			return 1;
+	return 0;
+}
+
+void llmt_faults_fire_node(const llmt_faults *fs, long step, int rank)
+{
+	static int math_on, link_on;
+
+	if (!math_on && llmt_fault_from(fs, LLMT_FAULT_WRONGMATH, step, rank)) {
+		math_on = 1;
+		fprintf(stderr, "llm-train: rank %d: injected fault wrongmath (%s %ld): one element of every matrix product perturbed\n",
+			rank, step < 0 ? "self-test, step" : "from step", step);
+		llmt_mm_set_perturb(1);
+	}
+	if (!link_on && llmt_fault_from(fs, LLMT_FAULT_SLOWLINK, step, rank)) {
+		link_on = 1;
+		fprintf(stderr, "llm-train: rank %d: injected fault slowlink (%s %ld): every send delayed %.1f ms\n",
+			rank, step < 0 ? "self-test, step" : "from step", step, fs->delay_ms);
+		llmt_comm_set_send_delay(fs->delay_ms / 1000);
+	}
+}
+
+double llmt_faults_slow_sleep(const llmt_faults *fs, long step, int rank, double compute_s)
+{
+	static int said;
+	double s = (fs->slow_factor - 1) * compute_s;
+
+	if (!llmt_fault_from(fs, LLMT_FAULT_SLOW, step, rank) || !(s > 0))
+		return 0;
+	if (!said++)
+		fprintf(stderr, "llm-train: rank %d: injected fault slow (%s %ld): compute x%g\n", rank,
+			step < 0 ? "self-test, step" : "from step", step, fs->slow_factor);
+	sleep_s(s);
+	return s;
 }
 
 int llmt_fault_at(const llmt_faults *fs, llmt_fault_kind kind, long step, int rank)

@@ -155,6 +155,16 @@ static void step_end(trainer *t, const step_mark *m, double step_s, double ckpt_
 		llmt_hb_set_timing(line);
 }
 
+/* Seconds this rank has waited in all its groups so far (0 with the
+ * timings off: the compute time is then the wall time). */
+static double waits_s(const trainer *t)
+{
+	const llmt_parallel *p = t->p;
+
+	return llmt_comm_wait_s(p->tp_comm) + llmt_comm_wait_s(p->pp_comm) +
+		llmt_comm_wait_s(p->dp_comm) + llmt_comm_wait_s(p->all);
+}
+
 /* ---- the loop -------------------------------------------------------------- */
 static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 {
@@ -289,7 +299,7 @@ static int loop(trainer *t)
 	t->last_save_time = llmt_tr_now();
 	while (t->st.step < o->steps) {
 		long stepno = (long)t->st.step + 1;
-		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
+		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0, comp0;
 		double scale = 1.0 / (o->A * l->dp);
 		uint64_t ntrained = (uint64_t)t->G * (uint64_t)o->T;
 		int bad, sync_ckpt, due;
@@ -299,6 +309,7 @@ static int loop(trainer *t)
 		llmt_hb_set(t->st.step, LLMT_HB_TRAIN, last_step_s);
 		llmt_wd_arm(last_step_s > 0 ? llmt_wd_timeout() : 0); /* not in the first step: one-time costs */
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
+		llmt_faults_fire_node(&t->faults, stepno, l->rank);
 		llmt_model_zero_grad(t->m);
 		t->base = (uint64_t)t->st.pos;
 		t->pl.packed = t->ld.masked;
@@ -306,8 +317,11 @@ static int loop(trainer *t)
 			llmt_comm_abort(t->p->world, rc);
 			return rc;
 		}
+		comp0 = llmt_tr_now() - waits_s(t);
 		rc = llmt_pipeline_run(&t->pl, fetch, t, t->ld.masked ? (float)scale : 1.0f / (float)(o->A * l->dp),
 			&loss_sum);
+		if (!rc) /* the slow fault: this rank's compute takes factor x as long */
+			llmt_faults_slow_sleep(&t->faults, stepno, l->rank, llmt_tr_now() - waits_s(t) - comp0);
 		if (rc) {
 			fprintf(stderr, "llm-train: rank %d: step %ld failed (%s)\n", l->rank, stepno,
 				rc < 0 ? "communication" : "data");

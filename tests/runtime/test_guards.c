@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "resilience/faults.h"
 #include "resilience/heartbeat.h"
@@ -74,6 +75,52 @@ static void test_faults(void **st)
 	assert_int_equal(llmt_faults_parse(&f, "stall@7/", 0, "n2", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "bad node"));
 	assert_int_equal(llmt_faults_parse(&f, "melt@7/n2", 0, "n2", err, sizeof(err)), -1);
+}
+
+/* the bad-node kinds (wrongmath, slow, slowlink): active from their step
+ * on, or at any step when asked with step < 0 (the self-test) */
+static void test_faults_node(void **st)
+{
+	llmt_faults f;
+	char err[256];
+	struct timespec a, b;
+	double slept, wall;
+
+	(void)st;
+	assert_int_equal(llmt_faults_parse(&f, "slow@5:1,wrongmath!@3/n2,slowlink@9", 1, "n2", err, sizeof(err)), 0);
+	assert_int_equal(f.n, 1);                                    /* slow and slowlink: first attempt only */
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_WRONGMATH, 3, 0));
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_WRONGMATH, 30, 4));
+	assert_false(llmt_fault_from(&f, LLMT_FAULT_WRONGMATH, 2, 0));
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_WRONGMATH, -1, 0));
+	assert_false(llmt_fault_from(&f, LLMT_FAULT_SLOW, -1, 1));
+	assert_int_equal(llmt_faults_parse(&f, "slow@5:1,slowlink@9", 0, NULL, err, sizeof(err)), 0);
+	assert_false(llmt_fault_from(&f, LLMT_FAULT_SLOW, 4, 1));
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_SLOW, 5, 1));
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_SLOW, 6, 1));
+	assert_false(llmt_fault_from(&f, LLMT_FAULT_SLOW, 6, 0));
+	assert_false(llmt_fault_at(&f, LLMT_FAULT_SLOW, 6, 1));      /* at: that step only */
+	assert_true(llmt_fault_from(&f, LLMT_FAULT_SLOWLINK, -1, 3));
+	/* the factor and the delay: defaults, values, bad values named */
+	assert_true(f.slow_factor == 3 && f.delay_ms == 20);
+	assert_int_equal(llmt_faults_params(&f, "2.5", "", err, sizeof(err)), 0);
+	assert_true(f.slow_factor == 2.5 && f.delay_ms == 20);
+	assert_int_equal(llmt_faults_params(&f, NULL, "5", err, sizeof(err)), 0);
+	assert_true(f.slow_factor == 2.5 && f.delay_ms == 5);
+	assert_int_equal(llmt_faults_params(&f, "0.5", NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "LLM_TRAIN_FAULT_SLOW=0.5"));
+	assert_int_equal(llmt_faults_params(&f, NULL, "x", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "LLM_TRAIN_FAULT_DELAY_MS=x"));
+	/* slow sleeps (factor - 1) x the compute time, only when active */
+	assert_true(llmt_faults_slow_sleep(&f, 4, 1, 0.04) == 0);
+	assert_true(llmt_faults_slow_sleep(&f, 5, 0, 0.04) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	slept = llmt_faults_slow_sleep(&f, 5, 1, 0.04);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	wall = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+	assert_true(fabs(slept - 0.06) < 1e-12);
+	assert_true(wall >= 0.06);
+	assert_int_equal(llmt_faults_parse(&f, "slowlink@x", 0, NULL, err, sizeof(err)), -1);
 }
 
 static void test_sdc(void **st)
@@ -175,6 +222,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_guard),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_faults_node),
 		cmocka_unit_test(test_sdc),
 		cmocka_unit_test(test_checksum),
 		cmocka_unit_test(test_metrics_line),

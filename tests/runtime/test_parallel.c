@@ -27,6 +27,28 @@ static void test_defaults(void **st)
 	assert_int_equal(l.dp, 2);
 }
 
+/* elastic shrink: batch options given for dp=4 (LLM_TRAIN_BATCH_DP) keep
+ * the global batch on a smaller dp by more accumulation, or refuse */
+static void test_batch_accum(void **st)
+{
+	char err[256];
+	int A = 0;
+	(void)st;
+
+	assert_int_equal(llmt_grid_batch_accum(3, NULL, 4, &A, err, sizeof(err)), 0);
+	assert_int_equal(A, 3);
+	assert_int_equal(llmt_grid_batch_accum(3, "", 4, &A, err, sizeof(err)), 0);
+	assert_int_equal(A, 3);
+	assert_int_equal(llmt_grid_batch_accum(3, "4", 3, &A, err, sizeof(err)), 0);
+	assert_int_equal(A, 4);
+	assert_int_equal(llmt_grid_batch_accum(1, "4", 2, &A, err, sizeof(err)), 0);
+	assert_int_equal(A, 2);
+	assert_int_equal(llmt_grid_batch_accum(1, "4", 3, &A, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "dp=3"));
+	assert_int_equal(llmt_grid_batch_accum(1, "x4", 2, &A, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "LLM_TRAIN_BATCH_DP=x4"));
+}
+
 static void test_order(void **st)
 {
 	llmt_grid l;
@@ -144,6 +166,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_batch_accum),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_coords),
 		cmocka_unit_test(test_1f1b),

@@ -336,6 +336,57 @@ static void test_call_bounded(void **state)
 	assert_true(llmt_monotonic_us() - t0 < 60 * 1000000LL);
 }
 
+/* Issue 17: the prolog's self-test drains only for exit 88 with wrong
+ * answers; a slow node, another code or no output is not drained */
+static void test_selftest_verdict(void **state)
+{
+	(void)state;
+	char d[300];
+	const char *wrong = "node n1: wrong (answers wrong, golden mismatch; 7.7 GFLOP/s)\nselftest: 1 node, 1 bad\n";
+	const char *slow = "node n1: slow (answers ok, golden match; 7.7 GFLOP/s)\nselftest: 1 node, 1 bad\n";
+	assert_int_equal(llmt_selftest_verdict(88, wrong, d, sizeof(d)), 1);
+	assert_string_equal(d, "node n1: wrong (answers wrong, golden mismatch; 7.7 GFLOP/s)");
+	assert_int_equal(llmt_selftest_verdict(88, slow, d, sizeof(d)), 0);
+	assert_string_equal(d, "");
+	assert_int_equal(llmt_selftest_verdict(0, wrong, d, sizeof(d)), 0);
+	assert_int_equal(llmt_selftest_verdict(64, wrong, d, sizeof(d)), 0);
+	assert_int_equal(llmt_selftest_verdict(88, NULL, d, sizeof(d)), 0);
+	assert_int_equal(llmt_selftest_verdict(88, "", d, sizeof(d)), 0);
+}
+
+/* The prolog's self-test run: stdout kept, a hang killed at the deadline
+ * with its whole process group, the fixed environment, absolute paths only */
+static void test_selftest_run(void **state)
+{
+	(void)state;
+	char out[64], err[512], path[] = "/tmp/llmt-st-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *sh = "#!/bin/sh\n[ \"$1 $2 $3\" = 'selftest --size small' ] || exit 64\n"
+			 "[ -z \"$LLMT_PLANTED\" ] || exit 65\n"
+			 "[ \"$OMPI_ALLOW_RUN_AS_ROOT\" = 1 ] || exit 66\n"
+			 "case $0 in *hang*) sleep 30 & sleep 30;; esac\n"
+			 "echo 'node n1: wrong (answers wrong) and a long tail past the buffer .......'\nexit 88\n";
+	assert_true(write(fd, sh, strlen(sh)) == (ssize_t)strlen(sh));
+	close(fd);
+	chmod(path, 0755);
+	setenv("LLMT_PLANTED", "x", 1);
+	assert_int_equal(llmt_selftest_run(path, 5000, out, sizeof(out), err, sizeof(err)), 88);
+	unsetenv("LLMT_PLANTED");
+	assert_int_equal(strlen(out), sizeof(out) - 1);    /* bounded */
+	assert_non_null(strstr(out, "(answers wrong)"));
+	char hang[64];
+	snprintf(hang, sizeof(hang), "%s-hang", path);
+	assert_int_equal(symlink(path, hang), 0);
+	assert_int_equal(llmt_selftest_run(hang, 300, out, sizeof(out), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "timed out"));
+	assert_int_equal(llmt_selftest_run("llm-train", 300, out, sizeof(out), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "absolute"));
+	assert_int_equal(llmt_selftest_run("/nonexistent/llm-train", 2000, out, sizeof(out), err, sizeof(err)), 127);
+	unlink(hang);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +401,8 @@ int main(void)
 		cmocka_unit_test(test_run_bounded),
 		cmocka_unit_test(test_run_bounded_clean_env),
 		cmocka_unit_test(test_call_bounded),
+		cmocka_unit_test(test_selftest_verdict),
+		cmocka_unit_test(test_selftest_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,34 @@ static void test_overlapping_node_types(void **s)
 		     "node y9 matches node types 'a' (pol.yaml:2) and 'c' (pol.yaml:4)");
 }
 
+/* Issue 17: the wrapper's preflight asked by the policy, and the prolog's
+ * self-test (off by default; command an absolute path) */
+static void test_selftest_keys(void **state)
+{
+	(void)state;
+	struct llmt_policy *p;
+	char err[512];
+	const char *y = "defaults: {preflight: true}\n"
+			"health: {selftest: {timeout: 45, command: /opt/llm/bin/llm-train}}\n";
+	assert_int_equal(llmt_policy_parse(y, strlen(y), "pol.yaml", &p, err, sizeof(err)), LLMT_POLICY_OK);
+	assert_true(p->defaults.preflight);
+	assert_true(p->health.selftest.enabled);
+	assert_int_equal(p->health.selftest.timeout_s, 45);
+	assert_string_equal(p->health.selftest_cmd, "/opt/llm/bin/llm-train");
+	llmt_policy_free(p);
+	assert_int_equal(llmt_policy_parse("", 0, "e.yaml", &p, err, sizeof(err)), LLMT_POLICY_OK);
+	assert_false(p->defaults.preflight);
+	assert_false(p->health.selftest.enabled);
+	assert_int_equal(p->health.selftest.timeout_s, 60);
+	llmt_policy_free(p);
+	expect_error("health: {selftest: {command: llm-train}}\n", "not an absolute path");
+	expect_error("health: {selftest: {command: /opt/../bin/llm-train}}\n", "not an absolute path");
+	expect_error("health: {selftest: {timeout: 601}}\n", "timeout");
+	expect_error("health: {selftest: {size: full}}\n", "enabled timeout command");
+	expect_error("health: {xid_scan: {command: /bin/x}}\n", "enabled timeout");
+	expect_error("defaults: {preflight: maybe}\n", "preflight");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_sample),
 		cmocka_unit_test(test_cluster_policy),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_selftest_keys),
 		cmocka_unit_test(test_missing_and_empty),
 		cmocka_unit_test(test_stat_check),
 	};

@@ -55,7 +55,7 @@ ledger() {
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 n = lambda e: sum(1 for x in ev if x.get('event') == e)
-acts = [x.get('act') for x in ev if x.get('event') == 'action']
+acts = [x.get('act') for x in ev if x.get('event') == 'action' and 'source' not in x]  # not a preflight's
 print('launches=%d failures=%s restarts=%d requeues=%d' % (
     n('launch'), ','.join(sorted(x.get('class', '?') for x in ev if x.get('event') == 'failure')),
     acts.count('restart'), acts.count('requeue')))

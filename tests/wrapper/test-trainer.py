@@ -50,9 +50,10 @@ fault_kind, fault_step, fault_rank = "", -1, -1
 f = env("LLM_TRAIN_FAULT")
 if f:
     kind, _, rest = f.partition("@")
+    rest, _, node = rest.partition("/")   # /node: only on that node (llm-train's form)
     st, _, rk = rest.partition(":")
     always = kind.endswith("!")
-    if always or attempt == 0:
+    if (always or attempt == 0) and node in ("", host):
         fault_kind, fault_step = kind.rstrip("!"), int(st)
         fault_rank = int(rk) if rk else -1
 

@@ -176,12 +176,33 @@ static void test_stuck_peer(void **state)
 	}
 }
 
+/* The watcher ended the step to replace a straggler: a node fault on its
+ * node, whatever srun's code after the kill */
+static void test_straggler_replaced(void **state)
+{
+	(void)state;
+	struct wr_ending e;
+	memset(&e, 0, sizeof e);
+	e.exited = true;
+	e.exit_code = 143;
+	e.task_signal = 15;
+	wr_nodes_add(&e.signal_nodes, "node1");
+	snprintf(e.straggler_node, sizeof e.straggler_node, "node3");
+	struct wr_verdict v;
+	wr_classify(&e, NULL, 0, &v);
+	assert_int_equal(v.cls, WR_NODE_FAULT);
+	assert_string_equal(v.node, "node3");
+	assert_int_equal(v.nodes.n, 1);
+	assert_string_equal(v.nodes.name[0], "node3");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_nodes_set),
 		cmocka_unit_test(test_stuck_peer),
+		cmocka_unit_test(test_straggler_replaced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

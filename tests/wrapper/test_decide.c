@@ -173,6 +173,46 @@ static void test_shrink_divisor(void **state)
 	assert_int_equal(a.act, ACT_RESTART);
 	assert_int_equal(a.ntasks, 6);
 	assert_int_equal(a.nodes, 3);
+	assert_int_equal(a.dp, 3);
+	assert_int_equal(a.accum, 2);
+}
+
+/* The global batch is dp x micro-batch x accum: with accum 3 at dp 4, three
+ * nodes run dp 3 at accum 4; with accum 1, dp 2 at accum 2. One replica of
+ * tp x pp = 16 ranks no longer fitting on the three 4-rank nodes left: requeue. */
+static void test_shrink_accum(void **state)
+{
+	(void)state;
+	struct wr_policy p = pol();
+	p.shrink = true;
+	p.tasks_per_node = 1;
+	p.ranks_per_replica = 1;
+	p.accum = 3;
+	struct wr_state s = st();
+	struct wr_verdict v = verdict(WR_NODE_FAULT, "n3");
+	struct wr_action a;
+	wr_decide(&v, &p, &s, &a);
+	assert_int_equal(a.act, ACT_RESTART);
+	assert_int_equal(a.dp, 3);
+	assert_int_equal(a.accum, 4);
+	assert_int_equal(a.ntasks, 3);
+	assert_int_equal(a.nodes, 3);
+	assert_non_null(strstr(a.why, "dp 4 -> 3, grad-accum 3 -> 4"));
+	p.accum = 1;
+	wr_decide(&v, &p, &s, &a);
+	assert_int_equal(a.dp, 2);
+	assert_int_equal(a.accum, 2);
+	assert_int_equal(a.nodes, 2);
+	p.dp = 0;                         /* layout unknown: no shrink */
+	wr_decide(&v, &p, &s, &a);
+	assert_int_equal(a.act, ACT_REQUEUE);
+	p = pol();
+	p.shrink = true;
+	p.dp = 1;
+	p.ranks_per_replica = 16;         /* 1 replica of 16 ranks on 4 nodes of 4 */
+	wr_decide(&v, &p, &s, &a);
+	assert_int_equal(a.act, ACT_REQUEUE);
+	assert_int_equal(a.dp, 0);
 }
 
 int main(void)
@@ -182,6 +222,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_excluded_accumulate),
 		cmocka_unit_test(test_shrink_divisor),
+		cmocka_unit_test(test_shrink_accum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

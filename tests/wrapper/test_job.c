@@ -321,6 +321,51 @@ static void apply_action(void **st)
 	assert_int_equal(wr_job_requeue_failed_code(137), LLMT_EXIT_SOFTWARE);
 }
 
+/* Elastic shrink: the trainer's --grad-accum read from its command, dp
+ * derived when the plugin's is auto, the shrink's dp applied and handed to
+ * the next attempt as LLM_TRAIN_DP and LLM_TRAIN_BATCH_DP. */
+static void shrink_layout(void **st)
+{
+	(void)st;
+	char *c1[] = { "llm-train", "--micro-batch", "2", "--grad-accum", "3", NULL };
+	char *c2[] = { "llm-train", "--grad-accum=5", NULL };
+	char *c3[] = { "sh", "-c", "--grad-accum", NULL };
+	char *c4[] = { "t", "--", "--grad-accum", "4", NULL };
+	assert_int_equal(wr_cmd_opt(c1, "--grad-accum", 1), 3);
+	assert_int_equal(wr_cmd_opt(c2, "--grad-accum", 1), 5);
+	assert_int_equal(wr_cmd_opt(c3, "--grad-accum", 1), 1);
+	assert_int_equal(wr_cmd_opt(c4, "--grad-accum", 1), 1);
+	assert_int_equal(wr_cmd_opt(cmd, "--grad-accum", 1), 1);
+	char *c5[] = { "llm-train", "--steps", "200", "--steps-x", "3", NULL };
+	assert_int_equal(wr_cmd_opt(c5, "--steps", 0), 200);
+	assert_int_equal(wr_cmd_opt(c4, "--steps", 0), 0);
+
+	struct wr_job j = job();
+	assert_int_equal(j.pol.dp, 4);
+	site.dp = 0;                              /* dp=auto: 4 nodes x 2 / tp 2 */
+	j = wr_job_start(&opt, &site, &hist, &led, "/run", "/hb", -1, 1000);
+	assert_int_equal(j.pol.dp, 4);
+	assert_int_equal(j.pol.accum, 1);
+	opt.cmd = c1;
+	j = wr_job_start(&opt, &site, &hist, &led, "/run", "/hb", -1, 1000);
+	assert_int_equal(j.pol.accum, 3);
+
+	struct wr_attempt_env e;
+	wr_job_env(&j, 0, 1000, &e);
+	assert_string_equal(e.dp, "");            /* full layout: nothing set */
+	struct wr_verdict v = { .cls = WR_NODE_FAULT };
+	struct wr_action a = { .act = ACT_RESTART, .nodes = 3, .ntasks = 6, .dp = 3, .accum = 4,
+	                       .max_resume_step = -1 };
+	wr_nodes_add(&a.exclude, "n4");
+	assert_int_equal(wr_job_apply(&j, &v, &a, 1000), WR_NEXT_RESTART);
+	assert_int_equal(j.dp_now, 3);
+	assert_int_equal(j.nodes_step, 3);
+	assert_int_equal(j.ntasks, 6);
+	wr_job_env(&j, 0, 1000, &e);
+	assert_string_equal(e.dp, "3");
+	assert_string_equal(e.batch_dp, "4");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +373,7 @@ int main(void)
 		cmocka_unit_test(attempt_env), cmocka_unit_test(launch_and_watch),
 		cmocka_unit_test(down_nodes), cmocka_unit_test(record_attempt),
 		cmocka_unit_test(decision_state), cmocka_unit_test(apply_action),
+		cmocka_unit_test(shrink_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
