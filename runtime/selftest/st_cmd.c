@@ -28,7 +28,7 @@ static const char usage[] =
 	"GFLOP/s and its memory bandwidth; one rank per node: ring and pairwise links.\n"
 	"A node is slow when its compute time exceeds F (default 1.5) x the median, or its\n"
 	"rates fall below 1/F of the expected ones; a link when its bandwidth is below\n"
-	"1/L (default 4) of the median; a node's links when half the links from it are.\n"
+	"1/L (default 30) of the median; a node's links when half the links from it are.\n"
 	"One line per node; --json FILE: the report (doc/contracts.md).\n"
 	"Exit 0 all ok, 88 a bad node (named), 64 bad option, 66 --json's folder missing.\n"
 	"A CUDA build tests the CPU kernels and the MPI links, not the GPU.\n";
@@ -83,7 +83,7 @@ static int parse(int argc, char **argv, st_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->F = 1.5;
-	o->L = 4;
+	o->L = 30;
 	optind = 1;
 	opterr = 0;
 	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

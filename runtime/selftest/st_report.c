@@ -78,7 +78,7 @@ void llmt_st_judge(llmt_st_report *r)
 	r->median_gflops = node_median(r, offsetof(llmt_st_node, gflops));
 	r->median_membw = node_median(r, offsetof(llmt_st_node, membw_gbs));
 	r->median_compute_s = node_median(r, offsetof(llmt_st_node, compute_s));
-	judge_links(r, r->link_factor > 1 ? r->link_factor : 4);
+	judge_links(r, r->link_factor > 1 ? r->link_factor : 30);
 	r->nbad = 0;
 	for (int i = 0; i < r->nnodes; i++) {
 		llmt_st_node *n = &r->nodes[i];

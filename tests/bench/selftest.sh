@@ -47,7 +47,8 @@ for i in $(seq 1 "$clean"); do
 	[ "$1" = 0 ] || fp=$((fp + 1))
 	echo "$2 $3" >>"$W/times"
 done
-sort -n "$W/times" | awk '{w[NR]=$1; e[NR]=$2} END {printf "time per run (4 nodes x 1 rank, small): wall median %s s (min %s, max %s); report elapsed median %s s\n", w[int((NR+1)/2)], w[1], w[NR], e[int((NR+1)/2)]}'
+med() { cut -d' ' -f"$1" "$W/times" | sort -n | awk '{v[NR]=$1} END {printf "median %s s (min %s, max %s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+echo "time per run (4 nodes x 1 rank, small): srun wall $(med 1); the report's elapsed_s $(med 2)"
 echo "false positives: $fp of $runs clean runs"
 
 # sweep FAULT NODE VAR UNIT VALUES...: the smallest value found every time
@@ -68,5 +69,5 @@ sweep() {
 }
 sweep slow node2 LLM_TRAIN_FAULT_SLOW x 3 2 1.75 1.6 1.5 1.4 1.25
 echo "smallest slowdown found every time: x${smallest:-none} (--slow-factor 1.5)"
-sweep slowlink node4 LLM_TRAIN_FAULT_DELAY_MS ms 20 10 5 2 1
-echo "smallest send delay found every time: ${smallest:-none} ms (--link-factor 4)"
+sweep slowlink node4 LLM_TRAIN_FAULT_DELAY_MS ms 20 10 5 2 1 0.5
+echo "smallest send delay found every time: ${smallest:-none} ms (--link-factor 30)"

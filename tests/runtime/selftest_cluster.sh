@@ -25,11 +25,20 @@ W=$CLUSTER_WORK
 py=/usr/bin/python3
 
 # st NAME NODES TASKS [env...]: run selftest, report in $W/NAME.json,
-# output in $W/NAME.out; returns the exit status
+# output in $W/NAME.out; returns the exit status. The one stated exception
+# of loop_lib.sh is retried once, said so: Open MPI 4.1.4's TCP wire-up
+# crash (exactly one frame, at address (nil), in Open MPI's own handler).
 st() {
 	_n=$1 _N=$2 _t=$3; shift 3
-	env "$@" timeout 180 srun -J "llmt-st-$_n" --mpi=pmix --kill-on-bad-exit=0 -N "$_N" -n "$_t" --ntasks-per-node=$((_t / _N)) \
-		"$LT" selftest --json "$W/$_n.json" >"$W/$_n.out" 2>&1
+	for _try in 1 2; do
+		env "$@" timeout 180 srun -J "llmt-st-$_n" --mpi=pmix --kill-on-bad-exit=0 -N "$_N" -n "$_t" \
+			--ntasks-per-node=$((_t / _N)) "$LT" selftest --json "$W/$_n.json" >"$W/$_n.out" 2>&1
+		_rc=$?
+		case $_rc in 0|88) return $_rc ;; esac
+		grep -q 'Failing at address: (nil)' "$W/$_n.out" &&
+			[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$W/$_n.out")" = 1 ] && [ $_try = 1 ] || return $_rc
+		echo "RETRY: $_n: Open MPI's wire-up crash (one frame at address (nil)); running again"
+	done
 }
 
 # check NAME RC WANT_RC BAD [KIND]: exit status, report and node lines
@@ -68,7 +77,7 @@ PY
 		grep -q "^node $_node: ${5:-ok} " "$W/$1.out" || { cat "$W/$1.out"; fail "$1: no line for $_node"; }
 	done
 	[ "$(grep -c '^node ' "$W/$1.out")" = "$(grep -o '"node":' "$W/$1.json" | wc -l)" ] || fail "$1: one line per node"
-	echo "$1: exit $2, bad_nodes [$4]; $(tail -n 1 "$W/$1.out")"
+	echo "$1: exit $2, bad_nodes [$4]; $(grep "^selftest:" "$W/$1.out")"
 }
 
 st clean 4 4; check clean $? 0 ""
