@@ -42,15 +42,6 @@ JOB
 	(cd "$W" && sbatch --parsable --requeue --open-mode=append -o "$_n.out" -N2 --ntasks-per-node=1 "$_n.sh")
 }
 
-# real_pid JOBID PROCID: the llm-train process of that task
-real_pid() {
-	for _p in $(pgrep -f "$LT --model"); do
-		_e=$(tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null) || continue
-		echo "$_e" | grep -qx "SLURM_JOB_ID=$1" && echo "$_e" | grep -qx "SLURM_PROCID=$2" && { echo "$_p"; return 0; }
-	done
-	return 1
-}
-
 final() {  # NAME: the job's final checkpoint
 	printf '%s/step_%08d' "$W/$1" $STEPS
 }
