@@ -11,6 +11,10 @@
  * "node HOST FLUSH_NS", then per rank "r<R> " + the rank file's first
  * line, and its second line as it is */
 #define LLMT_HB_NODE_PATH_FMT "%s/node_%s"
+/* the node channel's shared-memory segment names of one Slurm step in
+ * /dev/shm start with (UID, JOB_ID, STEP_ID); the SPANK plugin removes
+ * those left at the step's end (ranks killed before they detached) */
+#define LLMT_HB_SHM_STEP_FMT "llmt-hb-%u-%u.%u-"
 /* its line: step, unix time in ns, phase (init load train save done),
  * seconds of the last step; then " host" when known, and a newline */
 #define LLMT_HB_LINE_FMT "%ld %lld %s %.6f"

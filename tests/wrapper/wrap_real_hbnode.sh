@@ -7,8 +7,9 @@
 # created its node's segment), after the step-8 checkpoint: its node-mate
 # goes on flushing the node's file, the stopped rank's record in it ages,
 # and the wrapper's hang names rank 2 and its node; the job restarts from
-# the checkpoint and completes. Fails on the old code (rank files only:
-# no node_HOST file).
+# the checkpoint and completes; the killed attempt's shared-memory segments
+# are gone (the plugin removes them at the step's end). Fails on the old
+# code (rank files only: no node_HOST file).
 # RT_SRC/RT_BUILD: where llm-train's sources and build are (default the tree).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
@@ -45,6 +46,9 @@ L=$C/ledger.jsonl
 	{ grep '"event":"hang"' "$L"; show "the hang does not name rank 2 on $node"; }
 grep -q "hang: rank 2 on $node silent" "$W/hbn.out" || show "the wrapper's hang line does not name rank 2 on $node"
 [ "$(count launch "$L")" = 2 ] || show "want two launches"
+# the killed attempt's segments are removed by the plugin at its step's end
+left=$(ls /dev/shm | grep "^llmt-hb-$(id -u)-$j\.")
+[ -z "$left" ] || show "segments left in /dev/shm: $left"
 [ -f "$(printf '%s/step_%08d' "$C" $STEPS)/manifest.json" ] || show "no step-$STEPS checkpoint"
 grep '"event":"hang"' "$L" | sed 's/.*"silent_s":\([0-9.]*\).*"timeout_s":\([0-9.]*\).*/stopped rank silent \1 s (timeout \2 s)/'
 echo "rank 2 (local 0 on $node) stopped: found through its node's file, the job completed after one restart"
