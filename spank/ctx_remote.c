@@ -13,6 +13,7 @@
 #include <string.h>
 #include <slurm/slurm.h>
 
+#include "hbclean.h"
 #include "hostlist.h"
 #include "plan.h"
 
@@ -403,9 +404,16 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 
 int llmt_remote_exit(spank_t sp, int ac, char **av)
 {
-	(void)sp;
+	uint32_t job_id, step_id;
+	uid_t uid;
+
 	(void)ac;
 	(void)av;
+	/* the node heartbeat channel's segments of ranks killed in this step */
+	if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS &&
+	    spank_get_item(sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS &&
+	    spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS)
+		llmt_hb_clean_step("/dev/shm", (unsigned)uid, job_id, step_id);
 	remote_reset();
 	return 0;
 }

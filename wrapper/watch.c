@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
-#include "include/llmt/heartbeat.h"
+#include "hbread.h"
 
 double wr_now(void)
 {
@@ -144,6 +144,7 @@ struct ctx {
 	struct wr_watch_out *o;
 	struct wr_steptimes *st;
 	struct wr_hb *hb;
+	struct wr_hb *cur;        /* per rank: what this tick read (hbread.h) */
 	double *hb_seen;          /* per rank: when (our clock) its current heartbeat was first read */
 	long *seen_step;          /* per rank: last step we sampled */
 	bool *straggler_told;
@@ -247,16 +248,11 @@ static void read_heartbeats(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
 	double now = wr_now();
+	wr_hb_read_dir(c->hb_dir, x->cur, c->nranks, NULL);
 	for (int r = 0; r < c->nranks; r++) {
-		char p[4200], line[256], tline[1024];
-		snprintf(p, sizeof p, LLMT_HB_PATH_FMT, c->hb_dir, r);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue;   /* not written yet: hang.c counts it from the launch */
-		struct wr_hb h;
-		if (fgets(line, sizeof line, f) && wr_hb_parse(line, &h) == 0 && h.time >= x->o->t_launch) {
-			if (fgets(tline, sizeof tline, f))
-				wr_rank_times_parse(tline, &h.t);
+		/* not written yet: hang.c counts it from the launch */
+		struct wr_hb h = x->cur[r];
+		if (h.valid && h.time >= x->o->t_launch) {
 			if (!x->hb[r].valid || h.time != x->hb[r].time)
 				x->hb_seen[r] = now;
 			struct wr_rank_times before = x->hb[r].t;
@@ -287,7 +283,6 @@ static void read_heartbeats(struct ctx *x)
 					x->seen_step[r] = h.step;
 			}
 		}
-		fclose(f);
 	}
 }
 
@@ -412,13 +407,14 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	x.st = st;
 	int n = c->nranks > 0 ? c->nranks : 1;
 	x.hb = calloc((size_t)n, sizeof *x.hb);
+	x.cur = calloc((size_t)n, sizeof *x.cur);
 	x.hb_seen = calloc((size_t)n, sizeof *x.hb_seen);
 	x.seen_step = calloc((size_t)n, sizeof *x.seen_step);
 	x.straggler_told = calloc((size_t)n, sizeof *x.straggler_told);
 	x.strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x.strag.r),
 	                             .factor = c->straggler_factor, .k = c->straggler_steps };
 	x.strag_told = calloc((size_t)n, sizeof *x.strag_told);
-	if (!x.hb || !x.hb_seen || !x.seen_step || !x.straggler_told || !x.strag.r || !x.strag_told) {
+	if (!x.hb || !x.cur || !x.hb_seen || !x.seen_step || !x.straggler_told || !x.strag.r || !x.strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
 	}
@@ -587,6 +583,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		use_rank_times(&x);
 	}
 	free(x.hb);
+	free(x.cur);
 	free(x.hb_seen);
 	free(x.seen_step);
 	free(x.straggler_told);

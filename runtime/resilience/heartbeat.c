@@ -1,4 +1,5 @@
-/* heartbeat.c: heartbeat file writer with a refresh thread for phases in
+/* heartbeat.c: heartbeat writer (its node's channel under a Slurm step,
+ * hbchannel.h, else its own rank file) with a refresh thread for phases in
  * which the main thread may block for long (checkpoint I/O, startup) and
  * for waits in communication that the watchdog bounds. */
 #include "heartbeat.h"
@@ -10,7 +11,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "llmt/env.h"
 #include "llmt/heartbeat.h"
+#include "hbchannel.h"
 #include "watchdog.h"
 
 static const char *names[] = { "init", "load", "train", "save", "done" };
@@ -28,6 +31,8 @@ static struct {
 	double last;
 	double period;
 	long long written;   /* time of the last write (ns) */
+	int node;            /* the node channel (ch) instead of the rank file */
+	struct llmt_hbc ch;
 } hb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 const char *llmt_hb_phase_name(llmt_hb_phase p)
@@ -87,6 +92,11 @@ static void write_locked(void)
 		n += (int)strlen(hb.timing);
 	}
 
+	if (hb.node) {
+		llmt_hbc_write(&hb.ch, hb.written, line);
+		llmt_hbc_flush(&hb.ch, hb.written, hb.period / 4, 10 * hb.period, 0);
+		return;
+	}
 	f = fopen(hb.tmp, "w");
 	if (!f)
 		return; /* a missed beat is reported by the wrapper; never fatal here */
@@ -123,12 +133,43 @@ static void *ticker(void *arg)
 		llmt_timedwait_s(&hb.cv, &hb.mu, CLOCK_REALTIME, hb.period / 4);
 		if (hb.stop)
 			break;
-		due = (double)(now_ns() - hb.written) >= hb.period * 1e9;
+		/* the node channel's file lags a write by up to a quarter
+		 * period: its rewrites come that much sooner, so a refreshed
+		 * heartbeat is still never older than 1.25 periods when read */
+		due = (double)(now_ns() - hb.written) >= (hb.node ? 0.75 : 1.0) * hb.period * 1e9;
 		if (hb.phase == LLMT_HB_TRAIN ? waiting_in_comm(&last_seq) && due : hb.phase != LLMT_HB_DONE && due)
 			write_locked();
+		else if (hb.node)   /* the node's other ranks' news, if none of them flushed it */
+			llmt_hbc_flush(&hb.ch, now_ns(), hb.period / 4, 10 * hb.period, 0);
 	}
 	pthread_mutex_unlock(&hb.mu);
 	return NULL;
+}
+
+/* Under a Slurm step, the node channel (unless LLM_TRAIN_HEARTBEAT_CHANNEL
+ * is rank): 1 on, 0 rank files, -1 a bad value or no segment. */
+static int open_channel(const char *dir, int rank)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	int slot = llmt_hbn_local_slot(getenv("SLURM_LOCALID"));
+	char err[512], key[96];
+	int want = llmt_hbc_wanted(getenv(LLMT_ENV_HEARTBEAT_CHANNEL), err, sizeof(err));
+
+	if (want <= 0 || !job || !*job || !step || !*step || slot < 0) {
+		if (want < 0)
+			fprintf(stderr, "llm-train: %s\n", err);
+		return want < 0 ? -1 : 0;
+	}
+	if (access(dir, W_OK | X_OK)) {
+		fprintf(stderr, "llm-train: heartbeat dir %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%.40s.%.40s", job, step);
+	if (llmt_hbc_open(&hb.ch, dir, hb.host, key, slot, rank, err, sizeof(err))) {
+		fprintf(stderr, "llm-train: %s\n", err);
+		return -1;
+	}
+	return 1;
 }
 
 int llmt_hb_start(const char *dir, int rank, double period_s)
@@ -138,6 +179,7 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 		return -1;
 	}
 	char hn[256] = "";
+	int node;
 
 	if (gethostname(hn, sizeof(hn) - 1))
 		hn[0] = 0;
@@ -151,9 +193,18 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 	hb.timing[0] = 0;
 	hb.period = period_s > 0.05 ? period_s : 0.05;
 	hb.stop = 0;
+	node = open_channel(dir, rank);
+	hb.node = node > 0;
+	if (node < 0) {
+		hb.path[0] = 0;
+		pthread_mutex_unlock(&hb.mu);
+		return -1;
+	}
 	write_locked();
+	if (hb.node && hb.ch.created)   /* the node's file exists from the first rank on */
+		llmt_hbc_flush(&hb.ch, hb.written, 0, 0, 1);
 	pthread_mutex_unlock(&hb.mu);
-	{
+	if (!hb.node) {
 		FILE *f = fopen(hb.path, "r");
 		if (!f) {
 			fprintf(stderr, "llm-train: heartbeat file %s: %s\n", hb.path, strerror(errno));
@@ -203,5 +254,10 @@ void llmt_hb_stop(llmt_hb_phase final_phase)
 	if (hb.running)
 		pthread_join(hb.th, NULL);
 	hb.running = 0;
+	pthread_mutex_lock(&hb.mu);
+	if (hb.node)
+		llmt_hbc_close(&hb.ch, now_ns());
+	hb.node = 0;
 	hb.path[0] = 0;
+	pthread_mutex_unlock(&hb.mu);
 }

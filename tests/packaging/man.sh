@@ -17,7 +17,7 @@ command -v groff >/dev/null 2>&1 || { echo "FAIL: groff not installed (Debian pa
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmt-man.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-pages="llm_train.8 llm-train.yaml.5 llm-train.1 llm-train-wrap.1 llm-train-plan.1"
+pages="llm_train.8 llm-train.yaml.5 llm-train.1 llm-train-wrap.1 llm-train-plan.1 llm-train-ckpt-torch.1"
 # Plain text, one paragraph per line, no hyphenation: words can be grepped.
 render() { groff -man -Tascii -rLL=1000n -rHY=0 -P-cbou "$(page "$1")" 2>/dev/null; }
 

@@ -23,7 +23,7 @@ LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2 timeout 120 srun -J llmt-usr1 --mpi
 	--ckpt-dir "$W/u" --ckpt-interval 0 --quiet >"$W/u.out" 2>&1 &
 srun_pid=$!
 i=0
-until [ -r "$W/u/heartbeat/rank_00001" ] && [ "$(head -n 1 "$W/u/heartbeat/rank_00001" | cut -d' ' -f1)" -ge 3 ] 2>/dev/null; do
+until [ "$(hb_line "$W/u/heartbeat" 1 | cut -d' ' -f1)" -ge 3 ] 2>/dev/null; do
 	i=$((i + 1)); [ $i -lt 600 ] || { kill $srun_pid; fail "training did not reach step 3"; }
 	sleep 0.1
 done
@@ -76,13 +76,19 @@ LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2 LLM_TRAIN_FAULT=hang@3 timeout 120 
 	--ckpt-dir "$W/h" --quiet >"$W/h.out" 2>&1 &
 srun_pid=$!
 i=0
-until grep -q "injected fault hang@3" "$W/h.out" 2>/dev/null && [ -r "$W/h/heartbeat/rank_00000" ]; do
+until grep -q "injected fault hang@3" "$W/h.out" 2>/dev/null && [ -n "$(hb_line "$W/h/heartbeat" 0)" ]; do
 	i=$((i + 1)); [ $i -lt 600 ] || { kill $srun_pid; fail "the hang fault did not fire"; }
 	sleep 0.1
 done
-beat=$(cat "$W/h/heartbeat/rank_00000")
+# under srun the node's file is flushed up to half a second after a write
+i=0
+until case $(hb_line "$W/h/heartbeat" 0) in "2 "*) true ;; *) false ;; esac; do
+	i=$((i + 1)); [ $i -lt 600 ] || { kill $srun_pid; fail "heartbeat '$(hb_line "$W/h/heartbeat" 0)': want step 2"; }
+	sleep 0.1
+done
+beat=$(hb_line "$W/h/heartbeat" 0)
 sleep 3 # longer than the heartbeat thread's period (2 s): it must stay quiet in phase train
-[ "$(cat "$W/h/heartbeat/rank_00000")" = "$beat" ] || fail "the heartbeat moved during a hang: $beat"
+[ "$(hb_line "$W/h/heartbeat" 0)" = "$beat" ] || fail "the heartbeat moved during a hang: $beat"
 kill -0 $srun_pid 2>/dev/null || fail "the hung job ended by itself"
 case $beat in "2 "*" train "*) ;; *) fail "heartbeat '$beat': want step 2, phase train";; esac
 scancel -n llmt-hang

@@ -89,3 +89,14 @@ norms() {
 	/usr/bin/python3 -c 'import json,sys
 for l in open(sys.argv[1]): print(json.loads(l)["grad_norm"])' "$1"
 }
+
+# hb_line HBDIR RANK: the rank's heartbeat line, from its rank file or
+# (llm-train under srun: the node channel) its record in its node's file
+hb_line() {
+	_f=$1/rank_$(printf %05d "$2")
+	if [ -r "$_f" ]; then head -n 1 "$_f"; return 0; fi
+	for _f in "$1"/node_*; do
+		case $_f in *.tmp.*) continue ;; esac
+		[ -r "$_f" ] && sed -n "s/^r$2 //p" "$_f"
+	done | head -n 1
+}

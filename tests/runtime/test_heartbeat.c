@@ -6,7 +6,10 @@
  * communication call under an armed watchdog deadline. And the timing
  * line (steptime.h): a rank's step parts and totals, in its heartbeat
  * file, read back by the wrapper (ranktimes.h) to the same numbers, and
- * folded over ranks into one attempt's step time and checkpoint stall. */
+ * folded over ranks into one attempt's step time and checkpoint stall.
+ * Under a Slurm step: the node channel, one node file and no rank file,
+ * read back by the wrapper's directory reader; LLM_TRAIN_HEARTBEAT_CHANNEL
+ * rank keeps the rank file, a bad value is refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <glob.h>
 #include <math.h>
 #include "resilience/heartbeat.h"
 #include "resilience/watchdog.h"
 #include "train/steptime.h"
 #include "wrapper/hang.h"
+#include "wrapper/hbread.h"
 
 static void test_format(void **st)
 {
@@ -224,6 +229,49 @@ static void test_refresh(void **st)
 	rmdir(dir);
 }
 
+static void test_node_channel(void **st)
+{
+	char dir[] = "/tmp/llmt-hbc.XXXXXX", path[300];
+	struct wr_hb out[8];
+	glob_t g;
+	(void)st;
+
+	assert_non_null(mkdtemp(dir));
+	setenv("SLURMD_NODENAME", "gpu021", 1);
+	setenv("SLURM_JOB_ID", "4242", 1);
+	setenv("SLURM_STEP_ID", "3", 1);
+	setenv("SLURM_LOCALID", "1", 1);
+	assert_int_equal(llmt_hb_start(dir, 6, 0.05), 0);
+	llmt_hb_set_timing("timing 1 1700000000000000000 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
+	llmt_hb_set(12, LLMT_HB_TRAIN, 0.5);
+	llmt_hb_stop(LLMT_HB_DONE);
+	snprintf(path, sizeof(path), "%s/rank_00006", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(wr_hb_read_dir(dir, out, 8, NULL), 0);
+	assert_true(out[6].valid && out[6].step == 12 && out[6].phase == PH_DONE && out[6].t.valid);
+	assert_string_equal(out[6].host, "gpu021");
+	assert_false(out[5].valid);
+	snprintf(path, sizeof(path), "%s/node_gpu021", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "/dev/shm/llmt-hb-%u-4242.3-gpu021-*", (unsigned)getuid());
+	assert_int_equal(glob(path, 0, NULL, &g), GLOB_NOMATCH);   /* the segment is gone */
+	/* rank: the rank file as before; a bad value: refused */
+	setenv("LLM_TRAIN_HEARTBEAT_CHANNEL", "rank", 1);
+	assert_int_equal(llmt_hb_start(dir, 6, 0.05), 0);
+	llmt_hb_stop(LLMT_HB_DONE);
+	snprintf(path, sizeof(path), "%s/rank_00006", dir);
+	assert_int_equal(unlink(path), 0);
+	setenv("LLM_TRAIN_HEARTBEAT_CHANNEL", "per-node", 1);
+	assert_int_equal(llmt_hb_start(dir, 6, 0.05), -1);
+	llmt_hb_stop(LLMT_HB_DONE);
+	assert_int_equal(rmdir(dir), 0);
+	unsetenv("LLM_TRAIN_HEARTBEAT_CHANNEL");
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("SLURM_STEP_ID");
+	unsetenv("SLURM_LOCALID");
+	unsetenv("SLURMD_NODENAME");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_timing),
 		cmocka_unit_test(test_refresh),
+		cmocka_unit_test(test_node_channel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

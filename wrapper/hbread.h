@@ -1,0 +1,19 @@
+/* hbread: reads the heartbeat directory for the watch loop: one listing,
+ * then one open per node file node_HOST (llm-train under Slurm) and per
+ * rank file rank_NNNNN (other trainers, local runs) that is there. */
+#ifndef LLMT_WRAP_HBREAD_H
+#define LLMT_WRAP_HBREAD_H
+
+#include "hang.h"
+
+struct wr_hbread_ops {
+	long lists;   /* directory listings */
+	long opens;   /* files opened */
+};
+
+/* Fills out[0..n) (cleared first: valid false where no record was
+ * found; the newer of a rank's file and its node's record wins). ops, if
+ * not NULL, counts the file-system calls. 0, or -1 if dir cannot be listed. */
+int wr_hb_read_dir(const char *dir, struct wr_hb *out, int n, struct wr_hbread_ops *ops);
+
+#endif
