@@ -1,6 +1,6 @@
 /* watch: the poll loop around one step (output relay, heartbeats, hang
- * kill, signal forwarding) and the post-mortem readers (srun's task-exit
- * lines, sinfo node states, sdc.json). */
+ * kill, signal forwarding, stragglers); the post-mortem readers (srun's
+ * task-exit lines, sinfo node states, sdc.json) are in stepinfo.c. */
 #define _GNU_SOURCE
 #include "watch.h"
 #include "straggle.h"
@@ -25,111 +25,6 @@ double wr_now(void)
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
-
-static int signal_by_name(const char *what)
-{
-	if (strncmp(what, "Out Of Memory", 13) == 0)
-		return SIGKILL;
-	for (int s = 1; s < NSIG; s++) {
-		const char *n = strsignal(s);
-		size_t len = n ? strlen(n) : 0;
-		if (len && strncmp(what, n, len) == 0 && (what[len] == '\0' || what[len] == ' '))
-			return s;
-	}
-	return 0;
-}
-
-int wr_srun_task_line(const char *line, char *node, size_t nodelen, int *sig, int *code)
-{
-	*code = 0;
-	const char *p = strstr(line, "srun: error: ");
-	if (!p)
-		return 0;
-	p += 13;
-	const char *colon = strchr(p, ':');
-	if (!colon || colon == p || (size_t)(colon - p) >= nodelen)
-		return 0;
-	const char *q = colon + 1;
-	while (*q == ' ')
-		q++;
-	if (strncmp(q, "tasks ", 6) == 0)
-		q += 6;
-	else if (strncmp(q, "task ", 5) == 0)
-		q += 5;
-	else
-		return 0;
-	if (!isdigit((unsigned char)*q))
-		return 0;
-	while (isdigit((unsigned char)*q) || *q == ',' || *q == '-')
-		q++;
-	if (*q != ':')
-		return 0;
-	q++;
-	while (*q == ' ')
-		q++;
-	memcpy(node, p, (size_t)(colon - p));
-	node[colon - p] = '\0';
-	if (strncmp(q, "Exited with exit code ", 22) == 0) {
-		*sig = 0;
-		*code = atoi(q + 22);
-		return 1;
-	}
-	*sig = signal_by_name(q);
-	return *sig ? 1 : 0;
-}
-
-void wr_parse_node_states(char *text, struct wr_nodes *bad)
-{
-	for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
-		char node[WR_NODE_LEN], state[64];
-		if (sscanf(ln, "%63s %63s", node, state) != 2)
-			continue;
-		for (char *c = state; *c; c++)
-			*c = (char)tolower((unsigned char)*c);
-		size_t n = strlen(state);
-		if (strncmp(state, "down", 4) == 0 || strncmp(state, "drain", 5) == 0 ||
-		    strncmp(state, "fail", 4) == 0 || strstr(state, "not_responding") ||
-		    (n > 0 && (state[n - 1] == '*' || state[n - 1] == '~')))
-			wr_nodes_add(bad, node);
-	}
-}
-
-int wr_node_states(const char *sinfo, const char *nodelist, struct wr_nodes *bad)
-{
-	static char out[1 << 18];
-	char err[4096];
-	char *argv[] = { (char *)sinfo, "-h", "-N", "-o", "%N %T", "-n", (char *)nodelist, NULL };
-	memset(bad, 0, sizeof *bad);
-	if (!nodelist || !*nodelist)
-		return 0;
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
-	if (rc != 0) {
-		fprintf(stderr, "llm-train-wrap: sinfo failed (exit %d): %s", rc, err);
-		return -1;
-	}
-	wr_parse_node_states(out, bad);
-	return 0;
-}
-
-int wr_sdc_suspects(const char *path, struct wr_nodes *out, long *step)
-{
-	json_error_t err;
-	json_t *o = json_load_file(path, 0, &err);
-	memset(out, 0, sizeof *out);
-	if (!o) {
-		fprintf(stderr, "llm-train-wrap: %s: %s\n", path, err.text);
-		return -1;
-	}
-	if (step)
-		*step = json_is_integer(json_object_get(o, "step")) ? (long)json_integer_value(json_object_get(o, "step")) : -1;
-	size_t i, j;
-	json_t *s, *h;
-	json_array_foreach(json_object_get(o, "suspects"), i, s)
-		json_array_foreach(json_object_get(s, "hosts"), j, h)
-			wr_nodes_add(out, json_string_value(h));
-	json_decref(o);
-	return 0;
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -396,198 +291,270 @@ static void use_rank_times(struct ctx *x)
 	                "ranks", a.ranks, "step_s", a.step_s, "ckpt_s", a.ckpt_s, "total_s", mean));
 }
 
-int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptimes *st,
-             struct wr_watch_out *o)
+/* One attempt's buffers and clocks; -1 when out of memory. */
+static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_steptimes *st, struct wr_watch_out *o)
 {
-	struct ctx x;
-	memset(&x, 0, sizeof x);
+	memset(x, 0, sizeof *x);
 	memset(o, 0, sizeof *o);
-	x.c = c;
-	x.o = o;
-	x.st = st;
+	x->c = c;
+	x->o = o;
+	x->st = st;
 	int n = c->nranks > 0 ? c->nranks : 1;
-	x.hb = calloc((size_t)n, sizeof *x.hb);
-	x.cur = calloc((size_t)n, sizeof *x.cur);
-	x.hb_seen = calloc((size_t)n, sizeof *x.hb_seen);
-	x.seen_step = calloc((size_t)n, sizeof *x.seen_step);
-	x.straggler_told = calloc((size_t)n, sizeof *x.straggler_told);
-	x.strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x.strag.r),
-	                             .factor = c->straggler_factor, .k = c->straggler_steps };
-	x.strag_told = calloc((size_t)n, sizeof *x.strag_told);
-	if (!x.hb || !x.cur || !x.hb_seen || !x.seen_step || !x.straggler_told || !x.strag.r || !x.strag_told) {
+	x->hb = calloc((size_t)n, sizeof *x->hb);
+	x->cur = calloc((size_t)n, sizeof *x->cur);
+	x->hb_seen = calloc((size_t)n, sizeof *x->hb_seen);
+	x->seen_step = calloc((size_t)n, sizeof *x->seen_step);
+	x->straggler_told = calloc((size_t)n, sizeof *x->straggler_told);
+	x->strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x->strag.r),
+	                              .factor = c->straggler_factor, .k = c->straggler_steps };
+	x->strag_told = calloc((size_t)n, sizeof *x->strag_told);
+	if (!x->hb || !x->cur || !x->hb_seen || !x->seen_step || !x->straggler_told || !x->strag.r ||
+	    !x->strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
 	}
 	for (int r = 0; r < n; r++)
-		x.seen_step[r] = -1;
-	x.first_hb = -1;
+		x->seen_step[r] = -1;
+	x->first_hb = -1;
 	o->t_launch = wr_now();
 	o->t_first_step = -1;
 	o->last_step = c->resume_step;
 	o->hung_rank = -1;
 	o->stuck_rank = -1;
-	x.rate_t = o->t_launch;
-	x.rate_step = c->resume_step;
-	x.last_tick = o->t_launch;
-	x.last_line = o->t_launch;
+	x->rate_t = o->t_launch;
+	x->rate_step = c->resume_step;
+	x->last_tick = o->t_launch;
+	x->last_line = o->t_launch;
+	return 0;
+}
 
-	struct linebuf lo = { .n = 0 }, le = { .n = 0 };
-	bool out_open = true, err_open = true, exited = false, told_nohb = false;
-	int status = 0;
-	double term_at = -1, kill_at = -1, hard_kill_at = -1;   /* pending escalation */
-	double save_start = -1;   /* rank 0 entered its current save phase */
+static void ctx_free(struct ctx *x)
+{
+	free(x->hb);
+	free(x->cur);
+	free(x->hb_seen);
+	free(x->seen_step);
+	free(x->straggler_told);
+	free(x->strag.r);
+	free(x->strag_told);
+}
 
-	while (!exited || out_open || err_open) {
-		struct pollfd p[3];
-		int np = 0;
-		if (out_open)
-			p[np++] = (struct pollfd){ s->out_fd, POLLIN, 0 };
-		if (err_open)
-			p[np++] = (struct pollfd){ s->err_fd, POLLIN, 0 };
-		p[np++] = (struct pollfd){ c->sig_fd, POLLIN, 0 };
-		int rc = poll(p, (nfds_t)np, exited ? 200 : (int)(c->tick_s * 1000));
-		if (rc < 0 && errno != EINTR)
-			break;
-		for (int i = 0; i < np && rc > 0; i++) {
-			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (p[i].fd == c->sig_fd) {
-				unsigned char sig;
-				while (read(c->sig_fd, &sig, 1) == 1) {
-					if (exited || sig == SIGCHLD)
-						continue;   /* SIGCHLD only wakes the loop to reap */
-					if (!o->e.wrapper_signal) {
-						fprintf(stderr, "llm-train-wrap: got signal %d: asking the step to checkpoint (SIGUSR1), %.0f s grace\n",
-						        sig, c->preempt_grace_s);
-						wr_ledger_event(c->ledger, "signal", json_pack("{s:i,s:i}", "attempt", c->attempt, "signal", sig));
-						o->e.wrapper_signal = sig;
-						kill(s->pid, SIGUSR1);
-						term_at = wr_now() + c->preempt_grace_s;
-					}
-				}
-			} else if (p[i].fd == s->out_fd) {
-				out_open = pump(&x, s->out_fd, 1, &lo, false);
-				if (!out_open)
-					close(s->out_fd);
-			} else if (p[i].fd == s->err_fd) {
-				err_open = pump(&x, s->err_fd, 2, &le, true);
-				if (!err_open)
-					close(s->err_fd);
-			}
-		}
-		if (!exited) {
-			pid_t w = waitpid(s->pid, &status, WNOHANG);
-			if (w == s->pid)
-				exited = true;
-		}
-		if (exited) {
-			if (hard_kill_at < 0)
-				hard_kill_at = wr_now() + 5;   /* tasks left holding the pipes */
-			else if (wr_now() > hard_kill_at) {
-				kill(-s->pid, SIGKILL);
-				if (out_open) close(s->out_fd);
-				if (err_open) close(s->err_fd);
-				out_open = err_open = false;
-			}
-			continue;
-		}
-		double now = wr_now();
-		if (now - x.last_tick < c->tick_s)
-			continue;
-		bool saving = !o->e.hung && c->nranks > 0 && x.hb[0].valid && x.hb[0].phase == PH_SAVE;
-		if (saving && save_start < 0)
-			save_start = x.last_tick;
-		if (!saving)
-			save_start = -1;
-		o->ckpt_s += saving ? now - x.last_tick : 0;
-		x.last_tick = now;
+/* The loop's own state: srun's pipes, its exit, the pending escalation. */
+struct wloop {
+	struct linebuf lo, le;
+	bool out_open, err_open, exited, told_nohb;
+	int status;
+	double term_at, kill_at, hard_kill_at;   /* pending escalation (-1: none) */
+	double save_start;                       /* rank 0 entered its current save phase */
+};
 
-		double timeout = wr_hang_timeout(&c->hang, st);
-		double startup = c->hang.startup_s > 0 ? c->hang.startup_s : c->hang.cap_s;
-		int hung = -1;
-		double stale = 0;
-		if (c->progress_from_output) {
-			struct wr_hb one = { .valid = true, .time = x.last_line, .phase = PH_TRAIN };
-			if (wr_hang_find(&one, 1, now, o->t_launch, timeout, startup, c->hang.pause_cap_s, &stale) == 0)
-				hung = 0;
-		} else if (c->nranks > 0) {
-			read_heartbeats(&x);
-			hung = wr_hang_find(x.hb, c->nranks, now, x.first_hb >= 0 ? x.first_hb : o->t_launch, timeout,
-			                    startup, c->hang.pause_cap_s, &stale);
-			bool any = false;
-			for (int r = 0; r < c->nranks; r++)
-				any = any || x.hb[r].valid;
-			if (!any && !told_nohb && now - o->t_launch > timeout) {
-				told_nohb = true;
-				fprintf(stderr, "llm-train-wrap: no heartbeat in %s after %.0f s: hang detection waits for one "
-				        "(use --progress-from-output for trainers without heartbeats)\n", c->hb_dir, timeout);
-			}
-			check_stragglers(&x);
-			if (c->straggler_steps > 0 && term_at < 0 && kill_at < 0 &&
-			    wr_strag_act(&x.strag, x.strag_told, x.hb, c, o, wr_median(x.mine.v, x.mine.n))) {
-				term_at = now;
-				x.killing = true;
-			}
-		}
-		live_tick(&x, now);
-		rate_event(&x, now, timeout);
+/* A signal to the wrapper: the step is asked to checkpoint (SIGUSR1) and
+ * ended after the grace time. */
+static void on_signals(struct ctx *x, struct wr_step *s, struct wloop *L)
+{
+	unsigned char sig;
 
-		if (hung >= 0 && term_at < 0 && kill_at < 0 && !o->e.hung) {
-			o->e.hung = true;
-			o->hung_rank = c->progress_from_output ? -1 : hung;
-			snprintf(o->e.hung_node, sizeof o->e.hung_node, "%s",
-			         c->progress_from_output ? "" : node_of(&x, hung));
-			fprintf(stderr, "llm-train-wrap: hang: %s %d on %s silent for %.1f s (timeout %.1f s): killing the step\n",
-			        c->progress_from_output ? "output" : "rank", c->progress_from_output ? 0 : hung,
-			        *o->e.hung_node ? o->e.hung_node : "?", stale, timeout);
-			wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f}", "attempt", c->attempt,
-			                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout));
-			term_at = now;
-			x.killing = true;
-			/* Rank 0 waiting in a checkpoint for the stalled rank was
-			 * not checkpointing after that rank went silent. */
-			if (save_start >= 0 && hung >= 0 && !c->progress_from_output) {
-				double from = x.hb[hung].valid && x.hb[hung].time > save_start ? x.hb[hung].time : save_start;
-				o->ckpt_s -= now - from;
-				if (o->ckpt_s < 0)
-					o->ckpt_s = 0;
-			}
-		}
-		if (x.doom_at > 0 && now >= x.doom_at && term_at < 0 && kill_at < 0) {
-			fprintf(stderr, "llm-train-wrap: a rank died (signal %d on %s): ending the step\n",
-			        o->e.task_signal, o->e.signal_nodes.n ? o->e.signal_nodes.name[0] : "?");
-			term_at = now;
-			x.killing = true;
-		}
-		/* Escalation: SIGTERM makes srun end the step's tasks; if srun
-		 * is still there kill_grace_s later, SIGKILL its process group. */
-		if (term_at >= 0 && now >= term_at && kill_at < 0) {
-			kill(s->pid, SIGTERM);
-			kill_at = now + c->kill_grace_s;
-		}
-		if (kill_at >= 0 && now >= kill_at) {
-			fprintf(stderr, "llm-train-wrap: srun still running %.0f s after SIGTERM: SIGKILL\n", c->kill_grace_s);
-			kill(-s->pid, SIGKILL);
-			o->e.kill_timeout = true;
-			kill_at = now + 3600;
+	while (read(x->c->sig_fd, &sig, 1) == 1) {
+		if (L->exited || sig == SIGCHLD)
+			continue;   /* SIGCHLD only wakes the loop to reap */
+		if (!x->o->e.wrapper_signal) {
+			fprintf(stderr, "llm-train-wrap: got signal %d: asking the step to checkpoint (SIGUSR1), %.0f s grace\n",
+			        sig, x->c->preempt_grace_s);
+			wr_ledger_event(x->c->ledger, "signal", json_pack("{s:i,s:i}", "attempt", x->c->attempt, "signal", sig));
+			x->o->e.wrapper_signal = sig;
+			kill(s->pid, SIGUSR1);
+			L->term_at = wr_now() + x->c->preempt_grace_s;
 		}
 	}
+}
+
+/* One poll: srun's output relayed line by line, signals taken. */
+static int poll_once(struct ctx *x, struct wr_step *s, struct wloop *L)
+{
+	struct pollfd p[3];
+	int np = 0;
+
+	if (L->out_open)
+		p[np++] = (struct pollfd){ s->out_fd, POLLIN, 0 };
+	if (L->err_open)
+		p[np++] = (struct pollfd){ s->err_fd, POLLIN, 0 };
+	p[np++] = (struct pollfd){ x->c->sig_fd, POLLIN, 0 };
+	int rc = poll(p, (nfds_t)np, L->exited ? 200 : (int)(x->c->tick_s * 1000));
+	if (rc < 0 && errno != EINTR)
+		return -1;
+	for (int i = 0; i < np && rc > 0; i++) {
+		if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (p[i].fd == x->c->sig_fd) {
+			on_signals(x, s, L);
+		} else if (p[i].fd == s->out_fd) {
+			if (!(L->out_open = pump(x, s->out_fd, 1, &L->lo, false)))
+				close(s->out_fd);
+		} else if (p[i].fd == s->err_fd) {
+			if (!(L->err_open = pump(x, s->err_fd, 2, &L->le, true)))
+				close(s->err_fd);
+		}
+	}
+	return 0;
+}
+
+/* srun reaped; tasks still holding its pipes 5 s later are killed. True
+ * once srun has exited (the loop only drains the pipes then). */
+static bool reaped(struct wr_step *s, struct wloop *L)
+{
+	if (!L->exited && waitpid(s->pid, &L->status, WNOHANG) == s->pid)
+		L->exited = true;
+	if (!L->exited)
+		return false;
+	if (L->hard_kill_at < 0) {
+		L->hard_kill_at = wr_now() + 5;
+	} else if (wr_now() > L->hard_kill_at) {
+		kill(-s->pid, SIGKILL);
+		if (L->out_open)
+			close(s->out_fd);
+		if (L->err_open)
+			close(s->err_fd);
+		L->out_open = L->err_open = false;
+	}
+	return true;
+}
+
+/* The hung rank (0 for the output with --progress-from-output), or -1;
+ * its silence in *stale. Stragglers are checked (and acted on) on the way. */
+static int find_hang(struct ctx *x, double now, double timeout, double *stale, struct wloop *L)
+{
+	const struct wr_watch_cfg *c = x->c;
+	double startup = c->hang.startup_s > 0 ? c->hang.startup_s : c->hang.cap_s;
+	int hung = -1;
+
+	if (c->progress_from_output) {
+		struct wr_hb one = { .valid = true, .time = x->last_line, .phase = PH_TRAIN };
+		if (wr_hang_find(&one, 1, now, x->o->t_launch, timeout, startup, c->hang.pause_cap_s, stale) == 0)
+			hung = 0;
+		return hung;
+	}
+	if (c->nranks <= 0)
+		return -1;
+	read_heartbeats(x);
+	hung = wr_hang_find(x->hb, c->nranks, now, x->first_hb >= 0 ? x->first_hb : x->o->t_launch, timeout,
+	                    startup, c->hang.pause_cap_s, stale);
+	bool any = false;
+	for (int r = 0; r < c->nranks; r++)
+		any = any || x->hb[r].valid;
+	if (!any && !L->told_nohb && now - x->o->t_launch > timeout) {
+		L->told_nohb = true;
+		fprintf(stderr, "llm-train-wrap: no heartbeat in %s after %.0f s: hang detection waits for one "
+		        "(use --progress-from-output for trainers without heartbeats)\n", c->hb_dir, timeout);
+	}
+	check_stragglers(x);
+	if (c->straggler_steps > 0 && L->term_at < 0 && L->kill_at < 0 &&
+	    wr_strag_act(&x->strag, x->strag_told, x->hb, c, x->o, wr_median(x->mine.v, x->mine.n))) {
+		L->term_at = now;
+		x->killing = true;
+	}
+	return hung;
+}
+
+/* A hang found: recorded, the step ended; rank 0 waiting in a checkpoint
+ * for the stalled rank was not checkpointing after that rank went silent. */
+static void on_hang(struct ctx *x, int hung, double now, double stale, double timeout, struct wloop *L)
+{
+	const struct wr_watch_cfg *c = x->c;
+	struct wr_watch_out *o = x->o;
+
+	o->e.hung = true;
+	o->hung_rank = c->progress_from_output ? -1 : hung;
+	snprintf(o->e.hung_node, sizeof o->e.hung_node, "%s", c->progress_from_output ? "" : node_of(x, hung));
+	fprintf(stderr, "llm-train-wrap: hang: %s %d on %s silent for %.1f s (timeout %.1f s): killing the step\n",
+	        c->progress_from_output ? "output" : "rank", c->progress_from_output ? 0 : hung,
+	        *o->e.hung_node ? o->e.hung_node : "?", stale, timeout);
+	wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f}", "attempt", c->attempt,
+	                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout));
+	L->term_at = now;
+	x->killing = true;
+	if (L->save_start >= 0 && !c->progress_from_output) {
+		double from = x->hb[hung].valid && x->hb[hung].time > L->save_start ? x->hb[hung].time : L->save_start;
+		o->ckpt_s -= now - from;
+		if (o->ckpt_s < 0)
+			o->ckpt_s = 0;
+	}
+}
+
+/* Ending the step: a rank died; SIGTERM makes srun end the step's tasks;
+ * if srun is still there kill_grace_s later, SIGKILL its process group. */
+static void escalate(struct ctx *x, struct wr_step *s, double now, struct wloop *L)
+{
+	struct wr_watch_out *o = x->o;
+
+	if (x->doom_at > 0 && now >= x->doom_at && L->term_at < 0 && L->kill_at < 0) {
+		fprintf(stderr, "llm-train-wrap: a rank died (signal %d on %s): ending the step\n",
+		        o->e.task_signal, o->e.signal_nodes.n ? o->e.signal_nodes.name[0] : "?");
+		L->term_at = now;
+		x->killing = true;
+	}
+	if (L->term_at >= 0 && now >= L->term_at && L->kill_at < 0) {
+		kill(s->pid, SIGTERM);
+		L->kill_at = now + x->c->kill_grace_s;
+	}
+	if (L->kill_at >= 0 && now >= L->kill_at) {
+		fprintf(stderr, "llm-train-wrap: srun still running %.0f s after SIGTERM: SIGKILL\n", x->c->kill_grace_s);
+		kill(-s->pid, SIGKILL);
+		o->e.kill_timeout = true;
+		L->kill_at = now + 3600;
+	}
+}
+
+/* One tick (every tick_s): checkpoint stall accounting, hang and
+ * straggler detection, live metrics, the escalation. */
+static void tick(struct ctx *x, struct wr_step *s, double now, struct wloop *L)
+{
+	const struct wr_watch_cfg *c = x->c;
+	struct wr_watch_out *o = x->o;
+	bool saving = !o->e.hung && c->nranks > 0 && x->hb[0].valid && x->hb[0].phase == PH_SAVE;
+	double stale = 0, timeout = wr_hang_timeout(&c->hang, x->st);
+
+	if (saving && L->save_start < 0)
+		L->save_start = x->last_tick;
+	if (!saving)
+		L->save_start = -1;
+	o->ckpt_s += saving ? now - x->last_tick : 0;
+	x->last_tick = now;
+	int hung = find_hang(x, now, timeout, &stale, L);
+	live_tick(x, now);
+	rate_event(x, now, timeout);
+	if (hung >= 0 && L->term_at < 0 && L->kill_at < 0 && !o->e.hung)
+		on_hang(x, hung, now, stale, timeout, L);
+	escalate(x, s, now, L);
+}
+
+int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptimes *st,
+             struct wr_watch_out *o)
+{
+	struct ctx x;
+	struct wloop L = { .out_open = true, .err_open = true, .term_at = -1, .kill_at = -1,
+	                   .hard_kill_at = -1, .save_start = -1 };
+
+	if (ctx_init(&x, c, st, o))
+		return -1;
+	while (!L.exited || L.out_open || L.err_open) {
+		if (poll_once(&x, s, &L))
+			break;
+		if (reaped(s, &L))
+			continue;
+		double now = wr_now();
+		if (now - x.last_tick >= c->tick_s)
+			tick(&x, s, now, &L);
+	}
 	o->t_end = wr_now();
-	o->e.exited = WIFEXITED(status);
-	o->e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-	o->e.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	o->e.exited = WIFEXITED(L.status);
+	o->e.exit_code = WIFEXITED(L.status) ? WEXITSTATUS(L.status) : 0;
+	o->e.term_signal = WIFSIGNALED(L.status) ? WTERMSIG(L.status) : 0;
 	o->step_s = wr_median(x.mine.v, x.mine.n);
 	if (c->nranks > 0 && !c->progress_from_output) {
 		read_heartbeats(&x);
 		find_stuck(&x);
 		use_rank_times(&x);
 	}
-	free(x.hb);
-	free(x.cur);
-	free(x.hb_seen);
-	free(x.seen_step);
-	free(x.straggler_told);
-	free(x.strag.r);
-	free(x.strag_told);
+	ctx_free(&x);
 	return 0;
 }
