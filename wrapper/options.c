@@ -102,33 +102,37 @@ double wr_env_num(const char *name, double dflt, double lo, double hi)
 	return num_arg(opt, v, lo, hi);
 }
 
-void wr_parse_options(int argc, char **argv, struct opts *o)
+/* The long options: their codes after the characters'. */
+enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
+       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
+       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP,
+       O_PRE, O_NOPRE, O_PRETIME, O_STCMD, O_SSTEPS };
+
+static const struct option long_opts[] = {
+	{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
+	{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
+	{ "restart-window", required_argument, 0, O_WIN }, { "hang-timeout-min", required_argument, 0, O_HMIN },
+	{ "hang-timeout-max", required_argument, 0, O_HMAX }, { "hang-factor", required_argument, 0, O_HK },
+	{ "backoff", required_argument, 0, O_BACK }, { "rollback-steps", required_argument, 0, O_ROLL },
+	{ "skip-batches", required_argument, 0, O_SKIP }, { "spares", required_argument, 0, O_SPARES },
+	{ "shrink", no_argument, 0, O_SHRINK }, { "no-shrink", no_argument, 0, O_NOSHRINK },
+	{ "preempt-grace", required_argument, 0, O_GRACE }, { "mtbf", required_argument, 0, O_MTBF },
+	{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
+	{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
+	{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
+	{ "node-wait", required_argument, 0, O_NODEWAIT },
+	{ "metrics-every", required_argument, 0, O_MEVERY }, { "metrics-textfile", required_argument, 0, O_MFILE },
+	{ "metrics-http", required_argument, 0, O_MHTTP },
+	{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN },
+	{ "straggler-steps", required_argument, 0, O_SSTEPS }, { "hang-startup", required_argument, 0, O_HSTART },
+	{ "preflight", no_argument, 0, O_PRE }, { "no-preflight", no_argument, 0, O_NOPRE },
+	{ "preflight-timeout", required_argument, 0, O_PRETIME }, { "selftest-cmd", required_argument, 0, O_STCMD },
+	{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+};
+
+/* Defaults, the admin policy's through the plugin's environment first. */
+static void set_defaults(struct opts *o)
 {
-	enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
-	       O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
-	       O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP,
-	       O_PRE, O_NOPRE, O_PRETIME, O_STCMD, O_SSTEPS };
-	static const struct option lo[] = {
-		{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
-		{ "heartbeat-dir", required_argument, 0, O_HB }, { "max-restarts", required_argument, 0, O_MAXR },
-		{ "restart-window", required_argument, 0, O_WIN }, { "hang-timeout-min", required_argument, 0, O_HMIN },
-		{ "hang-timeout-max", required_argument, 0, O_HMAX }, { "hang-factor", required_argument, 0, O_HK },
-		{ "backoff", required_argument, 0, O_BACK }, { "rollback-steps", required_argument, 0, O_ROLL },
-		{ "skip-batches", required_argument, 0, O_SKIP }, { "spares", required_argument, 0, O_SPARES },
-		{ "shrink", no_argument, 0, O_SHRINK }, { "no-shrink", no_argument, 0, O_NOSHRINK },
-		{ "preempt-grace", required_argument, 0, O_GRACE }, { "mtbf", required_argument, 0, O_MTBF },
-		{ "no-requeue", no_argument, 0, O_NOREQ }, { "progress-from-output", no_argument, 0, O_PROG },
-		{ "srun", required_argument, 0, O_SRUN }, { "no-srun", no_argument, 0, O_NOSRUN },
-		{ "ckpt-tool", required_argument, 0, O_TOOL }, { "tick", required_argument, 0, O_TICK },
-		{ "node-wait", required_argument, 0, O_NODEWAIT },
-		{ "metrics-every", required_argument, 0, O_MEVERY }, { "metrics-textfile", required_argument, 0, O_MFILE },
-		{ "metrics-http", required_argument, 0, O_MHTTP },
-		{ "straggler-factor", required_argument, 0, O_SFACT }, { "straggler-min", required_argument, 0, O_SMIN },
-		{ "straggler-steps", required_argument, 0, O_SSTEPS }, { "hang-startup", required_argument, 0, O_HSTART },
-		{ "preflight", no_argument, 0, O_PRE }, { "no-preflight", no_argument, 0, O_NOPRE },
-		{ "preflight-timeout", required_argument, 0, O_PRETIME }, { "selftest-cmd", required_argument, 0, O_STCMD },
-		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
-	};
 	memset(o, 0, sizeof *o);
 	o->max_restarts = wr_env_num(LLMT_ENV_RESTARTS, 3, 0, 1e6);
 	o->window_s = wr_env_num(LLMT_ENV_RESTART_WINDOW, 0, 0, 1e9);
@@ -154,58 +158,69 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 	o->requeue = true;
 	o->srun = LLMT_SRUN;
 	o->ckpt_tool = "llm-train";
-	int c;
-	bool hang_min_given = false;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
-		switch (c) {
-		case O_CKPT: o->ckpt_dir = optarg; break;
-		case O_RUN: o->run_dir = optarg; break;
-		case O_HB: o->hb_dir = optarg; break;
-		case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
-		case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
-		case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); hang_min_given = true; break;
-		case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
-		case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
-		case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
-		case O_ROLL: o->rollback = num_arg("--rollback-steps", optarg, 0, 1e9); break;
-		case O_SKIP: o->skip = num_arg("--skip-batches", optarg, 0, 1e9); break;
-		case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
-		case O_SHRINK: o->shrink = 1; break;
-		case O_NOSHRINK: o->shrink = 0; break;
-		case O_PRE: o->preflight = 1; break;
-		case O_NOPRE: o->preflight = 0; break;
-		case O_PRETIME: o->preflight_timeout = num_arg("--preflight-timeout", optarg, 1, 86400); break;
-		case O_STCMD: o->selftest_cmd = optarg; break;
-		case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
-		case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
-		case O_NOREQ: o->requeue = false; break;
-		case O_PROG: o->progress_out = true; break;
-		case O_SRUN: o->srun = optarg; break;
-		case O_NOSRUN: o->no_srun = true; break;
-		case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
-		case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
-		case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
-		case O_SSTEPS: o->strag_steps = num_arg("--straggler-steps", optarg, 0, 1e9); break;
-		case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
-		case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
-		case O_MEVERY: o->metrics_every = num_arg("--metrics-every", optarg, 0, 1e6); break;
-		case O_MFILE: o->metrics_textfile = optarg; break;
-		case O_MHTTP: {
-			char host[256];
-			int port;
-			if (wr_http_addr(optarg, host, sizeof host, &port) != 0)
-				wr_usage_error("bad --metrics-http value '%s' (expected [HOST:]PORT, PORT 0..65535)", optarg);
-			o->metrics_http = optarg;
-			break;
-		}
-		case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
-		case 'v': o->verbose++; break;
-		case O_HELP: help(); exit(0);
-		default:
-			wr_usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
-		}
+}
+
+/* One option (getopt_long's code c, its argument in optarg). */
+static void take(struct opts *o, int c, const char *opt, bool *hang_min_given)
+{
+	switch (c) {
+	case O_CKPT: o->ckpt_dir = optarg; break;
+	case O_RUN: o->run_dir = optarg; break;
+	case O_HB: o->hb_dir = optarg; break;
+	case O_MAXR: o->max_restarts = num_arg("--max-restarts", optarg, 0, 1e6); break;
+	case O_WIN: o->window_s = num_arg("--restart-window", optarg, 0, 1e9); break;
+	case O_HMIN: o->hang_min = num_arg("--hang-timeout-min", optarg, 0.1, 1e6); *hang_min_given = true; break;
+	case O_HMAX: o->hang_max = num_arg("--hang-timeout-max", optarg, 0.1, 1e7); break;
+	case O_HK: o->hang_k = num_arg("--hang-factor", optarg, 1, 1e4); break;
+	case O_BACK: o->backoff = num_arg("--backoff", optarg, 0, 1e5); break;
+	case O_ROLL: o->rollback = num_arg("--rollback-steps", optarg, 0, 1e9); break;
+	case O_SKIP: o->skip = num_arg("--skip-batches", optarg, 0, 1e9); break;
+	case O_SPARES: o->spares = num_arg("--spares", optarg, 0, 1e5); break;
+	case O_SHRINK: o->shrink = 1; break;
+	case O_NOSHRINK: o->shrink = 0; break;
+	case O_PRE: o->preflight = 1; break;
+	case O_NOPRE: o->preflight = 0; break;
+	case O_PRETIME: o->preflight_timeout = num_arg("--preflight-timeout", optarg, 1, 86400); break;
+	case O_STCMD: o->selftest_cmd = optarg; break;
+	case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
+	case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
+	case O_NOREQ: o->requeue = false; break;
+	case O_PROG: o->progress_out = true; break;
+	case O_SRUN: o->srun = optarg; break;
+	case O_NOSRUN: o->no_srun = true; break;
+	case O_TOOL: o->ckpt_tool = optarg; o->ckpt_tool_given = true; break;
+	case O_TICK: o->tick = num_arg("--tick", optarg, 0.01, 60); break;
+	case O_SFACT: o->strag_factor = num_arg("--straggler-factor", optarg, 1, 1e6); break;
+	case O_SSTEPS: o->strag_steps = num_arg("--straggler-steps", optarg, 0, 1e9); break;
+	case O_SMIN: o->strag_min = num_arg("--straggler-min", optarg, 0, 1e6); break;
+	case O_HSTART: o->hang_startup = num_arg("--hang-startup", optarg, 0, 1e7); break;
+	case O_MEVERY: o->metrics_every = num_arg("--metrics-every", optarg, 0, 1e6); break;
+	case O_MFILE: o->metrics_textfile = optarg; break;
+	case O_MHTTP: {
+		char host[256];
+		int port;
+		if (wr_http_addr(optarg, host, sizeof host, &port) != 0)
+			wr_usage_error("bad --metrics-http value '%s' (expected [HOST:]PORT, PORT 0..65535)", optarg);
+		o->metrics_http = optarg;
+		break;
 	}
+	case O_NODEWAIT: o->node_wait = num_arg("--node-wait", optarg, 0, 1e5); break;
+	case 'v': o->verbose++; break;
+	case O_HELP: help(); exit(0);
+	default:
+		wr_usage_error("unknown option or missing value: '%s'", opt);
+	}
+}
+
+void wr_parse_options(int argc, char **argv, struct opts *o)
+{
+	bool hang_min_given = false;
+	int c;
+
+	set_defaults(o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+v", long_opts, NULL)) != -1)
+		take(o, c, argv[optind - 1], &hang_min_given);
 	if (optind >= argc)
 		wr_usage_error("no command given: " PROG " [options] -- COMMAND");
 	o->cmd = argv + optind;
