@@ -97,36 +97,37 @@ static int env_int(const char *name, long hi, int *out)
 	return 0;
 }
 
-/* Parse the train options into o. 0, 64, or -1 for --help. */
-static int parse_train(int argc, char **argv, llmt_train_opts *o)
+/* the train options: their codes and names */
+enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
+	O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_RECOMP, O_SDC, O_BAD, O_SPIKE,
+	O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
+
+static const struct option train_opts[] = {
+	{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
+	{ "steps", required_argument, NULL, O_STEPS }, { "micro-batch", required_argument, NULL, O_MB },
+	{ "seq", required_argument, NULL, O_SEQ }, { "grad-accum", required_argument, NULL, O_GA },
+	{ "lr", required_argument, NULL, O_LR }, { "min-lr", required_argument, NULL, O_MINLR },
+	{ "warmup", required_argument, NULL, O_WARM }, { "weight-decay", required_argument, NULL, O_WD },
+	{ "beta1", required_argument, NULL, O_B1 }, { "beta2", required_argument, NULL, O_B2 },
+	{ "eps", required_argument, NULL, O_EPS }, { "grad-clip", required_argument, NULL, O_CLIP },
+	{ "seed", required_argument, NULL, O_SEED }, { "ckpt-dir", required_argument, NULL, O_CKDIR },
+	{ "ckpt-interval", required_argument, NULL, O_CKINT }, { "ckpt-keep", required_argument, NULL, O_KEEP },
+	{ "precision", required_argument, NULL, O_PREC },
+	{ "recompute", required_argument, NULL, O_RECOMP }, { "sdc-interval", required_argument, NULL, O_SDC },
+	{ "max-bad-steps", required_argument, NULL, O_BAD }, { "spike-factor", required_argument, NULL, O_SPIKE },
+	{ "resume", required_argument, NULL, O_RESUME }, { "init-from", required_argument, NULL, O_INIT },
+	{ "run-dir", required_argument, NULL, O_RUN }, { "peak-gflops", required_argument, NULL, O_PEAK },
+	{ "mtbf", required_argument, NULL, O_MTBF }, { "quiet", no_argument, NULL, O_QUIET },
+	{ "val-data", required_argument, NULL, O_VAL }, { "eval-interval", required_argument, NULL, O_EVAL },
+	{ "eval-batches", required_argument, NULL, O_EVALB },
+	{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
+};
+
+/* What the plugin and the wrapper hand down: the directories, the resume
+ * point and skip count, the automatic layout (under the command line). */
+static int train_env(llmt_train_opts *o)
 {
-	enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
-		O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_RECOMP, O_SDC, O_BAD, O_SPIKE,
-		O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
-	static const struct option opts[] = {
-		{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
-		{ "steps", required_argument, NULL, O_STEPS }, { "micro-batch", required_argument, NULL, O_MB },
-		{ "seq", required_argument, NULL, O_SEQ }, { "grad-accum", required_argument, NULL, O_GA },
-		{ "lr", required_argument, NULL, O_LR }, { "min-lr", required_argument, NULL, O_MINLR },
-		{ "warmup", required_argument, NULL, O_WARM }, { "weight-decay", required_argument, NULL, O_WD },
-		{ "beta1", required_argument, NULL, O_B1 }, { "beta2", required_argument, NULL, O_B2 },
-		{ "eps", required_argument, NULL, O_EPS }, { "grad-clip", required_argument, NULL, O_CLIP },
-		{ "seed", required_argument, NULL, O_SEED }, { "ckpt-dir", required_argument, NULL, O_CKDIR },
-		{ "ckpt-interval", required_argument, NULL, O_CKINT }, { "ckpt-keep", required_argument, NULL, O_KEEP },
-		{ "precision", required_argument, NULL, O_PREC },
-		{ "recompute", required_argument, NULL, O_RECOMP }, { "sdc-interval", required_argument, NULL, O_SDC },
-		{ "max-bad-steps", required_argument, NULL, O_BAD }, { "spike-factor", required_argument, NULL, O_SPIKE },
-		{ "resume", required_argument, NULL, O_RESUME }, { "init-from", required_argument, NULL, O_INIT },
-		{ "run-dir", required_argument, NULL, O_RUN }, { "peak-gflops", required_argument, NULL, O_PEAK },
-		{ "mtbf", required_argument, NULL, O_MTBF }, { "quiet", no_argument, NULL, O_QUIET },
-		{ "val-data", required_argument, NULL, O_VAL }, { "eval-interval", required_argument, NULL, O_EVAL },
-		{ "eval-batches", required_argument, NULL, O_EVALB },
-		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
-	};
-	const char *interval = getenv(LLMT_ENV_CKPT_INTERVAL), *e;
-	int c, rc = 0;
-	long v;
-	double d;
+	const char *e;
 
 	o->ckpt_dir = (e = getenv(LLMT_ENV_CKPT_DIR)) && *e ? e : NULL;
 	o->run_dir = (e = getenv(LLMT_ENV_RUN_DIR)) && *e ? e : NULL;
@@ -141,61 +142,69 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		return LLMT_EXIT_USAGE;
 	if ((e = getenv(LLMT_ENV_RECOMPUTE)) && *e && llmt_recompute_from(e, &o->recompute))
 		return bad(LLMT_ENV_RECOMPUTE, e, "want none, attn or full");
-	optind = 1;
-	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case O_MODEL: o->model_path = optarg; break;
-		case O_DATA: o->data_dir = optarg; break;
-		case O_STEPS: rc = llmt_cli_int("--steps", optarg, 1, 1L << 40, &o->steps); break;
-		case O_MB: rc = llmt_cli_int("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
-		case O_SEQ: rc = llmt_cli_int("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
-		case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
-		case O_LR: rc = num("--lr", optarg, 0, 10, &o->lr); break;
-		case O_MINLR: rc = num("--min-lr", optarg, 0, 10, &o->min_lr); break;
-		case O_WARM: rc = llmt_cli_int("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
-		case O_WD: rc = num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
-		case O_B1: rc = num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
-		case O_B2: rc = num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
-		case O_EPS: rc = num("--eps", optarg, 1e-30, 1, &o->adamw.eps); break;
-		case O_CLIP: rc = num("--grad-clip", optarg, 0, 1e30, &o->adamw.grad_clip); break;
-		case O_SEED: rc = num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
-		case O_CKDIR: o->ckpt_dir = optarg; break;
-		case O_CKINT: interval = optarg; break;
-		case O_KEEP: rc = llmt_cli_int("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
-		case O_PREC:
-			if (!strcmp(optarg, "bf16"))
-				o->prec = LLMT_BF16;
-			else if (!strcmp(optarg, "fp32"))
-				o->prec = LLMT_FP32;
-			else
-				rc = bad("--precision", optarg, "want bf16 or fp32");
-			break;
-		case O_RECOMP:
-			if (llmt_recompute_from(optarg, &o->recompute))
-				rc = bad("--recompute", optarg, "want none, attn or full");
-			break;
-		case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
-		case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
-		case O_SPIKE: rc = num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
-		case O_RESUME: o->resume = optarg; break;
-		case O_INIT: o->init_from = optarg; break;
-		case O_RUN: o->run_dir = optarg; break;
-		case O_PEAK: rc = num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
-		case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
-		case O_QUIET: o->quiet = 1; break;
-		case O_VAL: o->val_dir = optarg; break;
-		case O_EVAL: rc = llmt_cli_int("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
-		case O_EVALB: rc = llmt_cli_int("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
-		case O_HELP: return -1;
-		default:
-			fprintf(stderr, "llm-train: unknown or incomplete option '%s' (llm-train --help)\n",
-				argv[optind - 1]);
-			return LLMT_EXIT_USAGE;
-		}
+	return 0;
+}
+
+/* One option (getopt_long's code c, its value in optarg): 0 or 64; the
+ * checkpoint interval's text in *interval. */
+static int train_opt(llmt_train_opts *o, int c, const char **interval)
+{
+	long v;
+	double d;
+	int rc = 0;
+
+	switch (c) {
+	case O_MODEL: o->model_path = optarg; break;
+	case O_DATA: o->data_dir = optarg; break;
+	case O_STEPS: rc = llmt_cli_int("--steps", optarg, 1, 1L << 40, &o->steps); break;
+	case O_MB: rc = llmt_cli_int("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
+	case O_SEQ: rc = llmt_cli_int("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
+	case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
+	case O_LR: rc = num("--lr", optarg, 0, 10, &o->lr); break;
+	case O_MINLR: rc = num("--min-lr", optarg, 0, 10, &o->min_lr); break;
+	case O_WARM: rc = llmt_cli_int("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
+	case O_WD: rc = num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
+	case O_B1: rc = num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
+	case O_B2: rc = num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
+	case O_EPS: rc = num("--eps", optarg, 1e-30, 1, &o->adamw.eps); break;
+	case O_CLIP: rc = num("--grad-clip", optarg, 0, 1e30, &o->adamw.grad_clip); break;
+	case O_SEED: rc = num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
+	case O_CKDIR: o->ckpt_dir = optarg; break;
+	case O_CKINT: *interval = optarg; break;
+	case O_KEEP: rc = llmt_cli_int("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
+	case O_PREC:
+		if (!strcmp(optarg, "bf16"))
+			o->prec = LLMT_BF16;
+		else if (!strcmp(optarg, "fp32"))
+			o->prec = LLMT_FP32;
+		else
+			rc = bad("--precision", optarg, "want bf16 or fp32");
+		break;
+	case O_RECOMP:
+		if (llmt_recompute_from(optarg, &o->recompute))
+			rc = bad("--recompute", optarg, "want none, attn or full");
+		break;
+	case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
+	case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
+	case O_SPIKE: rc = num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
+	case O_RESUME: o->resume = optarg; break;
+	case O_INIT: o->init_from = optarg; break;
+	case O_RUN: o->run_dir = optarg; break;
+	case O_PEAK: rc = num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
+	case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
+	case O_QUIET: o->quiet = 1; break;
+	case O_VAL: o->val_dir = optarg; break;
+	case O_EVAL: rc = llmt_cli_int("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
+	case O_EVALB: rc = llmt_cli_int("--eval-batches", optarg, 1, 1 << 20, &v); o->eval_batches = (int)v; break;
 	}
-	if (rc)
-		return rc;
+	return rc;
+}
+
+/* The checks and derived values after the options. */
+static int train_finish(int argc, char **argv, llmt_train_opts *o, const char *interval)
+{
+	const char *e;
+
 	if (optind < argc) {
 		fprintf(stderr, "llm-train: unexpected argument '%s' (llm-train --help)\n", argv[optind]);
 		return LLMT_EXIT_USAGE;
@@ -221,6 +230,30 @@ static int parse_train(int argc, char **argv, llmt_train_opts *o)
 		o->peak_cpu_estimate = 1;
 	}
 	return 0;
+}
+
+/* Parse the train options into o. 0, 64, or -1 for --help. */
+static int parse_train(int argc, char **argv, llmt_train_opts *o)
+{
+	const char *interval = getenv(LLMT_ENV_CKPT_INTERVAL);
+	int c, rc;
+
+	if ((rc = train_env(o)))
+		return rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", train_opts, NULL)) != -1) {
+		if (c == O_HELP)
+			return -1;
+		if (c < O_MODEL || c > O_HELP) {
+			fprintf(stderr, "llm-train: unknown or incomplete option '%s' (llm-train --help)\n",
+				argv[optind - 1]);
+			return LLMT_EXIT_USAGE;
+		}
+		if ((rc = train_opt(o, c, &interval)))
+			return rc;
+	}
+	return train_finish(argc, argv, o, interval);
 }
 
 static int train_main(int argc, char **argv)
