@@ -285,6 +285,77 @@ static int evaluate(trainer *t, long stepno)
 	return 0;
 }
 
+/* The step's forward and backward passes over the pipeline: the loss
+ * scale (packed samples: 1 / the global batch's trained targets, counted
+ * in *ntrained), the slow fault. 0, or the exit code (all ranks aborted). */
+static int passes(trainer *t, long stepno, uint64_t *ntrained, double *scale, double *loss_sum)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_grid *l = &t->p->l;
+	double comp0;
+	int rc;
+
+	t->base = (uint64_t)t->st.pos;
+	t->pl.packed = t->ld.masked;
+	if (t->ld.masked && (rc = trained_scale(t, t->base, ntrained, scale))) {
+		llmt_comm_abort(t->p->world, rc);
+		return rc;
+	}
+	comp0 = llmt_tr_now() - waits_s(t);
+	rc = llmt_pipeline_run(&t->pl, fetch, t, t->ld.masked ? (float)*scale : 1.0f / (float)(o->A * l->dp),
+		loss_sum);
+	if (!rc) /* the slow fault: this rank's compute takes factor x as long */
+		llmt_faults_slow_sleep(&t->faults, stepno, l->rank, llmt_tr_now() - waits_s(t) - comp0);
+	if (rc) {
+		fprintf(stderr, "llm-train: rank %d: step %ld failed (%s)\n", l->rank, stepno,
+			rc < 0 ? "communication" : "data");
+		llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
+		return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
+	}
+	return 0;
+}
+
+/* The optimizer update, or the step skipped when the guard finds the loss
+ * or gradient bad (*bad). 0, or 75 (all ranks aborted). */
+static int update(trainer *t, long stepno, double loss, double norm, double lr, int *bad)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_grid *l = &t->p->l;
+
+	*bad = llmt_guard_bad(loss, norm, t->st.loss_ema, (long)t->st.good_steps, o->spike_factor);
+	if (!*bad) {
+		if (t->opt->ops->step(t->opt, lr, norm)) {
+			fprintf(stderr, "llm-train: rank %d: step %ld: optimizer update failed\n", l->rank, stepno);
+			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
+			return LLMT_EXIT_TRANSIENT;
+		}
+		t->st.opt_t = t->opt->t;
+		t->st.bad_run = 0;
+		t->st.loss_ema = t->st.good_steps ? 0.9 * t->st.loss_ema + 0.1 * loss : loss;
+		t->st.good_steps++;
+	} else {
+		t->st.bad_run++;
+		if (l->rank == 0)
+			fprintf(stderr, "llm-train: step %ld: %s (loss %g, grad norm %g): update skipped (%lld in a row, limit %d)\n",
+				stepno, isfinite(loss) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
+				loss, norm, (long long)t->st.bad_run, o->max_bad_steps);
+	}
+	return 0;
+}
+
+/* Rank 0's metrics line and progress line of a step. */
+static void report_step(trainer *t, const llmt_metrics *mt, int due)
+{
+	if (t->metrics && llmt_metrics_write(t->metrics, mt)) {
+		fclose(t->metrics); /* reported once; training goes on */
+		t->metrics = NULL;
+	}
+	if (!t->o->quiet)
+		printf("step %ld/%ld loss %.6f norm %.4f lr %.3e %.0f tok/s%s%s\n", mt->step, t->o->steps,
+			mt->loss, mt->grad_norm, mt->lr, mt->tokens_per_s, mt->skipped ? " SKIPPED" : "", due ? " ckpt" : "");
+	fflush(stdout);
+}
+
 static int loop(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
@@ -299,7 +370,7 @@ static int loop(trainer *t)
 	t->last_save_time = llmt_tr_now();
 	while (t->st.step < o->steps) {
 		long stepno = (long)t->st.step + 1;
-		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0, comp0;
+		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
 		double scale = 1.0 / (o->A * l->dp);
 		uint64_t ntrained = (uint64_t)t->G * (uint64_t)o->T;
 		int bad, sync_ckpt, due;
@@ -311,23 +382,8 @@ static int loop(trainer *t)
 		llmt_faults_fire_process(&t->faults, stepno, l->rank);
 		llmt_faults_fire_node(&t->faults, stepno, l->rank);
 		llmt_model_zero_grad(t->m);
-		t->base = (uint64_t)t->st.pos;
-		t->pl.packed = t->ld.masked;
-		if (t->ld.masked && (rc = trained_scale(t, t->base, &ntrained, &scale))) {
-			llmt_comm_abort(t->p->world, rc);
+		if ((rc = passes(t, stepno, &ntrained, &scale, &loss_sum)))
 			return rc;
-		}
-		comp0 = llmt_tr_now() - waits_s(t);
-		rc = llmt_pipeline_run(&t->pl, fetch, t, t->ld.masked ? (float)scale : 1.0f / (float)(o->A * l->dp),
-			&loss_sum);
-		if (!rc) /* the slow fault: this rank's compute takes factor x as long */
-			llmt_faults_slow_sleep(&t->faults, stepno, l->rank, llmt_tr_now() - waits_s(t) - comp0);
-		if (rc) {
-			fprintf(stderr, "llm-train: rank %d: step %ld failed (%s)\n", l->rank, stepno,
-				rc < 0 ? "communication" : "data");
-			llmt_comm_abort(t->p->world, rc < 0 ? LLMT_EXIT_TRANSIENT : rc);
-			return rc < 0 ? LLMT_EXIT_TRANSIENT : rc;
-		}
 		/* a save begun last step: its snapshot copy overlapped this
 		 * step's passes; hand it to the writer before the update */
 		if (t->save_pending) {
@@ -348,24 +404,8 @@ static int loop(trainer *t)
 		if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 3))
 			return LLMT_EXIT_TRANSIENT;
 		lr = llmt_schedule_lr(&sch, stepno - 1);
-		bad = llmt_guard_bad(v[0], norm, t->st.loss_ema, (long)t->st.good_steps, o->spike_factor);
-		if (!bad) {
-			if (t->opt->ops->step(t->opt, lr, norm)) {
-				fprintf(stderr, "llm-train: rank %d: step %ld: optimizer update failed\n", l->rank, stepno);
-				llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
-				return LLMT_EXIT_TRANSIENT;
-			}
-			t->st.opt_t = t->opt->t;
-			t->st.bad_run = 0;
-			t->st.loss_ema = t->st.good_steps ? 0.9 * t->st.loss_ema + 0.1 * v[0] : v[0];
-			t->st.good_steps++;
-		} else {
-			t->st.bad_run++;
-			if (l->rank == 0)
-				fprintf(stderr, "llm-train: step %ld: %s (loss %g, grad norm %g): update skipped (%lld in a row, limit %d)\n",
-					stepno, isfinite(v[0]) && isfinite(norm) ? "loss spike" : "non-finite loss or gradient",
-					v[0], norm, (long long)t->st.bad_run, o->max_bad_steps);
-		}
+		if ((rc = update(t, stepno, v[0], norm, lr, &bad)))
+			return rc;
 		comm_s = t->pl.comm_s + t->opt->comm_s; /* p2p, reduce-scatter, norm, all-gather */
 		inject_bitflip(t, stepno);
 		t->st.step = stepno;
@@ -393,14 +433,7 @@ static int loop(trainer *t)
 			llmt_metrics mt = { stepno, v[0], norm, lr, tps,
 				peak > 0 ? fpt * ((double)t->G * o->T / last_step_s) / (peak * 1e9 * l->world) : NAN,
 				last_step_s, comm_s, ckpt_s, bad };
-			if (t->metrics && llmt_metrics_write(t->metrics, &mt)) {
-				fclose(t->metrics); /* reported once; training goes on */
-				t->metrics = NULL;
-			}
-			if (!o->quiet)
-				printf("step %ld/%ld loss %.6f norm %.4f lr %.3e %.0f tok/s%s%s\n", stepno, o->steps,
-					v[0], norm, lr, tps, bad ? " SKIPPED" : "", due ? " ckpt" : "");
-			fflush(stdout);
+			report_step(t, &mt, due);
 		}
 		if (!rc && o->eval_interval > 0 && (stepno % o->eval_interval == 0 || stepno == o->steps))
 			rc = evaluate(t, stepno);
