@@ -317,39 +317,37 @@ static int gather_hosts(trainer *t)
 	return llmt_comm_allgather_bytes(t->p->all, me, t->hosts, LLMT_HOSTLEN) ? LLMT_EXIT_TRANSIENT : 0;
 }
 
-int llmt_tr_setup(trainer *t)
+/* The model config, its layout and --seq (rank 0 says what is wrong). */
+static int setup_config(trainer *t, const llmt_par *mp)
 {
 	const llmt_train_opts *o = t->o;
-	llmt_grid *l = &t->p->l;
-	llmt_par mp = { l->tp, l->tp_rank, l->pp, l->pp_rank, l->tp > 1 ? t->p->tp_comm : NULL };
-	int rc = 0, rank = l->rank;
 	char *err = t->err;
 	size_t el = sizeof(t->err);
+	int rc = 0;
 
 	if (llmt_config_load(o->model_path, &t->cfg, err, el) || llmt_config_validate(&t->cfg, err, el))
 		rc = LLMT_EXIT_USAGE;
-	else if (llmt_model_check_layout(&t->cfg, &mp, err, el))
+	else if (llmt_model_check_layout(&t->cfg, mp, err, el))
 		rc = LLMT_EXIT_USAGE;
 	else if (o->T > t->cfg.max_seq) {
 		snprintf(err, el, "--seq %d exceeds max_seq %d of %s", o->T, t->cfg.max_seq, o->model_path);
 		rc = LLMT_EXIT_USAGE;
 	}
-	if (rc && rank == 0)
+	if (rc && t->p->l.rank == 0)
 		fprintf(stderr, "llm-train: %s\n", err);
-	if ((rc = llmt_tr_agree(t->p, rc)))
-		return rc;
-	t->G = o->B * o->A * l->dp;
-	/* On GPUs the DP reduce-scatter (comm stream) runs while TP
-	 * all-reduces or PP sends (compute stream) are in flight on other
-	 * communicators; NCCL then launches them in the order they were
-	 * issued, which is the same on every rank, so they cannot deadlock
-	 * for want of resident kernels (NCCL >= 2.26 reads it; a value the
-	 * user or the site set wins). Harmless without NCCL. */
-	if (l->dp > 1 && (l->tp > 1 || l->pp > 1))
-		setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", 0);
-	rc = llmt_loader_open(&t->ld, o->data_dir, o->T, t->cfg.vocab_size, o->seed, err, el);
+	return llmt_tr_agree(t->p, rc);
+}
+
+/* The training data and, with --eval-interval, the held-out data. */
+static int setup_data(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+	int rc = llmt_loader_open(&t->ld, o->data_dir, o->T, t->cfg.vocab_size, o->seed, err, el);
+
 	if (rc)
-		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+		fprintf(stderr, "llm-train: rank %d: %s\n", t->p->l.rank, err);
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
 	t->cur = &t->ld;
@@ -360,10 +358,19 @@ int llmt_tr_setup(trainer *t)
 			strncat(vd, "/val", sizeof(vd) - strlen(vd) - 1);
 		rc = llmt_loader_open(&t->val, vd, o->T, t->cfg.vocab_size, 1, err, el);
 		if (rc)
-			fprintf(stderr, "llm-train: rank %d: validation data: %s\n", rank, err);
+			fprintf(stderr, "llm-train: rank %d: validation data: %s\n", t->p->l.rank, err);
 	}
-	if ((rc = llmt_tr_agree(t->p, rc)))
-		return rc;
+	return llmt_tr_agree(t->p, rc);
+}
+
+/* The checkpoint dir (what to resume from, the writer) and the heartbeat. */
+static int setup_dirs(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+	int rc = 0, rank = t->p->l.rank;
+
 	/* LLM_TRAIN_RESUME unset (no wrapper): continue from CKPT_DIR when it
 	 * holds a valid checkpoint. Set but empty: a fresh start the wrapper
 	 * chose (e.g. no checkpoint fits a rollback); the checkpoints there are
@@ -400,24 +407,18 @@ int llmt_tr_setup(trainer *t)
 		else if (rc)
 			fprintf(stderr, "llm-train: %s\n", err);
 	}
-	if ((rc = llmt_tr_agree(t->p, rc)))
-		return rc;
-	t->m = llmt_model_create_rc(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
-		o->recompute);
-	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
-	if ((rc = llmt_tr_agree(t->p, rc)))
-		return rc;
-	rc = setup_optim(t);
-	if (!rc && llmt_pipeline_init(&t->pl, t->m, l->pp > 1 ? t->p->pp_comm : NULL, o->A, o->B, o->T))
-		rc = LLMT_EXIT_SOFTWARE;
-	if (!rc)
-		rc = gather_hosts(t);
-	if ((rc = llmt_tr_agree(t->p, rc)))
-		return rc;
-	t->st.magic = STATE_MAGIC;
-	t->st.version = 1;
-	t->st.seed = o->seed;
-	t->st.global_batch = t->G;
+	return llmt_tr_agree(t->p, rc);
+}
+
+/* Where training starts: a checkpoint (--resume, the wrapper's choice or
+ * CKPT_DIR), --init-from's weights, or the seed; then --skip-batches. */
+static int setup_start(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+	int rc = 0, rank = t->p->l.rank;
+
 	if (o->resume && *o->resume)
 		t->resume_from = o->resume;
 	if (t->resume_from) {
@@ -445,7 +446,18 @@ int llmt_tr_setup(trainer *t)
 			printf("llm-train: skipping %ld global batches of data (position %lld)\n",
 				o->skip_batches, (long long)t->st.pos);
 	}
-	if (rank == 0 && (o->run_dir || o->ckpt_dir)) {
+	return 0;
+}
+
+/* Rank 0's metrics.jsonl and eval.jsonl in the run dir (else CKPT_DIR). */
+static int setup_metrics(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	char *err = t->err;
+	size_t el = sizeof(t->err);
+	int rc = 0;
+
+	if (t->p->l.rank == 0 && (o->run_dir || o->ckpt_dir)) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/metrics.jsonl", o->run_dir ? o->run_dir : o->ckpt_dir);
 		if (o->run_dir && mkdir_p(o->run_dir, err, el))
@@ -457,5 +469,46 @@ int llmt_tr_setup(trainer *t)
 			rc = LLMT_EXIT_IO;
 	}
 	return llmt_tr_agree(t->p, rc);
+}
+
+int llmt_tr_setup(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	llmt_grid *l = &t->p->l;
+	llmt_par mp = { l->tp, l->tp_rank, l->pp, l->pp_rank, l->tp > 1 ? t->p->tp_comm : NULL };
+	int rc;
+
+	if ((rc = setup_config(t, &mp)))
+		return rc;
+	t->G = o->B * o->A * l->dp;
+	/* On GPUs the DP reduce-scatter (comm stream) runs while TP
+	 * all-reduces or PP sends (compute stream) are in flight on other
+	 * communicators; NCCL then launches them in the order they were
+	 * issued, which is the same on every rank, so they cannot deadlock
+	 * for want of resident kernels (NCCL >= 2.26 reads it; a value the
+	 * user or the site set wins). Harmless without NCCL. */
+	if (l->dp > 1 && (l->tp > 1 || l->pp > 1))
+		setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", 0);
+	if ((rc = setup_data(t)) || (rc = setup_dirs(t)))
+		return rc;
+	t->m = llmt_model_create_rc(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
+		o->recompute);
+	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	rc = setup_optim(t);
+	if (!rc && llmt_pipeline_init(&t->pl, t->m, l->pp > 1 ? t->p->pp_comm : NULL, o->A, o->B, o->T))
+		rc = LLMT_EXIT_SOFTWARE;
+	if (!rc)
+		rc = gather_hosts(t);
+	if ((rc = llmt_tr_agree(t->p, rc)))
+		return rc;
+	t->st.magic = STATE_MAGIC;
+	t->st.version = 1;
+	t->st.seed = o->seed;
+	t->st.global_batch = t->G;
+	if ((rc = setup_start(t)))
+		return rc;
+	return setup_metrics(t);
 }
 
