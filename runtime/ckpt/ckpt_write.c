@@ -351,6 +351,57 @@ static uint64_t replica_hash(const llmt_ckpt_state *st)
 
 /* Check st and cut this rank's write share into pieces, filling the done
  * record and the snapshot. */
+/* Each buffer's cut into this rank's pieces (a DP-replicated buffer: its
+ * ZeRO share): the cuts, where each starts (wlo), its kind in kinds, the
+ * bytes of all pieces in *total. */
+static int cut_buffers(const llmt_ckpt_state *st, ck_cut **cuts, int *ncuts, size_t *wlo, json_t *kinds,
+                       size_t *total, char *err, size_t errlen)
+{
+	for (int k = 0; k < st->nbufs; k++) {
+		const llmt_ckpt_buf *b = &st->bufs[k];
+		size_t lo = b->lo, hi = b->hi;
+		if (!b->kind || !*b->kind || strlen(b->kind) >= 32 || b->lo > b->hi || b->hi > st->nflat ||
+		    (b->replicated && (b->lo != 0 || b->hi != st->nflat)) || (!b->data && b->hi > b->lo)) {
+			ck_fmt(err, errlen, "checkpoint buffer %d (%s): bad range", k, b->kind ? b->kind : "?");
+			return LLMT_EXIT_SOFTWARE;
+		}
+		if (b->replicated)
+			ck_dp_share(st->nflat, st->dp, st->dp_rank, &lo, &hi);
+		wlo[k] = lo;
+		ncuts[k] = ck_cut_range(st->params, st->nparams, lo, hi,
+		                        CK_SKIP_TIED | (st->tp_rank != 0 ? CK_SKIP_TPREP : 0), &cuts[k], err, errlen);
+		if (ncuts[k] < 0) {
+			ncuts[k] = 0;
+			return LLMT_EXIT_SOFTWARE;
+		}
+		json_array_append_new(kinds, json_pack("{s:s, s:s}", "name", b->kind, "dtype", ck_dtype_name(b->dtype)));
+		for (int c = 0; c < ncuts[k]; c++)
+			*total += (size_t)(cuts[k][c].box.nr * cuts[k][c].box.nc) * ck_dtype_size(b->dtype);
+	}
+	return 0;
+}
+
+/* The blobs copied into the snapshot after the pieces (8-byte aligned, at
+ * *off of the shard; borrowed buffers: the snapshot holds the blobs only). */
+static int put_blobs(llmt_ckpt_writer *w, const llmt_ckpt_state *st, size_t pieces_bytes, size_t *off,
+                     json_t *blobs, char *err, size_t errlen)
+{
+	for (int i = 0; i < st->nblobs; i++) {
+		const llmt_ckpt_blob *bl = &st->blobs[i];
+		if (!bl->name || strlen(bl->name) >= 64 || (bl->len && !bl->data)) {
+			ck_fmt(err, errlen, "checkpoint blob %d: bad name or data", i);
+			return LLMT_EXIT_SOFTWARE;
+		}
+		char *at = w->snap + (st->borrow ? *off - pieces_bytes : *off);
+		memcpy(at, bl->data, bl->len);
+		memset(at + bl->len, 0, ((bl->len + 7) & ~(size_t)7) - bl->len);
+		json_array_append_new(blobs, json_pack("{s:s, s:I, s:I}", "name", bl->name, "offset", (json_int_t)*off,
+		                                       "size", (json_int_t)bl->len));
+		*off += (bl->len + 7) & ~(size_t)7;
+	}
+	return 0;
+}
+
 static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, size_t errlen)
 {
 	ck_cut *cuts[LLMT_CKPT_MAX_BUFS] = { 0 };
@@ -362,29 +413,7 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 
 	for (int i = 0; i < st->nparams; i++)
 		tix[i] = -1;
-	for (int k = 0; k < st->nbufs && !rc; k++) {
-		const llmt_ckpt_buf *b = &st->bufs[k];
-		size_t lo = b->lo, hi = b->hi;
-		if (!b->kind || !*b->kind || strlen(b->kind) >= 32 || b->lo > b->hi || b->hi > st->nflat ||
-		    (b->replicated && (b->lo != 0 || b->hi != st->nflat)) || (!b->data && b->hi > b->lo)) {
-			ck_fmt(err, errlen, "checkpoint buffer %d (%s): bad range", k, b->kind ? b->kind : "?");
-			rc = LLMT_EXIT_SOFTWARE;
-			break;
-		}
-		if (b->replicated)
-			ck_dp_share(st->nflat, st->dp, st->dp_rank, &lo, &hi);
-		wlo[k] = lo;
-		ncuts[k] = ck_cut_range(st->params, st->nparams, lo, hi,
-		                        CK_SKIP_TIED | (st->tp_rank != 0 ? CK_SKIP_TPREP : 0), &cuts[k], err, errlen);
-		if (ncuts[k] < 0) {
-			ncuts[k] = 0;
-			rc = LLMT_EXIT_SOFTWARE;
-			break;
-		}
-		json_array_append_new(kinds, json_pack("{s:s, s:s}", "name", b->kind, "dtype", ck_dtype_name(b->dtype)));
-		for (int c = 0; c < ncuts[k]; c++)
-			total += (size_t)(cuts[k][c].box.nr * cuts[k][c].box.nc) * ck_dtype_size(b->dtype);
-	}
+	rc = cut_buffers(st, cuts, ncuts, wlo, kinds, &total, err, errlen);
 	size_t pieces_bytes = total, blob_bytes = 0;
 	for (int i = 0; i < st->nblobs; i++)
 		blob_bytes += (st->blobs[i].len + 7) & ~(size_t)7;
@@ -439,20 +468,8 @@ static int snapshot(llmt_ckpt_writer *w, const llmt_ckpt_state *st, char *err, s
 			off += n;
 		}
 	}
-	for (int i = 0; i < st->nblobs && !rc; i++) {
-		const llmt_ckpt_blob *bl = &st->blobs[i];
-		if (!bl->name || strlen(bl->name) >= 64 || (bl->len && !bl->data)) {
-			ck_fmt(err, errlen, "checkpoint blob %d: bad name or data", i);
-			rc = LLMT_EXIT_SOFTWARE;
-			break;
-		}
-		char *at = w->snap + (st->borrow ? off - pieces_bytes : off);
-		memcpy(at, bl->data, bl->len);
-		memset(at + bl->len, 0, ((bl->len + 7) & ~(size_t)7) - bl->len);
-		json_array_append_new(blobs, json_pack("{s:s, s:I, s:I}", "name", bl->name, "offset", (json_int_t)off,
-		                                       "size", (json_int_t)bl->len));
-		off += (bl->len + 7) & ~(size_t)7;
-	}
+	if (!rc)
+		rc = put_blobs(w, st, pieces_bytes, &off, blobs, err, errlen);
 	w->snap_len = off;
 	w->nseg = 0;
 	if (!rc && st->borrow) {
