@@ -16,17 +16,17 @@
 #include "train/optim.h"
 
 struct llmt_devops {
-    int (*forward)(llmt_model *m, int s, const int32_t *tokens, const float *act_in,
-                   const int32_t *targets, float *act_out, float *loss_out);
-    int (*backward)(llmt_model *m, int s, const float *grad_out, float *grad_in,
-                    float grad_scale);
-    void (*sync_compute)(llmt_model *m);
-    void (*zero_grad)(llmt_model *m);
-    void (*fetch_grads)(llmt_model *m);
-    const float *(*logits)(llmt_model *m, int s);
-    void (*destroy)(llmt_model *m);
-    /* packed samples (model.h's llmt_model_set_seg); NULL: not supported */
-    int (*set_seg)(llmt_model *m, int s, const int32_t *seg);
+	int (*forward)(llmt_model *m, int s, const int32_t *tokens, const float *act_in,
+				   const int32_t *targets, float *act_out, float *loss_out);
+	int (*backward)(llmt_model *m, int s, const float *grad_out, float *grad_in,
+					float grad_scale);
+	void (*sync_compute)(llmt_model *m);
+	void (*zero_grad)(llmt_model *m);
+	void (*fetch_grads)(llmt_model *m);
+	const float *(*logits)(llmt_model *m, int s);
+	void (*destroy)(llmt_model *m);
+	/* packed samples (model.h's llmt_model_set_seg); NULL: not supported */
+	int (*set_seg)(llmt_model *m, int s, const int32_t *seg);
 };
 
 /* Pure: does this process want the GPU backend? LLM_TRAIN_GPU (the local
@@ -38,7 +38,7 @@ int llmt_dev_wanted(const char *llm_train_gpu, int have_cuda, char *err, size_t 
  * after a message on stderr (no device, fp32, out of memory);
  * 0 when the model is built on the CPU. */
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-                    int nslots, llmt_model **out);
+					int nslots, llmt_model **out);
 
 /* 1 when m is a model the GPU backend built (its buffers on a device). */
 int llmt_dev_model(const llmt_model *m);

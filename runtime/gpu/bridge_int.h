@@ -7,11 +7,11 @@
 #include "gmodel.h"
 
 typedef struct {
-    llmt_gmodel *g;
-    float *logits;          /* host copy for llmt_model_logits */
-    int grads_dirty;        /* device gradients newer than the host's */
-    int A;                  /* micro-batches per step (0: never reduce) */
-    int nback;              /* backwards since the last zero_grad */
+	llmt_gmodel *g;
+	float *logits;          /* host copy for llmt_model_logits */
+	int grads_dirty;        /* device gradients newer than the host's */
+	int A;                  /* micro-batches per step (0: never reduce) */
+	int nback;              /* backwards since the last zero_grad */
 } llmt_bridge;
 
 #endif

@@ -7,168 +7,168 @@
 #include "dev_common.cuh"
 
 __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int T, int H,
-                           int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
-                           float eps, const float *cos_t, const float *sin_t, const int32_t *pos,
-                           int tm)
+						   int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
+						   float eps, const float *cos_t, const float *sin_t, const int32_t *pos,
+						   int tm)
 {
-    GK_DYN_SHARED(float, sv);
-    int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
-    int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
-    int rt = pos ? pos[m] : t; /* rotary row: the position in its sample */
-    const float *row = qkv + (size_t)m * W;
-    int isq = hh < H, g = hh - H;
-    float val = i < hd ? row[(size_t)hh * hd + i] : 0.f;
-    const float *w = isq ? qw : kw;
-    if (w) {
-        float ss = block_sum(val * val);
-        float r = rsqrtf(ss / (float)hd + eps);
-        if (i == 0) {
-            if (isq)
-                qr[(size_t)m * H + hh] = r;
-            else
-                kr[(size_t)m * KV + g] = r;
-        }
-        if (i < hd)
-            val = val * r * w[i];
-    }
-    if (i < hd)
-        sv[i] = val;
-    __syncthreads();
-    if (i >= hd)
-        return;
-    float out;
-    if (i < h2) {
-        float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
-        out = sv[i] * c - sv[i + h2] * s;
-    } else {
-        float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
-        out = sv[i] * c + sv[i - h2] * s;
-    }
-    if (isq) {
-        st_bf(q, tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i,
-              out);
-        return;
-    }
-    float vv = row[(size_t)(H + KV + g) * hd + i];
-    if (tm) {
-        st_bf(k, ((size_t)m * KV + g) * hd + i, out);
-        st_bf(v, ((size_t)m * KV + g) * hd + i, vv);
-        return;
-    }
-    for (int j = 0; j < G; j++) {
-        size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
-        st_bf(k, o, out);
-        st_bf(v, o, vv);
-    }
+	GK_DYN_SHARED(float, sv);
+	int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
+	int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
+	int rt = pos ? pos[m] : t; /* rotary row: the position in its sample */
+	const float *row = qkv + (size_t)m * W;
+	int isq = hh < H, g = hh - H;
+	float val = i < hd ? row[(size_t)hh * hd + i] : 0.f;
+	const float *w = isq ? qw : kw;
+	if (w) {
+		float ss = block_sum(val * val);
+		float r = rsqrtf(ss / (float)hd + eps);
+		if (i == 0) {
+			if (isq)
+				qr[(size_t)m * H + hh] = r;
+			else
+				kr[(size_t)m * KV + g] = r;
+		}
+		if (i < hd)
+			val = val * r * w[i];
+	}
+	if (i < hd)
+		sv[i] = val;
+	__syncthreads();
+	if (i >= hd)
+		return;
+	float out;
+	if (i < h2) {
+		float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
+		out = sv[i] * c - sv[i + h2] * s;
+	} else {
+		float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
+		out = sv[i] * c + sv[i - h2] * s;
+	}
+	if (isq) {
+		st_bf(q, tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i,
+			  out);
+		return;
+	}
+	float vv = row[(size_t)(H + KV + g) * hd + i];
+	if (tm) {
+		st_bf(k, ((size_t)m * KV + g) * hd + i, out);
+		st_bf(v, ((size_t)m * KV + g) * hd + i, vv);
+		return;
+	}
+	for (int j = 0; j < G; j++) {
+		size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
+		st_bf(k, o, out);
+		st_bf(v, o, vv);
+	}
 }
 
 extern "C" cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k,
-                                           gk_bf16 *v, int B, int T, int H, int KV, int hd,
-                                           const float *qw, const float *kw, float *qr,
-                                           float *kr, float eps, const float *cos_t,
-                                           const float *sin_t, const int32_t *pos, int tm,
-                                           cudaStream_t st)
+										   gk_bf16 *v, int B, int T, int H, int KV, int hd,
+										   const float *qw, const float *kw, float *qr,
+										   float *kr, float eps, const float *cos_t,
+										   const float *sin_t, const int32_t *pos, int tm,
+										   cudaStream_t st)
 {
-    dim3 g((unsigned)(B * T), (unsigned)(H + KV));
-    GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos, tm);
-    return GK_LAST_ERROR();
+	dim3 g((unsigned)(B * T), (unsigned)(H + KV));
+	GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+		qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos, tm);
+	return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
-                                        int B, int T, int H, int KV, int hd, const float *qw,
-                                        const float *kw, float *qr, float *kr, float eps,
-                                        const float *cos_t, const float *sin_t, cudaStream_t st)
+										int B, int T, int H, int KV, int hd, const float *qw,
+										const float *kw, float *qr, float *kr, float eps,
+										const float *cos_t, const float *sin_t, cudaStream_t st)
 {
-    return gk_attn_prep_fwd_tm(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t,
-                               NULL, 0, st);
+	return gk_attn_prep_fwd_tm(qkv, q, k, v, B, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t,
+							   NULL, 0, st);
 }
 
 __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
-                           const float *qkv, int T, int H, int KV, int hd, const float *qw,
-                           const float *kw, const float *qr, const float *kr, float *contrib,
-                           const float *cos_t, const float *sin_t, int M, const int32_t *pos,
-                           int tm)
+						   const float *qkv, int T, int H, int KV, int hd, const float *qw,
+						   const float *kw, const float *qr, const float *kr, float *contrib,
+						   const float *cos_t, const float *sin_t, int M, const int32_t *pos,
+						   int tm)
 {
-    GK_DYN_SHARED(float, sv);
-    int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
-    int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
-    int rt = pos ? pos[m] : t;
-    int isq = hh < H, g = hh - H;
-    float gval = 0.f, gv = 0.f;
-    if (i < hd) {
-        if (isq) {
-            gval = dq[tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i];
-        } else if (tm) {
-            gval = dk[((size_t)m * KV + g) * hd + i];
-            gv = dv[((size_t)m * KV + g) * hd + i];
-        } else {
-            for (int j = 0; j < G; j++) {
-                size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
-                gval += dk[o];
-                gv += dv[o];
-            }
-        }
-        sv[i] = gval;
-    }
-    __syncthreads();
-    if (i < hd) {
-        if (i < h2) {
-            float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
-            gval = sv[i] * c + sv[i + h2] * s;
-        } else {
-            float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
-            gval = sv[i] * c - sv[i - h2] * s;
-        }
-    }
-    const float *w = isq ? qw : kw;
-    if (w) {
-        float x = i < hd ? qkv[(size_t)m * W + (size_t)hh * hd + i] : 0.f;
-        float r = isq ? qr[(size_t)m * H + hh] : kr[(size_t)m * KV + g];
-        float wi = i < hd ? w[i] : 0.f;
-        float dot = block_sum(gval * wi * x);
-        if (i < hd) {
-            size_t ci = isq ? ((size_t)m * H + hh) * hd + i
-                            : (size_t)M * H * hd + ((size_t)m * KV + g) * hd + i;
-            contrib[ci] = gval * x * r;
-            gval = r * (gval * wi - x * (dot * r * r / (float)hd));
-        }
-    }
-    if (i >= hd)
-        return;
-    st_bf(dqkv, (size_t)m * W + (size_t)hh * hd + i, gval);
-    if (!isq)
-        st_bf(dqkv, (size_t)m * W + (size_t)(H + KV + g) * hd + i, gv);
+	GK_DYN_SHARED(float, sv);
+	int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
+	int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
+	int rt = pos ? pos[m] : t;
+	int isq = hh < H, g = hh - H;
+	float gval = 0.f, gv = 0.f;
+	if (i < hd) {
+		if (isq) {
+			gval = dq[tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i];
+		} else if (tm) {
+			gval = dk[((size_t)m * KV + g) * hd + i];
+			gv = dv[((size_t)m * KV + g) * hd + i];
+		} else {
+			for (int j = 0; j < G; j++) {
+				size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
+				gval += dk[o];
+				gv += dv[o];
+			}
+		}
+		sv[i] = gval;
+	}
+	__syncthreads();
+	if (i < hd) {
+		if (i < h2) {
+			float c = cos_t[(size_t)rt * h2 + i], s = sin_t[(size_t)rt * h2 + i];
+			gval = sv[i] * c + sv[i + h2] * s;
+		} else {
+			float c = cos_t[(size_t)rt * h2 + i - h2], s = sin_t[(size_t)rt * h2 + i - h2];
+			gval = sv[i] * c - sv[i - h2] * s;
+		}
+	}
+	const float *w = isq ? qw : kw;
+	if (w) {
+		float x = i < hd ? qkv[(size_t)m * W + (size_t)hh * hd + i] : 0.f;
+		float r = isq ? qr[(size_t)m * H + hh] : kr[(size_t)m * KV + g];
+		float wi = i < hd ? w[i] : 0.f;
+		float dot = block_sum(gval * wi * x);
+		if (i < hd) {
+			size_t ci = isq ? ((size_t)m * H + hh) * hd + i
+							: (size_t)M * H * hd + ((size_t)m * KV + g) * hd + i;
+			contrib[ci] = gval * x * r;
+			gval = r * (gval * wi - x * (dot * r * r / (float)hd));
+		}
+	}
+	if (i >= hd)
+		return;
+	st_bf(dqkv, (size_t)m * W + (size_t)hh * hd + i, gval);
+	if (!isq)
+		st_bf(dqkv, (size_t)m * W + (size_t)(H + KV + g) * hd + i, gv);
 }
 
 extern "C" cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
-                                           gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
-                                           int KV, int hd, const float *qw, const float *kw,
-                                           const float *qr, const float *kr, float *dqw,
-                                           float *dkw, float *contrib, float *part,
-                                           const float *cos_t, const float *sin_t,
-                                           const int32_t *pos, int tm, cudaStream_t st)
+										   gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
+										   int KV, int hd, const float *qw, const float *kw,
+										   const float *qr, const float *kr, float *dqw,
+										   float *dkw, float *contrib, float *part,
+										   const float *cos_t, const float *sin_t,
+										   const int32_t *pos, int tm, cudaStream_t st)
 {
-    int M = B * T;
-    dim3 g((unsigned)M, (unsigned)(H + KV));
-    GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-        dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos, tm);
-    if (qw) {
-        gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
-        gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
-    }
-    return GK_LAST_ERROR();
+	int M = B * T;
+	dim3 g((unsigned)M, (unsigned)(H + KV));
+	GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+		dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos, tm);
+	if (qw) {
+		gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
+		gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);
+	}
+	return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv,
-                                        gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
-                                        int KV, int hd, const float *qw, const float *kw,
-                                        const float *qr, const float *kr, float *dqw, float *dkw,
-                                        float *contrib, float *part, const float *cos_t,
-                                        const float *sin_t, cudaStream_t st)
+										gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
+										int KV, int hd, const float *qw, const float *kw,
+										const float *qr, const float *kr, float *dqw, float *dkw,
+										float *contrib, float *part, const float *cos_t,
+										const float *sin_t, cudaStream_t st)
 {
-    return gk_attn_prep_bwd_tm(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw,
-                               contrib, part, cos_t, sin_t, NULL, 0, st);
+	return gk_attn_prep_bwd_tm(dq, dk, dv, dqkv, qkv, B, T, H, KV, hd, qw, kw, qr, kr, dqw, dkw,
+							   contrib, part, cos_t, sin_t, NULL, 0, st);
 }
 
 /* Rows of a query chunk: n x C rows of kc scores (stride kc); row r is
@@ -177,110 +177,110 @@ extern "C" cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const 
  * of each token's sample; matrix bh of n = B*H is sequence bh / H): keys
  * lo .. r0 + r % C only, P 0 before lo (so the backward needs no lo). */
 __global__ void k_softmax_fwd(const float *S, gk_bf16 *P, int C, int kc, int r0, int H, int T,
-                              const int32_t *lo)
+							  const int32_t *lo)
 {
-    size_t row = blockIdx.x;
-    int i = r0 + (int)(row % (size_t)C);
-    int j0 = lo ? lo[(row / (size_t)C / (size_t)H) * (size_t)T + (size_t)i] : 0;
-    const float *s = S + row * kc;
-    float mx = -INFINITY;
-    for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
-        mx = fmaxf(mx, s[j]);
-    mx = block_max(mx);
-    float sum = 0.f;
-    for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
-        sum += expf(s[j] - mx);
-    sum = block_sum(sum);
-    float inv = 1.0f / sum;
-    for (int j = threadIdx.x; j < kc; j += blockDim.x)
-        st_bf(P, row * kc + j, j >= j0 && j <= i ? expf(s[j] - mx) * inv : 0.f);
+	size_t row = blockIdx.x;
+	int i = r0 + (int)(row % (size_t)C);
+	int j0 = lo ? lo[(row / (size_t)C / (size_t)H) * (size_t)T + (size_t)i] : 0;
+	const float *s = S + row * kc;
+	float mx = -INFINITY;
+	for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
+		mx = fmaxf(mx, s[j]);
+	mx = block_max(mx);
+	float sum = 0.f;
+	for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x)
+		sum += expf(s[j] - mx);
+	sum = block_sum(sum);
+	float inv = 1.0f / sum;
+	for (int j = threadIdx.x; j < kc; j += blockDim.x)
+		st_bf(P, row * kc + j, j >= j0 && j <= i ? expf(s[j] - mx) * inv : 0.f);
 }
 
 static unsigned softmax_threads(int kc)
 {
-    return gk_row_threads(kc) > 256 ? 256 : gk_row_threads(kc);
+	return gk_row_threads(kc) > 256 ? 256 : gk_row_threads(kc);
 }
 
 extern "C" cudaError_t gk_softmax_seg_chunk_fwd(const float *S, gk_bf16 *P, int n, int C,
-                                                int kc, int r0, int H, int T, const int32_t *lo,
-                                                cudaStream_t st)
+												int kc, int r0, int H, int T, const int32_t *lo,
+												cudaStream_t st)
 {
-    GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(
-        S, P, C, kc, r0, H, T, lo);
-    return GK_LAST_ERROR();
+	GK_LAUNCH(k_softmax_fwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(
+		S, P, C, kc, r0, H, T, lo);
+	return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_softmax_chunk_fwd(const float *S, gk_bf16 *P, int n, int C, int kc,
-                                            int r0, cudaStream_t st)
+											int r0, cudaStream_t st)
 {
-    return gk_softmax_seg_chunk_fwd(S, P, n, C, kc, r0, 1, 1, NULL, st);
+	return gk_softmax_seg_chunk_fwd(S, P, n, C, kc, r0, 1, 1, NULL, st);
 }
 
 extern "C" cudaError_t gk_softmax_causal_fwd(const float *S, gk_bf16 *P, int n, int T,
-                                             cudaStream_t st)
+											 cudaStream_t st)
 {
-    return gk_softmax_chunk_fwd(S, P, n, T, T, 0, st);
+	return gk_softmax_chunk_fwd(S, P, n, T, T, 0, st);
 }
 
 __global__ void k_softmax_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS, int C, int kc,
-                              int r0)
+							  int r0)
 {
-    size_t row = blockIdx.x, o = row * kc;
-    int i = r0 + (int)(row % (size_t)C);
-    float dot = 0.f;
-    for (int j = threadIdx.x; j <= i; j += blockDim.x)
-        dot += ld_bf(P, o + j) * dP[o + j];
-    dot = block_sum(dot);
-    for (int j = threadIdx.x; j < kc; j += blockDim.x)
-        st_bf(dS, o + j, j <= i ? ld_bf(P, o + j) * (dP[o + j] - dot) : 0.f);
+	size_t row = blockIdx.x, o = row * kc;
+	int i = r0 + (int)(row % (size_t)C);
+	float dot = 0.f;
+	for (int j = threadIdx.x; j <= i; j += blockDim.x)
+		dot += ld_bf(P, o + j) * dP[o + j];
+	dot = block_sum(dot);
+	for (int j = threadIdx.x; j < kc; j += blockDim.x)
+		st_bf(dS, o + j, j <= i ? ld_bf(P, o + j) * (dP[o + j] - dot) : 0.f);
 }
 
 extern "C" cudaError_t gk_softmax_chunk_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS,
-                                            int n, int C, int kc, int r0, cudaStream_t st)
+											int n, int C, int kc, int r0, cudaStream_t st)
 {
-    GK_LAUNCH(k_softmax_bwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(P, dP, dS, C,
-                                                                                  kc, r0);
-    return GK_LAST_ERROR();
+	GK_LAUNCH(k_softmax_bwd, (unsigned)((size_t)n * C), softmax_threads(kc), 0, st)(P, dP, dS, C,
+																				  kc, r0);
+	return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_softmax_causal_bwd(const gk_bf16 *P, const float *dP, gk_bf16 *dS,
-                                             int n, int T, cudaStream_t st)
+											 int n, int T, cudaStream_t st)
 {
-    return gk_softmax_chunk_bwd(P, dP, dS, n, T, T, 0, st);
+	return gk_softmax_chunk_bwd(P, dP, dS, n, T, T, 0, st);
 }
 
 /* e indexes the head-major [B][H][T][hd] tensor */
 __global__ void k_h2t(const gk_bf16 *o, gk_bf16 *att, int T, int H, int hd, size_t n)
 {
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
-         e += (size_t)gridDim.x * blockDim.x) {
-        size_t i = e % hd, r = e / hd, t = r % T, bh = r / T, h = bh % H, b = bh / H;
-        reinterpret_cast<bf_t *>(att)[((b * T + t) * H + h) * hd + i] =
-            reinterpret_cast<const bf_t *>(o)[e];
-    }
+	for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+		 e += (size_t)gridDim.x * blockDim.x) {
+		size_t i = e % hd, r = e / hd, t = r % T, bh = r / T, h = bh % H, b = bh / H;
+		reinterpret_cast<bf_t *>(att)[((b * T + t) * H + h) * hd + i] =
+			reinterpret_cast<const bf_t *>(o)[e];
+	}
 }
 
 __global__ void k_t2h(const float *datt, gk_bf16 *dO, int T, int H, int hd, size_t n)
 {
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
-         e += (size_t)gridDim.x * blockDim.x) {
-        size_t i = e % hd, r = e / hd, t = r % T, bh = r / T, h = bh % H, b = bh / H;
-        st_bf(dO, e, datt[((b * T + t) * H + h) * hd + i]);
-    }
+	for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+		 e += (size_t)gridDim.x * blockDim.x) {
+		size_t i = e % hd, r = e / hd, t = r % T, bh = r / T, h = bh % H, b = bh / H;
+		st_bf(dO, e, datt[((b * T + t) * H + h) * hd + i]);
+	}
 }
 
 extern "C" cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int H,
-                                          int hd, cudaStream_t st)
+										  int hd, cudaStream_t st)
 {
-    size_t n = (size_t)B * T * H * hd;
-    GK_LAUNCH(k_h2t, gk_blocks(n, 256), 256, 0, st)(o, att, T, H, hd, n);
-    return GK_LAST_ERROR();
+	size_t n = (size_t)B * T * H * hd;
+	GK_LAUNCH(k_h2t, gk_blocks(n, 256), 256, 0, st)(o, att, T, H, hd, n);
+	return GK_LAST_ERROR();
 }
 
 extern "C" cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H,
-                                          int hd, cudaStream_t st)
+										  int hd, cudaStream_t st)
 {
-    size_t n = (size_t)B * T * H * hd;
-    GK_LAUNCH(k_t2h, gk_blocks(n, 256), 256, 0, st)(datt, dO, T, H, hd, n);
-    return GK_LAST_ERROR();
+	size_t n = (size_t)B * T * H * hd;
+	GK_LAUNCH(k_t2h, gk_blocks(n, 256), 256, 0, st)(datt, dO, T, H, hd, n);
+	return GK_LAST_ERROR();
 }

@@ -21,60 +21,60 @@ typedef __nv_bfloat16 bf_t;
 
 __device__ __forceinline__ float ld_bf(const gk_bf16 *p, size_t i)
 {
-    GK_EMU_POINT();     /* the emulation's shuffle order may switch threads here */
-    return __bfloat162float(reinterpret_cast<const bf_t *>(p)[i]);
+	GK_EMU_POINT();     /* the emulation's shuffle order may switch threads here */
+	return __bfloat162float(reinterpret_cast<const bf_t *>(p)[i]);
 }
 __device__ __forceinline__ void st_bf(gk_bf16 *p, size_t i, float v)
 {
-    GK_EMU_POINT();
-    reinterpret_cast<bf_t *>(p)[i] = __float2bfloat16_rn(v);
+	GK_EMU_POINT();
+	reinterpret_cast<bf_t *>(p)[i] = __float2bfloat16_rn(v);
 }
 
 /* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
  * thread gets the result. The order is fixed by the thread layout. */
 __device__ __forceinline__ float block_sum(float v)
 {
-    __shared__ float red[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
-    __syncthreads();
-    if (l == 0)
-        red[w] = v;
-    __syncthreads();
-    float s = l < nw ? red[l] : 0.f;
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-    return s;
+	__shared__ float red[32];
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+	__syncthreads();
+	if (l == 0)
+		red[w] = v;
+	__syncthreads();
+	float s = l < nw ? red[l] : 0.f;
+	for (int o = 16; o > 0; o >>= 1)
+		s += __shfl_xor_sync(0xffffffffu, s, o);
+	return s;
 }
 
 __device__ __forceinline__ float block_max(float v)
 {
-    __shared__ float red[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
-    __syncthreads();
-    if (l == 0)
-        red[w] = v;
-    __syncthreads();
-    float s = l < nw ? red[l] : -INFINITY;
-    for (int o = 16; o > 0; o >>= 1)
-        s = fmaxf(s, __shfl_xor_sync(0xffffffffu, s, o));
-    return s;
+	__shared__ float red[32];
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+	__syncthreads();
+	if (l == 0)
+		red[w] = v;
+	__syncthreads();
+	float s = l < nw ? red[l] : -INFINITY;
+	for (int o = 16; o > 0; o >>= 1)
+		s = fmaxf(s, __shfl_xor_sync(0xffffffffu, s, o));
+	return s;
 }
 
 static inline unsigned gk_blocks(size_t n, unsigned per)
 {
-    size_t b = (n + per - 1) / per;
-    return (unsigned)(b > 65535u * 32u ? 65535u * 32u : (b ? b : 1));
+	size_t b = (n + per - 1) / per;
+	return (unsigned)(b > 65535u * 32u ? 65535u * 32u : (b ? b : 1));
 }
 
 /* threads for a row kernel over width w: a multiple of 32, 32..1024 */
 static inline unsigned gk_row_threads(int w)
 {
-    unsigned t = (unsigned)((w + 31) / 32 * 32);
-    return t > 1024u ? 1024u : (t < 32u ? 32u : t);
+	unsigned t = (unsigned)((w + 31) / 32 * 32);
+	return t > 1024u ? 1024u : (t < 32u ? 32u : t);
 }
 
 /* out[j] += sum over chunks c (in order) of part[c][j] (dev_norm.cu) */
@@ -82,6 +82,6 @@ void gk_colsum(const float *part, float *out, int w, int chunks, cudaStream_t st
 /* out[j] += sum over r < nrows of rows[r][j], through part (GK_COLSUM_MAX
  * x w floats; fixed order) */
 void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out,
-                    cudaStream_t st);
+					cudaStream_t st);
 
 #endif

@@ -12,80 +12,80 @@
 #include "host_plan.h"
 
 struct glayer_act {
-    float *x_mid;
-    gk_bf16 *h1, *h2;
-    float *rstd1, *rstd2;
-    float *qkv, *qr, *kr;
-    gk_bf16 *q, *k, *v, *P, *att, *gu, *a;
-    float *lse;                   /* fused attention: logsumexp [B][H][T] */
+	float *x_mid;
+	gk_bf16 *h1, *h2;
+	float *rstd1, *rstd2;
+	float *qkv, *qr, *kr;
+	gk_bf16 *q, *k, *v, *P, *att, *gu, *a;
+	float *lse;                   /* fused attention: logsumexp [B][H][T] */
 };
 
 struct gslot {
-    float **xs;
-    struct glayer_act *la;
-    int32_t *tok, *tgt;           /* device */
-    int32_t *pos, *lo;            /* packed samples: rotary row, first key [M] (device) */
-    int packed;                   /* pos and lo apply (llmt_gmodel_set_seg) */
-    int32_t *eu, *es, *ep;        /* embedding backward plan (device) */
-    int neu;
-    gk_bf16 *xf, *dlog;
-    float *rstdf;
+	float **xs;
+	struct glayer_act *la;
+	int32_t *tok, *tgt;           /* device */
+	int32_t *pos, *lo;            /* packed samples: rotary row, first key [M] (device) */
+	int packed;                   /* pos and lo apply (llmt_gmodel_set_seg) */
+	int32_t *eu, *es, *ep;        /* embedding backward plan (device) */
+	int neu;
+	gk_bf16 *xf, *dlog;
+	float *rstdf;
 };
 
 struct llmt_gmodel {
-    llmt_model *h;                /* host mirror: table, init, host buffers */
-    cudaStream_t st, cst, xst;    /* compute, communication, copies */
-    gmm_ctx *mm;
-    /* master, m1, v1: fp32, whole (flat layout), or after set_dp this DP
-     * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
-     * state are made when the optimizer first needs them */
-    float *master, *grads, *m1, *v1;
-    size_t nsh;                   /* elements of master, m1, v1 */
-    size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
-    int nsh_parts;
-    float *wf;                    /* fp32 copies of the tensors kernels read in fp32 */
-    size_t *wf_flat, *wf_at, *wf_n, wf_len;
-    int nwf;
-    gk_bf16 *wc;
-    float *cos_t, *sin_t;
-    struct gslot *slots;
-    float *qkv_s, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits, *lossrow;
-    float *part, *contrib;
-    double *sumsq;
-    gk_bf16 *O, *dyact, *dgu, *dO, *dS, *dqkv;
-    float *lossrow_h;             /* pinned */
-    int32_t *tok_h;               /* host staging for the embedding plan */
-    int pinned;                   /* host master and gradients page-locked */
-    int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
-    int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
-    float *Dsc;                   /* fused backward: rowsum(dO o) [B][H][T] */
-    /* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
-    struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
-    float *qkn_g;                 /* QK-norm weight gradient scratch [2][hd] */
-    /* data parallelism */
-    struct llmt_nccl *dp;
-    gbucket *bk;
-    cudaEvent_t *bk_ev;
-    int nbk, bk_sent;
-    int *layer_t0;                /* first tensor index of each local layer */
-    int reducing;
-    int dp_failed;
-    int dp_size, dp_rank;
-    double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
-    /* the weight all-gather after an update, on the communication stream:
-     * ag_ev[b] after bucket b, ev_wf after the fp32 copies; the forward
-     * waits for each bucket before the first layer that reads it (ag_w:
-     * buckets [0, ag_w) not waited for yet) */
-    cudaEvent_t *ag_ev, ev_upd, ev_wf;
-    int ag_pending, ag_w;
-    size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
-    int nnpc;
-    /* snapshots */
-    float *snap_h;
-    cudaEvent_t ev_snap, ev_snap_done;
-    int snap_pending;
-    void **dall;
-    int nd, capd;
+	llmt_model *h;                /* host mirror: table, init, host buffers */
+	cudaStream_t st, cst, xst;    /* compute, communication, copies */
+	gmm_ctx *mm;
+	/* master, m1, v1: fp32, whole (flat layout), or after set_dp this DP
+	 * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
+	 * state are made when the optimizer first needs them */
+	float *master, *grads, *m1, *v1;
+	size_t nsh;                   /* elements of master, m1, v1 */
+	size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
+	int nsh_parts;
+	float *wf;                    /* fp32 copies of the tensors kernels read in fp32 */
+	size_t *wf_flat, *wf_at, *wf_n, wf_len;
+	int nwf;
+	gk_bf16 *wc;
+	float *cos_t, *sin_t;
+	struct gslot *slots;
+	float *qkv_s, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits, *lossrow;
+	float *part, *contrib;
+	double *sumsq;
+	gk_bf16 *O, *dyact, *dgu, *dO, *dS, *dqkv;
+	float *lossrow_h;             /* pinned */
+	int32_t *tok_h;               /* host staging for the embedding plan */
+	int pinned;                   /* host master and gradients page-locked */
+	int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
+	int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
+	float *Dsc;                   /* fused backward: rowsum(dO o) [B][H][T] */
+	/* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
+	struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
+	float *qkn_g;                 /* QK-norm weight gradient scratch [2][hd] */
+	/* data parallelism */
+	struct llmt_nccl *dp;
+	gbucket *bk;
+	cudaEvent_t *bk_ev;
+	int nbk, bk_sent;
+	int *layer_t0;                /* first tensor index of each local layer */
+	int reducing;
+	int dp_failed;
+	int dp_size, dp_rank;
+	double *dp_sq, *dp_part;      /* ZeRO-1 norm partials: device, host */
+	/* the weight all-gather after an update, on the communication stream:
+	 * ag_ev[b] after bucket b, ev_wf after the fp32 copies; the forward
+	 * waits for each bucket before the first layer that reads it (ag_w:
+	 * buckets [0, ag_w) not waited for yet) */
+	cudaEvent_t *ag_ev, ev_upd, ev_wf;
+	int ag_pending, ag_w;
+	size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
+	int nnpc;
+	/* snapshots */
+	float *snap_h;
+	cudaEvent_t ev_snap, ev_snap_done;
+	int snap_pending;
+	void **dall;
+	int nd, capd;
 };
 
 int gcheck(cudaError_t e, const char *what);

@@ -15,15 +15,15 @@
 #define CK(call, what) do { if (gcheck((call), (what))) return -1; } while (0)
 
 struct llmt_gopt {
-    llmt_gmodel *g;
-    size_t n;
-    size_t *sq_lo, *sq_hi;        /* ranges summed for the norm, in order */
-    int nsq;
-    size_t sq_n;                  /* their total length */
-    float *sq_buf;                /* the ranges packed (one sum launch) */
-    double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials */
-    size_t ck_lo, ck_hi;
-    float *pin;                   /* snapshot: master n, m and v ck_hi - ck_lo each */
+	llmt_gmodel *g;
+	size_t n;
+	size_t *sq_lo, *sq_hi;        /* ranges summed for the norm, in order */
+	int nsq;
+	size_t sq_n;                  /* their total length */
+	float *sq_buf;                /* the ranges packed (one sum launch) */
+	double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials */
+	size_t ck_lo, ck_hi;
+	float *pin;                   /* snapshot: master n, m and v ck_hi - ck_lo each */
 };
 
 /* this rank's share, part i of nparts: the elements it updates, and
@@ -32,203 +32,203 @@ static int nparts(const llmt_gmodel *g) { return g->dp ? 2 * g->nbk : 1; }
 
 static void part(const llmt_gmodel *g, int i, size_t *lo, size_t *hi, int *counted)
 {
-    if (!g->dp) {
-        *lo = 0;
-        *hi = g->h->n;
-        *counted = 1;
-        return;
-    }
-    gshard sh;
-    gbucket_shard(&g->bk[i / 2], g->dp_size, g->dp_rank, &sh);
-    if (i % 2 == 0) {
-        *lo = sh.own_lo;
-        *hi = sh.own_hi;
-        *counted = 1;
-    } else {
-        *lo = sh.tail_lo;
-        *hi = sh.hi;
-        *counted = g->dp_rank == 0;
-    }
+	if (!g->dp) {
+		*lo = 0;
+		*hi = g->h->n;
+		*counted = 1;
+		return;
+	}
+	gshard sh;
+	gbucket_shard(&g->bk[i / 2], g->dp_size, g->dp_rank, &sh);
+	if (i % 2 == 0) {
+		*lo = sh.own_lo;
+		*hi = sh.own_hi;
+		*counted = 1;
+	} else {
+		*lo = sh.tail_lo;
+		*hi = sh.hi;
+		*counted = g->dp_rank == 0;
+	}
 }
 
 llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const size_t *lo,
-                            const size_t *hi, int nruns, size_t ck_lo, size_t ck_hi)
+							const size_t *hi, int nruns, size_t ck_lo, size_t ck_hi)
 {
-    llmt_gopt *o = calloc(1, sizeof *o);
-    int np = nparts(g), cap = np * (nruns > 0 ? nruns : 1);
-    if (!o || !(o->sq_lo = malloc(sizeof(size_t) * (size_t)cap)) ||
-        !(o->sq_hi = malloc(sizeof(size_t) * (size_t)cap))) {
-        fprintf(stderr, "llm-train: out of memory for the GPU optimizer\n");
-        llmt_gopt_free(o);
-        return NULL;
-    }
-    o->g = g;
-    o->n = g->h->n;
-    o->ck_lo = ck_lo;
-    o->ck_hi = ck_hi;
-    /* norm ranges: counted parts of the share cut to the norm runs, in
-     * share order (a fixed order, so the sum has the same bits each step) */
-    for (int i = 0; i < np; i++) {
-        size_t a, b;
-        int counted;
-        part(g, i, &a, &b, &counted);
-        for (int r = 0; counted && r < nruns; r++) {
-            size_t x = a > lo[r] ? a : lo[r], y = b < hi[r] ? b : hi[r];
-            if (x < y) {
-                o->sq_lo[o->nsq] = x;
-                o->sq_hi[o->nsq] = y;
-                o->nsq++;
-                o->sq_n += y - x;
-            }
-        }
-    }
-    size_t nb = GK_SUMSQ_BLOCKS * sizeof(double);
-    if (!(o->sq_h = malloc(nb)) || gcheck(cudaMalloc((void **)&o->sq_d, nb), "norm scratch") ||
-        (o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
-        /* the AdamW state (zeros): an empty update allocates it */
-        llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
-        /* its zeroing, queued on the compute stream */
-        gcheck(cudaDeviceSynchronize(), "synchronize")) {
-        llmt_gopt_free(o);
-        return NULL;
-    }
-    return o;
+	llmt_gopt *o = calloc(1, sizeof *o);
+	int np = nparts(g), cap = np * (nruns > 0 ? nruns : 1);
+	if (!o || !(o->sq_lo = malloc(sizeof(size_t) * (size_t)cap)) ||
+		!(o->sq_hi = malloc(sizeof(size_t) * (size_t)cap))) {
+		fprintf(stderr, "llm-train: out of memory for the GPU optimizer\n");
+		llmt_gopt_free(o);
+		return NULL;
+	}
+	o->g = g;
+	o->n = g->h->n;
+	o->ck_lo = ck_lo;
+	o->ck_hi = ck_hi;
+	/* norm ranges: counted parts of the share cut to the norm runs, in
+	 * share order (a fixed order, so the sum has the same bits each step) */
+	for (int i = 0; i < np; i++) {
+		size_t a, b;
+		int counted;
+		part(g, i, &a, &b, &counted);
+		for (int r = 0; counted && r < nruns; r++) {
+			size_t x = a > lo[r] ? a : lo[r], y = b < hi[r] ? b : hi[r];
+			if (x < y) {
+				o->sq_lo[o->nsq] = x;
+				o->sq_hi[o->nsq] = y;
+				o->nsq++;
+				o->sq_n += y - x;
+			}
+		}
+	}
+	size_t nb = GK_SUMSQ_BLOCKS * sizeof(double);
+	if (!(o->sq_h = malloc(nb)) || gcheck(cudaMalloc((void **)&o->sq_d, nb), "norm scratch") ||
+		(o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
+		/* the AdamW state (zeros): an empty update allocates it */
+		llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
+		/* its zeroing, queued on the compute stream */
+		gcheck(cudaDeviceSynchronize(), "synchronize")) {
+		llmt_gopt_free(o);
+		return NULL;
+	}
+	return o;
 }
 
 void llmt_gopt_free(llmt_gopt *o)
 {
-    if (!o)
-        return;
-    if (o->g && o->g->xst)
-        cudaStreamSynchronize(o->g->xst);
-    if (o->sq_d)
-        cudaFree(o->sq_d);
-    if (o->sq_buf)
-        cudaFree(o->sq_buf);
-    if (o->pin)
-        cudaFreeHost(o->pin);
-    free(o->sq_h);
-    free(o->sq_lo);
-    free(o->sq_hi);
-    free(o);
+	if (!o)
+		return;
+	if (o->g && o->g->xst)
+		cudaStreamSynchronize(o->g->xst);
+	if (o->sq_d)
+		cudaFree(o->sq_d);
+	if (o->sq_buf)
+		cudaFree(o->sq_buf);
+	if (o->pin)
+		cudaFreeHost(o->pin);
+	free(o->sq_h);
+	free(o->sq_lo);
+	free(o->sq_hi);
+	free(o);
 }
 
 size_t llmt_gopt_first(const llmt_gopt *o)
 {
-    return o->nsq ? o->sq_lo[0] : o->n;
+	return o->nsq ? o->sq_lo[0] : o->n;
 }
 
 int llmt_gopt_sumsq(llmt_gopt *o, double *out)
 {
-    llmt_gmodel *g = o->g;
-    *out = 0.0;
-    if (!o->nsq)
-        return 0;
-    /* one sum over the ranges packed in order (a share is many bucket
-     * blocks: one launch instead of one per block) */
-    const float *x = g->grads + o->sq_lo[0];
-    if (o->nsq > 1) {
-        size_t at = 0;
-        for (int i = 0; i < o->nsq; i++) {
-            size_t k = o->sq_hi[i] - o->sq_lo[i];
-            CK(cudaMemcpyAsync(o->sq_buf + at, g->grads + o->sq_lo[i], k * 4,
-                               cudaMemcpyDeviceToDevice, g->st), "pack");
-            at += k;
-        }
-        x = o->sq_buf;
-    }
-    CK(gk_sumsq(x, o->sq_n, o->sq_d, g->st), "sumsq");
-    CK(cudaMemcpyAsync(o->sq_h, o->sq_d, GK_SUMSQ_BLOCKS * sizeof(double), cudaMemcpyDeviceToHost,
-                       g->st), "norm partials");
-    CK(cudaStreamSynchronize(g->st), "norm partials");
-    double s = 0.0;
-    for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
-        s += o->sq_h[i];
-    *out = s;
-    return 0;
+	llmt_gmodel *g = o->g;
+	*out = 0.0;
+	if (!o->nsq)
+		return 0;
+	/* one sum over the ranges packed in order (a share is many bucket
+	 * blocks: one launch instead of one per block) */
+	const float *x = g->grads + o->sq_lo[0];
+	if (o->nsq > 1) {
+		size_t at = 0;
+		for (int i = 0; i < o->nsq; i++) {
+			size_t k = o->sq_hi[i] - o->sq_lo[i];
+			CK(cudaMemcpyAsync(o->sq_buf + at, g->grads + o->sq_lo[i], k * 4,
+							   cudaMemcpyDeviceToDevice, g->st), "pack");
+			at += k;
+		}
+		x = o->sq_buf;
+	}
+	CK(gk_sumsq(x, o->sq_n, o->sq_d, g->st), "sumsq");
+	CK(cudaMemcpyAsync(o->sq_h, o->sq_d, GK_SUMSQ_BLOCKS * sizeof(double), cudaMemcpyDeviceToHost,
+					   g->st), "norm partials");
+	CK(cudaStreamSynchronize(g->st), "norm partials");
+	double s = 0.0;
+	for (int i = 0; i < GK_SUMSQ_BLOCKS; i++)
+		s += o->sq_h[i];
+	*out = s;
+	return 0;
 }
 
 int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cfg *cfg, long t)
 {
-    llmt_gmodel *g = o->g;
-    for (int i = 0; i < nparts(g); i++) {
-        size_t a, b;
-        int counted;
-        part(g, i, &a, &b, &counted);
-        if (a < b && llmt_gmodel_adamw_range(g, a, b, lr, gscale, cfg, t))
-            return -1;
-    }
-    if (!g->dp)         /* the update refreshed the bf16 copy itself */
-        return gwf_refresh(g);
-    return llmt_gmodel_dp_allgather(g);
+	llmt_gmodel *g = o->g;
+	for (int i = 0; i < nparts(g); i++) {
+		size_t a, b;
+		int counted;
+		part(g, i, &a, &b, &counted);
+		if (a < b && llmt_gmodel_adamw_range(g, a, b, lr, gscale, cfg, t))
+			return -1;
+	}
+	if (!g->dp)         /* the update refreshed the bf16 copy itself */
+		return gwf_refresh(g);
+	return llmt_gmodel_dp_allgather(g);
 }
 
 /* all-gather the blocks of buf in the buckets overlapping [lo, hi) */
 static int gather(llmt_gmodel *g, float *buf, size_t lo, size_t hi)
 {
-    for (int b = 0; b < g->nbk; b++) {
-        gshard sh;
-        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        if (sh.blk && g->bk[b].lo < hi && lo < g->bk[b].hi &&
-            llmt_nccl_allgather_f32(g->dp, buf + sh.own_lo, buf + g->bk[b].lo, sh.blk, g->st))
-            return -1;
-    }
-    return 0;
+	for (int b = 0; b < g->nbk; b++) {
+		gshard sh;
+		gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+		if (sh.blk && g->bk[b].lo < hi && lo < g->bk[b].hi &&
+			llmt_nccl_allgather_f32(g->dp, buf + sh.own_lo, buf + g->bk[b].lo, sh.blk, g->st))
+			return -1;
+	}
+	return 0;
 }
 
 int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
 {
-    llmt_gmodel *g = o->g;
-    if (!g->dp)
-        return 0;
-    if (gather(g, g->grads, lo, hi))
-        return -1;
-    return llmt_nccl_wait(g->dp, g->st);
+	llmt_gmodel *g = o->g;
+	if (!g->dp)
+		return 0;
+	if (gather(g, g->grads, lo, hi))
+		return -1;
+	return llmt_nccl_wait(g->dp, g->st);
 }
 
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host)
 {
-    llmt_gmodel *g = o->g;
-    if (at > o->n || n > o->n - at || gag_finish(g))
-        return -1;
-    if (which == LLMT_GBUF_MASTER && g->sh_lo) {
-        /* a ZeRO-1 share: the replicated bf16 copy, widened */
-        uint16_t *b = malloc(n * 2 + 2);
-        if (!b)
-            return -1;
-        int rc = gcheck(cudaMemcpyAsync(b, g->wc + at, n * 2, cudaMemcpyDeviceToHost, g->st),
-                        "download") || gcheck(cudaStreamSynchronize(g->st), "download");
-        for (size_t i = 0; !rc && i < n; i++) {
-            uint32_t u = (uint32_t)b[i] << 16;
-            memcpy(&host[i], &u, 4);
-        }
-        free(b);
-        return rc ? -1 : 0;
-    }
-    const float *src = which == LLMT_GBUF_MASTER ? g->master : g->grads;
-    CK(cudaMemcpyAsync(host, src + at, n * 4, cudaMemcpyDeviceToHost, g->st), "download");
-    CK(cudaStreamSynchronize(g->st), "download");
-    return 0;
+	llmt_gmodel *g = o->g;
+	if (at > o->n || n > o->n - at || gag_finish(g))
+		return -1;
+	if (which == LLMT_GBUF_MASTER && g->sh_lo) {
+		/* a ZeRO-1 share: the replicated bf16 copy, widened */
+		uint16_t *b = malloc(n * 2 + 2);
+		if (!b)
+			return -1;
+		int rc = gcheck(cudaMemcpyAsync(b, g->wc + at, n * 2, cudaMemcpyDeviceToHost, g->st),
+						"download") || gcheck(cudaStreamSynchronize(g->st), "download");
+		for (size_t i = 0; !rc && i < n; i++) {
+			uint32_t u = (uint32_t)b[i] << 16;
+			memcpy(&host[i], &u, 4);
+		}
+		free(b);
+		return rc ? -1 : 0;
+	}
+	const float *src = which == LLMT_GBUF_MASTER ? g->master : g->grads;
+	CK(cudaMemcpyAsync(host, src + at, n * 4, cudaMemcpyDeviceToHost, g->st), "download");
+	CK(cudaStreamSynchronize(g->st), "download");
+	return 0;
 }
 
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host)
 {
-    llmt_gmodel *g = o->g;
-    if (at > o->n || n > o->n - at || gag_finish(g))
-        return -1;
-    if (which == LLMT_GBUF_MASTER) {
-        /* staged in the gradient buffer (between steps: it is free) to
-         * master, its bf16 copy and fp32 copies */
-        if (gsnap_fence(g))
-            return -1;
-        CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
-        if (gmaster_spread(g, at, n))
-            return -1;
-    } else {
-        CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
-    }
-    CK(cudaStreamSynchronize(g->st), "upload");   /* host may reuse its buffer */
-    return 0;
+	llmt_gmodel *g = o->g;
+	if (at > o->n || n > o->n - at || gag_finish(g))
+		return -1;
+	if (which == LLMT_GBUF_MASTER) {
+		/* staged in the gradient buffer (between steps: it is free) to
+		 * master, its bf16 copy and fp32 copies */
+		if (gsnap_fence(g))
+			return -1;
+		CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+		if (gmaster_spread(g, at, n))
+			return -1;
+	} else {
+		CK(cudaMemcpyAsync(g->grads + at, host, n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+	}
+	CK(cudaStreamSynchronize(g->st), "upload");   /* host may reuse its buffer */
+	return 0;
 }
 
 /* ZeRO-1 share: master, m and v one after the other all-gathered into
@@ -237,72 +237,72 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
  * (gsnap_fence) */
 static int snapshot_shared(llmt_gopt *o)
 {
-    llmt_gmodel *g = o->g;
-    size_t k = o->ck_hi - o->ck_lo;
-    float *const src[3] = {g->master, g->m1, g->v1};
-    float *const dst[3] = {o->pin, o->pin + o->n, o->pin + o->n + k};
-    for (int i = 0; i < 3; i++) {
-        size_t lo = i ? o->ck_lo : 0, len = i ? k : o->n;
-        if (i)
-            CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
-        if (gsh_gather(g, src[i], g->grads))
-            return -1;
-        CK(cudaEventRecord(g->ev_snap, g->st), "event");
-        CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
-        CK(cudaMemcpyAsync(dst[i], g->grads + lo, len * 4, cudaMemcpyDeviceToHost, g->xst),
-           "snapshot");
-        CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
-    }
-    g->snap_pending = 1;
-    return llmt_nccl_wait(g->dp, g->st);
+	llmt_gmodel *g = o->g;
+	size_t k = o->ck_hi - o->ck_lo;
+	float *const src[3] = {g->master, g->m1, g->v1};
+	float *const dst[3] = {o->pin, o->pin + o->n, o->pin + o->n + k};
+	for (int i = 0; i < 3; i++) {
+		size_t lo = i ? o->ck_lo : 0, len = i ? k : o->n;
+		if (i)
+			CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
+		if (gsh_gather(g, src[i], g->grads))
+			return -1;
+		CK(cudaEventRecord(g->ev_snap, g->st), "event");
+		CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
+		CK(cudaMemcpyAsync(dst[i], g->grads + lo, len * 4, cudaMemcpyDeviceToHost, g->xst),
+		   "snapshot");
+		CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
+	}
+	g->snap_pending = 1;
+	return llmt_nccl_wait(g->dp, g->st);
 }
 
 int llmt_gopt_snapshot(llmt_gopt *o)
 {
-    llmt_gmodel *g = o->g;
-    size_t k = o->ck_hi - o->ck_lo;
-    if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
-                          "pinned checkpoint buffer"))
-        return -1;
-    if (gsnap_fence(g) || gag_finish(g))
-        return -1;
-    if (g->sh_lo)
-        return snapshot_shared(o);
-    CK(cudaEventRecord(g->ev_snap, g->st), "event");
-    CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
-    CK(cudaMemcpyAsync(o->pin, g->master, o->n * 4, cudaMemcpyDeviceToHost, g->xst), "snapshot");
-    CK(cudaMemcpyAsync(o->pin + o->n, g->m1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost, g->xst),
-       "snapshot");
-    CK(cudaMemcpyAsync(o->pin + o->n + k, g->v1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost,
-                       g->xst), "snapshot");
-    CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
-    g->snap_pending = 1;
-    return 0;
+	llmt_gmodel *g = o->g;
+	size_t k = o->ck_hi - o->ck_lo;
+	if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
+						  "pinned checkpoint buffer"))
+		return -1;
+	if (gsnap_fence(g) || gag_finish(g))
+		return -1;
+	if (g->sh_lo)
+		return snapshot_shared(o);
+	CK(cudaEventRecord(g->ev_snap, g->st), "event");
+	CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
+	CK(cudaMemcpyAsync(o->pin, g->master, o->n * 4, cudaMemcpyDeviceToHost, g->xst), "snapshot");
+	CK(cudaMemcpyAsync(o->pin + o->n, g->m1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost, g->xst),
+	   "snapshot");
+	CK(cudaMemcpyAsync(o->pin + o->n + k, g->v1 + o->ck_lo, k * 4, cudaMemcpyDeviceToHost,
+					   g->xst), "snapshot");
+	CK(cudaEventRecord(g->ev_snap_done, g->xst), "event");
+	g->snap_pending = 1;
+	return 0;
 }
 
 int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
-                            const float **v)
+							const float **v)
 {
-    if (!o->pin)
-        return -1;
-    CK(cudaStreamSynchronize(o->g->xst), "snapshot");
-    size_t k = o->ck_hi - o->ck_lo;
-    *master = o->pin;
-    *m = o->pin + o->n;
-    *v = o->pin + o->n + k;
-    return 0;
+	if (!o->pin)
+		return -1;
+	CK(cudaStreamSynchronize(o->g->xst), "snapshot");
+	size_t k = o->ck_hi - o->ck_lo;
+	*master = o->pin;
+	*m = o->pin + o->n;
+	*v = o->pin + o->n + k;
+	return 0;
 }
 
 int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v)
 {
-    llmt_gmodel *g = o->g;
-    if (gsnap_fence(g) || gag_finish(g))
-        return -1;
-    /* master staged in the gradient buffer (free before a step); m and v:
-     * this rank's share of the whole buffers */
-    CK(cudaMemcpyAsync(g->grads, master, o->n * 4, cudaMemcpyHostToDevice, g->st), "upload master");
-    if (gmaster_spread(g, 0, o->n) || (m && (gsh_put(g, g->m1, m) || gsh_put(g, g->v1, v))))
-        return -1;
-    CK(cudaStreamSynchronize(g->st), "upload");
-    return 0;
+	llmt_gmodel *g = o->g;
+	if (gsnap_fence(g) || gag_finish(g))
+		return -1;
+	/* master staged in the gradient buffer (free before a step); m and v:
+	 * this rank's share of the whole buffers */
+	CK(cudaMemcpyAsync(g->grads, master, o->n * 4, cudaMemcpyHostToDevice, g->st), "upload master");
+	if (gmaster_spread(g, 0, o->n) || (m && (gsh_put(g, g->m1, m) || gsh_put(g, g->v1, v))))
+		return -1;
+	CK(cudaStreamSynchronize(g->st), "upload");
+	return 0;
 }

@@ -15,221 +15,221 @@
 
 size_t gsh_at(const llmt_gmodel *g, size_t flat)
 {
-    for (int i = 0; g->sh_lo && i < g->nsh_parts; i++)
-        if (flat >= g->sh_lo[i] && flat < g->sh_hi[i])
-            return g->sh_at[i] + (flat - g->sh_lo[i]);
-    return flat;
+	for (int i = 0; g->sh_lo && i < g->nsh_parts; i++)
+		if (flat >= g->sh_lo[i] && flat < g->sh_hi[i])
+			return g->sh_at[i] + (flat - g->sh_lo[i]);
+	return flat;
 }
 
 int gwf_plan(llmt_gmodel *g)
 {
-    const llmt_model *h = g->h;
-    int np;
-    const llmt_param_info *pt = llmt_model_params(h, &np);
-    if (!(g->wf_flat = calloc((size_t)np + 1, sizeof *g->wf_flat)) ||
-        !(g->wf_at = calloc((size_t)np + 1, sizeof *g->wf_at)) ||
-        !(g->wf_n = calloc((size_t)np + 1, sizeof *g->wf_n)))
-        return -1;
-    for (int i = 0; i < np; i++) {
-        size_t o = pt[i].offset;
-        int in = (h->first && o == h->off_embed) || (h->last && o == h->off_norm);
-        for (int l = 0; !in && l < h->nl; l++)
-            in = o == h->lo[l].ln1 || o == h->lo[l].ln2 ||
-                 (h->c.qk_norm && (o == h->lo[l].qn || o == h->lo[l].kn));
-        if (!in)
-            continue;
-        g->wf_flat[g->nwf] = o;
-        g->wf_at[g->nwf] = g->wf_len;
-        g->wf_n[g->nwf] = pt[i].numel;
-        g->wf_len += pt[i].numel;
-        g->nwf++;
-    }
-    return (g->wf = gdmem(g, g->wf_len * 4)) ? 0 : -1;
+	const llmt_model *h = g->h;
+	int np;
+	const llmt_param_info *pt = llmt_model_params(h, &np);
+	if (!(g->wf_flat = calloc((size_t)np + 1, sizeof *g->wf_flat)) ||
+		!(g->wf_at = calloc((size_t)np + 1, sizeof *g->wf_at)) ||
+		!(g->wf_n = calloc((size_t)np + 1, sizeof *g->wf_n)))
+		return -1;
+	for (int i = 0; i < np; i++) {
+		size_t o = pt[i].offset;
+		int in = (h->first && o == h->off_embed) || (h->last && o == h->off_norm);
+		for (int l = 0; !in && l < h->nl; l++)
+			in = o == h->lo[l].ln1 || o == h->lo[l].ln2 ||
+				 (h->c.qk_norm && (o == h->lo[l].qn || o == h->lo[l].kn));
+		if (!in)
+			continue;
+		g->wf_flat[g->nwf] = o;
+		g->wf_at[g->nwf] = g->wf_len;
+		g->wf_n[g->nwf] = pt[i].numel;
+		g->wf_len += pt[i].numel;
+		g->nwf++;
+	}
+	return (g->wf = gdmem(g, g->wf_len * 4)) ? 0 : -1;
 }
 
 const float *gw32(const llmt_gmodel *g, size_t flat)
 {
-    for (int i = 0; i < g->nwf; i++)
-        if (flat >= g->wf_flat[i] && flat < g->wf_flat[i] + g->wf_n[i])
-            return g->wf + g->wf_at[i] + (flat - g->wf_flat[i]);
-    fprintf(stderr, "llm-train: internal error: no fp32 copy of flat element %zu\n", flat);
-    abort();
+	for (int i = 0; i < g->nwf; i++)
+		if (flat >= g->wf_flat[i] && flat < g->wf_flat[i] + g->wf_n[i])
+			return g->wf + g->wf_at[i] + (flat - g->wf_flat[i]);
+	fprintf(stderr, "llm-train: internal error: no fp32 copy of flat element %zu\n", flat);
+	abort();
 }
 
 /* the intersection of [a, b) and [c, d) into [*x, *y); 1 when not empty */
 static int meet(size_t a, size_t b, size_t c, size_t d, size_t *x, size_t *y)
 {
-    *x = a > c ? a : c;
-    *y = b < d ? b : d;
-    return *x < *y;
+	*x = a > c ? a : c;
+	*y = b < d ? b : d;
+	return *x < *y;
 }
 
 /* copy the flat range [at, at + n) of src (flat layout) into master (its
  * layout); on the compute stream */
 static int to_master(llmt_gmodel *g, const float *src, size_t at, size_t n, enum cudaMemcpyKind k)
 {
-    size_t x, y;
-    if (!g->sh_lo) {
-        CK(cudaMemcpyAsync(g->master + at, src + at, n * 4, k, g->st), "master copy");
-        return 0;
-    }
-    for (int i = 0; i < g->nsh_parts; i++)
-        if (meet(at, at + n, g->sh_lo[i], g->sh_hi[i], &x, &y))
-            CK(cudaMemcpyAsync(g->master + g->sh_at[i] + (x - g->sh_lo[i]), src + x, (y - x) * 4,
-                               k, g->st), "master copy");
-    return 0;
+	size_t x, y;
+	if (!g->sh_lo) {
+		CK(cudaMemcpyAsync(g->master + at, src + at, n * 4, k, g->st), "master copy");
+		return 0;
+	}
+	for (int i = 0; i < g->nsh_parts; i++)
+		if (meet(at, at + n, g->sh_lo[i], g->sh_hi[i], &x, &y))
+			CK(cudaMemcpyAsync(g->master + g->sh_at[i] + (x - g->sh_lo[i]), src + x, (y - x) * 4,
+							   k, g->st), "master copy");
+	return 0;
 }
 
 int gmaster_need(llmt_gmodel *g)
 {
-    if (g->master)
-        return 0;
-    g->nsh = g->sh_lo ? g->sh_at[g->nsh_parts] : g->h->n;
-    if (!(g->master = gdmem(g, g->nsh * 4))) {
-        fprintf(stderr, "llm-train: out of GPU memory for the fp32 master weights\n");
-        return -1;
-    }
-    /* the device weights are the last upload's: the host master */
-    if (to_master(g, g->h->master, 0, g->h->n, cudaMemcpyHostToDevice))
-        return -1;
-    return gcheck(cudaStreamSynchronize(g->st), "master upload");
+	if (g->master)
+		return 0;
+	g->nsh = g->sh_lo ? g->sh_at[g->nsh_parts] : g->h->n;
+	if (!(g->master = gdmem(g, g->nsh * 4))) {
+		fprintf(stderr, "llm-train: out of GPU memory for the fp32 master weights\n");
+		return -1;
+	}
+	/* the device weights are the last upload's: the host master */
+	if (to_master(g, g->h->master, 0, g->h->n, cudaMemcpyHostToDevice))
+		return -1;
+	return gcheck(cudaStreamSynchronize(g->st), "master upload");
 }
 
 int gsh_plan(llmt_gmodel *g)
 {
-    int np = 2 * g->nbk;
-    if (g->m1) {
-        fprintf(stderr, "llm-train: data parallelism set after the optimizer state exists\n");
-        return -1;
-    }
-    if (!(g->sh_lo = malloc(sizeof(size_t) * (size_t)np)) ||
-        !(g->sh_hi = malloc(sizeof(size_t) * (size_t)np)) ||
-        !(g->sh_at = malloc(sizeof(size_t) * (size_t)(np + 1)))) {
-        fprintf(stderr, "llm-train: out of memory planning the ZeRO-1 share\n");
-        return -1;
-    }
-    /* the order of gmodel_opt.c's parts: each bucket's block, then its tail */
-    size_t at = 0;
-    g->nsh_parts = 0;
-    for (int b = 0; b < g->nbk; b++) {
-        gshard sh;
-        gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-        const size_t r[2][2] = {{sh.own_lo, sh.own_hi}, {sh.tail_lo, sh.hi}};
-        for (int j = 0; j < 2; j++) {
-            g->sh_lo[g->nsh_parts] = r[j][0];
-            g->sh_hi[g->nsh_parts] = r[j][1];
-            g->sh_at[g->nsh_parts++] = at;
-            at += r[j][1] - r[j][0];
-        }
-    }
-    g->sh_at[g->nsh_parts] = at;
-    if (!g->master)
-        return 0;           /* made at the first need, from the host master */
-    /* a whole master already on the device: its share, then freed */
-    float *whole = g->master;
-    g->master = NULL;
-    g->nsh = at;
-    if (!(g->master = gdmem(g, at * 4)) ||
-        to_master(g, whole, 0, g->h->n, cudaMemcpyDeviceToDevice) ||
-        gcheck(cudaStreamSynchronize(g->st), "synchronize"))
-        return -1;
-    gdfree(g, whole);
-    return 0;
+	int np = 2 * g->nbk;
+	if (g->m1) {
+		fprintf(stderr, "llm-train: data parallelism set after the optimizer state exists\n");
+		return -1;
+	}
+	if (!(g->sh_lo = malloc(sizeof(size_t) * (size_t)np)) ||
+		!(g->sh_hi = malloc(sizeof(size_t) * (size_t)np)) ||
+		!(g->sh_at = malloc(sizeof(size_t) * (size_t)(np + 1)))) {
+		fprintf(stderr, "llm-train: out of memory planning the ZeRO-1 share\n");
+		return -1;
+	}
+	/* the order of gmodel_opt.c's parts: each bucket's block, then its tail */
+	size_t at = 0;
+	g->nsh_parts = 0;
+	for (int b = 0; b < g->nbk; b++) {
+		gshard sh;
+		gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
+		const size_t r[2][2] = {{sh.own_lo, sh.own_hi}, {sh.tail_lo, sh.hi}};
+		for (int j = 0; j < 2; j++) {
+			g->sh_lo[g->nsh_parts] = r[j][0];
+			g->sh_hi[g->nsh_parts] = r[j][1];
+			g->sh_at[g->nsh_parts++] = at;
+			at += r[j][1] - r[j][0];
+		}
+	}
+	g->sh_at[g->nsh_parts] = at;
+	if (!g->master)
+		return 0;           /* made at the first need, from the host master */
+	/* a whole master already on the device: its share, then freed */
+	float *whole = g->master;
+	g->master = NULL;
+	g->nsh = at;
+	if (!(g->master = gdmem(g, at * 4)) ||
+		to_master(g, whole, 0, g->h->n, cudaMemcpyDeviceToDevice) ||
+		gcheck(cudaStreamSynchronize(g->st), "synchronize"))
+		return -1;
+	gdfree(g, whole);
+	return 0;
 }
 
 int gmaster_spread(llmt_gmodel *g, size_t at, size_t n)
 {
-    size_t x, y;
-    const float *s = g->grads;
-    CK(gk_f32_to_bf16(s + at, g->wc + at, n, g->st), "bf16 copy");
-    for (int i = 0; i < g->nwf; i++)
-        if (meet(at, at + n, g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y))
-            CK(cudaMemcpyAsync(g->wf + g->wf_at[i] + (x - g->wf_flat[i]), s + x, (y - x) * 4,
-                               cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
-    if (g->master && to_master(g, s, at, n, cudaMemcpyDeviceToDevice))
-        return -1;
-    CK(cudaMemsetAsync(g->grads + at, 0, n * 4, g->st), "zero gradients");
-    return 0;
+	size_t x, y;
+	const float *s = g->grads;
+	CK(gk_f32_to_bf16(s + at, g->wc + at, n, g->st), "bf16 copy");
+	for (int i = 0; i < g->nwf; i++)
+		if (meet(at, at + n, g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y))
+			CK(cudaMemcpyAsync(g->wf + g->wf_at[i] + (x - g->wf_flat[i]), s + x, (y - x) * 4,
+							   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
+	if (g->master && to_master(g, s, at, n, cudaMemcpyDeviceToDevice))
+		return -1;
+	CK(cudaMemsetAsync(g->grads + at, 0, n * 4, g->st), "zero gradients");
+	return 0;
 }
 
 int gwf_refresh(llmt_gmodel *g)
 {
-    size_t x, y;
-    if (!g->sh_lo) {
-        for (int i = 0; i < g->nwf; i++)
-            CK(cudaMemcpyAsync(g->wf + g->wf_at[i], g->master + g->wf_flat[i], g->wf_n[i] * 4,
-                               cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
-        return 0;
-    }
-    /* each element from the one rank that updated it (tails: DP rank 0),
-     * zeros elsewhere: the sum over DP (the caller's) is that element
-     * exactly */
-    CK(cudaMemsetAsync(g->wf, 0, g->wf_len * 4, g->st), "memset");
-    for (int p = 0; p < g->nsh_parts; p++) {
-        if (p % 2 && g->dp_rank != 0)
-            continue;
-        for (int i = 0; i < g->nwf; i++)
-            if (meet(g->sh_lo[p], g->sh_hi[p], g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y))
-                CK(cudaMemcpyAsync(g->wf + g->wf_at[i] + (x - g->wf_flat[i]),
-                                   g->master + g->sh_at[p] + (x - g->sh_lo[p]), (y - x) * 4,
-                                   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
-    }
-    return 0;       /* summed over DP by llmt_gmodel_dp_allgather */
+	size_t x, y;
+	if (!g->sh_lo) {
+		for (int i = 0; i < g->nwf; i++)
+			CK(cudaMemcpyAsync(g->wf + g->wf_at[i], g->master + g->wf_flat[i], g->wf_n[i] * 4,
+							   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
+		return 0;
+	}
+	/* each element from the one rank that updated it (tails: DP rank 0),
+	 * zeros elsewhere: the sum over DP (the caller's) is that element
+	 * exactly */
+	CK(cudaMemsetAsync(g->wf, 0, g->wf_len * 4, g->st), "memset");
+	for (int p = 0; p < g->nsh_parts; p++) {
+		if (p % 2 && g->dp_rank != 0)
+			continue;
+		for (int i = 0; i < g->nwf; i++)
+			if (meet(g->sh_lo[p], g->sh_hi[p], g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y))
+				CK(cudaMemcpyAsync(g->wf + g->wf_at[i] + (x - g->wf_flat[i]),
+								   g->master + g->sh_at[p] + (x - g->sh_lo[p]), (y - x) * 4,
+								   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
+	}
+	return 0;       /* summed over DP by llmt_gmodel_dp_allgather */
 }
 
 int gsh_gather(llmt_gmodel *g, const float *packed, float *whole)
 {
-    if (llmt_nccl_group_start(g->dp))
-        return -1;
-    int bad = 0;
-    for (int p = 0; p < g->nsh_parts && !bad; p++) {
-        size_t k = g->sh_hi[p] - g->sh_lo[p];
-        if (!k)
-            continue;
-        if (p % 2 == 0)     /* the bucket's blocks, rank after rank */
-            bad = llmt_nccl_allgather_f32(g->dp, packed + g->sh_at[p],
-                                          whole + g->bk[p / 2].lo, k, g->st);
-        else                /* its tail: the same on every rank */
-            bad = gcheck(cudaMemcpyAsync(whole + g->sh_lo[p], packed + g->sh_at[p], k * 4,
-                                         cudaMemcpyDeviceToDevice, g->st), "tail copy");
-    }
-    return llmt_nccl_group_end(g->dp) || bad ? -1 : 0;
+	if (llmt_nccl_group_start(g->dp))
+		return -1;
+	int bad = 0;
+	for (int p = 0; p < g->nsh_parts && !bad; p++) {
+		size_t k = g->sh_hi[p] - g->sh_lo[p];
+		if (!k)
+			continue;
+		if (p % 2 == 0)     /* the bucket's blocks, rank after rank */
+			bad = llmt_nccl_allgather_f32(g->dp, packed + g->sh_at[p],
+										  whole + g->bk[p / 2].lo, k, g->st);
+		else                /* its tail: the same on every rank */
+			bad = gcheck(cudaMemcpyAsync(whole + g->sh_lo[p], packed + g->sh_at[p], k * 4,
+										 cudaMemcpyDeviceToDevice, g->st), "tail copy");
+	}
+	return llmt_nccl_group_end(g->dp) || bad ? -1 : 0;
 }
 
 int gsh_put(llmt_gmodel *g, float *packed, const float *host)
 {
-    size_t x, y;
-    if (!g->sh_lo) {
-        CK(cudaMemcpyAsync(packed, host, g->h->n * 4, cudaMemcpyHostToDevice, g->st), "upload");
-        return 0;
-    }
-    for (int p = 0; p < g->nsh_parts; p++)
-        if (meet(g->sh_lo[p], g->sh_hi[p], 0, g->h->n, &x, &y))
-            CK(cudaMemcpyAsync(packed + g->sh_at[p], host + x, (y - x) * 4,
-                               cudaMemcpyHostToDevice, g->st), "upload");
-    return 0;
+	size_t x, y;
+	if (!g->sh_lo) {
+		CK(cudaMemcpyAsync(packed, host, g->h->n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+		return 0;
+	}
+	for (int p = 0; p < g->nsh_parts; p++)
+		if (meet(g->sh_lo[p], g->sh_hi[p], 0, g->h->n, &x, &y))
+			CK(cudaMemcpyAsync(packed + g->sh_at[p], host + x, (y - x) * 4,
+							   cudaMemcpyHostToDevice, g->st), "upload");
+	return 0;
 }
 
 int gag_wait(llmt_gmodel *g, size_t hi)
 {
-    if (!g->ag_pending)
-        return 0;
-    if (g->ag_w == g->nbk)
-        CK(cudaStreamWaitEvent(g->st, g->ev_wf, 0), "wait for the fp32 copies");
-    /* bucket nbk - 1 holds the lowest range: the forward's first layers */
-    while (g->ag_w > 0 && g->bk[g->ag_w - 1].lo < hi) {   /* and all below */
-        CK(cudaStreamWaitEvent(g->st, g->ag_ev[g->ag_w - 1], 0), "wait for the weights");
-        g->ag_w--;
-    }
-    return 0;
+	if (!g->ag_pending)
+		return 0;
+	if (g->ag_w == g->nbk)
+		CK(cudaStreamWaitEvent(g->st, g->ev_wf, 0), "wait for the fp32 copies");
+	/* bucket nbk - 1 holds the lowest range: the forward's first layers */
+	while (g->ag_w > 0 && g->bk[g->ag_w - 1].lo < hi) {   /* and all below */
+		CK(cudaStreamWaitEvent(g->st, g->ag_ev[g->ag_w - 1], 0), "wait for the weights");
+		g->ag_w--;
+	}
+	return 0;
 }
 
 int gag_finish(llmt_gmodel *g)
 {
-    if (!g->ag_pending)
-        return 0;
-    if (gag_wait(g, g->h->n))
-        return -1;
-    g->ag_pending = 0;
-    return llmt_nccl_wait(g->dp, g->cst);
+	if (!g->ag_pending)
+		return 0;
+	if (gag_wait(g, g->h->n))
+		return -1;
+	g->ag_pending = 0;
+	return llmt_nccl_wait(g->dp, g->cst);
 }

@@ -17,7 +17,7 @@
  * -1 with one line in err naming the bad value (no device, not a number,
  * out of range). */
 int gpick_device(int ndev, const char *llm_train_gpu, const char *local_rank, char *err,
-                 size_t errlen);
+				 size_t errlen);
 
 /* ---- watchdog (nccl_watchdog.c) -----------------------------------------------
  * One NCCL operation (or communicator init) is watched from `start`; each
@@ -26,7 +26,7 @@ int gpick_device(int ndev, const char *llm_train_gpu, const char *local_rank, ch
 typedef enum { GW_OK = 0, GW_PENDING = 1, GW_ERROR = 2, GW_TIMEOUT = 3 } gw_state;
 typedef enum { GW_ASYNC_OK = 0, GW_ASYNC_IN_PROGRESS = 1, GW_ASYNC_ERROR = 2 } gw_async;
 typedef struct {
-    double start, timeout_s;  /* timeout_s <= 0: no deadline (never used by default) */
+	double start, timeout_s;  /* timeout_s <= 0: no deadline (never used by default) */
 } gwatch;
 void gwatch_arm(gwatch *w, double now, double timeout_s);
 /* Verdict of one poll: an asynchronous error wins, then completion, then
@@ -50,13 +50,13 @@ double gwatch_timeout_from(const char *value, double dflt, char *err, size_t err
  * range. A bucket holds whole tensors and at least target elements
  * (except the lowest one); it ends at a tensor boundary. */
 typedef struct {
-    size_t lo, hi;        /* flat range [lo, hi) */
-    int first_tensor;     /* lowest tensor index inside */
+	size_t lo, hi;        /* flat range [lo, hi) */
+	int first_tensor;     /* lowest tensor index inside */
 } gbucket;
 /* Writes up to cap buckets; returns the count, or -1 when cap is too
  * small or the tensors are not contiguous and in order. */
 int gbucket_plan(const size_t *offset, const size_t *numel, int ntensors, size_t nflat,
-                 size_t target, gbucket *out, int cap);
+				 size_t target, gbucket *out, int cap);
 /* Buckets completed once backward has produced every tensor with index >=
  * first_done (tensors below it still pending): the count of leading
  * buckets whose first_tensor >= first_done. */
@@ -67,7 +67,7 @@ int gbucket_ready(const gbucket *b, int nb, int first_done);
  * lo + (r+1)*blk, blk = (hi - lo) / dp; the tail [tail_lo, hi) (fewer
  * than dp elements) is all-reduced and updated alike on every rank. */
 typedef struct {
-    size_t blk, own_lo, own_hi, tail_lo, hi;
+	size_t blk, own_lo, own_hi, tail_lo, hi;
 } gshard;
 void gbucket_shard(const gbucket *b, int dp, int r, gshard *s);
 
@@ -81,8 +81,8 @@ void gbucket_shard(const gbucket *b, int dp, int r, gshard *s);
  * order, touching ones merged; returns the count, -1 when cap is too
  * small (2 * (nb + ntensors) always suffices). */
 int gbucket_norm_ranges(const gbucket *b, int nb, int dp, int r, const size_t *offset,
-                        const int *in_norm, int ntensors, size_t nflat, size_t (*out)[2],
-                        int cap);
+						const int *in_norm, int ntensors, size_t nflat, size_t (*out)[2],
+						int cap);
 
 /* ---- embedding backward plan (embed_sort.c) --------------------------------
  * For tokens tok[M]: the distinct tokens in increasing order (uniq[nuniq]),
@@ -91,18 +91,18 @@ int gbucket_norm_ranges(const gbucket *b, int nb, int dp, int r, const size_t *o
  * independent of thread scheduling. uniq and pos hold M, start M + 1.
  * Returns nuniq, or -1 for a token outside [0, vocab). */
 int gembed_plan(const int32_t *tok, int M, int vocab, int32_t *uniq, int32_t *start,
-                int32_t *pos);
+				int32_t *pos);
 
 /* ---- cuBLASLt problem mapping (blas_plan.c) -----------------------------
  * The column-major problem cuBLASLt solves for the row-major
  * C[M][N] = op(A) op(B): C^T = op(B)^T op(A)^T (used by blas.c). */
 typedef struct {
-    int m, n, k;            /* column-major sizes of D = op(A') op(B') */
-    int trans_a, trans_b;   /* of A' (our B) and B' (our A) */
-    int rows_a, cols_a, lda;
-    int rows_b, cols_b, ldb;
-    int ldc;
-    long long stride_a, stride_b, stride_c;
+	int m, n, k;            /* column-major sizes of D = op(A') op(B') */
+	int trans_a, trans_b;   /* of A' (our B) and B' (our A) */
+	int rows_a, cols_a, lda;
+	int rows_b, cols_b, ldb;
+	int ldc;
+	long long stride_a, stride_b, stride_c;
 } gmm_colmajor;
 void gmm_plan(int M, int N, int K, int ta, int tb, gmm_colmajor *p);
 /* The same with explicit row-major leading dimensions (elements between
@@ -110,7 +110,7 @@ void gmm_plan(int M, int N, int K, int ta, int tb, gmm_colmajor *p);
  * products over sub-blocks of larger tensors, such as a chunk of query
  * rows of every head. */
 void gmm_plan_ld(int M, int N, int K, int ta, int tb, int lda, long long sa, int ldb,
-                 long long sb, int ldc, long long sc, gmm_colmajor *p);
+				 long long sb, int ldc, long long sc, gmm_colmajor *p);
 /* Largest power of two (<= 256) dividing the address: the alignment the
  * heuristic is told about. */
 int gmm_align(const void *p);

@@ -28,24 +28,24 @@ void attn_ws_free(attn_ws *w);
  * token-major [B*T][H*hd]. Deterministic (no reduction depends on the
  * thread count). */
 void attn_fwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
-              int B, int H, int T, int hd, float scale);
+			  int B, int H, int T, int hd, float scale);
 /* The same with packed samples: query t of sequence b meets keys
  * lo[b*T + t] .. t only (the first token of its sample; lo NULL: 0). Row t
  * of P is 0 before lo, so attn_bwd needs nothing more than pg->pos. */
 void attn_fwd_seg(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, bf16 *P, bf16 *att,
-                  const int32_t *lo, int B, int H, int T, int hd, float scale);
+				  const int32_t *lo, int B, int H, int T, int hd, float scale);
 /* The backward of the attention input preparation (kernels.h's
  * k_attn_prep_fwd: per-head QK-norm and rotary on the raw q/k/v
  * projection), fused into attn_bwd so that dq, dk, dv never go to memory. */
 typedef struct {
-    int KV;                     /* kv heads (H % KV == 0; k, v repeated per group) */
-    const float *cos_t, *sin_t; /* rotary tables [T][hd/2] */
-    const float *qkv;           /* raw projection fp32 [B*T][(H+2KV)*hd] (QK-norm only) */
-    const float *qw, *kw;       /* QK-norm weights [hd]; NULL: no QK-norm */
-    const float *qr, *kr;       /* their saved rstd [B*T*H], [B*T*KV] */
-    float *dqw, *dkw;           /* QK-norm weight gradients [hd], added to */
-    bf16 *dqkv;                 /* out: dL/d raw projection, bf16 [B*T][(H+2KV)*hd] */
-    const int32_t *pos;         /* rotary row of token b*T + t (NULL: t) */
+	int KV;                     /* kv heads (H % KV == 0; k, v repeated per group) */
+	const float *cos_t, *sin_t; /* rotary tables [T][hd/2] */
+	const float *qkv;           /* raw projection fp32 [B*T][(H+2KV)*hd] (QK-norm only) */
+	const float *qw, *kw;       /* QK-norm weights [hd]; NULL: no QK-norm */
+	const float *qr, *kr;       /* their saved rstd [B*T*H], [B*T*KV] */
+	float *dqw, *dkw;           /* QK-norm weight gradients [hd], added to */
+	bf16 *dqkv;                 /* out: dL/d raw projection, bf16 [B*T][(H+2KV)*hd] */
+	const int32_t *pos;         /* rotary row of token b*T + t (NULL: t) */
 } attn_prep_grad;
 
 /* Backward: datt = dL/d att bf16 token-major [B*T][H*hd]; P from
@@ -54,7 +54,7 @@ typedef struct {
  * heads in order; QK-norm gradients summed per item, then in item order:
  * results do not depend on the thread count. */
 void attn_bwd(attn_ws *w, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *P,
-              const bf16 *datt, bf16 *dS, const attn_prep_grad *pg, int B, int H, int T, int hd,
-              float scale);
+			  const bf16 *datt, bf16 *dS, const attn_prep_grad *pg, int B, int H, int T, int hd,
+			  float scale);
 
 #endif

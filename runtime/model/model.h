@@ -35,9 +35,9 @@ typedef enum { LLMT_FP32 = 0, LLMT_BF16 = 1 } llmt_prec;
 
 
 typedef struct llmt_par {
-    int tp, tp_rank;      /* tensor-parallel size and this rank in it */
-    int pp, pp_rank;      /* pipeline stages and this stage */
-    llmt_comm *tp_comm;   /* TP group, NULL when tp == 1 */
+	int tp, tp_rank;      /* tensor-parallel size and this rank in it */
+	int pp, pp_rank;      /* pipeline stages and this stage */
+	llmt_comm *tp_comm;   /* TP group, NULL when tp == 1 */
 } llmt_par;
 
 /* One local tensor. The local shard is the logical tensor restricted to
@@ -45,16 +45,16 @@ typedef struct llmt_par {
  * whole tensor, replicated). Local storage is row-major over the local
  * shape (shape with dim split_dim replaced by split_len). */
 typedef struct llmt_param_info {
-    char name[96];        /* Hugging Face Llama name, e.g.
-                           * model.layers.3.self_attn.q_proj.weight */
-    int ndim;             /* 1 or 2 */
-    int64_t shape[2];     /* logical (full, unsharded) shape, HF order [out,in] */
-    int split_dim;        /* -1, 0 or 1 */
-    int64_t split_off, split_len;
-    size_t offset;        /* first element in the flat buffers */
-    size_t numel;         /* local element count */
-    int no_decay;         /* 1 for norm weights (no weight decay) */
-    int tied_copy;        /* 1: second copy of a tied tensor (see above) */
+	char name[96];        /* Hugging Face Llama name, e.g.
+						   * model.layers.3.self_attn.q_proj.weight */
+	int ndim;             /* 1 or 2 */
+	int64_t shape[2];     /* logical (full, unsharded) shape, HF order [out,in] */
+	int split_dim;        /* -1, 0 or 1 */
+	int64_t split_off, split_len;
+	size_t offset;        /* first element in the flat buffers */
+	size_t numel;         /* local element count */
+	int no_decay;         /* 1 for norm weights (no weight decay) */
+	int tied_copy;        /* 1: second copy of a tied tensor (see above) */
 } llmt_param_info;
 
 typedef struct llmt_model llmt_model;
@@ -64,9 +64,9 @@ typedef struct llmt_model llmt_model;
  * offline plan: llm-train memory); llmt_model_check_layout also wants the
  * TP communicator a tp > 1 stage is built with. */
 int llmt_model_check_shape(const llmt_config *c, const llmt_par *par,
-                           char *err, size_t errlen);
+						   char *err, size_t errlen);
 int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
-                            char *err, size_t errlen);
+							char *err, size_t errlen);
 
 /* Build this stage/shard for micro-batches of B sequences of T tokens
  * (T <= max_seq) with nslots activation slots (micro-batches in flight;
@@ -74,11 +74,11 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
  * llmt_model_init) and the compute copy is synced. NULL with a message on
  * stderr on failure (bad layout, out of memory). */
 llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
-                              llmt_prec prec, int B, int T, int nslots);
+							  llmt_prec prec, int B, int T, int nslots);
 /* The same with activation recomputation (the CPU model only: the GPU
  * backend refuses anything but LLMT_RECOMPUTE_NONE with a message). */
 llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec,
-                                 int B, int T, int nslots, llmt_recompute recompute);
+								 int B, int T, int nslots, llmt_recompute recompute);
 /* Pure: the flat parameter count of the stage/shard llmt_model_create
  * would build (its llmt_model_nparams), without building it; 0 when out
  * of memory. The layout must pass llmt_model_check_layout. */
@@ -87,7 +87,7 @@ size_t llmt_model_count(const llmt_config *c, const llmt_par *par);
  * *params, free() it) with its count and flat size. 0, or -1 when out of
  * memory. The layout must pass llmt_model_check_layout. */
 int llmt_model_table(const llmt_config *c, const llmt_par *par, llmt_param_info **params, int *count,
-                     size_t *nflat);
+					 size_t *nflat);
 void llmt_model_free(llmt_model *m);
 
 /* Initialise the master weights: each LOGICAL tensor's element i gets a
@@ -127,8 +127,8 @@ const llmt_config *llmt_model_config(const llmt_model *m);
  * backward's grad_scale rescales); other stages write
  * act_out (B*T*d fp32). Returns 0, or -1 on a communication failure. */
 int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens,
-                       const float *act_in, const int32_t *targets,
-                       float *act_out, float *loss_out);
+					   const float *act_in, const int32_t *targets,
+					   float *act_out, float *loss_out);
 
 /* Packed samples (doc/contracts.md) for the micro-batch the next forward
  * in slot s runs, and its backward: seg[b*T + t] is the sample of token t
@@ -144,7 +144,7 @@ int llmt_model_set_seg(llmt_model *m, int s, const int32_t *seg);
  * scaled; grad_scale unused). Non-first stages write grad_in (dL/d act_in,
  * B*T*d fp32). Returns 0, or -1 on a communication failure. */
 int llmt_model_backward(llmt_model *m, int s, const float *grad_out,
-                        float *grad_in, float grad_scale);
+						float *grad_in, float grad_scale);
 
 /* Last stage: the logits (B*T*vocab fp32) of the most recent forward (one
  * buffer shared by all slots; s is ignored), for tests and evaluation;

@@ -7,20 +7,20 @@
 #include <stdint.h>
 
 typedef struct llmt_config {
-    int vocab_size;      /* tokens (256 for byte level) */
-    int d_model;         /* hidden width */
-    int n_layers;
-    int n_heads;         /* query heads; head_dim = d_model / n_heads */
-    int n_kv_heads;      /* key/value heads (GQA); default n_heads */
-    int d_ff;            /* SwiGLU inner width */
-    int max_seq;         /* longest sequence (rotary table size) */
-    double rope_theta;   /* rotary base, default 10000 */
-    double norm_eps;     /* RMSNorm epsilon, default 1e-5 */
-    int qk_norm;         /* 1: RMSNorm over head_dim on q and k (Qwen3/OLMo2 style) */
-    int tie_embeddings;  /* 1: LM head shares the embedding matrix */
-    double z_loss;       /* coefficient of mean(logsumexp^2), 0 = off */
-    double init_std;     /* std of the normal init, default 0.02 */
-    uint64_t seed;       /* init seed, default 1234 */
+	int vocab_size;      /* tokens (256 for byte level) */
+	int d_model;         /* hidden width */
+	int n_layers;
+	int n_heads;         /* query heads; head_dim = d_model / n_heads */
+	int n_kv_heads;      /* key/value heads (GQA); default n_heads */
+	int d_ff;            /* SwiGLU inner width */
+	int max_seq;         /* longest sequence (rotary table size) */
+	double rope_theta;   /* rotary base, default 10000 */
+	double norm_eps;     /* RMSNorm epsilon, default 1e-5 */
+	int qk_norm;         /* 1: RMSNorm over head_dim on q and k (Qwen3/OLMo2 style) */
+	int tie_embeddings;  /* 1: LM head shares the embedding matrix */
+	double z_loss;       /* coefficient of mean(logsumexp^2), 0 = off */
+	double init_std;     /* std of the normal init, default 0.02 */
+	uint64_t seed;       /* init seed, default 1234 */
 } llmt_config;
 
 /* Defaults for every optional field; required sizes set to 0. */
@@ -33,7 +33,7 @@ void llmt_config_defaults(llmt_config *c);
 int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen);
 /* Same from len bytes of text in memory (name in the messages). */
 int llmt_config_parse(const char *text, size_t len, const char *name, llmt_config *c, char *err,
-                      size_t errlen);
+					  size_t errlen);
 
 /* Consistency checks (d_model % n_heads, n_heads % n_kv_heads, even
  * head_dim, positive sizes...). -1 with a reason in err. */

@@ -5,63 +5,63 @@
 #include "model.h"
 
 struct layer_off {  /* element offsets of one layer's tensors in the flat buffers */
-    size_t ln1, qkv, qn, kn, o, ln2, gu, down;
+	size_t ln1, qkv, qn, kn, o, ln2, gu, down;
 };
 
 struct layer_act {  /* what one layer keeps for backward, per slot */
-    float *x_mid;          /* residual after attention, fp32 [M][d] */
-    void *h1, *h2;         /* normed inputs (act) [M][d] */
-    float *rstd1, *rstd2;  /* [M] */
-    float *qkv;            /* raw projection fp32 [M][Wq] (qk_norm only) */
-    float *qr, *kr;        /* qk-norm rstd */
-    void *q, *k, *v;       /* head-major act [B][Hl][T][hd] */
-    void *P;               /* softmax act [B*Hl][T][T] */
-    void *att;             /* attention output act [M][Hl*hd] */
-    void *gu, *a;          /* SwiGLU in [M][2Fl] and out [M][Fl] (act) */
+	float *x_mid;          /* residual after attention, fp32 [M][d] */
+	void *h1, *h2;         /* normed inputs (act) [M][d] */
+	float *rstd1, *rstd2;  /* [M] */
+	float *qkv;            /* raw projection fp32 [M][Wq] (qk_norm only) */
+	float *qr, *kr;        /* qk-norm rstd */
+	void *q, *k, *v;       /* head-major act [B][Hl][T][hd] */
+	void *P;               /* softmax act [B*Hl][T][T] */
+	void *att;             /* attention output act [M][Hl*hd] */
+	void *gu, *a;          /* SwiGLU in [M][2Fl] and out [M][Fl] (act) */
 };
 
 struct slot {
-    float **xs;            /* nl+1 residual streams fp32 [M][d] */
-    struct layer_act *la;  /* nl */
-    int32_t *tokens;       /* first stage */
-    int32_t *pos, *lo;     /* packed samples (llmt_model_set_seg): rotary row and
-                            * first key of each token [M] */
-    int packed;            /* pos and lo apply (else one sample per sequence) */
-    void *xf;              /* final normed act [M][d] (last stage) */
-    float *rstdf;
-    void *dlog;            /* d(mean loss)/d logits act [M][V] (last stage) */
+	float **xs;            /* nl+1 residual streams fp32 [M][d] */
+	struct layer_act *la;  /* nl */
+	int32_t *tokens;       /* first stage */
+	int32_t *pos, *lo;     /* packed samples (llmt_model_set_seg): rotary row and
+							* first key of each token [M] */
+	int packed;            /* pos and lo apply (else one sample per sequence) */
+	void *xf;              /* final normed act [M][d] (last stage) */
+	float *rstdf;
+	void *dlog;            /* d(mean loss)/d logits act [M][V] (last stage) */
 };
 
 struct llmt_model {
-    llmt_config c;
-    llmt_par par;
-    llmt_prec prec;
-    int bf;                 /* prec == LLMT_BF16 */
-    llmt_recompute recompute; /* which activations backward recomputes */
-    int B, T, M, nslots;
-    int l0, nl;             /* first layer and count on this stage */
-    int first, last;
-    int hd, Hl, KVl, Fl, Wq;
-    llmt_param_info *params;
-    int nparams_t;
-    size_t n;               /* flat length */
-    float *master, *grads;
-    bf16 *wc;               /* compute copy (bf16 mode) */
-    size_t off_embed, off_norm, off_head;
-    struct layer_off *lo;
-    float *cos_t, *sin_t;   /* [T][hd/2] */
-    struct slot *slots;
-    /* scratch shared by slots */
-    float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *dP, *dq, *dk, *dv, *logits;
-    void *datt;             /* dL/d attention output: bf16 for attn.h, else fp32 */
-    void *O, *dyact, *dgu, *dO, *dS, *dqkv;
-    int gz;                 /* grads zeroed, no backward since */
-    int gover;              /* in that backward: products write their gradients */
-    struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
-    void **allocs;
-    int nallocs, capallocs;
-    const struct llmt_devops *dev;  /* GPU backend (gpu/bridge.h); NULL on the CPU */
-    void *devctx;
+	llmt_config c;
+	llmt_par par;
+	llmt_prec prec;
+	int bf;                 /* prec == LLMT_BF16 */
+	llmt_recompute recompute; /* which activations backward recomputes */
+	int B, T, M, nslots;
+	int l0, nl;             /* first layer and count on this stage */
+	int first, last;
+	int hd, Hl, KVl, Fl, Wq;
+	llmt_param_info *params;
+	int nparams_t;
+	size_t n;               /* flat length */
+	float *master, *grads;
+	bf16 *wc;               /* compute copy (bf16 mode) */
+	size_t off_embed, off_norm, off_head;
+	struct layer_off *lo;
+	float *cos_t, *sin_t;   /* [T][hd/2] */
+	struct slot *slots;
+	/* scratch shared by slots */
+	float *qkv_s, *qkn_g, *S, *y, *dx, *dh, *da, *dP, *dq, *dk, *dv, *logits;
+	void *datt;             /* dL/d attention output: bf16 for attn.h, else fp32 */
+	void *O, *dyact, *dgu, *dO, *dS, *dqkv;
+	int gz;                 /* grads zeroed, no backward since */
+	int gover;              /* in that backward: products write their gradients */
+	struct attn_ws *aw;     /* blocked causal attention (attn.h); NULL: oneDNN path */
+	void **allocs;
+	int nallocs, capallocs;
+	const struct llmt_devops *dev;  /* GPU backend (gpu/bridge.h); NULL on the CPU */
+	void *devctx;
 };
 
 #endif

@@ -26,16 +26,16 @@
  *   khi: pairs end at ceil((m0 + mr + khi) / 2) (A is zero from there);
  *   nhi: columns end at m0 + mr + nhi (the caller ignores the rest). */
 typedef struct {
-    int M, N, np;
-    const uint32_t *a;
-    long am, ap;
-    const uint32_t *b;
-    long bp;
-    float *c;
-    long ldc;
-    float alpha;
-    int acc;
-    int klo, khi, nhi;
+	int M, N, np;
+	const uint32_t *a;
+	long am, ap;
+	const uint32_t *b;
+	long bp;
+	float *c;
+	long ldc;
+	float alpha;
+	int acc;
+	int klo, khi, nhi;
 } tile_args;
 
 void tile_mm(const tile_args *t);

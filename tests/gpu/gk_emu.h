@@ -75,18 +75,18 @@ enum { STACK = 128 * 1024 };
  * that includes this header carries the same copy. */
 extern "C" void gk_emu_switch(void **from, void *to);
 asm(".text\n.weak gk_emu_switch\n.type gk_emu_switch,@function\ngk_emu_switch:\n"
-    "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
-    "subq $8, %rsp\nstmxcsr (%rsp)\nfnstcw 4(%rsp)\n"
-    "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
-    "ldmxcsr (%rsp)\nfldcw 4(%rsp)\naddq $8, %rsp\n"
-    "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n"
-    ".size gk_emu_switch,.-gk_emu_switch\n");
+	"pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
+	"subq $8, %rsp\nstmxcsr (%rsp)\nfnstcw 4(%rsp)\n"
+	"movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
+	"ldmxcsr (%rsp)\nfldcw 4(%rsp)\naddq $8, %rsp\n"
+	"popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n"
+	".size gk_emu_switch,.-gk_emu_switch\n");
 struct context {
-    void *sp;
+	void *sp;
 };
 #else
 struct context {
-    ucontext_t uc;
+	ucontext_t uc;
 };
 #endif
 
@@ -96,83 +96,83 @@ enum { RUN, AT_WARP, AT_BLOCK, DONE };
 enum { FORWARD, REVERSE, SHUFFLE };
 
 struct fiber {
-    context ctx;
-    std::vector<char> stack;
-    int st;
+	context ctx;
+	std::vector<char> stack;
+	int st;
 };
 
 struct state {
-    context sched;
-    std::vector<fiber> f;
-    std::vector<float> shfl;
-    std::vector<unsigned char> dyn;
-    std::vector<unsigned> q;        /* runnable threads, in resume order */
-    size_t qh;                      /* head of q (forward, reverse) */
-    const std::function<void()> *body;
-    unsigned cur, nt;
-    int order;
-    uint64_t rng;
-    bool ready;
+	context sched;
+	std::vector<fiber> f;
+	std::vector<float> shfl;
+	std::vector<unsigned char> dyn;
+	std::vector<unsigned> q;        /* runnable threads, in resume order */
+	size_t qh;                      /* head of q (forward, reverse) */
+	const std::function<void()> *body;
+	unsigned cur, nt;
+	int order;
+	uint64_t rng;
+	bool ready;
 };
 inline state S;
 
 [[noreturn]] inline void fail(const char *what)
 {
-    fprintf(stderr, "gk_emu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y,
-            blockIdx.z, S.cur, what);
-    abort();
+	fprintf(stderr, "gk_emu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y,
+			blockIdx.z, S.cur, what);
+	abort();
 }
 
 inline uint64_t rnd()
 {
-    S.rng ^= S.rng << 13;
-    S.rng ^= S.rng >> 7;
-    S.rng ^= S.rng << 17;
-    return S.rng;
+	S.rng ^= S.rng << 13;
+	S.rng ^= S.rng >> 7;
+	S.rng ^= S.rng << 17;
+	return S.rng;
 }
 
 /* tests: the order without the environment */
 inline void set_order(int order, unsigned long long seed)
 {
-    S.ready = true;
-    S.order = order;
-    S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
-    if (!S.rng)
-        S.rng = 1;
+	S.ready = true;
+	S.order = order;
+	S.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
+	if (!S.rng)
+		S.rng = 1;
 }
 
 /* GK_EMU_ORDER and GK_EMU_SEED, read once */
 inline void setup()
 {
-    if (S.ready)
-        return;
-    const char *o = getenv("GK_EMU_ORDER"), *sd = getenv("GK_EMU_SEED");
-    int order = FORWARD;
-    if (o && *o && strcmp(o, "forward")) {
-        if (!strcmp(o, "reverse"))
-            order = REVERSE;
-        else if (!strcmp(o, "shuffle"))
-            order = SHUFFLE;
-        else {
-            fprintf(stderr, "gk_emu: GK_EMU_ORDER='%s' is not forward, reverse or shuffle\n", o);
-            exit(64);
-        }
-    }
-    char *end = nullptr;
-    unsigned long long seed = sd && *sd ? strtoull(sd, &end, 10) : 1;
-    if (sd && *sd && *end) {
-        fprintf(stderr, "gk_emu: GK_EMU_SEED='%s' is not a number\n", sd);
-        exit(64);
-    }
-    set_order(order, seed);
+	if (S.ready)
+		return;
+	const char *o = getenv("GK_EMU_ORDER"), *sd = getenv("GK_EMU_SEED");
+	int order = FORWARD;
+	if (o && *o && strcmp(o, "forward")) {
+		if (!strcmp(o, "reverse"))
+			order = REVERSE;
+		else if (!strcmp(o, "shuffle"))
+			order = SHUFFLE;
+		else {
+			fprintf(stderr, "gk_emu: GK_EMU_ORDER='%s' is not forward, reverse or shuffle\n", o);
+			exit(64);
+		}
+	}
+	char *end = nullptr;
+	unsigned long long seed = sd && *sd ? strtoull(sd, &end, 10) : 1;
+	if (sd && *sd && *end) {
+		fprintf(stderr, "gk_emu: GK_EMU_SEED='%s' is not a number\n", sd);
+		exit(64);
+	}
+	set_order(order, seed);
 }
 
 inline void jump(context &from, context &to)
 {
 #if defined(__x86_64__)
-    gk_emu_switch(&from.sp, to.sp);
+	gk_emu_switch(&from.sp, to.sp);
 #else
-    swapcontext(&from.uc, &to.uc);
+	swapcontext(&from.uc, &to.uc);
 #endif
 }
 
@@ -180,78 +180,78 @@ inline void jump(context &from, context &to)
  * good (a finished fiber is never resumed) */
 inline void entry()
 {
-    (*S.body)();
-    S.f[S.cur].st = DONE;
-    jump(S.f[S.cur].ctx, S.sched);
+	(*S.body)();
+	S.f[S.cur].st = DONE;
+	jump(S.f[S.cur].ctx, S.sched);
 }
 
 /* make f start in entry() when first jumped to */
 inline void start(fiber &f)
 {
-    if (f.stack.empty())
-        f.stack.resize(STACK);
+	if (f.stack.empty())
+		f.stack.resize(STACK);
 #if defined(__x86_64__)
-    /* what gk_emu_switch pops: control words, six registers, then the
-     * return address entry() (its frame as if called: rsp % 16 == 8) */
-    uintptr_t top = ((uintptr_t)(f.stack.data() + f.stack.size())) & ~(uintptr_t)15;
-    void **sp = (void **)top;
-    *--sp = nullptr;                          /* entry() never returns */
-    *--sp = (void *)&entry;
-    for (int i = 0; i < 6; i++)
-        *--sp = nullptr;
-    unsigned cw[2] = {0, 0};
-    asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(cw[0]), "=m"(cw[1]));
-    *--sp = (void *)((uintptr_t)cw[0] | (uintptr_t)(cw[1] & 0xffff) << 32);
-    f.ctx.sp = sp;
+	/* what gk_emu_switch pops: control words, six registers, then the
+	 * return address entry() (its frame as if called: rsp % 16 == 8) */
+	uintptr_t top = ((uintptr_t)(f.stack.data() + f.stack.size())) & ~(uintptr_t)15;
+	void **sp = (void **)top;
+	*--sp = nullptr;                          /* entry() never returns */
+	*--sp = (void *)&entry;
+	for (int i = 0; i < 6; i++)
+		*--sp = nullptr;
+	unsigned cw[2] = {0, 0};
+	asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(cw[0]), "=m"(cw[1]));
+	*--sp = (void *)((uintptr_t)cw[0] | (uintptr_t)(cw[1] & 0xffff) << 32);
+	f.ctx.sp = sp;
 #else
-    getcontext(&f.ctx.uc);
-    f.ctx.uc.uc_stack.ss_sp = f.stack.data();
-    f.ctx.uc.uc_stack.ss_size = f.stack.size();
-    f.ctx.uc.uc_link = nullptr;
-    makecontext(&f.ctx.uc, entry, 0);
+	getcontext(&f.ctx.uc);
+	f.ctx.uc.uc_stack.ss_sp = f.stack.data();
+	f.ctx.uc.uc_stack.ss_size = f.stack.size();
+	f.ctx.uc.uc_link = nullptr;
+	makecontext(&f.ctx.uc, entry, 0);
 #endif
-    f.st = RUN;
+	f.st = RUN;
 }
 
 /* threads t of a released barrier become runnable, in the resume order */
 inline void wake(unsigned lo, unsigned hi)
 {
-    if (S.order == REVERSE)
-        for (unsigned t = hi; t-- > lo;)
-            S.q.push_back(t);
-    else
-        for (unsigned t = lo; t < hi; t++)
-            S.q.push_back(t);
+	if (S.order == REVERSE)
+		for (unsigned t = hi; t-- > lo;)
+			S.q.push_back(t);
+	else
+		for (unsigned t = lo; t < hi; t++)
+			S.q.push_back(t);
 }
 
 /* the next thread to resume, or -1 when none is runnable */
 inline int pick()
 {
-    if (S.order == SHUFFLE) {
-        size_t n = S.q.size();
-        if (!n)
-            return -1;
-        size_t i = (size_t)(rnd() % n);
-        unsigned t = S.q[i];
-        S.q[i] = S.q[n - 1];
-        S.q.pop_back();
-        return (int)t;
-    }
-    if (S.qh == S.q.size()) {
-        S.q.clear();
-        S.qh = 0;
-        return -1;
-    }
-    return (int)S.q[S.qh++];
+	if (S.order == SHUFFLE) {
+		size_t n = S.q.size();
+		if (!n)
+			return -1;
+		size_t i = (size_t)(rnd() % n);
+		unsigned t = S.q[i];
+		S.q[i] = S.q[n - 1];
+		S.q.pop_back();
+		return (int)t;
+	}
+	if (S.qh == S.q.size()) {
+		S.q.clear();
+		S.qh = 0;
+		return -1;
+	}
+	return (int)S.q[S.qh++];
 }
 
 /* yield to the scheduler in state st (RUN: preempted, resumes later) */
 inline void yield_as(int st)
 {
-    S.f[S.cur].st = st;
-    if (st == RUN)
-        S.q.push_back(S.cur);
-    jump(S.f[S.cur].ctx, S.sched);
+	S.f[S.cur].st = st;
+	if (st == RUN)
+		S.q.push_back(S.cur);
+	jump(S.f[S.cur].ctx, S.sched);
 }
 
 /* __syncthreads: wait until every thread of the block has arrived */
@@ -260,20 +260,20 @@ inline void sync() { yield_as(AT_BLOCK); }
 /* the warp barrier of a full-mask shuffle: all 32 lanes must be there */
 inline void warp_sync()
 {
-    unsigned w = S.cur / 32;
-    if ((w + 1) * 32 > S.nt)
-        fail("full-mask __shfl_xor_sync in a partial warp (block size not a multiple of 32)");
-    for (unsigned t = w * 32; t < w * 32 + 32; t++)
-        if (S.f[t].st == DONE)
-            fail("full-mask __shfl_xor_sync in a warp where a lane has returned");
-    yield_as(AT_WARP);
+	unsigned w = S.cur / 32;
+	if ((w + 1) * 32 > S.nt)
+		fail("full-mask __shfl_xor_sync in a partial warp (block size not a multiple of 32)");
+	for (unsigned t = w * 32; t < w * 32 + 32; t++)
+		if (S.f[t].st == DONE)
+			fail("full-mask __shfl_xor_sync in a warp where a lane has returned");
+	yield_as(AT_WARP);
 }
 
 /* shuffle order only: a chance for another thread to run here */
 inline void point()
 {
-    if (S.order == SHUFFLE && S.nt > 1 && rnd() % 8 == 0)
-        yield_as(RUN);
+	if (S.order == SHUFFLE && S.nt > 1 && rnd() % 8 == 0)
+		yield_as(RUN);
 }
 
 inline void *dyn() { return S.dyn.data(); }
@@ -281,127 +281,127 @@ inline void *dyn() { return S.dyn.data(); }
 /* run one block's threads to the end */
 inline void run_block(unsigned nt)
 {
-    memset(__start_gk_emu_shared, 0xff, (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared));
-    std::fill(S.dyn.begin(), S.dyn.end(), (unsigned char)0xff);
-    S.q.clear();
-    S.qh = 0;
-    for (unsigned t = 0; t < nt; t++)
-        start(S.f[t]);
-    wake(0, nt);
-    for (;;) {
-        int t = pick();
-        if (t < 0) {
-            /* nobody runnable: every live thread waits at a barrier */
-            unsigned live = 0, at_block = 0;
-            for (unsigned i = 0; i < nt; i++) {
-                live += S.f[i].st != DONE;
-                at_block += S.f[i].st == AT_BLOCK;
-            }
-            if (!live)
-                return;
-            if (at_block != live)
-                fail("deadlock: threads at a warp shuffle while others wait at __syncthreads");
-            if (live != nt)
-                fail("__syncthreads reached after other threads of the block returned");
-            for (unsigned i = 0; i < nt; i++)
-                S.f[i].st = RUN;
-            wake(0, nt);
-            continue;
-        }
-        S.cur = (unsigned)t;
-        threadIdx = make_uint3(S.cur % blockDim.x, (S.cur / blockDim.x) % blockDim.y,
-                               S.cur / (blockDim.x * blockDim.y));
-        jump(S.sched, S.f[S.cur].ctx);
-        if (S.f[S.cur].st == AT_WARP) {
-            unsigned w0 = S.cur / 32 * 32, k = 0;
-            while (k < 32 && S.f[w0 + k].st == AT_WARP)
-                k++;
-            if (k == 32) {
-                for (unsigned i = w0; i < w0 + 32; i++)
-                    S.f[i].st = RUN;
-                if (S.order == REVERSE) {
-                    /* the warp runs on at once: warps drift apart */
-                    std::vector<unsigned> l;
-                    for (unsigned i = w0 + 32; i-- > w0;)
-                        l.push_back(i);
-                    S.q.insert(S.q.begin() + (ptrdiff_t)S.qh, l.begin(), l.end());
-                } else {
-                    wake(w0, w0 + 32);
-                }
-            }
-        }
-    }
+	memset(__start_gk_emu_shared, 0xff, (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared));
+	std::fill(S.dyn.begin(), S.dyn.end(), (unsigned char)0xff);
+	S.q.clear();
+	S.qh = 0;
+	for (unsigned t = 0; t < nt; t++)
+		start(S.f[t]);
+	wake(0, nt);
+	for (;;) {
+		int t = pick();
+		if (t < 0) {
+			/* nobody runnable: every live thread waits at a barrier */
+			unsigned live = 0, at_block = 0;
+			for (unsigned i = 0; i < nt; i++) {
+				live += S.f[i].st != DONE;
+				at_block += S.f[i].st == AT_BLOCK;
+			}
+			if (!live)
+				return;
+			if (at_block != live)
+				fail("deadlock: threads at a warp shuffle while others wait at __syncthreads");
+			if (live != nt)
+				fail("__syncthreads reached after other threads of the block returned");
+			for (unsigned i = 0; i < nt; i++)
+				S.f[i].st = RUN;
+			wake(0, nt);
+			continue;
+		}
+		S.cur = (unsigned)t;
+		threadIdx = make_uint3(S.cur % blockDim.x, (S.cur / blockDim.x) % blockDim.y,
+							   S.cur / (blockDim.x * blockDim.y));
+		jump(S.sched, S.f[S.cur].ctx);
+		if (S.f[S.cur].st == AT_WARP) {
+			unsigned w0 = S.cur / 32 * 32, k = 0;
+			while (k < 32 && S.f[w0 + k].st == AT_WARP)
+				k++;
+			if (k == 32) {
+				for (unsigned i = w0; i < w0 + 32; i++)
+					S.f[i].st = RUN;
+				if (S.order == REVERSE) {
+					/* the warp runs on at once: warps drift apart */
+					std::vector<unsigned> l;
+					for (unsigned i = w0 + 32; i-- > w0;)
+						l.push_back(i);
+					S.q.insert(S.q.begin() + (ptrdiff_t)S.qh, l.begin(), l.end());
+				} else {
+					wake(w0, w0 + 32);
+				}
+			}
+		}
+	}
 }
 
 struct launch {
-    dim3 g, b;
-    size_t sh;
-    launch(dim3 g_, dim3 b_, size_t sh_) : g(g_), b(b_), sh(sh_) {}
-    /* the device's limits (compute capability 7.0 and later): a launch
-     * beyond them does not run and leaves cudaErrorInvalidConfiguration */
-    bool valid() const
-    {
-        size_t stat = (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared);
-        unsigned long long nt = (unsigned long long)b.x * b.y * b.z;
-        const char *why = !nt || !g.x || !g.y || !g.z ? "an empty grid or block"
-                          : b.x > 1024 || b.y > 1024 || b.z > 64 || nt > 1024
-                              ? "more than 1024 threads per block (or a block dimension too large)"
-                          : g.x > 2147483647u || g.y > 65535 || g.z > 65535
-                              ? "grid y or z above 65535"
-                          : sh + stat > 48 * 1024
-                              ? "more than 48 KiB of shared memory without cudaFuncSetAttribute"
-                              : nullptr;
-        if (!why)
-            return true;
-        fprintf(stderr, "gk_emu: invalid launch: grid (%u,%u,%u), block (%u,%u,%u), %zu bytes "
-                        "of dynamic shared memory: %s\n", g.x, g.y, g.z, b.x, b.y, b.z, sh, why);
-        llmt_emu_last_error = (int)cudaErrorInvalidConfiguration;
-        return false;
-    }
-    void run(const std::function<void()> &body) const
-    {
-        setup();
-        if (!valid())
-            return;
-        unsigned nt = b.x * b.y * b.z;
-        if (S.f.size() < nt)
-            S.f.resize(nt);
-        S.nt = nt;
-        S.shfl.assign(nt, 0.f);
-        S.dyn.assign(sh ? sh : 1, 0);
-        S.body = &body;
-        blockDim = b;
-        gridDim = g;
-        /* blocks in order, reversed, or shuffled (they may run in any order
-         * on a GPU: a kernel that depends on it is wrong) */
-        size_t nb = (size_t)g.x * g.y * g.z;
-        std::vector<size_t> ord;
-        if (S.order == SHUFFLE) {
-            ord.resize(nb);
-            for (size_t i = 0; i < nb; i++)
-                ord[i] = i;
-            for (size_t i = nb; i > 1; i--)
-                std::swap(ord[i - 1], ord[(size_t)(rnd() % i)]);
-        }
-        for (size_t k = 0; k < nb; k++) {
-            size_t i = S.order == SHUFFLE ? ord[k] : S.order == REVERSE ? nb - 1 - k : k;
-            blockIdx = make_uint3((unsigned)(i % g.x), (unsigned)(i / g.x % g.y),
-                                  (unsigned)(i / ((size_t)g.x * g.y)));
-            run_block(nt);
-        }
-    }
-    template <class K> auto operator()(K k) const
-    {
-        launch self = *this;
-        return [self, k](auto... a) { self.run([&] { k(a...); }); };
-    }
+	dim3 g, b;
+	size_t sh;
+	launch(dim3 g_, dim3 b_, size_t sh_) : g(g_), b(b_), sh(sh_) {}
+	/* the device's limits (compute capability 7.0 and later): a launch
+	 * beyond them does not run and leaves cudaErrorInvalidConfiguration */
+	bool valid() const
+	{
+		size_t stat = (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared);
+		unsigned long long nt = (unsigned long long)b.x * b.y * b.z;
+		const char *why = !nt || !g.x || !g.y || !g.z ? "an empty grid or block"
+						  : b.x > 1024 || b.y > 1024 || b.z > 64 || nt > 1024
+							  ? "more than 1024 threads per block (or a block dimension too large)"
+						  : g.x > 2147483647u || g.y > 65535 || g.z > 65535
+							  ? "grid y or z above 65535"
+						  : sh + stat > 48 * 1024
+							  ? "more than 48 KiB of shared memory without cudaFuncSetAttribute"
+							  : nullptr;
+		if (!why)
+			return true;
+		fprintf(stderr, "gk_emu: invalid launch: grid (%u,%u,%u), block (%u,%u,%u), %zu bytes "
+						"of dynamic shared memory: %s\n", g.x, g.y, g.z, b.x, b.y, b.z, sh, why);
+		llmt_emu_last_error = (int)cudaErrorInvalidConfiguration;
+		return false;
+	}
+	void run(const std::function<void()> &body) const
+	{
+		setup();
+		if (!valid())
+			return;
+		unsigned nt = b.x * b.y * b.z;
+		if (S.f.size() < nt)
+			S.f.resize(nt);
+		S.nt = nt;
+		S.shfl.assign(nt, 0.f);
+		S.dyn.assign(sh ? sh : 1, 0);
+		S.body = &body;
+		blockDim = b;
+		gridDim = g;
+		/* blocks in order, reversed, or shuffled (they may run in any order
+		 * on a GPU: a kernel that depends on it is wrong) */
+		size_t nb = (size_t)g.x * g.y * g.z;
+		std::vector<size_t> ord;
+		if (S.order == SHUFFLE) {
+			ord.resize(nb);
+			for (size_t i = 0; i < nb; i++)
+				ord[i] = i;
+			for (size_t i = nb; i > 1; i--)
+				std::swap(ord[i - 1], ord[(size_t)(rnd() % i)]);
+		}
+		for (size_t k = 0; k < nb; k++) {
+			size_t i = S.order == SHUFFLE ? ord[k] : S.order == REVERSE ? nb - 1 - k : k;
+			blockIdx = make_uint3((unsigned)(i % g.x), (unsigned)(i / g.x % g.y),
+								  (unsigned)(i / ((size_t)g.x * g.y)));
+			run_block(nt);
+		}
+	}
+	template <class K> auto operator()(K k) const
+	{
+		launch self = *this;
+		return [self, k](auto... a) { self.run([&] { k(a...); }); };
+	}
 };
 
 inline cudaError_t take_error()
 {
-    cudaError_t e = (cudaError_t)llmt_emu_last_error;
-    llmt_emu_last_error = 0;
-    return e;
+	cudaError_t e = (cudaError_t)llmt_emu_last_error;
+	llmt_emu_last_error = 0;
+	return e;
 }
 
 } // namespace gk_emu
@@ -410,17 +410,17 @@ static inline void __syncthreads() { gk_emu::sync(); }
 
 static inline float __shfl_xor_sync(unsigned mask, float v, int o)
 {
-    if (mask != 0xffffffffu)
-        gk_emu::fail("__shfl_xor_sync with a partial mask (the emulation knows full warps only)");
-    gk_emu::S.shfl[gk_emu::S.cur] = v;
-    gk_emu::warp_sync();
-    float r = gk_emu::S.shfl[gk_emu::S.cur ^ ((unsigned)o & 31u)];
-    gk_emu::warp_sync();
-    return r;
+	if (mask != 0xffffffffu)
+		gk_emu::fail("__shfl_xor_sync with a partial mask (the emulation knows full warps only)");
+	gk_emu::S.shfl[gk_emu::S.cur] = v;
+	gk_emu::warp_sync();
+	float r = gk_emu::S.shfl[gk_emu::S.cur ^ ((unsigned)o & 31u)];
+	gk_emu::warp_sync();
+	return r;
 }
 
 #define GK_LAUNCH(k, grid, block, shmem, st) \
-    (llmt_emu_stream_use(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
+	(llmt_emu_stream_use(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
 #define GK_DYN_SHARED(T, name) T *name = static_cast<T *>(gk_emu::dyn())
 #define GK_LAST_ERROR() gk_emu::take_error()
 #define GK_EMU_POINT() gk_emu::point()

@@ -9,12 +9,12 @@
 /* max |a - b| / max |b| (1 when b is all zeros) */
 static inline double relerr(const float *a, const float *b, size_t n)
 {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return d / (m > 0 ? m : 1);
+	double d = 0, m = 0;
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		m = fmax(m, fabs((double)b[i]));
+	}
+	return d / (m > 0 ? m : 1);
 }
 
 #endif

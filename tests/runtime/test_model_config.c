@@ -15,42 +15,42 @@ static char path[64];
 
 static int load(const char *text, llmt_config *c, char *err, size_t n)
 {
-    snprintf(path, sizeof path, "/tmp/llmt-cfg-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    int rc = llmt_config_load(path, c, err, n);
-    unlink(path);
-    return rc;
+	snprintf(path, sizeof path, "/tmp/llmt-cfg-XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	int rc = llmt_config_load(path, c, err, n);
+	unlink(path);
+	return rc;
 }
 
 #define BASE "vocab_size: 256\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 128\nmax_seq: 32\n"
 
 static void good(void **st)
 {
-    (void)st;
-    llmt_config c;
-    char err[256];
-    assert_int_equal(load(BASE "qk_norm: true\nseed: 9\n", &c, err, sizeof err), 0);
-    assert_int_equal(c.d_model, 64);
-    assert_int_equal(c.n_kv_heads, 4);
-    assert_int_equal(c.qk_norm, 1);
-    assert_int_equal(c.tie_embeddings, 1);
-    assert_true(c.seed == 9);
-    assert_true(c.rope_theta == 10000.0);
-    /* 2 layers x (4*64*64 + 3*64*128 + 2*64) + 256*64 + 64 */
-    assert_true(llmt_config_n_params(&c) == 2 * (4 * 64 * 64 + 3 * 64 * 128 + 128 + 2 * 16) + 256 * 64 + 64);
+	(void)st;
+	llmt_config c;
+	char err[256];
+	assert_int_equal(load(BASE "qk_norm: true\nseed: 9\n", &c, err, sizeof err), 0);
+	assert_int_equal(c.d_model, 64);
+	assert_int_equal(c.n_kv_heads, 4);
+	assert_int_equal(c.qk_norm, 1);
+	assert_int_equal(c.tie_embeddings, 1);
+	assert_true(c.seed == 9);
+	assert_true(c.rope_theta == 10000.0);
+	/* 2 layers x (4*64*64 + 3*64*128 + 2*64) + 256*64 + 64 */
+	assert_true(llmt_config_n_params(&c) == 2 * (4 * 64 * 64 + 3 * 64 * 128 + 128 + 2 * 16) + 256 * 64 + 64);
 }
 
 static void refuse(const char *text, const char *want)
 {
-    llmt_config c;
-    char err[256];
-    assert_int_equal(load(text, &c, err, sizeof err), -1);
-    if (!strstr(err, want))
-        fail_msg("message '%s' lacks '%s'", err, want);
-    assert_non_null(strstr(err, path));
+	llmt_config c;
+	char err[256];
+	assert_int_equal(load(text, &c, err, sizeof err), -1);
+	if (!strstr(err, want))
+		fail_msg("message '%s' lacks '%s'", err, want);
+	assert_non_null(strstr(err, path));
 }
 
 static void unknown_key(void **st) { (void)st; refuse(BASE "n_layer: 3\n", ":7: unknown key 'n_layer'"); }
@@ -62,8 +62,8 @@ static void bad_bool(void **st) { (void)st; refuse(BASE "qk_norm: maybe\n", "bad
  * (it was echoed raw) */
 static void control_chars(void **st)
 {
-    (void)st;
-    refuse(BASE "norm_eps: \"\\e[2J\\nx\"\n", "bad value '?[2J?x' for norm_eps");
+	(void)st;
+	refuse(BASE "norm_eps: \"\\e[2J\\nx\"\n", "bad value '?[2J?x' for norm_eps");
 }
 static void duplicate(void **st) { (void)st; refuse(BASE "d_model: 64\n", ":7: duplicate key 'd_model'"); }
 static void missing(void **st) { (void)st; refuse("vocab_size: 256\n", "missing required key 'd_model'"); }
@@ -74,31 +74,31 @@ static void syntax(void **st) { (void)st; refuse("a: [1\n", "YAML error"); }
 /* the shipped configs load and have the sizes their comments claim */
 static void shipped(void **st)
 {
-    (void)st;
-    const char *top = getenv("top_srcdir");
-    struct { const char *name; double lo, hi; } cf[] = {
-        { "tiny.yaml", 0.8e6, 1.0e6 }, { "bench-768.yaml", 80e6, 90e6 },
-        { "gpt-1b.yaml", 1.0e9, 1.2e9 } };
-    for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++) {
-        char p[4096], err[256];
-        llmt_config c;
-        snprintf(p, sizeof p, "%s/configs/%s", top ? top : "..", cf[i].name);
-        if (llmt_config_load(p, &c, err, sizeof err))
-            fail_msg("%s", err);
-        double n = (double)llmt_config_n_params(&c);
-        if (n < cf[i].lo || n > cf[i].hi)
-            fail_msg("%s: %.0f parameters", cf[i].name, n);
-    }
+	(void)st;
+	const char *top = getenv("top_srcdir");
+	struct { const char *name; double lo, hi; } cf[] = {
+		{ "tiny.yaml", 0.8e6, 1.0e6 }, { "bench-768.yaml", 80e6, 90e6 },
+		{ "gpt-1b.yaml", 1.0e9, 1.2e9 } };
+	for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++) {
+		char p[4096], err[256];
+		llmt_config c;
+		snprintf(p, sizeof p, "%s/configs/%s", top ? top : "..", cf[i].name);
+		if (llmt_config_load(p, &c, err, sizeof err))
+			fail_msg("%s", err);
+		double n = (double)llmt_config_n_params(&c);
+		if (n < cf[i].lo || n > cf[i].hi)
+			fail_msg("%s: %.0f parameters", cf[i].name, n);
+	}
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(good), cmocka_unit_test(unknown_key), cmocka_unit_test(bad_value),
-        cmocka_unit_test(bad_int), cmocka_unit_test(negative), cmocka_unit_test(bad_bool),
-        cmocka_unit_test(duplicate), cmocka_unit_test(missing), cmocka_unit_test(heads),
-        cmocka_unit_test(not_map), cmocka_unit_test(syntax), cmocka_unit_test(shipped),
-        cmocka_unit_test(control_chars),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(good), cmocka_unit_test(unknown_key), cmocka_unit_test(bad_value),
+		cmocka_unit_test(bad_int), cmocka_unit_test(negative), cmocka_unit_test(bad_bool),
+		cmocka_unit_test(duplicate), cmocka_unit_test(missing), cmocka_unit_test(heads),
+		cmocka_unit_test(not_map), cmocka_unit_test(syntax), cmocka_unit_test(shipped),
+		cmocka_unit_test(control_chars),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
