@@ -12,6 +12,7 @@
 #include "llmt/exitcodes.h"
 #include "ckpt/ckpt.h"
 #include "memory/memplan.h"
+#include "cli.h"
 #include "model/cpu.h"
 #include "comm/comm.h"
 #include "comm/parallel.h"
@@ -51,37 +52,7 @@ static const char usage[] =
 
 static int bad(const char *opt, const char *val, const char *want)
 {
-	fprintf(stderr, "llm-train: %s %s: %s (llm-train --help)\n", opt, val, want);
-	return LLMT_EXIT_USAGE;
-}
-
-static int num(const char *opt, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
-		char want[96];
-		snprintf(want, sizeof(want), "want a number in [%g, %g]", lo, hi);
-		return bad(opt, s, want);
-	}
-	return 0;
-}
-
-int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out)
-{
-	char *end, want[96];
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		snprintf(want, sizeof(want), "want an integer in [%ld, %ld]", lo, hi);
-		return bad(opt, s, want);
-	}
-	*out = (long)v;
-	return 0;
+	return llmt_cli_bad(opt, val, want);
 }
 
 /* An integer in [1, hi] from the environment into *out when set; 0 or 64. */
@@ -160,15 +131,15 @@ static int train_opt(llmt_train_opts *o, int c, const char **interval)
 	case O_MB: rc = llmt_cli_int("--micro-batch", optarg, 1, 1 << 16, &v); o->B = (int)v; break;
 	case O_SEQ: rc = llmt_cli_int("--seq", optarg, 1, 1 << 20, &v); o->T = (int)v; break;
 	case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &v); o->A = (int)v; break;
-	case O_LR: rc = num("--lr", optarg, 0, 10, &o->lr); break;
-	case O_MINLR: rc = num("--min-lr", optarg, 0, 10, &o->min_lr); break;
+	case O_LR: rc = llmt_cli_num("--lr", optarg, 0, 10, &o->lr); break;
+	case O_MINLR: rc = llmt_cli_num("--min-lr", optarg, 0, 10, &o->min_lr); break;
 	case O_WARM: rc = llmt_cli_int("--warmup", optarg, 0, 1L << 40, &o->warmup); break;
-	case O_WD: rc = num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
-	case O_B1: rc = num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
-	case O_B2: rc = num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
-	case O_EPS: rc = num("--eps", optarg, 1e-30, 1, &o->adamw.eps); break;
-	case O_CLIP: rc = num("--grad-clip", optarg, 0, 1e30, &o->adamw.grad_clip); break;
-	case O_SEED: rc = num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
+	case O_WD: rc = llmt_cli_num("--weight-decay", optarg, 0, 10, &o->adamw.weight_decay); break;
+	case O_B1: rc = llmt_cli_num("--beta1", optarg, 0, 0.999999, &o->adamw.beta1); break;
+	case O_B2: rc = llmt_cli_num("--beta2", optarg, 0, 0.999999999, &o->adamw.beta2); break;
+	case O_EPS: rc = llmt_cli_num("--eps", optarg, 1e-30, 1, &o->adamw.eps); break;
+	case O_CLIP: rc = llmt_cli_num("--grad-clip", optarg, 0, 1e30, &o->adamw.grad_clip); break;
+	case O_SEED: rc = llmt_cli_num("--seed", optarg, 0, 18446744073709549568.0, &d); o->seed = (uint64_t)d; break;
 	case O_CKDIR: o->ckpt_dir = optarg; break;
 	case O_CKINT: *interval = optarg; break;
 	case O_KEEP: rc = llmt_cli_int("--ckpt-keep", optarg, 0, 1 << 20, &v); o->ckpt_keep = (int)v; break;
@@ -186,12 +157,12 @@ static int train_opt(llmt_train_opts *o, int c, const char **interval)
 		break;
 	case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
 	case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
-	case O_SPIKE: rc = num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
+	case O_SPIKE: rc = llmt_cli_num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
 	case O_RESUME: o->resume = optarg; break;
 	case O_INIT: o->init_from = optarg; break;
 	case O_RUN: o->run_dir = optarg; break;
-	case O_PEAK: rc = num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
-	case O_MTBF: rc = num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
+	case O_PEAK: rc = llmt_cli_num("--peak-gflops", optarg, 0, 1e12, &o->peak_gflops); break;
+	case O_MTBF: rc = llmt_cli_num("--mtbf", optarg, 1, 1e12, &o->mtbf_s); break;
 	case O_QUIET: o->quiet = 1; break;
 	case O_VAL: o->val_dir = optarg; break;
 	case O_EVAL: rc = llmt_cli_int("--eval-interval", optarg, 0, 1L << 40, &o->eval_interval); break;
@@ -220,7 +191,7 @@ static int train_finish(int argc, char **argv, llmt_train_opts *o, const char *i
 	if (o->min_lr > o->lr)
 		return bad("--min-lr", "", "must not exceed --lr");
 	if (o->peak_gflops == 0 && (e = getenv(LLMT_ENV_PEAK_GFLOPS)) && *e &&
-	    num(LLMT_ENV_PEAK_GFLOPS, e, 0, 1e12, &o->peak_gflops))
+	    llmt_cli_num(LLMT_ENV_PEAK_GFLOPS, e, 0, 1e12, &o->peak_gflops))
 		return LLMT_EXIT_USAGE;
 	if (o->peak_gflops == 0) {
 		/* per-core peak measured on the reference machine (AVX-512 BF16

@@ -7,7 +7,6 @@
 /* argv[0] is "memory". 0, or 64 (bad option or layout), 66 (no config). */
 int llmt_memplan_main(int argc, char **argv);
 
-/* main.c's option parsers: one message naming the option and value, 64 */
-int llmt_cli_int(const char *opt, const char *s, long lo, long hi, long *out);
+#include "cli.h"   /* llmt_cli_int */
 
 #endif

@@ -2,6 +2,7 @@
  * answers, rates, links), the gathering on rank 0, one line per node, the
  * JSON report (tmp + rename) and the exit code (doc/contracts.md). */
 #include "selftest.h"
+#include "cli.h"
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -54,20 +55,6 @@ static int bad_opt(const char *opt, const char *val, const char *want)
 	return LLMT_EXIT_USAGE;
 }
 
-static int dnum(const char *opt, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
-		char want[80];
-		snprintf(want, sizeof(want), "want a number in [%g, %g]", lo, hi);
-		return bad_opt(opt, s, want);
-	}
-	return 0;
-}
-
 /* 0, -1 for --help, or an exit code */
 static int parse(int argc, char **argv, st_opts *o)
 {
@@ -94,10 +81,10 @@ static int parse(int argc, char **argv, st_opts *o)
 			o->full = !strcmp(optarg, "full");
 			break;
 		case O_JSON: o->json = optarg; break;
-		case O_F: rc = dnum("--slow-factor", optarg, 1.01, 100, &o->F); break;
-		case O_L: rc = dnum("--link-factor", optarg, 1.01, 1000, &o->L); break;
-		case O_EG: rc = dnum("--expect-gflops", optarg, 1e-3, 1e9, &o->expect_gflops); break;
-		case O_EM: rc = dnum("--expect-membw", optarg, 1e-3, 1e9, &o->expect_membw); break;
+		case O_F: rc = llmt_cli_num("--slow-factor", optarg, 1.01, 100, &o->F); break;
+		case O_L: rc = llmt_cli_num("--link-factor", optarg, 1.01, 1000, &o->L); break;
+		case O_EG: rc = llmt_cli_num("--expect-gflops", optarg, 1e-3, 1e9, &o->expect_gflops); break;
+		case O_EM: rc = llmt_cli_num("--expect-membw", optarg, 1e-3, 1e9, &o->expect_membw); break;
 		case O_PG: o->print_golden = 1; break;
 		case O_HELP: return -1;
 		default:
