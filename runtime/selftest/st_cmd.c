@@ -20,7 +20,7 @@
 #include "st_run.h"
 
 static const char usage[] =
-	"usage: llm-train selftest [--size small|full] [--json FILE] [--slow-factor F]\n"
+	"usage: llm-train selftest [--size small|full] [--json FILE] [--slow-factor F (LLM_TRAIN_SELFTEST_SLOW_FACTOR)]\n"
 	"         [--expect-gflops G] [--expect-membw GBS] [--link-factor L] [--print-golden]\n"
 	"Run under MPI (srun or mpirun), one rank per node or every rank of the step.\n"
 	"Each rank: a known-answer test of the CPU kernels the trainer uses (bf16 matrix\n"
@@ -71,6 +71,11 @@ static int parse(int argc, char **argv, st_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->F = 1.5;
 	o->L = 30;
+	/* the site's (or a test's) slow factor when the wrapper runs it; the
+	 * command line wins */
+	const char *e = getenv("LLM_TRAIN_SELFTEST_SLOW_FACTOR");
+	if (e && *e && llmt_cli_num("LLM_TRAIN_SELFTEST_SLOW_FACTOR", e, 1.01, 100, &o->F))
+		return LLMT_EXIT_USAGE;
 	optind = 1;
 	opterr = 0;
 	while (!rc && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

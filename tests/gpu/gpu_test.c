@@ -382,15 +382,18 @@ static int cmd_tp(char **a, int *argc, char ***argv)
 		   1e3 * ta / steps, 1e3 * tb / steps);
 	/* ZeRO-1 step with the TP-aware norm (one DP, one TP rank): the norm
 	 * of the gradients, as on the host */
+	/* a fresh model: ZeRO-1 shares are planned before any optimizer state */
 	llmt_nccl *dp = llmt_nccl_create(p.dp_comm, 0);
+	llmt_gmodel *gz = llmt_gmodel_create(&c, &with, B, T, 1);
+	llmt_model *hz = gz ? llmt_gmodel_host(gz) : NULL;
 	double norm = -1;
-	int bad = !dp || llmt_gmodel_set_dp(ga, dp, 4096) || llmt_gmodel_zero_grad(ga) ||
-			  llmt_gmodel_forward(ga, 0, tok, NULL, tgt, NULL, &(float){0}) ||
-			  llmt_gmodel_backward_dp(ga, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(ga) ||
-			  llmt_gmodel_download_grads(ga);
+	int bad = !dp || !gz || llmt_gmodel_set_dp(gz, dp, 4096) || llmt_gmodel_zero_grad(gz) ||
+			  llmt_gmodel_forward(gz, 0, tok, NULL, tgt, NULL, &(float){0}) ||
+			  llmt_gmodel_backward_dp(gz, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(gz) ||
+			  llmt_gmodel_download_grads(gz);
 	if (!bad)
-		memcpy(ga0, llmt_model_grads(ha), n * 4);
-	bad = bad || llmt_gmodel_step_dp(ga, 1e-3, 1.0, &ADAMW, steps + 1, &norm);
+		memcpy(ga0, llmt_model_grads(hz), n * 4);
+	bad = bad || llmt_gmodel_step_dp(gz, 1e-3, 1.0, &ADAMW, steps + 1, &norm);
 	check("ZeRO-1 step with the TP group ran", bad, 0);
 	if (!bad) {
 		double ref = sqrt(llmt_sumsq_det(ga0, n));
@@ -398,6 +401,8 @@ static int cmd_tp(char **a, int *argc, char ***argv)
 	}
 	llmt_gmodel_free(ga);
 	llmt_gmodel_free(gb);
+	if (gz)
+		llmt_gmodel_free(gz);
 	llmt_nccl_free(dp);
 	free(la); free(lb); free(ga0); free(text);
 	llmt_parallel_free(&p);
