@@ -421,7 +421,7 @@ static void memest_dp(llmt_parallel *p)
 	llmt_memest_gpu e;
 	llmt_memory_estimate_gpu(&c, l, n, B, T, 1, 1, &e);
 	double slack = 16.0 * 9 * l->dp;        /* 8 or 9 buckets */
-	check("device model bytes - estimate", "", fabs(model - (e.params + e.activations + e.scratch)),
+	check("device model bytes - estimate", "", fabs(model - (e.params + e.activations + e.scratch + e.workspace)),
 		  0);
 	check("device optimizer bytes - estimate", "", l->tp_rank ? opt - e.optimizer
 															  : fabs(opt - e.optimizer), slack);
@@ -430,7 +430,7 @@ static void memest_dp(llmt_parallel *p)
 	if (world_rank == 0)
 		printf("dp=%d tp=%d: device model %.0f bytes (estimate %.0f), optimizer %.0f (estimate %.0f, "
 			   "whole-buffer state %.0f)\n", l->dp, l->tp, model,
-			   e.params + e.activations + e.scratch, opt, e.optimizer, 12.0 * n);
+			   e.params + e.activations + e.scratch + e.workspace, opt, e.optimizer, 12.0 * n);
 	o->ops->free(o);
 	llmt_model_free(m);
 }
