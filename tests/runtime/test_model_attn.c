@@ -107,41 +107,39 @@ static void free_run(struct run *r)
 	free(r->P), free(r->dS), free(r->att), free(r->dqkv);
 }
 
-static void check(int B, int H, int KV, int T, int hd, int qkn)
+/* random inputs of the prep: qkv, the rotary tables, the QK-norm weights */
+static void fill_prep(struct prep *pp, size_t M, int T, int hd)
 {
-	int BH = B * H, ld = attn_ld(T), W = (H + 2 * KV) * hd, h2 = hd / 2;
-	size_t nq = (size_t)BH * T * hd, M = (size_t)B * T;
-	char tag[96];
-	struct prep pp = { KV, W, qkn, xalloc(M * W * 4), xalloc((size_t)T * h2 * 4),
-					   xalloc((size_t)T * h2 * 4), xalloc(hd * 4), xalloc(hd * 4),
-					   xalloc(M * H * 4), xalloc(M * KV * 4) };
-	for (size_t i = 0; i < M * W; i++) /* scores of a few units: peaked rows */
-		pp.qkv[i] = 2.0f * urand();
+	int h2 = hd / 2;
+	for (size_t i = 0; i < M * pp->W; i++) /* scores of a few units: peaked rows */
+		pp->qkv[i] = 2.0f * urand();
 	for (int t = 0; t < T; t++)
 		for (int i = 0; i < h2; i++) {
 			double f = pow(10000.0, -2.0 * i / hd);
-			pp.cs[t * h2 + i] = (float)cos(t * f);
-			pp.sn[t * h2 + i] = (float)sin(t * f);
+			pp->cs[t * h2 + i] = (float)cos(t * f);
+			pp->sn[t * h2 + i] = (float)sin(t * f);
 		}
 	for (int i = 0; i < hd; i++) {
-		pp.qw[i] = 1.5f + urand();
-		pp.kw[i] = 1.5f + urand();
+		pp->qw[i] = 1.5f + urand();
+		pp->kw[i] = 1.5f + urand();
 	}
-	bf16 *q = xalloc(nq * 2), *k = xalloc(nq * 2), *v = xalloc(nq * 2);
-	bf16 *datt = xalloc(nq * 2);
-	k_attn_prep_fwd(pp.qkv, q, k, v, B, T, H, KV, hd, qkn ? pp.qw : NULL, qkn ? pp.kw : NULL,
-					pp.qr, pp.kr, 1e-5f, pp.cs, pp.sn, 1);
-	for (size_t i = 0; i < nq; i++)
-		datt[i] = f32_to_bf16(urand());
-	struct run r1, r3;
-	run_attn(&r1, 1, q, k, v, datt, &pp, B, H, T, hd);
-	run_attn(&r3, 3, q, k, v, datt, &pp, B, H, T, hd);
+}
 
-	/* float64 reference, head by head; P, O token-major like the kernel */
+/* float64 reference of attention forward and backward */
+struct ref {
+	double *P, *dP, *rP, *rO;
+	float *rdq, *rdk, *rdv;
+};
+
+/* head by head; P, O token-major like the kernel. Returns the largest
+ * magnitude of the kernel's P (kP, rows ld apart) above the diagonal */
+static double reference(struct ref *rf, const bf16 *q, const bf16 *k, const bf16 *v,
+						const bf16 *datt, const bf16 *kP, int B, int H, int T, int hd)
+{
+	int BH = B * H, ld = attn_ld(T);
 	double sc = 1.0 / sqrt((double)hd);
-	double *P = xalloc((size_t)T * T * 8), *dP = xalloc((size_t)T * T * 8);
-	double *rP = xalloc((size_t)BH * T * T * 8), *rO = xalloc(nq * 8);
-	float *rdq = xalloc(nq * 4), *rdk = xalloc(nq * 4), *rdv = xalloc(nq * 4);
+	double *P = rf->P, *dP = rf->dP, *rP = rf->rP, *rO = rf->rO;
+	float *rdq = rf->rdq, *rdk = rf->rdk, *rdv = rf->rdv;
 	double zero_bad = 0;
 	for (int bh = 0; bh < BH; bh++) {
 		int b = bh / H, h = bh % H;
@@ -167,7 +165,7 @@ static void check(int B, int H, int KV, int T, int hd, int qkn)
 			/* the kernel's P: zeros from the diagonal to its written end */
 			int zend = (((i / 64 + 1) * 64 < T ? (i / 64 + 1) * 64 : T) + 1) & ~1;
 			for (int j = i + 1; j < zend; j++)
-				zero_bad = fmax(zero_bad, fabs(bf16_to_f32(r1.P[((size_t)bh * T + i) * ld + j])));
+				zero_bad = fmax(zero_bad, fabs(bf16_to_f32(kP[((size_t)bh * T + i) * ld + j])));
 			for (int c = 0; c < hd; c++) {
 				double o = 0;
 				for (int j = 0; j <= i; j++)
@@ -202,9 +200,37 @@ static void check(int B, int H, int KV, int T, int hd, int qkn)
 #undef X
 #undef DO
 	}
+	return zero_bad;
+}
+
+static void check(int B, int H, int KV, int T, int hd, int qkn)
+{
+	int BH = B * H, ld = attn_ld(T), W = (H + 2 * KV) * hd, h2 = hd / 2;
+	size_t nq = (size_t)BH * T * hd, M = (size_t)B * T;
+	char tag[96];
+	struct prep pp = { KV, W, qkn, xalloc(M * W * 4), xalloc((size_t)T * h2 * 4),
+					   xalloc((size_t)T * h2 * 4), xalloc(hd * 4), xalloc(hd * 4),
+					   xalloc(M * H * 4), xalloc(M * KV * 4) };
+	fill_prep(&pp, M, T, hd);
+	bf16 *q = xalloc(nq * 2), *k = xalloc(nq * 2), *v = xalloc(nq * 2);
+	bf16 *datt = xalloc(nq * 2);
+	k_attn_prep_fwd(pp.qkv, q, k, v, B, T, H, KV, hd, qkn ? pp.qw : NULL, qkn ? pp.kw : NULL,
+					pp.qr, pp.kr, 1e-5f, pp.cs, pp.sn, 1);
+	for (size_t i = 0; i < nq; i++)
+		datt[i] = f32_to_bf16(urand());
+	struct run r1, r3;
+	run_attn(&r1, 1, q, k, v, datt, &pp, B, H, T, hd);
+	run_attn(&r3, 3, q, k, v, datt, &pp, B, H, T, hd);
+
+	/* float64 reference */
+	struct ref rf = { xalloc((size_t)T * T * 8), xalloc((size_t)T * T * 8),
+					  xalloc((size_t)BH * T * T * 8), xalloc(nq * 8), xalloc(nq * 4),
+					  xalloc(nq * 4), xalloc(nq * 4) };
+	double *rP = rf.rP, *rO = rf.rO;
+	double zero_bad = reference(&rf, q, k, v, datt, r1.P, B, H, T, hd);
 	/* the prep backward of the reference gradients */
 	float *rdqkv = xalloc(M * W * 4), rdqw[64] = { 0 }, rdkw[64] = { 0 };
-	k_attn_prep_bwd(rdq, rdk, rdv, rdqkv, qkn ? pp.qkv : NULL, B, T, H, KV, hd,
+	k_attn_prep_bwd(rf.rdq, rf.rdk, rf.rdv, rdqkv, qkn ? pp.qkv : NULL, B, T, H, KV, hd,
 					qkn ? pp.qw : NULL, qkn ? pp.kw : NULL, pp.qr, pp.kr, rdqw, rdkw, pp.cs, pp.sn,
 					0);
 	/* compare P row by row (the kernel's rows are ld apart) */
@@ -246,8 +272,8 @@ static void check(int B, int H, int KV, int T, int hd, int qkn)
 	printf("%s: P %.2e, out %.2e, dq %.2e, dk %.2e, dv %.2e, dw %.2e\n", tag, pe, eo, eq, ek, ev,
 		   ew / mw);
 	free_run(&r1), free_run(&r3);
-	free(q), free(k), free(v), free(datt), free(P), free(dP), free(rP), free(rO);
-	free(rdq), free(rdk), free(rdv), free(rdqkv);
+	free(q), free(k), free(v), free(datt), free(rf.P), free(rf.dP), free(rP), free(rO);
+	free(rf.rdq), free(rf.rdk), free(rf.rdv), free(rdqkv);
 	free(pp.qkv), free(pp.cs), free(pp.sn), free(pp.qw), free(pp.kw), free(pp.qr), free(pp.kr);
 }
 

@@ -1,0 +1,376 @@
+/* test_gpu_emu_model.c: the GPU backend's model orchestration on the CPU
+ * (kernels through gk_emu.h, CUDA runtime and cuBLASLt mapping through
+ * cuda_emu.c) against the CPU model: whole GPU-model steps (loss, logits,
+ * every gradient, fused AdamW, pipeline stages, snapshot) against
+ * llmt_model, with the chunked attention (the CPU model's arithmetic:
+ * tight limits) and with the fused one (dev_flash.cu: fp32 probabilities
+ * where the CPU model rounds them to bf16, so limits at bf16 level); the
+ * model.h bridge, ZeRO-1, refusals. The kernels are test_gpu_emu.c. */
+#include "test_gpu_emu.h"
+
+/* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
+ * chunk > 0: attention in query chunks of that many rows */
+/* the model tests' attention: chunked (default) or fused */
+static int fused_run;
+/* a limit: the chunked path's, or the fused path's */
+#define LIM(chunked, fused) (fused_run ? (fused) : (chunked))
+
+/* every tensor's gradient of the GPU model (host mirror h) vs cm's */
+static void grads_vs_cpu(llmt_model *h, llmt_model *cm, int chunk)
+{
+	int np;
+	const llmt_param_info *pi = llmt_model_params(cm, &np);
+	/* chunked attention (chunk > 0) rescales its running softmax sums
+	 * per chunk, the CPU model sums each row once: measured 3.5e-5 */
+	double gworst = 0, glim = fused_run ? 4e-2 : chunk > 0 ? 4e-4 : 4e-6;
+	for (int t = 0; t < np; t++) {
+		double e = relerr(llmt_model_grads(h) + pi[t].offset, llmt_model_grads(cm) + pi[t].offset,
+						pi[t].numel);
+		gworst = fmax(gworst, e);
+		if (!(e <= glim))
+			fail_msg("gradient of %s: rel %g", pi[t].name, e);
+	}
+	NEAR(gworst, glim);
+}
+
+/* step: the fused AdamW of g vs optim.c's (moments mm, vv), then both
+ * models continue from the same weights and the snapshot sees them */
+static void adamw_vs_cpu(llmt_gmodel *g, llmt_model *h, llmt_model *cm, float *mm, float *vv,
+						 int step)
+{
+	size_t n = llmt_model_nparams(cm);
+	int np;
+	const llmt_param_info *pi = llmt_model_params(cm, &np);
+	/* the fused AdamW against optim.c's */
+	llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+	float *gg = dup(llmt_model_grads(h), n);
+	float *ref = dup(llmt_model_master(h), n);
+	for (int t = 0; t < np; t++)
+		llmt_adamw_update(ref + pi[t].offset, gg + pi[t].offset, mm + pi[t].offset,
+						  vv + pi[t].offset, pi[t].numel, 1e-2, 0.7, &ac, step + 1,
+						  !pi[t].no_decay);
+	assert_int_equal(llmt_gmodel_adamw(g, 1e-2, 0.7, &ac, step + 1), 0);
+	assert_int_equal(llmt_gmodel_download_master(g), 0);
+	NEAR(relerr(llmt_model_master(h), ref, n), 1e-6);
+	/* both models continue from the GPU's weights: upload path */
+	memcpy(llmt_model_master(cm), llmt_model_master(h), n * 4);
+	llmt_model_sync_compute(cm);
+	memcpy(llmt_model_master(h), ref, n * 4);
+	memcpy(llmt_model_master(cm), ref, n * 4);
+	llmt_model_sync_compute(cm);
+	assert_int_equal(llmt_gmodel_upload(g), 0);
+	/* the pinned snapshot copy sees the device master */
+	assert_int_equal(llmt_gmodel_snapshot_start(g), 0);
+	const float *snap = llmt_gmodel_snapshot_wait(g);
+	assert_non_null(snap);
+	assert_memory_equal(snap, ref, n * 4);
+	free(gg); free(ref);
+}
+
+/* packed: samples packed in each sequence (llmt_model_set_seg: lengths
+ * 1, 5, then the rest) with every third target not trained on (-1) */
+static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int chunk, int packed)
+{
+	llmt_config c;
+	small_cfg(&c, gqa);
+	int M = B * T, d = c.d_model, V = c.vocab_size;
+	llmt_par par = {1, 0, pp, r, NULL};
+	llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
+	setenv("LLM_TRAIN_GPU", "0", 1);   /* a GPU model's host mirror stays on the CPU */
+	setenv("LLM_TRAIN_GPU_ATTN", fused_run ? "fused" : "chunked", 1);
+	llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
+	setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
+	unsetenv("LLM_TRAIN_GPU");
+	assert_non_null(cm);
+	assert_non_null(g);
+	if (chunk) {
+		assert_int_equal(llmt_gmodel_set_attn_chunk(g, T + 1), -1);
+		assert_int_equal(llmt_gmodel_set_attn_chunk(g, chunk), 0);
+	}
+	llmt_model *h = llmt_gmodel_host(g);
+	size_t n = llmt_model_nparams(cm);
+	assert_int_equal(n, llmt_model_nparams(h));
+	assert_memory_equal(llmt_model_master(cm), llmt_model_master(h), n * 4);
+	int32_t tok[64], tgt[64];
+	assert_true(M <= 64);
+	int32_t seg[64];
+	for (int i = 0; i < M; i++) {
+		int t = i % T;
+		tok[i] = (i * 7 + 3) % V;
+		tgt[i] = packed && i % 3 == 0 ? -1 : (i * 5 + 1) % V;
+		seg[i] = t < 1 ? 0 : t < 6 ? 1 : 2;
+	}
+	assert_int_equal(llmt_model_set_seg(cm, 0, packed ? seg : NULL), 0);
+	assert_int_equal(llmt_gmodel_set_seg(g, 0, packed ? seg : NULL), 0);
+	float *act = rnd((size_t)M * d, 1), *go = rnd((size_t)M * d, 0.01f);
+	float *o1 = malloc((size_t)M * d * 4), *o2 = malloc((size_t)M * d * 4);
+	float *gi1 = malloc((size_t)M * d * 4), *gi2 = malloc((size_t)M * d * 4);
+	float l1 = 0, l2 = 0;
+	int first = r == 0, last = r == pp - 1;
+	float *mm = calloc(n, 4), *vv = calloc(n, 4);
+	for (int step = 0; step < steps; step++) {
+		llmt_model_zero_grad(cm);
+		assert_int_equal(llmt_gmodel_zero_grad(g), 0);
+		assert_int_equal(llmt_model_forward(cm, 0, first ? tok : NULL, first ? NULL : act,
+											last ? tgt : NULL, last ? NULL : o2, &l2), 0);
+		assert_int_equal(llmt_gmodel_forward(g, 0, first ? tok : NULL, first ? NULL : act,
+											 last ? tgt : NULL, last ? NULL : o1, &l1), 0);
+		/* the emulated kernels and the CPU model compute the same bf16
+		 * products with fp32 sums in another order (blocking, TP/PP
+		 * splits): measured loss 0, logits <= 7.2e-8, stage output <=
+		 * 6.0e-8, input gradient <= 2.4e-7, per-tensor gradient <= 2.8e-7
+		 * (fp32 rounding, ~1 ulp); limits ~10-30x that. Fused (probabilities in fp32, the
+		 * bf16 output rounded elsewhere): measured loss <= 9.5e-5, logits
+		 * <= 5.9e-3, stage output <= 3.0e-3, gradients <= 1.3e-2 */
+		if (last) {
+			NEAR(fabs(l1 - l2) / l2, LIM(1e-6, 5e-4));
+			float *lg = malloc((size_t)M * V * 4);
+			assert_int_equal(llmt_gmodel_logits(g, lg), 0);
+			NEAR(relerr(lg, llmt_model_logits(cm, 0), (size_t)M * V), LIM(2e-6, 2e-2));
+			free(lg);
+		} else {
+			NEAR(relerr(o1, o2, (size_t)M * d), LIM(2e-6, 2e-2));
+		}
+		assert_int_equal(llmt_model_backward(cm, 0, last ? NULL : go, first ? NULL : gi2, 0.5f), 0);
+		assert_int_equal(llmt_gmodel_backward(g, 0, last ? NULL : go, first ? NULL : gi1, 0.5f), 0);
+		if (!first)
+			NEAR(relerr(gi1, gi2, (size_t)M * d), LIM(4e-6, 5e-2));
+		assert_int_equal(llmt_gmodel_download_grads(g), 0);
+		grads_vs_cpu(h, cm, chunk);
+		adamw_vs_cpu(g, h, cm, mm, vv, step);
+	}
+	free(mm); free(vv);
+	if (steps > 1) {    /* the device sum of squares of the gradients */
+		double ss;
+		assert_int_equal(llmt_gmodel_grad_sumsq(g, &ss), 0);
+		/* double sums in another order: measured 9.2e-16 */
+		NEAR(fabs(ss - llmt_sumsq_det(llmt_model_grads(h), n)) / ss, 1e-14);
+	}
+	llmt_gmodel_free(g);
+	llmt_model_free(cm);
+	free(act); free(go); free(o1); free(o2); free(gi1); free(gi2);
+}
+static void model_vs_cpu(int gqa, int pp, int r, int steps, int B)
+{
+	model_vs_cpu_t(gqa, pp, r, steps, B, 6, 0, 0);
+}
+static void test_model_tied(void **st) { (void)st; model_vs_cpu(0, 1, 0, 1, 2); }
+/* causal attention in 4 query chunks of 4 (gattn_chunk; on a GPU from T > 128) */
+static void test_model_attn_chunks(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4, 0); }
+/* packed samples: attention within each, rotary positions restarting,
+ * ignored targets; chunked attention, and the first of two stages */
+static void test_model_packed(void **st) { (void)st; model_vs_cpu_t(1, 1, 0, 2, 2, 16, 4, 1); }
+static void test_model_packed_stage(void **st) { (void)st; model_vs_cpu_t(1, 2, 0, 1, 2, 16, 4, 1); }
+static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
+static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
+static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
+/* the fused attention in the whole model: tied, and GQA + QK-norm at T 16 */
+static void test_model_fused(void **st)
+{
+	(void)st;
+	fused_run = 1;
+	model_vs_cpu(0, 1, 0, 1, 2);
+	model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 0);
+	model_vs_cpu(1, 2, 0, 1, 1);
+	fused_run = 0;
+}
+/* the fused attention with packed samples (their first key as the segment
+ * id), a whole model and a pipeline stage */
+static void test_model_fused_packed(void **st)
+{
+	(void)st;
+	fused_run = 1;
+	model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 1);
+	model_vs_cpu_t(1, 2, 0, 1, 2, 16, 0, 1);
+	fused_run = 0;
+}
+
+/* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
+ * loop's calls (create, forward, backward, grads, sync, logits, free) on
+ * the GPU model match the CPU model */
+static void test_bridge(void **st)
+{
+	(void)st;
+	llmt_config c;
+	small_cfg(&c, 0);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	int B = 1, T = 6, M = B * T;
+	unsetenv("LLM_TRAIN_GPU");
+	llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 2);
+	setenv("LLM_TRAIN_GPU", "0", 1);
+	llmt_model *gm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 2);
+	assert_null(llmt_model_create(&c, &par, LLMT_FP32, B, T, 2));    /* bf16 only */
+	setenv("LLM_TRAIN_GPU", "zero", 1);
+	assert_null(llmt_model_create(&c, &par, LLMT_BF16, B, T, 2));    /* bad value */
+	unsetenv("LLM_TRAIN_GPU");
+	assert_non_null(cm);
+	assert_non_null(gm);
+	size_t n = llmt_model_nparams(cm);
+	int32_t tok[6] = {1, 5, 9, 2, 60, 7}, tgt[6] = {5, 9, 2, 60, 7, 3};
+	for (int step = 0; step < 2; step++) {
+		llmt_model_zero_grad(cm);
+		llmt_model_zero_grad(gm);
+		float lc = 0, lg = 0;
+		for (int s = 0; s < 2; s++) {     /* two micro-batches in two slots */
+			assert_int_equal(llmt_model_forward(cm, s, tok, NULL, tgt, NULL, &lc), 0);
+			assert_int_equal(llmt_model_forward(gm, s, tok, NULL, tgt, NULL, &lg), 0);
+			/* fp32 sums in another order: measured loss 0, logits
+			 * <= 4.9e-8, gradients <= 1.4e-7 */
+			NEAR(fabs(lc - lg) / lc, 1e-6);
+			NEAR(relerr(llmt_model_logits(gm, s), llmt_model_logits(cm, s), (size_t)M * 64), 2e-6);
+		}
+		for (int s = 0; s < 2; s++) {
+			assert_int_equal(llmt_model_backward(cm, s, NULL, NULL, 0.5f), 0);
+			assert_int_equal(llmt_model_backward(gm, s, NULL, NULL, 0.5f), 0);
+		}
+		NEAR(relerr(llmt_model_grads(gm), llmt_model_grads(cm), n), 4e-6);
+		/* a host-side update, then sync: the next step uses it */
+		float *wc = llmt_model_master(cm), *wg = llmt_model_master(gm), *g = llmt_model_grads(cm);
+		for (size_t i = 0; i < n; i++) {
+			wc[i] -= 0.05f * g[i];
+			wg[i] = wc[i];
+		}
+		llmt_model_sync_compute(cm);
+		llmt_model_sync_compute(gm);
+	}
+	llmt_model_free(gm);
+	llmt_model_free(cm);
+}
+
+/* the ZeRO-1 device path (bucketed reduce-scatter during backward, norm,
+ * clip, AdamW on this rank's blocks, all-gather) on a one-rank group
+ * equals the plain device optimizer */
+static void test_zero1(void **st)
+{
+	(void)st;
+	llmt_config c;
+	small_cfg(&c, 0);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	int B = 1, T = 6;
+	llmt_gmodel *g1 = llmt_gmodel_create(&c, &par, B, T, 1);
+	llmt_gmodel *g2 = llmt_gmodel_create(&c, &par, B, T, 1);
+	assert_non_null(g1);
+	assert_non_null(g2);
+	llmt_nccl *dp = llmt_nccl_create(NULL, 0);
+	assert_int_equal(llmt_gmodel_set_dp(g1, dp, 300), 0);   /* many buckets */
+	llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+	int32_t tok[6] = {3, 1, 4, 1, 5, 9}, tgt[6] = {1, 4, 1, 5, 9, 2};
+	size_t n = llmt_model_nparams(llmt_gmodel_host(g1));
+	for (int step = 1; step <= 2; step++) {
+		float l1, l2;
+		double norm, ss;
+		assert_int_equal(llmt_gmodel_zero_grad(g1), 0);
+		assert_int_equal(llmt_gmodel_zero_grad(g2), 0);
+		assert_int_equal(llmt_gmodel_forward(g1, 0, tok, NULL, tgt, NULL, &l1), 0);
+		assert_int_equal(llmt_gmodel_forward(g2, 0, tok, NULL, tgt, NULL, &l2), 0);
+		assert_true(l1 == l2);
+		assert_int_equal(llmt_gmodel_backward_dp(g1, 0, NULL, NULL, 1.0f, 1), 0);
+		assert_int_equal(llmt_gmodel_dp_wait(g1), 0);
+		assert_int_equal(llmt_gmodel_step_dp(g1, 1e-2, 0.5, &ac, step, &norm), 0);
+		/* a ZeRO-1 share: an all-gather on g1's stream, before g2's work;
+		 * the snapshot of the share (gathered, as gpu_test.c takes it) */
+		assert_int_equal(llmt_gmodel_download_master(g1), 0);
+		assert_int_equal(llmt_gmodel_snapshot_start(g1), 0);
+		const float *snap = llmt_gmodel_snapshot_wait(g1);
+		assert_non_null(snap);
+		assert_memory_equal(snap, llmt_model_master(llmt_gmodel_host(g1)), n * 4);
+		assert_int_equal(llmt_gmodel_backward(g2, 0, NULL, NULL, 1.0f), 0);
+		assert_int_equal(llmt_gmodel_grad_sumsq(g2, &ss), 0);
+		/* one rank: the same sums and the same update, bit for bit (measured 0) */
+		NEAR(fabs(norm - sqrt(ss)) / sqrt(ss), 0);
+		assert_true(norm > 0.5);                                 /* the clip acts */
+		assert_int_equal(llmt_gmodel_adamw(g2, 1e-2, llmt_clip_scale(sqrt(ss), 0.5), &ac, step), 0);
+		assert_int_equal(llmt_gmodel_download_master(g2), 0);
+		NEAR(relerr(llmt_model_master(llmt_gmodel_host(g1)), llmt_model_master(llmt_gmodel_host(g2)),
+				  n), 0);
+	}
+	llmt_gmodel_free(g1);
+	llmt_gmodel_free(g2);
+	llmt_nccl_free(dp);
+}
+
+static void test_refusals(void **st)
+{
+	(void)st;
+	llmt_config c;
+	small_cfg(&c, 0);
+	llmt_par par = {2, 0, 1, 0, NULL};
+	assert_null(llmt_gmodel_create(&c, &par, 2, 8, 1));      /* tp > 1, no TP group */
+	llmt_par p1 = {1, 0, 1, 0, NULL};
+	assert_null(llmt_gmodel_create(&c, &p1, 2, 64, 1));      /* T > max_seq */
+	llmt_gmodel *g = llmt_gmodel_create(&c, &p1, 1, 4, 1);
+	assert_non_null(g);
+	int32_t tok[4] = {1, 2, 99, 3}, tgt[4] = {0};
+	float loss;
+	assert_int_equal(llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &loss), -1);  /* vocab */
+	int32_t tok2[4] = {1, 2, 3, 4}, tgt2[4] = {1, 64, 2, 3};
+	assert_int_equal(llmt_gmodel_forward(g, 0, tok2, NULL, tgt2, NULL, &loss), -1); /* target */
+	llmt_gmodel_free(g);
+}
+
+/* a checkpoint snapshot in flight on the copy stream while the optimizer
+ * writes master on the compute stream: the copy holds the weights from
+ * before the update (the update waits for it: gsnap_fence; without that
+ * wait the emulation stops at the race, cuda_emu.c) */
+static void test_snapshot_overlap(void **st)
+{
+	(void)st;
+	llmt_config c;
+	small_cfg(&c, 0);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, 4, 1);
+	assert_non_null(g);
+	llmt_model *h = llmt_gmodel_host(g);
+	size_t n = llmt_model_nparams(h);
+	float *before = dup(llmt_model_master(h), n), *after;
+	llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+	assert_int_equal(llmt_gmodel_zero_grad(g), 0);
+	/* the fence of an optimizer step */
+	assert_int_equal(llmt_gmodel_snapshot_start(g), 0);
+	assert_int_equal(llmt_gmodel_adamw(g, 1e-2, 1.0, &ac, 1), 0);   /* decay moves master */
+	const float *snap = llmt_gmodel_snapshot_wait(g);
+	assert_non_null(snap);
+	assert_memory_equal(snap, before, n * 4);
+	assert_int_equal(llmt_gmodel_download_master(g), 0);
+	after = dup(llmt_model_master(h), n);
+	assert_true(memcmp(after, before, n * 4) != 0);
+	/* the fence of an upload (the host master back to before) */
+	memcpy(llmt_model_master(h), before, n * 4);
+	assert_int_equal(llmt_gmodel_snapshot_start(g), 0);
+	assert_int_equal(llmt_gmodel_upload(g), 0);
+	snap = llmt_gmodel_snapshot_wait(g);
+	assert_non_null(snap);
+	assert_memory_equal(snap, after, n * 4);
+	free(before);
+	free(after);
+	llmt_gmodel_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_model_tied),
+		cmocka_unit_test(test_model_attn_chunks),
+		cmocka_unit_test(test_model_packed),
+		cmocka_unit_test(test_model_packed_stage),
+		cmocka_unit_test(test_model_gqa_qknorm_zloss),
+		cmocka_unit_test(test_model_pipeline_first),
+		cmocka_unit_test(test_model_pipeline_last),
+		cmocka_unit_test(test_model_fused),
+		cmocka_unit_test(test_model_fused_packed),
+		cmocka_unit_test(test_bridge),
+		cmocka_unit_test(test_zero1),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_snapshot_overlap),
+	};
+	/* the random inputs as when these tests ran after test_gpu_emu.c's in
+	 * one program: frand's state after those (the limits are measured
+	 * with these inputs; test_model_packed_stage's gradient fails others) */
+	rs = 0xff121b5f52c162b9ULL;
+	omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
+	/* every GPU model of these tests, unless a test says fused */
+	setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
+	if (getenv("GPU_EMU_FILTER"))   /* run one test (profiling) */
+		cmocka_set_test_filter(getenv("GPU_EMU_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

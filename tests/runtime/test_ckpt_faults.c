@@ -1,0 +1,244 @@
+/* test_ckpt_faults.c: checkpoint fault tests without MPI, on the ranks
+ * simulated by ckpt_sim.h: corruption, failed saves, a blocked
+ * directory, retention, a config mismatch. */
+#define _GNU_SOURCE
+#include "ckpt_sim.h"
+
+/* ---- tests ------------------------------------------------------------ */
+static void corrupt_case(const char *name, void (*damage)(const char *step), const char *want)
+{
+	char dir[300], step[320], err[1024];
+
+	path_of(dir, sizeof dir, name);
+	assert_int_equal(save_layout(dir, 3, 2, 1, 2, 0, name), 0);
+	snprintf(step, sizeof step, "%s/step_00000003", dir);
+	damage(step);
+	assert_int_equal(ck_validate_dir(step, 0, NULL, err, sizeof err), LLMT_EXIT_DATA);
+	print_message("  %s -> %s\n", name, err);
+	assert_non_null(strstr(err, want));
+	/* loading refuses it too, and the files are still there */
+	assert_int_equal(load_layout(step, 2, 1, 2, 0), LLMT_EXIT_DATA);
+	assert_int_equal(access(step, F_OK), 0);
+	/* the directory resolves to nothing complete (a bad checksum is only
+	 * seen by reading everything: resolve checks sizes, load checksums) */
+	if (strcmp(want, "wrong checksum"))
+		assert_int_equal(llmt_ckpt_resolve(dir, err, sizeof err, err, sizeof err), LLMT_EXIT_NOINPUT);
+}
+
+static void flip_byte(const char *step)
+{
+	char p[400];
+	FILE *f;
+	int c;
+
+	snprintf(p, sizeof p, "%s/rank_00003.bin", step);
+	f = fopen(p, "r+b");
+	assert_non_null(f);
+	fseek(f, 5, SEEK_SET);
+	c = fgetc(f);
+	fseek(f, 5, SEEK_SET);
+	fputc(c ^ 0x10, f);
+	fclose(f);
+}
+
+static void truncate_shard(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/rank_00001.bin", step);
+	assert_int_equal(truncate(p, 16), 0);
+}
+
+static void remove_shard(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/rank_00002.bin", step);
+	assert_int_equal(unlink(p), 0);
+}
+
+static void truncate_manifest(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/manifest.json", step);
+	assert_int_equal(truncate(p, 100), 0);
+}
+
+static void remove_manifest(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/manifest.json", step);
+	assert_int_equal(unlink(p), 0);
+}
+
+static void replicas_disagreed(const char *step)
+{
+	char p[400];
+	json_error_t je;
+	json_t *m;
+
+	snprintf(p, sizeof p, "%s/manifest.json", step);
+	m = json_load_file(p, 0, &je);
+	assert_non_null(m);
+	json_object_set_new(m, "replicas_agree", json_false());
+	assert_int_equal(json_dump_file(m, p, 0), 0);
+	json_decref(m);
+}
+
+static void test_corrupt(void **state)
+{
+	(void)state;
+	corrupt_case("c_sdc", replicas_disagreed, "replicas disagreed");
+	corrupt_case("c_sum", flip_byte, "wrong checksum");
+	corrupt_case("c_size", truncate_shard, "wrong size");
+	corrupt_case("c_missing", remove_shard, "missing shard");
+	corrupt_case("c_manifest", truncate_manifest, "bad manifest");
+	corrupt_case("c_nomanifest", remove_manifest, "missing manifest");
+}
+
+static void test_failed_save(void **state)
+{
+	(void)state;
+	char dir[300], p[400], err[1024], *lat;
+
+	path_of(dir, sizeof dir, "fail");
+	assert_int_equal(save_layout(dir, 100, 1, 1, 2, 1, "f1"), 0);
+	setenv("LLMT_TEST_CKPT_FAIL", "1", 1);
+	assert_int_equal(save_layout(dir, 200, 1, 1, 2, 1, "f2"), LLMT_EXIT_IO);
+	unsetenv("LLMT_TEST_CKPT_FAIL");
+	snprintf(p, sizeof p, "%s/step_00000200", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/step_00000100", dir);
+	assert_int_equal(ck_validate_dir(p, 0, NULL, err, sizeof err), 0);   /* keep=1 deleted nothing */
+	snprintf(p, sizeof p, "%s/latest", dir);
+	lat = slurp(p);
+	assert_string_equal(lat, "step_00000100\n");
+	free(lat);
+}
+
+static void test_blocked_dir(void **state)
+{
+	(void)state;
+	char dir[300], p[400], err[1024];
+	FILE *f;
+
+	/* the temporary directory name is taken by a file: the save fails at
+	 * once on every rank (nobody waits for a record that never comes) */
+	path_of(dir, sizeof dir, "blocked");
+	assert_int_equal(save_layout(dir, 1, 1, 1, 2, 0, "b0"), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	setenv("LLM_TRAIN_CKPT_TIMEOUT", "60", 1);
+	assert_int_equal(save_layout(dir, 2, 1, 1, 2, 0, "b1"), LLMT_EXIT_IO);
+	unsetenv("LLM_TRAIN_CKPT_TIMEOUT");
+	snprintf(p, sizeof p, "%s/step_00000002", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/step_00000001", dir);
+	assert_int_equal(ck_validate_dir(p, 0, NULL, err, sizeof err), 0);
+	/* the next complete save clears the leftovers of failed ones up to its
+	 * step, and only those */
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1/rank_00000.bin", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(save_layout(dir, 3, 1, 1, 2, 0, "b2"), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000002.b1.rank_00000.failed", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof p, "%s/.tmp.step_00000009.zz", dir);
+	assert_int_equal(access(p, F_OK), 0);
+}
+
+static void test_retention(void **state)
+{
+	(void)state;
+	char dir[300], p[400], tok[16];
+	char **paths;
+	long *steps;
+	int n;
+
+	path_of(dir, sizeof dir, "keep");
+	mkdir(dir, 0755);
+	snprintf(p, sizeof p, "%s/step_00000000", dir);   /* incomplete: never deleted */
+	mkdir(p, 0755);
+	for (long s = 1; s <= 4; s++) {
+		snprintf(tok, sizeof tok, "k%ld", s);
+		assert_int_equal(save_layout(dir, s * 10, 1, 1, 1, 2, tok), 0);
+	}
+	n = ck_list(dir, 0, &paths, &steps, NULL, NULL);
+	assert_int_equal(n, 2);
+	assert_int_equal(steps[0], 40);
+	assert_int_equal(steps[1], 30);
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(steps);
+	snprintf(p, sizeof p, "%s/step_00000010", dir);
+	assert_int_not_equal(access(p, F_OK), 0);
+	/* resolve takes the newest complete one even when `latest` lags */
+	snprintf(p, sizeof p, "%s/latest", dir);
+	assert_int_equal(ck_write_file_atomic(p, "step_00000030\n", 14, p, sizeof p), 0);
+	char out[4096];
+	assert_int_equal(llmt_ckpt_resolve(dir, out, sizeof out, p, sizeof p), 0);
+	snprintf(p, sizeof p, "%s/step_00000040", dir);
+	assert_string_equal(out, p);
+	snprintf(p, sizeof p, "%s/step_00000000", dir);
+	assert_int_equal(access(p, F_OK), 0);
+	/* saving the same step again keeps the older one aside */
+	assert_int_equal(save_layout(dir, 40, 1, 1, 1, 0, "k5"), 0);
+	glob_t g;
+	snprintf(p, sizeof p, "%s/step_00000040.superseded.*", dir);
+	assert_int_equal(glob(p, 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 1);
+	globfree(&g);
+	snprintf(p, sizeof p, "%s/step_00000040", dir);
+	assert_int_equal(ck_validate_dir(p, 0, NULL, p, sizeof p), 0);
+}
+
+static void test_config_mismatch(void **state)
+{
+	(void)state;
+	char dir[300], step[320], err[1024];
+	int code;
+	llmt_ckpt *c;
+	sim_rank s;
+	llmt_config other;
+
+	path_of(dir, sizeof dir, "cfg");
+	assert_int_equal(save_layout(dir, 1, 1, 1, 1, 0, "c1"), 0);
+	snprintf(step, sizeof step, "%s/step_00000001", dir);
+	c = llmt_ckpt_open(step, &code, err, sizeof err);
+	assert_non_null(c);
+	other = cfg;
+	other.n_kv_heads = 1;
+	build_rank(&s, 1, 1, 1, 0);
+	s.st.config = &other;
+	assert_int_equal(llmt_ckpt_load(c, &s.st, err, sizeof err), LLMT_EXIT_USAGE);
+	assert_non_null(strstr(err, "n_kv_heads"));
+	/* a kind the checkpoint lacks: error unless optional */
+	s.st.config = &cfg;
+	s.st.bufs[1].kind = "lion_m";
+	assert_int_equal(llmt_ckpt_load(c, &s.st, err, sizeof err), LLMT_EXIT_DATA);
+	s.st.bufs[1].optional = 1;
+	assert_int_equal(llmt_ckpt_load(c, &s.st, err, sizeof err), 0);
+	free_rank(&s);
+	llmt_ckpt_close(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_failed_save),
+		cmocka_unit_test(test_blocked_dir),
+		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_config_mismatch),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
