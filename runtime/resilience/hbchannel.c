@@ -48,13 +48,22 @@ static void pause_ms(int ms)
 static int map_segment(struct llmt_hbc *c, char *err, size_t errlen)
 {
 	int fd = shm_open(c->shm, O_RDWR | O_CREAT | O_EXCL, 0600);
-	struct stat st;
+	struct stat st = { 0 };
 
 	c->created = fd >= 0;
 	if (fd < 0 && errno == EEXIST)
 		fd = shm_open(c->shm, O_RDWR, 0600);
 	if (fd < 0) {
 		snprintf(err, errlen, "heartbeat segment %s: %s", c->shm, strerror(errno));
+		return -1;
+	}
+	/* /dev/shm is shared by every user of the node and the name can be
+	 * guessed: a segment someone else made (or opened to others) would
+	 * let them write this job's heartbeats */
+	if (!c->created && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		snprintf(err, errlen, "heartbeat segment %s: not this user's own (uid %u, mode %04o): refused", c->shm,
+			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		close(fd);
 		return -1;
 	}
 	if (c->created && ftruncate(fd, sizeof(*c->g))) {

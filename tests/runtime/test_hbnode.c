@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "resilience/hbchannel.h"
 #include "resilience/hbnode.h"
@@ -202,6 +203,36 @@ static void test_channel(void **st)
 	assert_non_null(strstr(err, "'nodes'"));
 }
 
+/* a segment of this job's name that another user made, or opened to
+ * others, is refused: whoever can write it could forge the heartbeats
+ * (it was opened whatever its owner and mode) */
+static void test_foreign_segment(void **st)
+{
+	char dir[] = "/tmp/llmt-hbn.XXXXXX", err[256], shm[300], path[300];
+	struct llmt_hbc a, b;
+	(void)st;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(llmt_hbc_open(&a, dir, "gpu8", "78.0", 0, 0, err, sizeof(err)), 0);
+	snprintf(shm, sizeof(shm), "/dev/shm%s", a.shm);
+	assert_int_equal(chmod(shm, 0666), 0);
+	assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "refused"));
+	assert_int_equal(chmod(shm, 0600), 0);
+	if (geteuid() == 0) {   /* root: another owner */
+		assert_int_equal(chown(shm, 65534, 65534), 0);
+		assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "uid 65534"));
+		assert_int_equal(chown(shm, 0, 0), 0);
+	}
+	assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), 0);
+	llmt_hbc_close(&b, 1 * S);
+	llmt_hbc_close(&a, 2 * S);
+	snprintf(path, sizeof(path), "%s/node_gpu8", dir);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_stopped),
 		cmocka_unit_test(test_claim),
 		cmocka_unit_test(test_channel),
+		cmocka_unit_test(test_foreign_segment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
