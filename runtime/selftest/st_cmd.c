@@ -21,7 +21,8 @@
 
 static const char usage[] =
 	"usage: llm-train selftest [--size small|full] [--json FILE] [--slow-factor F (LLM_TRAIN_SELFTEST_SLOW_FACTOR)]\n"
-	"         [--expect-gflops G] [--expect-membw GBS] [--link-factor L] [--print-golden]\n"
+	"         [--expect-gflops G] [--expect-membw GBS] [--link-factor L (LLM_TRAIN_SELFTEST_LINK_FACTOR)]\n"
+	"         [--print-golden]\n"
 	"Run under MPI (srun or mpirun), one rank per node or every rank of the step.\n"
 	"Each rank: a known-answer test of the CPU kernels the trainer uses (bf16 matrix\n"
 	"products with exact answers, a fixed-seed forward and backward of a small model,\n"
@@ -75,6 +76,9 @@ static int parse(int argc, char **argv, st_opts *o)
 	 * command line wins */
 	const char *e = getenv("LLM_TRAIN_SELFTEST_SLOW_FACTOR");
 	if (e && *e && llmt_cli_num("LLM_TRAIN_SELFTEST_SLOW_FACTOR", e, 1.01, 100, &o->F))
+		return LLMT_EXIT_USAGE;
+	e = getenv("LLM_TRAIN_SELFTEST_LINK_FACTOR");
+	if (e && *e && llmt_cli_num("LLM_TRAIN_SELFTEST_LINK_FACTOR", e, 1.01, 1000, &o->L))
 		return LLMT_EXIT_USAGE;
 	optind = 1;
 	opterr = 0;

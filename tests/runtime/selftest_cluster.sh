@@ -80,21 +80,26 @@ PY
 	echo "$1: exit $2, bad_nodes [$4]; $(grep "^selftest:" "$W/$1.out")"
 }
 
-# The emulated nodes share this machine's two cores: a healthy node once
-# measured 1.9x the median in a CI run. Runs that are not about compute
-# speed judge it with a wide factor; the slow run (x3 injected) with 2;
-# the default's false-positive rate is tests/bench/selftest.sh's (20 runs).
-F=LLM_TRAIN_SELFTEST_SLOW_FACTOR
-st clean 4 4 $F=100; check clean $? 0 ""
-st wrongmath 4 4 $F=100 LLM_TRAIN_FAULT=wrongmath@1/node3; check wrongmath $? 88 node3 wrong
-st slow 4 4 $F=2 LLM_TRAIN_FAULT=slow@5/node2; check slow $? 88 node2 slow
+# The emulated nodes share this machine's two cores: in CI runs a healthy
+# node measured 1.9x the median, and a healthy link 140x below it once.
+# Runs that are not about a speed judge it with wide factors; the slow run
+# (x3 injected) compute with 2, the slowlink run (20 ms a send, ~2000x)
+# links with 300; the defaults' false-positive rate is tests/bench/selftest.sh's.
+F="LLM_TRAIN_SELFTEST_SLOW_FACTOR=100 LLM_TRAIN_SELFTEST_LINK_FACTOR=1000"
+# shellcheck disable=SC2086
+st clean 4 4 $F; check clean $? 0 ""
+# shellcheck disable=SC2086
+st wrongmath 4 4 $F LLM_TRAIN_FAULT=wrongmath@1/node3; check wrongmath $? 88 node3 wrong
+st slow 4 4 LLM_TRAIN_SELFTEST_SLOW_FACTOR=2 LLM_TRAIN_SELFTEST_LINK_FACTOR=1000 LLM_TRAIN_FAULT=slow@5/node2
+check slow $? 88 node2 slow
 $py -c 'import json,sys; n=[n for n in json.load(open(sys.argv[1]))["nodes"] if n["node"]=="node2"][0]; assert n["slow"] and not n["links_slow"], n' \
 	"$W/slow.json" || fail "slow: node2 must be slow in compute"
-st slowlink 4 4 $F=100 LLM_TRAIN_FAULT=slowlink@1/node4; check slowlink $? 88 node4 slow
+st slowlink 4 4 LLM_TRAIN_SELFTEST_SLOW_FACTOR=100 LLM_TRAIN_SELFTEST_LINK_FACTOR=300 LLM_TRAIN_FAULT=slowlink@1/node4; check slowlink $? 88 node4 slow
 $py -c 'import json,sys; n=[n for n in json.load(open(sys.argv[1]))["nodes"] if n["node"]=="node4"][0]; assert n["links_slow"] and not n["slow"], n' \
 	"$W/slowlink.json" || fail "slowlink: node4's links must be slow, not its compute"
 # all ranks of the step: two per node; the fault on one rank (3) of node2
-st ranks 2 4 $F=100 LLM_TRAIN_FAULT=wrongmath@1:3; check ranks $? 88 node2 wrong
+# shellcheck disable=SC2086
+st ranks 2 4 $F LLM_TRAIN_FAULT=wrongmath@1:3; check ranks $? 88 node2 wrong
 $py -c 'import json,sys; o=json.load(open(sys.argv[1])); assert [n["ranks"] for n in o["nodes"]] == [[0, 1], [2, 3]], o["nodes"]' \
 	"$W/ranks.json" || fail "ranks: each node's ranks"
 
