@@ -70,15 +70,6 @@ PY
 # RT_SRC/RT_BUILD (where llm-train's sources and build are, default the
 # tree), the cluster (cluster_need), W and the KJV corpus in $W/corpus.
 # FAIL without llm-train (a build output), SKIP without bible-kjv.
-# real_pid JOBID PROCID: the llm-train process of that task
-real_pid() {
-	for _p in $(pgrep -f "$LT --model"); do
-		_e=$(tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null) || continue
-		echo "$_e" | grep -qx "SLURM_JOB_ID=$1" && echo "$_e" | grep -qx "SLURM_PROCID=$2" && { echo "$_p"; return 0; }
-	done
-	return 1
-}
-
 real_trainer_setup() {
 	RT_SRC=${RT_SRC:-$top_srcdir}
 	RT_BUILD=${RT_BUILD:-$top_builddir}
