@@ -35,8 +35,7 @@ st() {
 			--ntasks-per-node=$((_t / _N)) "$LT" selftest --json "$W/$_n.json" >"$W/$_n.out" 2>&1
 		_rc=$?
 		case $_rc in 0|88) return $_rc ;; esac
-		grep -q 'Failing at address: (nil)' "$W/$_n.out" &&
-			[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$W/$_n.out")" = 1 ] && [ $_try = 1 ] || return $_rc
+		ompi_null_crash "$W/$_n.out" && [ $_try = 1 ] || return $_rc
 		echo "RETRY: $_n: Open MPI's wire-up crash (one frame at address (nil)); running again"
 	done
 }

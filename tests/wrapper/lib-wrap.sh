@@ -49,21 +49,41 @@ count() {
 
 # ledger NAME WANT: job NAME's ledger ($W/NAME/ledger.jsonl) counts exactly
 # WANT: "launches=N failures=CLASS,... restarts=N requeues=N" (failure
-# classes sorted), so no extra crash is restarted into a pass
+# classes sorted), so no extra crash is restarted into a pass. The one
+# stated exception (ompi_null_crash, tests/cluster/lib.sh): when the job's
+# output ($W/NAME.out) shows Open MPI's wire-up crash, the wrapper restarted
+# it as it should, and that launch (one signal-11 failure and its restart)
+# is discounted, said so.
 ledger() {
-	_got=$(/usr/bin/python3 - "$W/$1/ledger.jsonl" <<'PY'
+	_known=0
+	command -v ompi_null_crash >/dev/null && ompi_null_crash "$W/$1.out" && _known=1
+	_got=$(/usr/bin/python3 - "$W/$1/ledger.jsonl" $_known <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 n = lambda e: sum(1 for x in ev if x.get('event') == e)
 acts = [x.get('act') for x in ev if x.get('event') == 'action' and 'source' not in x]  # not a preflight's
+fails = [x for x in ev if x.get('event') == 'failure']
+launches, restarts = n('launch'), acts.count('restart')
+seg = [x for x in fails if x.get('signal') == 11 and x.get('class') == 'transient']
+if sys.argv[2] == '1' and seg and restarts:
+    fails.remove(seg[0]); launches -= 1; restarts -= 1
+    print('discounted: one launch that died in Open MPI\'s wire-up (signal 11, one frame at (nil))', file=sys.stderr)
 print('launches=%d failures=%s restarts=%d requeues=%d' % (
-    n('launch'), ','.join(sorted(x.get('class', '?') for x in ev if x.get('event') == 'failure')),
-    acts.count('restart'), acts.count('requeue')))
+    launches, ','.join(sorted(x.get('class', '?') for x in fails)), restarts, acts.count('requeue')))
 PY
 )
 	echo "$1: $_got"
 	[ "$_got" = "$2" ] || fail "$1: ledger counts '$_got', want '$2'"
 }
+
+# SLOWAFTER8: for `export $SLOWAFTER8` before sbatch. The tests with the
+# real trainer bring their faults (kill -9, SIGSTOP, SIGUSR1, a node crash)
+# after the step-8 checkpoint; the 16 steps after it take ~1.5 s, too short
+# a window for a signal through scancel and slurmctld on a busy machine.
+# With it, the job's first attempt runs 30x slower from step 9 on (the slow
+# fault: a sleep after each step's compute, every rank alike, the numbers
+# as without it), so the fault always lands mid-run.
+SLOWAFTER8="LLM_TRAIN_FAULT=slow@9 LLM_TRAIN_FAULT_SLOW=30"
 
 # real_trainer_setup [CLUSTER_NEED-ARGS]: for the tests with the real
 # trainer (llm-train, tiny model, dp=2 over two nodes, MPI over PMIx): LT,

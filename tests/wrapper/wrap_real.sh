@@ -58,7 +58,7 @@ finish() {  # NAME JOBID [same]: completed; with "same", the final fp32 master
 
 # preemption runs beside the others: SIGUSR1 to the batch shell after the
 # step-8 checkpoint; llm-train checkpoints and exits 87; requeue; resume
-pre=$(job pre) || fail "sbatch pre"
+pre=$(export $SLOWAFTER8; job pre) || fail "sbatch pre"
 ( wait_file "$W/pre/step_00000008/manifest.json" 120 && scancel --batch --signal=USR1 "$pre" ) &
 prebg=$!
 
@@ -66,14 +66,14 @@ j=$(job ref) || fail "sbatch ref"
 finish ref "$j"
 ledger ref "launches=1 failures= restarts=0 requeues=0"
 
-j=$(job kill9) || fail "sbatch kill9"
+j=$(export $SLOWAFTER8; job kill9) || fail "sbatch kill9"
 wait_file "$W/kill9/step_00000008/manifest.json" 120 || fail "kill9: no step-8 checkpoint"
 kill -9 "$(real_pid "$j" 1)" || fail "kill9: no rank 1"
 finish kill9 "$j" same
 ledger kill9 "launches=2 failures=transient restarts=1 requeues=0"
 [ "$(count failure "$W/kill9/ledger.jsonl" '"signal":9')" = 1 ] || fail "kill9: no signal-9 failure"
 
-j=$(job stop) || fail "sbatch stop"
+j=$(export $SLOWAFTER8; job stop) || fail "sbatch stop"
 wait_file "$W/stop/step_00000008/manifest.json" 120 || fail "stop: no step-8 checkpoint"
 pid=$(real_pid "$j" 1) || fail "stop: no rank 1"
 node=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^SLURMD_NODENAME=//p')

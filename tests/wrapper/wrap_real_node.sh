@@ -28,7 +28,7 @@ exec "$WRAP" --ckpt-dir "$C" --ckpt-tool "$LT" --tick 0.1 --hang-timeout-min 4 -
 	--micro-batch 2 --lr 1e-3 --warmup 2 --steps $STEPS --ckpt-interval 4 --quiet
 JOB
 chmod +x "$W/node.sh"
-j=$(cd "$W" && sbatch --parsable --requeue --no-kill -N3 --ntasks-per-node=1 -o node.out node.sh) ||
+j=$(cd "$W" && export $SLOWAFTER8 && sbatch --parsable --requeue --no-kill -N3 --ntasks-per-node=1 -o node.out node.sh) ||
 	fail "sbatch"
 wait_file "$C/step_00000008/manifest.json" 120 || { cat "$W/node.out"; fail "no step-8 checkpoint"; }
 
