@@ -11,6 +11,9 @@
 #include "gmodel.h"
 #include "host_plan.h"
 
+/* one layer's activations (act_plan.c's table, gmodel_act.c): with
+ * recomputation the recomputed ones point to one set shared by every
+ * layer and slot */
 struct glayer_act {
 	float *x_mid;
 	gk_bf16 *h1, *h2;
