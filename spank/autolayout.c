@@ -103,7 +103,7 @@ int llmt_auto_input(const struct llmt_opts *o, const struct llmt_policy *p, cons
 	in->T = o->seq ? (int)o->seq : c->max_seq;
 	in->B = o->mb_auto ? 0 : (int)o->micro_batch;
 	in->gpu = x.gpu;
-	in->recompute = x.gpu ? 0 : -1;   /* no recomputation on the GPU path yet */
+	in->recompute = -1;               /* try none, attn and full */
 	in->mem_limit = x.mem;
 	in->margin = 0.9;
 	in->flops = x.flops;

@@ -24,7 +24,7 @@ static const char usage[] =
 "  --seq T                 sequence length (default: the model's max_seq)\n"
 "  --micro-batch B|auto    (default auto: 1, 2, 4, 8, 16)\n"
 "  --tp N --pp N --dp N    only layouts with that size (default: any)\n"
-"  --recompute none|attn|full|auto   (default auto; a GPU: none)\n"
+"  --recompute none|attn|full|auto   (default auto)\n"
 "  --device cpu|gpu        which memory model sizes a rank (default cpu)\n"
 "  --overhead MIB          runtime memory outside the estimate (default 320 CPU, 1024 GPU)\n"
 "  --margin F              keep estimate + overhead under F x the limit (default 0.9)\n"
@@ -243,9 +243,6 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 	if (!rc && in->tp_domain && in->tasks_per_node % in->tp_domain && in->tp_domain % in->tasks_per_node)
 		fprintf(stderr, "llm-train-plan: --tp-domain %d must divide --tasks-per-node %d, or be a multiple "
 			"of it (a multi-node NVLink domain)\n", in->tp_domain, in->tasks_per_node), rc = LLMT_EXIT_USAGE;
-	if (!rc && in->gpu && in->recompute > 0)
-		rc = bad("--recompute", llmt_recompute_name((llmt_recompute)in->recompute),
-			"is not available on the GPU backend yet (use none)");
 	return rc;
 }
 

@@ -7,9 +7,9 @@
 #include "llmt/env.h"
 
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-					int nslots, llmt_model **out)
+					int nslots, llmt_recompute rc, llmt_model **out)
 {
-	(void)c; (void)par; (void)prec; (void)B; (void)T; (void)nslots; (void)out;
+	(void)c; (void)par; (void)prec; (void)B; (void)T; (void)nslots; (void)rc; (void)out;
 	char err[160];
 	const char *g = getenv(LLMT_ENV_GPU);
 	if (g && *g && llmt_dev_wanted(g, 1, err, sizeof err) == 1 && par->tp_rank == 0 &&

@@ -90,40 +90,6 @@ void gdfree(llmt_gmodel *g, void *p)
 }
 
 #define A(p, bytes) do { if (!((p) = gdmem(g, (bytes)))) return -1; } while (0)
-/* one layer's activations kept for backward */
-static int alloc_layer(llmt_gmodel *g, struct glayer_act *a)
-{
-	const llmt_model *h = g->h;
-	size_t M = (size_t)h->M, d = (size_t)h->c.d_model;
-	size_t Hh = (size_t)h->Hl * h->hd, BH = (size_t)h->B * h->Hl, T = (size_t)h->T;
-	size_t Fl = (size_t)h->Fl, Wq = (size_t)h->Wq;
-	size_t hd = (size_t)h->hd, es = 2, C = (size_t)g->attn_chunk;
-	A(a->x_mid, M * d * 4);
-	A(a->h1, M * d * es);
-	A(a->h2, M * d * es);
-	A(a->rstd1, M * 4);
-	A(a->rstd2, M * 4);
-	if (h->c.qk_norm) {
-		A(a->qkv, M * Wq * 4);
-		A(a->qr, M * (size_t)h->Hl * 4);
-		A(a->kr, M * (size_t)h->KVl * 4);
-	}
-	A(a->q, BH * T * hd * es);
-	if (g->fused) {     /* KV heads once, logsumexp instead of P */
-		A(a->k, M * (size_t)h->KVl * hd * es);
-		A(a->v, M * (size_t)h->KVl * hd * es);
-		A(a->lse, BH * T * 4);
-	} else {
-		A(a->k, BH * T * hd * es);
-		A(a->v, BH * T * hd * es);
-		A(a->P, gattn_p_elems(BH, (int)T, (int)C) * es);
-	}
-	A(a->att, M * Hh * es);
-	A(a->gu, M * 2 * Fl * es);
-	A(a->a, M * Fl * es);
-	return 0;
-}
-
 static int alloc_dev(llmt_gmodel *g)
 {
 	const llmt_model *h = g->h;
@@ -147,9 +113,6 @@ static int alloc_dev(llmt_gmodel *g)
 			return -1;
 		for (int l = 0; l <= h->nl; l++)
 			A(sl->xs[l], M * d * 4);
-		for (int l = 0; l < h->nl; l++)
-			if (alloc_layer(g, &sl->la[l]))
-				return -1;
 		A(sl->pos, M * 4);
 		A(sl->lo, M * 4);
 		if (h->first) {
@@ -165,6 +128,8 @@ static int alloc_dev(llmt_gmodel *g)
 			A(sl->dlog, M * V * es);
 		}
 	}
+	if (gact_alloc(g))
+		return -1;
 	size_t big = M * (d > Hh ? d : Hh);
 	size_t wide = d > Wq ? d : Wq;
 	wide = wide > Fl ? wide : Fl;
@@ -215,11 +180,18 @@ int llmt_gmodel_building(void) { return building; }
 llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B, int T,
 								int nslots)
 {
+	return llmt_gmodel_create_rc(c, par, B, T, nslots, LLMT_RECOMPUTE_NONE);
+}
+
+llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, int B, int T,
+								   int nslots, llmt_recompute rc)
+{
 	llmt_gmodel *g = calloc(1, sizeof *g);
 	if (!g) {
 		fprintf(stderr, "llm-train: out of memory building the GPU model\n");
 		return NULL;
 	}
+	g->rc = rc;
 	/* the host mirror: parameter table, init, host buffers; its own
 	 * activations are sized for one token only */
 	building = 1;

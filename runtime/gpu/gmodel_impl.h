@@ -11,6 +11,9 @@
 #include "gmodel.h"
 #include "host_plan.h"
 
+/* one layer's activations (act_plan.c's table, gmodel_act.c): with
+ * recomputation the recomputed ones point to one set shared by every
+ * layer and slot */
 struct glayer_act {
 	float *x_mid;
 	gk_bf16 *h1, *h2;
@@ -58,6 +61,8 @@ struct llmt_gmodel {
 	int pinned;                   /* host master and gradients page-locked */
 	int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
 	int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
+	llmt_recompute rc;            /* recomputed in backward: attn core, or whole layers
+	                               * (their activations one set for all: act_plan.c) */
 	float *Dsc;                   /* fused backward: rowsum(dO o) [B][H][T] */
 	/* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
 	struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
@@ -89,6 +94,9 @@ struct llmt_gmodel {
 };
 
 int gcheck(cudaError_t e, const char *what);
+/* every slot's layer activations (their la arrays made), from act_plan.c's
+ * table (gmodel_act.c); 0 or -1 */
+int gact_alloc(llmt_gmodel *g);
 /* device memory of the model (zeroed on the compute stream), freed with
  * it or by gdfree (gmodel.c) */
 void *gdmem(llmt_gmodel *g, size_t bytes);

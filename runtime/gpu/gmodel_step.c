@@ -122,13 +122,30 @@ static int lin_fwd_res(llmt_gmodel *g, const void *X, size_t woff, const float *
 	return 0;
 }
 
+/* one layer's attention from its q, k, v (again before its backward
+ * under --recompute attn); fused: token-major in and out, no layout
+ * kernels; packed samples by their first token's index (one id per
+ * sample within a sequence) */
+static int attn_core_fwd(llmt_gmodel *g, struct gslot *sl, struct glayer_act *a)
+{
+	const llmt_model *h = g->h;
+	const int32_t *lo = sl->packed ? sl->lo : NULL;
+	if (g->fused)
+		return gcheck(gk_flash_fwd(a->q, a->k, a->v, a->att, a->lse, lo, h->B, h->T, h->Hl, h->KVl,
+								   h->hd, g->st), "fused attention");
+	if (attn_fwd(g, a, h->B * h->Hl, h->T, h->hd, lo))
+		return -1;
+	return gcheck(gk_heads_to_tokens(g->O, a->att, h->B, h->T, h->Hl, h->hd, g->st),
+				  "heads to tokens");
+}
+
 static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 {
 	const llmt_model *h = g->h;
 	const llmt_config *c = &h->c;
 	const struct layer_off *lo = &h->lo[l];
 	struct glayer_act *a = &sl->la[l];
-	int M = h->M, d = c->d_model, hd = h->hd, BH = h->B * h->Hl, T = h->T;
+	int M = h->M, d = c->d_model, hd = h->hd, T = h->T;
 	float eps = (float)c->norm_eps;
 	float *x = sl->xs[l];
 	cudaStream_t st = g->st;
@@ -141,17 +158,8 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 						   c->qk_norm ? gw32(g, lo->qn) : NULL,
 						   c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr, eps, g->cos_t,
 						   g->sin_t, sl->packed ? sl->pos : NULL, g->fused, st), "attention prep");
-	if (g->fused) {
-		/* token-major in and out: no layout kernels; packed samples by
-		 * their first token's index (one id per sample within a sequence) */
-		CK(gk_flash_fwd(a->q, a->k, a->v, a->att, a->lse, sl->packed ? sl->lo : NULL, h->B, T, h->Hl,
-						h->KVl, hd, st),
-		   "fused attention");
-	} else {
-		if (attn_fwd(g, a, BH, T, hd, sl->packed ? sl->lo : NULL))
-			return -1;
-		CK(gk_heads_to_tokens(g->O, a->att, h->B, T, h->Hl, hd, st), "heads to tokens");
-	}
+	if (attn_core_fwd(g, sl, a))
+		return -1;
 	if (lin_fwd_res(g, a->att, lo->o, x, a->x_mid, M, d, h->Hl * hd))
 		return -1;
 
@@ -330,6 +338,10 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 					  g->part, M, d, st), "rmsnorm backward");
 
 	CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
+	/* ATTN: the attention's probabilities or logsumexp and its output
+	 * again, by the forward's kernels on the kept q, k, v */
+	if (g->rc == LLMT_RECOMPUTE_ATTN && attn_core_fwd(g, sl, a))
+		return -1;
 	if (g->fused) {
 		/* the attention output gradient straight into bf16 token-major dO */
 		if (lin_bwd_t(g, g->dyact, a->att, lo->o, g->dO, BF, M, d, Hh, 1.0f))
@@ -391,8 +403,10 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 	} else {
 		CK(cudaMemcpyAsync(g->dx, grad_out, Md * 4, cudaMemcpyHostToDevice, st), "grad_out");
 	}
+	/* FULL: the layer's forward again from its kept input (xs[l + 1] is
+	 * rewritten with the same values, no longer read) */
 	for (int l = h->nl - 1; l >= 0; l--)
-		if (layer_bwd(g, sl, l))
+		if ((g->rc == LLMT_RECOMPUTE_FULL && layer_fwd(g, sl, l)) || layer_bwd(g, sl, l))
 			return -1;
 	if (h->first) {
 		CK(gk_embed_bwd(g->grads + h->off_embed, sl->eu, sl->es, sl->ep, sl->neu, g->dx, d, st),

@@ -135,4 +135,31 @@ size_t gattn_p_elems(size_t BH, int T, int C);
  * chunked, -1 for another mode. */
 int gattn_fused(int hd, const char *mode);
 
+/* ---- the activations one layer keeps (act_plan.c) ----------------------
+ * The buffers of one layer of the GPU model between its forward and its
+ * backward (gmodel.c allocates from this table, memest.c sums it), and
+ * which of them are one buffer shared by every layer and slot because
+ * backward recomputes them (llm-train --recompute): attn keeps q, k, v
+ * and recomputes the attention core (probabilities or logsumexp, the
+ * attention output); full keeps only the layer's input (the residual
+ * stream, not in this table) and recomputes the layer. */
+enum {
+	GA_X_MID, GA_H1, GA_H2, GA_RSTD1, GA_RSTD2, GA_QKV, GA_QR, GA_KR, GA_Q, GA_K, GA_V,
+	GA_P, GA_LSE, GA_ATT, GA_GU, GA_A, GA_N
+};
+typedef struct {
+	size_t B, T, d, Hl, KVl, hd, Fl;   /* this rank's heads, KV heads and d_ff */
+	int C;                             /* query chunk (chunked attention) */
+	int qk_norm, fused;
+	int recompute;                     /* model_config.h llmt_recompute: 0 none, 1 attn, 2 full */
+} gact_shape;
+typedef struct {
+	size_t bytes[GA_N];                /* 0: not allocated */
+	unsigned char shared[GA_N];        /* one buffer for every layer and slot */
+} gact_plan;
+void gact_plan_make(const gact_shape *s, gact_plan *p);
+/* Bytes of the buffers kept per layer and slot (shared 0), or of the
+ * shared ones, allocated once (shared 1). */
+size_t gact_bytes(const gact_plan *p, int shared);
+
 #endif

@@ -53,7 +53,7 @@ static double stage_mem(const llmt_config *c, const llmt_autoplan_in *in, const 
 
 	if (in->gpu) {
 		llmt_memest_gpu g;
-		llmt_memory_estimate_gpu(c, &l, n, x->B, in->T, x->A, 1, &g);
+		llmt_memory_estimate_gpu(c, &l, n, x->B, in->T, x->A, 1, x->recompute, &g);
 		return g.total;
 	}
 	llmt_memest e;
@@ -158,8 +158,8 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 	int world = in->nodes * in->tasks_per_node, kept = 0;
 	int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
 	int nB = in->B ? 1 : (int)(sizeof(Bs) / sizeof(Bs[0]));
-	int r0 = in->gpu ? 0 : (in->recompute < 0 ? 0 : in->recompute);
-	int r1 = in->gpu ? 0 : (in->recompute < 0 ? 2 : in->recompute);
+	int r0 = in->recompute < 0 ? 0 : in->recompute;
+	int r1 = in->recompute < 0 ? 2 : in->recompute;
 
 	if (rj)
 		memset(rj, 0, sizeof(*rj));

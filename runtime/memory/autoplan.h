@@ -25,7 +25,7 @@ typedef struct {
 	int T;                      /* sequence length */
 	int B;                      /* micro-batch; 0 = try 1, 2, 4, 8, 16 */
 	int recompute;              /* -1 = try none, attn, full; else that mode */
-	int gpu;                    /* size ranks by the GPU model (no recompute) */
+	int gpu;                    /* size ranks by the GPU model */
 	double mem_limit;           /* bytes per rank */
 	double margin;              /* keep the estimate under margin * limit */
 	double flops;               /* achieved FLOP/s per rank */

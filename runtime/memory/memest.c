@@ -82,7 +82,7 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 #define GPU_MM_WORKSPACE (64.0 * 1048576)
 
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
-	int B, int T, int A, int devopt, llmt_memest_gpu *e)
+	int B, int T, int A, int devopt, int recompute, llmt_memest_gpu *e)
 {
 	double M = (double)B * T, d = c->d_model, V = c->vocab_size, n = (double)nflat;
 	int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
@@ -93,7 +93,12 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	int slots = l->pp < A ? l->pp : A, C = gattn_chunk(T);
 	/* the attention the model will run (gmodel.c: the same rule) */
 	int fused = gattn_fused(c->d_model / c->n_heads, getenv(LLMT_ENV_GPU_ATTN)) > 0;
-	double layer, slot, wide, pw, attn_layer, attn_scratch;
+	double layer, slot, wide, pw, attn_scratch;
+	/* the activations a layer keeps, per layer or once (act_plan.c: the
+	 * table gmodel_act.c allocates from) */
+	gact_shape sh = { (size_t)B, (size_t)T, (size_t)c->d_model, (size_t)Hl, (size_t)KVl,
+		(size_t)hd, (size_t)Fl, C, c->qk_norm, fused, recompute };
+	gact_plan ap;
 
 	memset(e, 0, sizeof(*e));
 	/* fp32 gradients, bf16 copy, rotary tables, the fp32 copies of the
@@ -110,27 +115,21 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		double share = n / l->dp;
 		e->optimizer = share * 12 + GPU_SUMSQ_BLOCKS * 8 + (cut ? share * 4 : 0);
 	}
-	/* q, k, v and what backward needs of the softmax: fused, KV heads
-	 * once and the logsumexp; chunked, KV heads repeated and every
-	 * chunk's P. Scratch: fused, dk dv of the KV heads and D; chunked,
-	 * S and dP of one chunk, datt, dk dv of every head, O, dS */
-	if (fused) {
-		attn_layer = BH * T * hd * 2 + 2 * M * KVl * hd * 2 + BH * T * 4;
+	/* the attention's scratch: fused, dk dv of the KV heads and D;
+	 * chunked, S and dP of one chunk, datt, dk dv of every head, O, dS */
+	if (fused)
 		attn_scratch = 2 * M * KVl * hd * 4 + BH * T * 4;
-	} else {
-		attn_layer = 3 * BH * T * hd * 2 + (double)gattn_p_elems((size_t)BH, T, C) * 2;
+	else
 		attn_scratch = 2 * BH * C * T * 4 + M * Hh * 4 + 2 * BH * T * hd * 4 +
 			BH * T * hd * 2 + BH * C * T * 2;
-	}
-	layer = M * d * 4 + 2 * M * d * 2 + 2 * M * 4 + attn_layer + M * Hh * 2 + 3 * M * Fl * 2;
-	if (c->qk_norm)
-		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
+	gact_plan_make(&sh, &ap);
+	layer = (double)gact_bytes(&ap, 0);
 	/* per slot: the residual streams, the layers, the packed samples'
 	 * rotary rows and first keys (2 x M int32), the first and last stage's
-	 * own buffers */
+	 * own buffers; once: what backward recomputes */
 	slot = (nl + 1) * M * d * 4 + nl * layer + 2 * M * 4 + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
 		(last ? M * 4 + M * d * 2 + M * 4 + M * V * 2 : 0);
-	e->activations = slots * slot;
+	e->activations = slots * slot + (double)gact_bytes(&ap, 1);
 	wide = d > Wq ? d : Wq;
 	wide = wide > Fl ? wide : Fl;
 	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide

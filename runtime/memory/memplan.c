@@ -41,7 +41,7 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	llmt_memest_gpu g;
 	llmt_memest_host h;
 	llmt_memory_estimate(c, &l, n, B, T, A, 1, ckpt, attn_ok(hd) ? threads : 0, rc, &e);
-	llmt_memory_estimate_gpu(c, &l, n, B, T, A, 1, &g);
+	llmt_memory_estimate_gpu(c, &l, n, B, T, A, 1, rc, &g);
 	llmt_memory_estimate_gpu_host(c, &l, n, B, T, 1, ckpt, 1, &h);
 	printf("stage %d of %d (layers %d-%d): %zu parameters per rank\n", s, pp, s * nl,
 	       s * nl + nl - 1, n);
@@ -49,11 +49,6 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	       "scratch %.1f, pipeline %.1f, comm %.1f, snapshot %.1f MiB\n", threads, MIB(e.total),
 	       MIB(e.params), MIB(e.optimizer), MIB(e.activations), MIB(e.scratch), MIB(e.pipeline),
 	       MIB(e.comm), MIB(e.snapshot));
-	if (rc != LLMT_RECOMPUTE_NONE) {
-		printf("  GPU rank: --recompute %s is not available on the GPU backend yet\n",
-		       llmt_recompute_name(rc));
-		return 0;
-	}
 	printf("  GPU rank: device %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch "
 	       "%.1f, workspace %.1f MiB\n", MIB(g.total), MIB(g.params), MIB(g.optimizer),
 	       MIB(g.activations), MIB(g.scratch), MIB(g.workspace));

@@ -400,15 +400,8 @@ llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt
 		return NULL;
 	}
 	llmt_model *dm;
-	if (llmt_dev_create(c, par, prec, B, T, nslots, &dm)) {
-		if (dm && recompute != LLMT_RECOMPUTE_NONE) {
-			fprintf(stderr, "llm-train: --recompute %s is not available on the GPU backend yet "
-					"(use --recompute none)\n", recompute == LLMT_RECOMPUTE_ATTN ? "attn" : "full");
-			llmt_model_free(dm);
-			return NULL;
-		}
+	if (llmt_dev_create(c, par, prec, B, T, nslots, recompute, &dm))
 		return dm;
-	}
 	if (B < 1 || T < 1 || T > c->max_seq || T > 4096 || nslots < 1) {
 		fprintf(stderr, "llm-train: bad micro-batch B=%d T=%d (max_seq %d, at most 4096) slots=%d\n",
 				B, T, c->max_seq, nslots);

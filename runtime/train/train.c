@@ -487,7 +487,8 @@ static void report_memory(trainer *t)
 				e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
 		if (dev) {
 			llmt_memest_gpu g;
-			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt, &g);
+			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt, t->o->recompute,
+				&g);
 			printf("llm-train: host memory estimate of rank 0: mirror %.1f, snapshot %.1f (pinned) + %.1f (writer), resume %.1f, staging %.1f MiB\n",
 				h.mirror / 1048576, h.snapshot / 1048576, h.writer / 1048576, h.load / 1048576,
 				h.staging / 1048576);

@@ -9,7 +9,7 @@
 plan=$top_builddir/spank/llm-train-plan
 m=$top_srcdir/tests/bench/models
 [ -x "$plan" ] || { echo "FAIL: $plan not built"; exit 1; }
-echo "| model | GPUs | GBS x seq | GB/GPU | source: published tp/pp/mb | its predicted memory, MFU | planner's choice tp/pp/dp/mb | memory, MFU | feasible |"
+echo "| model | GPUs | GBS x seq | GB/GPU | source: published tp/pp/mb | its predicted memory, MFU | planner's choice tp/pp/dp/mb recompute | memory, MFU | feasible |"
 echo "|---|---|---|---|---|---|---|---|---|"
 # model nodes gbs seq tp pp mb source
 while read -r model nodes gbs seq tp pp mb src; do
@@ -42,7 +42,7 @@ a, p = json.load(open(af)), json.load(open(pf))
 pc = p["chosen"]
 pubcol = f"{pc['memory_bytes']/2**30:.1f} GiB{' (over)' if pc['memory_bytes'] > 0.9*int(mem)*2**30 else ''}, {mfu(pc):.1f}%" if pc else "not a layout here"
 ch = a["chosen"]
-chcol = f"{ch['tp']}/{ch['pp']}/{ch['dp']}/{ch['micro_batch']}" if ch else (f"none (smallest: {a['min_nodes']} nodes x 8)" if a.get('min_nodes') else "none (nor at 64x the nodes)")
+chcol = f"{ch['tp']}/{ch['pp']}/{ch['dp']}/{ch['micro_batch']} {ch['recompute']}" if ch else (f"none (smallest: {a['min_nodes']} nodes x 8)" if a.get('min_nodes') else "none (nor at 64x the nodes)")
 chm = f"{ch['memory_bytes']/2**30:.1f} GiB, {mfu(ch):.1f}%" if ch else "-"
 print(f"| {cfgf.rsplit('/',1)[1][:-5]} ({N/1e9:.1f}B) | {gpus} | {gbs} x {seq} | {mem} | {pub} | {pubcol} | {chcol} | {chm} | {a['feasible']} |")
 PY

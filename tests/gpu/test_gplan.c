@@ -307,6 +307,29 @@ static void test_attn_chunks(void **st)
 	assert_int_equal(gattn_fused(64, "flash"), -1);
 }
 
+/* the layer activation table (act_plan.c): none keeps all per layer, attn
+ * shares the attention core (P or the logsumexp, the output), full all */
+static void test_act_plan(void **st)
+{
+	(void)st;
+	for (int fused = 0; fused < 2; fused++)
+		for (int rc = 0; rc < 3; rc++) {
+			gact_shape s = { 2, 16, 32, 4, 2, 8, 48, 4, 1, fused, rc };
+			gact_plan p;
+			gact_plan_make(&s, &p);
+			size_t all = gact_bytes(&p, 0) + gact_bytes(&p, 1), core = p.bytes[GA_ATT];
+			assert_int_equal(p.bytes[GA_P] > 0, !fused);
+			assert_int_equal(p.bytes[GA_LSE] > 0, fused);
+			assert_int_equal(p.bytes[GA_ATT], 2 * 16 * 4 * 8 * 2);
+			assert_int_equal(p.bytes[GA_QKV], 2 * 16 * (4 + 2 * 2) * 8 * 4);   /* QK-norm */
+			core += fused ? p.bytes[GA_LSE] : p.bytes[GA_P];
+			assert_int_equal(gact_bytes(&p, 1), rc == 0 ? 0 : rc == 1 ? core : all);
+			for (int i = 0; i < GA_N; i++)
+				assert_int_equal(p.shared[i], rc == 2 || (rc == 1 && (i == GA_P || i == GA_LSE ||
+																	  i == GA_ATT)));
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_buckets), cmocka_unit_test(test_norm_ranges),
 		cmocka_unit_test(test_embed),
 		cmocka_unit_test(test_mm_plan), cmocka_unit_test(test_attn_chunks),
+		cmocka_unit_test(test_act_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

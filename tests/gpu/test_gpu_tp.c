@@ -455,7 +455,7 @@ static void memest_dp(llmt_parallel *p)
 	double opt = (double)(llmt_emu_dev_bytes(NULL) - b0) - model;
 	size_t n = llmt_model_nparams(m);
 	llmt_memest_gpu e;
-	llmt_memory_estimate_gpu(&c, l, n, B, T, 1, 1, &e);
+	llmt_memory_estimate_gpu(&c, l, n, B, T, 1, 1, 0, &e);
 	double slack = 16.0 * 9 * l->dp;        /* 8 or 9 buckets */
 	check("device model bytes - estimate", "", fabs(model - (e.params + e.activations + e.scratch + e.workspace)),
 		  0);

@@ -6,7 +6,9 @@
  * (llmt_dev_optim) exactly its optimizer term. One process: tp = dp = 1, whole model
  * and both stages of pp = 2, tied and untied, QK-norm and GQA, one
  * attention chunk (T <= 128) and several (T = 256, 192), fused attention
- * and chunked (LLM_TRAIN_GPU_ATTN). The host
+ * and chunked (LLM_TRAIN_GPU_ATTN), each without recomputation and with
+ * --recompute attn and full (llmt_model_create_rc: less device memory,
+ * and exactly the estimate's). The host
  * estimate's pinned part (loss row, checkpoint snapshot) against the
  * emulation's cudaMallocHost bytes. */
 #include <stdarg.h>
@@ -27,7 +29,8 @@
 size_t llmt_emu_dev_bytes(size_t *peak);   /* cuda_emu.c */
 size_t llmt_emu_pinned_bytes(void);
 
-static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
+static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int T,
+	llmt_recompute rc)
 {
 	llmt_config c;
 	llmt_grid l;
@@ -43,7 +46,8 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	llmt_par par = { 1, 0, pp, pp_rank, NULL };
 	size_t before = llmt_emu_dev_bytes(NULL), pin0 = llmt_emu_pinned_bytes();
 	setenv("LLM_TRAIN_GPU", "0", 1);
-	llmt_model *m = llmt_model_create(&c, &par, LLMT_BF16, B, T, llmt_pipeline_slots(pp, A));
+	llmt_model *m = llmt_model_create_rc(&c, &par, LLMT_BF16, B, T, llmt_pipeline_slots(pp, A),
+		rc);
 	unsetenv("LLM_TRAIN_GPU");
 	assert_non_null(m);
 	assert_true(llmt_dev_model(m));
@@ -55,10 +59,11 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	assert_int_equal(llmt_dev_optim(m, &oe, &o), 1);
 	assert_non_null(o);
 	double opt = (double)(llmt_emu_dev_bytes(NULL) - before) - model;
-	llmt_memory_estimate_gpu(&c, &l, llmt_model_nparams(m), B, T, A, 1, &e);
-	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d: model %.0f (estimate %.0f), optimizer %.0f (estimate %.0f)\n",
-		gqa, tied, pp_rank, pp, A, B, T, model, e.params + e.activations + e.scratch + e.workspace,
-		opt, e.optimizer);
+	llmt_memory_estimate_gpu(&c, &l, llmt_model_nparams(m), B, T, A, 1, rc, &e);
+	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d recompute %s: model %.0f (estimate %.0f, "
+		"activations %.0f), optimizer %.0f (estimate %.0f)\n", gqa, tied, pp_rank, pp, A, B, T,
+		llmt_recompute_name(rc), model, e.params + e.activations + e.scratch + e.workspace,
+		e.activations, opt, e.optimizer);
 	assert_float_equal(model, e.params + e.activations + e.scratch + e.workspace, 0);
 	assert_float_equal(opt, e.optimizer, 0);
 	assert_float_equal(e.total, e.params + e.optimizer + e.activations + e.scratch + e.workspace, 1);
@@ -81,6 +86,17 @@ static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
 	llmt_model_free(m);
 	assert_int_equal(llmt_emu_pinned_bytes(), pin0);
 	assert_int_equal(llmt_emu_dev_bytes(NULL), before);   /* all given back */
+	return model;
+}
+
+/* none, attn, full: each exactly its estimate, and each keeps less */
+static void check(int gqa, int tied, int pp, int pp_rank, int A, int B, int T)
+{
+	double none = check_rc(gqa, tied, pp, pp_rank, A, B, T, LLMT_RECOMPUTE_NONE);
+	double attn = check_rc(gqa, tied, pp, pp_rank, A, B, T, LLMT_RECOMPUTE_ATTN);
+	double full = check_rc(gqa, tied, pp, pp_rank, A, B, T, LLMT_RECOMPUTE_FULL);
+	assert_true(attn < none);
+	assert_true(full < attn);
 }
 
 static void test_estimate(void **st)

@@ -36,6 +36,16 @@ if [ -x "$EMU" ]; then
 	rh=$(field "host peak [0-9.]* MiB (VmHWM), estimate" <"$W/grun")
 	echo "GPU rank: device plan $pd MiB, run $rd MiB; host plan $ph MiB, run $rh MiB"
 	[ -n "$pd" ] && [ "$pd" = "$rd" ] && [ "$ph" = "$rh" ] || fail "the plan's GPU rank is not the run's estimate"
+	# --recompute full on the GPU (refused before): plan and run agree, on less
+	"$LT" memory --model "$MODEL" $opts --threads 1 --recompute full >"$W/planf" ||
+		fail "llm-train memory --recompute full exited $?"
+	LLM_TRAIN_GPU=0 "$EMU" --model "$MODEL" --data "$W/data" --steps 2 $opts --recompute full \
+		--ckpt-dir "$W/ckf" >"$W/grunf" 2>&1 || { cat "$W/grunf"; fail "the emulated GPU run with --recompute full exited"; }
+	pf=$(field "GPU rank: device" <"$W/planf")
+	rf=$(field "device memory estimate of rank 0:" <"$W/grunf")
+	echo "GPU rank, --recompute full: device plan $pf MiB, run $rf MiB (none: $pd MiB)"
+	[ -n "$pf" ] && [ "$pf" = "$rf" ] || fail "--recompute full: the plan's GPU rank is not the run's estimate"
+	awk -v f="$pf" -v n="$pd" 'BEGIN { exit !(f < n) }' || fail "--recompute full: no less device memory"
 else
 	echo "note: built without CUDA: the GPU plan is not held against a run"
 fi

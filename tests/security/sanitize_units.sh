@@ -22,7 +22,7 @@ core="interval opts opts_check path policy policy_load yaml_walk subst hostlist 
 	opts_auto autolayout model_read"
 glue="plugin ctx_allocator ctx_local ctx_remote ctx_job_script health health_io health_selftest hbclean"
 # the planner the automatic layout calls (runtime/'s libllmtplan.la)
-plan="model/model_config memory/memest memory/autoplan gpu/attn_plan"
+plan="model/model_config memory/memest memory/autoplan gpu/attn_plan gpu/act_plan"
 objs=
 for f in $core $glue; do
 	o=$out/$f.o

@@ -91,12 +91,15 @@ bad "needs --mem-per-rank" --model "$TINY" --nodes 1 --tasks-per-node 2
 bad "recompute sometimes" --model "$TINY" --nodes 1 --tasks-per-node 2 --mem-per-rank 1 --recompute sometimes
 bad "n\[1-" --model "$TINY" --nodes 'n[1-' --tasks-per-node 2 --mem-per-rank 1
 # found by review: a rank count that wrapped an int (it hung), a fraction
-# taken as 0, a FIFO as the model (it blocked), recomputation on a GPU
+# taken as 0, a FIFO as the model (it blocked)
 bad "16,777,216 ranks" --model "$TINY" --nodes 1000000 --tasks-per-node 65536 --mem-per-rank 1
 bad "whole number" --model "$TINY" --nodes 1 --tasks-per-node 2 --mem-per-rank 1 --top 0.5
 mkfifo "$W/fifo"
 bad "not a regular file" --model "$W/fifo" --nodes 1 --tasks-per-node 2 --mem-per-rank 1
-bad "not available on the GPU" --model "$TINY" --nodes 1 --tasks-per-node 2 --mem-per-rank 1 --device gpu --recompute full
+# GPU ranks recompute too (refused before the GPU backend had it)
+"$P" --auto --model "$TINY" --nodes 1 --tasks-per-node 2 --mem-per-rank 4 --device gpu --recompute full \
+	>"$W/gpu" 2>&1 || { cat "$W/gpu"; fail "--device gpu --recompute full: exit $?"; }
+grep -q -- "--recompute full" "$W/gpu" || { cat "$W/gpu"; fail "--device gpu --recompute full not chosen"; }
 "$P" --auto --model "$TINY" --nodes 1000 --tasks-per-node 8 --mem-per-rank 0.1 >/dev/null 2>"$W/err"
 grep -q "overhead alone" "$W/err" || { cat "$W/err"; fail "a limit under the overhead: no reason given"; }
 echo PASS

@@ -105,6 +105,7 @@ static void test_choice_is_planners_fastest(void **s)
 	auto_opts(&o, "tp=auto,pp=auto,model=/m.yaml");
 	assert_int_equal(llmt_auto_decide(&o, p, &c, "gpu1", g, 1, out, err, sizeof(err)), 0);
 	assert_true(out->in.gpu && out->in.mem_limit == 80 * 1073741824.0 && out->in.flops == 400e12);
+	assert_int_equal(out->in.recompute, -1);     /* none, attn and full tried */
 	free(e);
 	free(out);
 	llmt_policy_free(p);
