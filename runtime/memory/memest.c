@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/host_plan.h"
+#include "train/optim.h"
 #include "llmt/env.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
@@ -39,9 +40,17 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 	double Tp = attn_nt ? (double)((T + ATTN_QB - 1) / ATTN_QB * ATTN_QB) : T;
 
 	memset(e, 0, sizeof(*e));
-	e->params = n * (4 + 4 + (bf16 ? 2 : 0));
-	/* m and v; with dp > 1 also the reduced gradient and all-gather staging */
-	e->optimizer = shard * 8 + (l->dp > 1 ? shard * 8 : 0);
+	/* the fp32 master: whole, or with bf16 and dp > 1 (model.h
+	 * llmt_model_create_share) this rank's ZeRO-1 share and the fp32
+	 * copies of the embedding (first stage) and norm weights; fp32 grads */
+	int share = bf16 && l->dp > 1;
+	size_t lo, hi;
+	llmt_zero1_range(nflat, l->dp, l->dp_rank, &lo, &hi);
+	double wf = (first ? V * d : 0) + (last ? d : 0) + nl * (2 * d + (c->qk_norm ? 2 * hd : 0));
+	e->params = (share ? (double)(hi - lo) + wf : n) * 4 + n * (4 + (bf16 ? 2 : 0));
+	/* m and v; with dp > 1 also the reduced gradient and (a whole master)
+	 * the all-gather staging */
+	e->optimizer = shard * 8 + (l->dp > 1 ? shard * (share ? 4 : 8) : 0);
 	double probs = BH * T * Tp * es; /* one layer's softmax probabilities */
 	layer = M * d * 4 + 2 * M * d * es + 2 * M * 4 + 3 * BH * T * hd * es + probs +
 		M * Hh * es + 3 * M * Fl * es;
@@ -153,8 +162,12 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 	llmt_memest one;
 
 	memset(e, 0, sizeof(*e));
-	/* gmodel.c: llmt_model_create(B = T = 1, one slot) */
-	llmt_memory_estimate(c, l, nflat, 1, 1, 1, 1, 0, 0, LLMT_RECOMPUTE_NONE, &one);
+	/* gmodel.c: llmt_model_create(B = T = 1, one slot): the mirror's
+	 * master is whole (as with dp = 1) */
+	llmt_grid l1 = *l;
+	l1.dp = 1;
+	l1.dp_rank = 0;
+	llmt_memory_estimate(c, &l1, nflat, 1, 1, 1, 1, 0, 0, LLMT_RECOMPUTE_NONE, &one);
 	e->mirror = one.params + one.activations + one.scratch + one.pipeline;
 	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
 	e->staging = M * 4 * 3 + 4 + M * 4;
@@ -171,7 +184,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		/* the host optimizer's state, and the writer's copy of its share
 		 * (the device optimizer's pinned snapshot is written in place) */
 		llmt_memest h;
-		llmt_memory_estimate(c, l, nflat, B, T, 1, 1, ckpt, 0, LLMT_RECOMPUTE_NONE, &h);
+		llmt_memory_estimate(c, l, nflat, B, T, 1, 0, ckpt, 0, LLMT_RECOMPUTE_NONE, &h);
 		e->mirror += h.optimizer + h.comm;
 		e->writer = h.snapshot;
 	}

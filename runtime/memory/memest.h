@@ -11,7 +11,8 @@
 #include "comm/parallel.h"
 
 typedef struct {
-	double params;       /* fp32 master + fp32 grads + bf16 compute copy */
+	double params;       /* fp32 master (bf16, dp > 1: the ZeRO-1 share and fp32
+	                      * copies of embedding and norms) + fp32 grads + bf16 copy */
 	double optimizer;    /* AdamW m, v, reduced gradient shard, staging */
 	double activations;  /* kept for backward, all slots in flight */
 	double scratch;      /* per-layer work buffers shared by slots */

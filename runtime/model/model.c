@@ -52,6 +52,7 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *p, char *err, 
 	return 0;
 }
 
+/* 64-byte aligned, zeroed, freed with the model */
 static void *mem(llmt_model *m, size_t bytes)
 {
 	if (m->nallocs == m->capallocs) {
@@ -234,31 +235,40 @@ static float normal_at(uint64_t key, uint64_t i)
 	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
+void llmt_model_init_key(const llmt_model *m, const llmt_param_info *p, uint64_t *key, double *std)
+{
+	*std = m->c.init_std;
+	if (strstr(p->name, "o_proj") || strstr(p->name, "down_proj"))
+		*std /= sqrt(2.0 * m->c.n_layers);
+	*key = mix(m->c.seed) ^ fnv1a(p->name);
+}
+
+float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, size_t k)
+{
+	if (p->ndim == 1)
+		return 1.0f;
+	int64_t lc = p->split_dim == 1 ? p->split_len : p->shape[1];
+	int64_t i = (int64_t)k / lc, j = (int64_t)k % lc;
+	int64_t ro = p->split_dim == 0 ? p->split_off : 0;
+	int64_t co = p->split_dim == 1 ? p->split_off : 0;
+	return (float)(std * normal_at(key, (uint64_t)((i + ro) * p->shape[1] + (j + co))));
+}
+
 void llmt_model_init(llmt_model *m)
 {
-	const llmt_config *c = &m->c;
+	if (m->mshare) {
+		llmt_model_init_share(m);
+		return;
+	}
 	for (int t = 0; t < m->nparams_t; t++) {
 		const llmt_param_info *p = &m->params[t];
 		float *w = m->master + p->offset;
-		if (p->ndim == 1) {
-			for (size_t i = 0; i < p->numel; i++)
-				w[i] = 1.0f;
-			continue;
-		}
-		double std = c->init_std;
-		if (strstr(p->name, "o_proj") || strstr(p->name, "down_proj"))
-			std /= sqrt(2.0 * c->n_layers);
-		uint64_t key = mix(c->seed) ^ fnv1a(p->name);
-		int64_t lr = p->split_dim == 0 ? p->split_len : p->shape[0];
-		int64_t lc = p->split_dim == 1 ? p->split_len : p->shape[1];
-		int64_t ro = p->split_dim == 0 ? p->split_off : 0;
-		int64_t co = p->split_dim == 1 ? p->split_off : 0;
+		uint64_t key;
+		double std;
+		llmt_model_init_key(m, p, &key, &std);
 #pragma omp parallel for schedule(static)
-		for (int64_t i = 0; i < lr; i++)
-			for (int64_t j = 0; j < lc; j++) {
-				uint64_t li = (uint64_t)((i + ro) * p->shape[1] + (j + co));
-				w[i * lc + j] = (float)(std * normal_at(key, li));
-			}
+		for (size_t k = 0; k < p->numel; k++)
+			w[k] = llmt_model_init_value(p, key, std, k);
 	}
 	llmt_model_sync_compute(m);
 	llmt_model_zero_grad(m);
@@ -272,10 +282,19 @@ void llmt_model_sync_compute(llmt_model *m)
 	}
 	if (!m->bf)
 		return;
-	size_t n = m->n;
+	size_t n = m->mhi - m->mlo;
+	bf16 *wc = m->wc + m->mlo;
 #pragma omp parallel for schedule(static)
 	for (size_t i = 0; i < n; i += 4096)
-		f32_to_bf16_n(m->wc + i, m->master + i, n - i < 4096 ? n - i : 4096);
+		f32_to_bf16_n(wc + i, m->master + i, n - i < 4096 ? n - i : 4096);
+	/* a share: its part of the fp32 copies too */
+	for (int i = 0; i < m->nwf; i++) {
+		size_t a = m->wf_flat[i] > m->mlo ? m->wf_flat[i] : m->mlo;
+		size_t b = m->wf_flat[i] + m->wf_n[i] < m->mhi ? m->wf_flat[i] + m->wf_n[i] : m->mhi;
+		if (a < b)
+			memcpy(m->wf + m->wf_at[i] + (a - m->wf_flat[i]), m->master + (a - m->mlo),
+				   (b - a) * sizeof(float));
+	}
 }
 
 void llmt_model_zero_grad(llmt_model *m)
@@ -394,6 +413,13 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
 llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B,
 								 int T, int nslots, llmt_recompute recompute)
 {
+	return llmt_model_create_share(c, par, prec, B, T, nslots, recompute, 0, (size_t)-1);
+}
+
+llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, llmt_prec prec,
+									int B, int T, int nslots, llmt_recompute recompute, size_t lo,
+									size_t hi)
+{
 	char err[256];
 	if (llmt_model_check_layout(c, par, err, sizeof err)) {
 		fprintf(stderr, "llm-train: %s\n", err);
@@ -424,7 +450,15 @@ llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt
 	m->Wq = (m->Hl + 2 * m->KVl) * m->hd;
 	if (!(m->lo = mem(m, sizeof(struct layer_off) * (size_t)m->nl)) || build_table(m))
 		goto oom;
-	if (!(m->master = mem(m, m->n * 4)) || !(m->grads = mem(m, m->n * 4)))
+	m->mhi = m->n;
+	if (prec == LLMT_BF16 && lo <= hi && hi <= m->n && (lo > 0 || hi < m->n)) {
+		m->mshare = 1;
+		m->mlo = lo;
+		m->mhi = hi;
+		if (llmt_model_wf_plan(m, mem))
+			goto oom;
+	}
+	if (!(m->master = mem(m, (m->mhi - m->mlo) * 4)) || !(m->grads = mem(m, m->n * 4)))
 		goto oom;
 	if (m->bf && !(m->wc = mem(m, m->n * 2)))
 		goto oom;
@@ -475,6 +509,11 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count)
 size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
 int llmt_model_blocked_attn(const llmt_model *m) { return m->aw != NULL; }
 float *llmt_model_master(llmt_model *m) { return m->master; }
+void llmt_model_master_range(const llmt_model *m, size_t *lo, size_t *hi)
+{
+	*lo = m->mshare ? m->mlo : 0;
+	*hi = m->mshare ? m->mhi : m->n;
+}
 float *llmt_model_grads(llmt_model *m)
 {
 	if (m->dev)

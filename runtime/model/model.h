@@ -79,6 +79,19 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
  * backend refuses anything but LLMT_RECOMPUTE_NONE with a message). */
 llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec,
 								 int B, int T, int nslots, llmt_recompute recompute);
+/* The same whose fp32 master weights are only flat elements [lo, hi) of
+ * the llmt_model_count elements: a DP rank's ZeRO-1 share (llmt_zero1_range),
+ * with the compute copies every replica needs whole: the bf16 weights and
+ * fp32 copies of the tensors kernels read in fp32 (embedding, norms).
+ * Only a bf16 model on the CPU takes a share; otherwise (fp32, where the
+ * master is the compute copy; the GPU backend, whose host mirror is
+ * whole; lo = 0 and hi >= n) the master is whole: llmt_model_master_range
+ * says which. With a share, the optimizer refreshes the compute copies of
+ * the other shares from their owners (the weights of llmt_model_compute_bf16
+ * and llmt_model_f32_copies) after llmt_model_sync_compute. */
+llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, llmt_prec prec,
+									int B, int T, int nslots, llmt_recompute recompute, size_t lo,
+									size_t hi);
 /* Pure: the flat parameter count of the stage/shard llmt_model_create
  * would build (its llmt_model_nparams), without building it; 0 when out
  * of memory. The layout must pass llmt_model_check_layout. */
@@ -106,11 +119,32 @@ size_t llmt_model_nparams(const llmt_model *m);
 /* 1 when the CPU model's attention is the blocked bf16 kernel (attn.h; it
  * runs on omp_get_max_threads() threads), 0 for oneDNN's full square. */
 int llmt_model_blocked_attn(const llmt_model *m);
+/* The fp32 master: flat elements [lo, hi) of llmt_model_master_range
+ * (master[0] is element lo; whole: 0, nparams). */
 float *llmt_model_master(llmt_model *m);
+void llmt_model_master_range(const llmt_model *m, size_t *lo, size_t *hi);
 float *llmt_model_grads(llmt_model *m);
 /* Refresh the compute copy (bf16) from the master weights: call after
- * every optimizer step or any write into the master buffer. */
+ * every optimizer step or any write into the master buffer. With a share:
+ * the compute copies of the share's elements only. */
 void llmt_model_sync_compute(llmt_model *m);
+/* With a share (else NULL, len 0): the bf16 weights (nparams, flat
+ * layout); the fp32 copies, the copied tensors' elements packed in flat
+ * order (*len of them), the first copied element at or after flat element
+ * f being llmt_model_f32_at(m, f) in them (so a flat range [a, b) holds
+ * copies [f32_at(a), f32_at(b))). */
+uint16_t *llmt_model_compute_bf16(llmt_model *m);
+float *llmt_model_f32_copies(llmt_model *m, size_t *len);
+size_t llmt_model_f32_at(const llmt_model *m, size_t flat);
+/* The weights as every DP replica holds them, nparams fp32 in flat
+ * layout: the master when whole; with a share, the fp32 copies and the
+ * bf16 weights widened, written into buf (nparams floats, e.g. the
+ * gradient buffer between steps). */
+const float *llmt_model_replica_weights(llmt_model *m, float *buf);
+/* Fault injection: flip bit `bit` (16..31 reach the bf16 copy) of flat
+ * element at: in the master when this rank holds it (the compute copies
+ * follow), else in its fp32 copy (the bf16 copy follows) or its bf16 copy. */
+void llmt_model_flip_bit(llmt_model *m, size_t at, int bit);
 /* Zero the gradients. The first backward after it writes the gradients of
  * the matrix products instead of adding them to the zeros (the same
  * result without reading the buffer), so nothing else may add to the

@@ -45,8 +45,15 @@ struct llmt_model {
 	llmt_param_info *params;
 	int nparams_t;
 	size_t n;               /* flat length */
-	float *master, *grads;
+	float *master, *grads;  /* master: flat elements [mlo, mhi) (master[0] is mlo) */
 	bf16 *wc;               /* compute copy (bf16 mode) */
+	int mshare;             /* the master is a ZeRO-1 share, not [0, n) (model_share.c) */
+	size_t mlo, mhi;
+	float *wf;              /* mshare: fp32 copies of the tensors read in fp32, in flat
+	                         * order: nwf runs of wf_n[i] elements from flat wf_flat[i],
+	                         * at wf_at[i] in wf */
+	size_t *wf_flat, *wf_at, *wf_n, wf_len;
+	int nwf;
 	size_t off_embed, off_norm, off_head;
 	struct layer_off *lo;
 	float *cos_t, *sin_t;   /* [T][hd/2] */
@@ -63,5 +70,16 @@ struct llmt_model {
 	const struct llmt_devops *dev;  /* GPU backend (gpu/bridge.h); NULL on the CPU */
 	void *devctx;
 };
+
+/* model_share.c: the fp32 copies' plan (after the table; 0 or -1), the
+ * weights' init with a share (the compute copies whole), and the fp32
+ * view of a tensor kernels read in fp32 at flat offset off */
+/* model.c: the init's generator key of tensor p and its value at local
+ * element k (llmt_model_init) */
+void llmt_model_init_key(const llmt_model *m, const llmt_param_info *p, uint64_t *key, double *std);
+float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, size_t k);
+int llmt_model_wf_plan(llmt_model *m, void *(*alloc)(llmt_model *, size_t));
+void llmt_model_init_share(llmt_model *m);
+const float *llmt_model_w32(const llmt_model *m, size_t off);
 
 #endif

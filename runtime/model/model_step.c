@@ -16,7 +16,12 @@
 #define POS(sl) ((sl)->packed ? (const int32_t *)(sl)->pos : NULL)
 #define LO(sl) ((sl)->packed ? (const int32_t *)(sl)->lo : NULL)
 
-/* compute-precision view of the weights at flat offset off */
+/* the fp32 weights at flat offset off of a tensor kernels read in fp32
+ * (norms, embedding): the master, or its copy when the master is a share */
+#define W32(m, off) llmt_model_w32((m), (off))
+
+/* compute-precision view of the weights at flat offset off (fp32: the
+ * master, always whole) */
 static const void *cw(const llmt_model *m, size_t off)
 {
 	return m->bf ? (const void *)(m->wc + off) : (const void *)(m->master + off);
@@ -119,19 +124,19 @@ static int layer_fwd(llmt_model *m, struct slot *sl, int l)
 	float eps = (float)c->norm_eps;
 	float *x = sl->xs[l];
 
-	k_rmsnorm_fwd(x, m->master + lo->ln1, a->h1, a->rstd1, M, d, eps, bf);
+	k_rmsnorm_fwd(x, W32(m, lo->ln1), a->h1, a->rstd1, M, d, eps, bf);
 	float *qkv = c->qk_norm ? a->qkv : m->qkv_s;
 	if (lin_fwd(m, a->h1, lo->qkv, qkv, LLMT_DT_F32, M, m->Wq, d))
 		return -1;
 	k_attn_prep_fwd_at(qkv, a->q, a->k, a->v, m->B, T, m->Hl, m->KVl, hd,
-					   c->qk_norm ? m->master + lo->qn : NULL,
-					   c->qk_norm ? m->master + lo->kn : NULL, a->qr, a->kr, eps, m->cos_t,
+					   c->qk_norm ? W32(m, lo->qn) : NULL,
+					   c->qk_norm ? W32(m, lo->kn) : NULL, a->qr, a->kr, eps, m->cos_t,
 					   m->sin_t, POS(sl), bf);
 	if (attn_run_fwd(m, sl, a))
 		return -1;
 	if (lin_fwd(m, a->att, lo->o, m->y, LLMT_DT_F32, M, d, m->Hl * hd) || tp_sum(m, m->y, Md))
 		return -1;
-	k_add_rmsnorm_fwd(x, m->y, a->x_mid, m->master + lo->ln2, a->h2, a->rstd2, M, d, eps, bf);
+	k_add_rmsnorm_fwd(x, m->y, a->x_mid, W32(m, lo->ln2), a->h2, a->rstd2, M, d, eps, bf);
 	if (lin_fwd(m, a->h2, lo->gu, a->gu, DT(m), M, 2 * m->Fl, d))
 		return -1;
 	k_swiglu_fwd(a->gu, a->a, M, m->Fl, bf);
@@ -151,7 +156,7 @@ int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens, const float 
 	size_t Md = (size_t)M * d;
 	if (m->first) {
 		memcpy(sl->tokens, tokens, (size_t)M * 4);
-		k_embed_fwd(m->master + m->off_embed, tokens, sl->xs[0], M, d);
+		k_embed_fwd(W32(m, m->off_embed), tokens, sl->xs[0], M, d);
 	} else {
 		memcpy(sl->xs[0], act_in, Md * 4);
 	}
@@ -163,7 +168,7 @@ int llmt_model_forward(llmt_model *m, int s, const int32_t *tokens, const float 
 		memcpy(act_out, xl, Md * 4);
 		return 0;
 	}
-	k_rmsnorm_fwd(xl, m->master + m->off_norm, sl->xf, sl->rstdf, M, d, (float)m->c.norm_eps,
+	k_rmsnorm_fwd(xl, W32(m, m->off_norm), sl->xf, sl->rstdf, M, d, (float)m->c.norm_eps,
 				  m->bf);
 	if (lin_fwd(m, sl->xf, m->off_head, m->logits, LLMT_DT_F32, M, m->c.vocab_size, d))
 		return -1;
@@ -191,7 +196,7 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 	if (lin_bwd(m, m->dgu, a->h2, lo->gu, m->dh, LLMT_DT_F32, M, 2 * m->Fl, d, 1.0f) ||
 		tp_sum(m, m->dh, Md))
 		return -1;
-	k_rmsnorm_bwd_act(a->x_mid, m->master + lo->ln2, a->rstd2, m->dh, dx, m->grads + lo->ln2, M,
+	k_rmsnorm_bwd_act(a->x_mid, W32(m, lo->ln2), a->rstd2, m->dh, dx, m->grads + lo->ln2, M,
 					  d, m->dyact, bf);
 
 	/* ATTN recomputation: the softmax probabilities again, by the forward's
@@ -208,8 +213,8 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 	float *qkg = m->par.tp > 1 ? m->qkn_g : (c->qk_norm ? m->grads + lo->qn : NULL);
 	if (c->qk_norm && m->par.tp > 1)
 		memset(qkg, 0, sizeof(float) * 2 * (size_t)hd);
-	const float *qw = c->qk_norm ? m->master + lo->qn : NULL;
-	const float *kw = c->qk_norm ? m->master + lo->kn : NULL;
+	const float *qw = c->qk_norm ? W32(m, lo->qn) : NULL;
+	const float *kw = c->qk_norm ? W32(m, lo->kn) : NULL;
 	if (m->aw) { /* blocked attention, the prep backward fused in */
 		attn_prep_grad pg = { m->KVl, m->cos_t, m->sin_t, a->qkv, qw, kw, a->qr, a->kr,
 							  c->qk_norm ? qkg : NULL, c->qk_norm ? qkg + hd : NULL, m->dqkv,
@@ -233,7 +238,7 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 		tp_sum(m, m->dh, Md))
 		return -1;
 	/* dx becomes dL/d(layer input); dyact follows for the layer below */
-	k_rmsnorm_bwd_act(sl->xs[l], m->master + lo->ln1, a->rstd1, m->dh, dx, m->grads + lo->ln1, M,
+	k_rmsnorm_bwd_act(sl->xs[l], W32(m, lo->ln1), a->rstd1, m->dh, dx, m->grads + lo->ln1, M,
 					  d, m->dyact, bf);
 	return 0;
 }
@@ -249,7 +254,7 @@ static int stage_bwd(llmt_model *m, struct slot *sl, const float *grad_out, floa
 					grad_scale))
 			return -1;
 		memset(m->dx, 0, Md * 4);
-		k_rmsnorm_bwd_act(sl->xs[m->nl], m->master + m->off_norm, sl->rstdf, m->dh, m->dx,
+		k_rmsnorm_bwd_act(sl->xs[m->nl], W32(m, m->off_norm), sl->rstdf, m->dh, m->dx,
 						  m->grads + m->off_norm, M, d, m->dyact, m->bf);
 	} else {
 		memcpy(m->dx, grad_out, Md * 4);

@@ -9,14 +9,6 @@
 #include <time.h>
 #include "llmt/clock.h"
 
-void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi)
-{
-	size_t b = n / (size_t)dp;
-
-	*lo = b * (size_t)r;
-	*hi = r == dp - 1 ? n : *lo + b;
-}
-
 /* Fixed chunks summed in a fixed order: the same bits for any thread
  * count or timing (an OpenMP reduction combines in arrival order), which
  * bit-exact resume needs. */
@@ -80,9 +72,17 @@ void llmt_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
 int llmt_optim_init(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
 	const llmt_optim_seg *segs, int nsegs, llmt_comm *dp_comm, llmt_comm *norm_comm)
 {
+	return llmt_optim_init_share(o, cfg, n, segs, nsegs, dp_comm, norm_comm, 0);
+}
+
+int llmt_optim_init_share(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
+	const llmt_optim_seg *segs, int nsegs, llmt_comm *dp_comm, llmt_comm *norm_comm,
+	int master_share)
+{
 	size_t len;
 
 	memset(o, 0, sizeof(*o));
+	o->master_share = master_share;
 	o->cfg = *cfg;
 	o->n = n;
 	o->dp_comm = dp_comm;
@@ -100,11 +100,13 @@ int llmt_optim_init(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
 	o->v = calloc(len, sizeof(float));
 	if (o->dp > 1) { /* one process: the model's gradient buffer is used as is */
 		o->g = calloc(len, sizeof(float));
-		o->tmp = calloc(o->block, sizeof(float));
+		if (!master_share)
+			o->tmp = calloc(o->block, sizeof(float));
 	}
 	o->tail = calloc((size_t)o->dp, sizeof(float));
 	o->segs = malloc(sizeof(*segs) * (size_t)(nsegs ? nsegs : 1));
-	if (!o->m || !o->v || (o->dp > 1 && (!o->g || !o->tmp)) || !o->tail || !o->segs) {
+	if (!o->m || !o->v || (o->dp > 1 && (!o->g || (!master_share && !o->tmp))) || !o->tail ||
+	    !o->segs) {
 		fprintf(stderr, "llm-train: out of memory for the optimizer state (%zu elements)\n", len);
 		llmt_optim_free(o);
 		return -1;
@@ -166,7 +168,7 @@ int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm)
 int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 {
 	double scale = llmt_clip_scale(norm, o->cfg.grad_clip);
-	size_t rest = o->n - o->block * (size_t)o->dp;
+	size_t rest = o->n - o->block * (size_t)o->dp, mb = o->master_share ? o->lo : 0;
 	double t0;
 
 	o->t++;
@@ -176,10 +178,10 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm)
 		size_t b = sg->offset + sg->numel < o->hi ? sg->offset + sg->numel : o->hi;
 		if (a >= b)
 			continue;
-		llmt_adamw_update(master + a, o->gv + (a - o->lo), o->m + (a - o->lo), o->v + (a - o->lo),
-			b - a, lr, scale, &o->cfg, o->t, sg->decay);
+		llmt_adamw_update(master + (a - mb), o->gv + (a - o->lo), o->m + (a - o->lo),
+			o->v + (a - o->lo), b - a, lr, scale, &o->cfg, o->t, sg->decay);
 	}
-	if (o->dp == 1)
+	if (o->dp == 1 || o->master_share)
 		return 0;
 	t0 = llmt_mono_s();
 	memcpy(o->tmp, master + o->lo, sizeof(float) * o->block);

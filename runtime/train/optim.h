@@ -28,9 +28,12 @@ typedef struct {
 	size_t lo, hi;       /* this DP rank's range [lo, hi) */
 	size_t block;        /* reduce-scatter block (n / dp, rounded down) */
 	int dp, dp_rank;
+	int master_share;    /* the master passed to step holds [lo, hi) only (master[0] is
+	                      * element lo): it is not all-gathered (the caller spreads
+	                      * the weights' compute copies) */
 	float *m, *v, *g;    /* state and reduced gradient over [lo, hi) (g: dp > 1) */
 	const float *gv;     /* the reduced gradient in use (g, or the model's when dp == 1) */
-	float *tmp;          /* staging for the all-gather */
+	float *tmp;          /* staging for the all-gather (not with master_share) */
 	float *tail;         /* the n % dp last elements (all-reduced), dp long */
 	llmt_optim_seg *segs;
 	int nsegs;
@@ -41,24 +44,37 @@ typedef struct {
 } llmt_optim;
 
 /* Pure: the range of the flat buffer of n elements that DP rank r of dp
- * owns. Ranks own n/dp each (rounded down); the last also owns the rest. */
-void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi);
+ * owns. Ranks own n/dp each (rounded down); the last also owns the rest.
+ * Inline: the memory estimate (libllmtplan) and the model's fp32 master
+ * share (llmt_model_create_share) use it too. */
+static inline void llmt_zero1_range(size_t n, int dp, int r, size_t *lo, size_t *hi)
+{
+	size_t b = n / (size_t)dp;
+
+	*lo = b * (size_t)r;
+	*hi = r == dp - 1 ? n : *lo + b;
+}
 
 /* Pure: one AdamW update of n elements (PyTorch 1.13 arithmetic) with the
  * gradient multiplied by gscale first; t is the 1-based step. */
 void llmt_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
 	double lr, double gscale, const llmt_adamw_cfg *cfg, long t, int decay);
 
-/* segs: treatment of the whole flat buffer (copied). Returns 0 or -1. */
+/* segs: treatment of the whole flat buffer (copied). master_share: step
+ * gets this rank's range of the master only (see above). 0 or -1. */
 int llmt_optim_init(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
 	const llmt_optim_seg *segs, int nsegs, llmt_comm *dp_comm, llmt_comm *norm_comm);
+int llmt_optim_init_share(llmt_optim *o, const llmt_adamw_cfg *cfg, size_t n,
+	const llmt_optim_seg *segs, int nsegs, llmt_comm *dp_comm, llmt_comm *norm_comm,
+	int master_share);
 void llmt_optim_free(llmt_optim *o);
 
 /* Reduce the gradients (sum over DP) into this rank's range and return the
  * global L2 norm in *norm (same value on every rank). 0 or -1 (comm). */
 int llmt_optim_reduce(llmt_optim *o, const float *grads, double *norm);
 /* Update this rank's range of master with the reduced gradient (clipped by
- * the norm from reduce) and all-gather master over DP. 0 or -1 (comm). */
+ * the norm from reduce) and all-gather master over DP (with master_share:
+ * master is the range, nothing gathered). 0 or -1 (comm). */
 int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm);
 
 /* ---- the optimizer as the training loop drives it -----------------------
@@ -74,13 +90,15 @@ int llmt_optim_step(llmt_optim *o, float *master, double lr, double norm);
 struct llmt_model;
 
 /* A rank's optimizer state in host memory, laid out as the model's flat
- * buffers: master[0..n), AdamW m and v over flat elements [lo, hi)
- * (m[0] is element lo). */
+ * buffers: master[0..n) (master_share: only [lo, hi), master[0] is
+ * element lo: a ZeRO-1 share), AdamW m and v over flat elements [lo, hi)
+ * (m[0] is element lo). Callers zero it before asking for it. */
 typedef struct {
 	float *master;
 	size_t n;
 	float *m, *v;
 	size_t lo, hi;
+	int master_share;
 } llmt_opt_state;
 
 /* Where the optimizer runs: the layout pieces it needs. */

@@ -1,7 +1,11 @@
 /* optim_host.c: the training loop's optimizer on the host (optim.h
  * interface): ZeRO-1 AdamW of optim.c over the model's host master and
  * gradient buffers, with the tied-embedding gradient exchange between the
- * first and last pipeline stage. The device implementation is gpu/gbridge_opt.c. */
+ * first and last pipeline stage. A bf16 model with dp > 1 keeps only this
+ * rank's share of the fp32 master (llmt_model_create_share): after a step
+ * the bf16 weights are all-gathered and the fp32 copies the kernels read
+ * broadcast from their owners, instead of the fp32 master. The device
+ * implementation is gpu/bridge_optim.c. */
 #include "optim.h"
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/model.h"
+#include "llmt/clock.h"
 
 typedef struct {
 	llmt_trainopt base;
@@ -16,6 +21,7 @@ typedef struct {
 	llmt_model *m;
 	llmt_opt_env e;
 	const llmt_param_info *tied;   /* this stage's copy of the tied embedding, or NULL */
+	int share;                     /* the model's master is this rank's ZeRO-1 share */
 } host_opt;
 
 enum { TAG_TIED_UP = 201, TAG_TIED_DOWN = 202 };
@@ -55,15 +61,49 @@ static int h_finish(llmt_trainopt *b, double *norm)
 	return rc;
 }
 
+/* A share's weights to every replica: this rank's compute copies
+ * refreshed, the bf16 blocks all-gathered (staged in the reduced gradient,
+ * free after the step; the n % dp tail from the last rank), each rank's
+ * part of the fp32 copies broadcast from it. 0 or -1. */
+static int spread(host_opt *h)
+{
+	llmt_optim *o = &h->o;
+	uint16_t *wc = llmt_model_compute_bf16(h->m);
+	size_t nf, rest = o->n - o->block * (size_t)o->dp;
+	float *wf = llmt_model_f32_copies(h->m, &nf);
+
+	llmt_model_sync_compute(h->m);
+	memcpy(o->g, wc + o->lo, o->block * sizeof(*wc));
+	if (llmt_comm_allgather_bytes(o->dp_comm, o->g, wc, o->block * sizeof(*wc)))
+		return -1;
+	if (rest && llmt_comm_bcast_bytes(o->dp_comm, wc + o->block * (size_t)o->dp,
+			rest * sizeof(*wc), o->dp - 1))
+		return -1;
+	for (int r = 0; r < o->dp; r++) {
+		size_t lo, hi, a, z;
+		llmt_zero1_range(o->n, o->dp, r, &lo, &hi);
+		a = llmt_model_f32_at(h->m, lo);
+		z = llmt_model_f32_at(h->m, hi);
+		if (z > a && llmt_comm_bcast_bytes(o->dp_comm, wf + a, (z - a) * sizeof(float), r))
+			return -1;
+	}
+	return 0;
+}
+
 static int h_step(llmt_trainopt *b, double lr, double norm)
 {
 	host_opt *h = (host_opt *)b;
 	int rc = llmt_optim_step(&h->o, llmt_model_master(h->m), lr, norm);
+	double t0 = llmt_mono_s();
 
 	b->t = h->o.t;
-	b->comm_s = h->o.comm_s;
-	if (!rc)
+	if (!rc && h->share) {
+		rc = spread(h);
+		h->o.comm_s += llmt_mono_s() - t0;
+	} else if (!rc) {
 		llmt_model_sync_compute(h->m);
+	}
+	b->comm_s = h->o.comm_s;
 	return rc;
 }
 
@@ -72,9 +112,8 @@ static int h_poke(llmt_trainopt *b, llmt_poke what, size_t *at)
 	host_opt *h = (host_opt *)b;
 	int np;
 	const llmt_param_info *pi = llmt_model_params(h->m, &np);
-	float *g = llmt_model_grads(h->m), *w = llmt_model_master(h->m);
+	float *g = llmt_model_grads(h->m);
 	size_t n = llmt_model_nparams(h->m);
-	uint32_t bits;
 
 	*at = 0;
 	switch (what) {
@@ -87,18 +126,20 @@ static int h_poke(llmt_trainopt *b, llmt_poke what, size_t *at)
 		break;
 	case LLMT_POKE_BITFLIP:
 		*at = np ? pi[0].offset : 0;
-		memcpy(&bits, &w[*at], 4);
-		bits ^= 1u << 22;
-		memcpy(&w[*at], &bits, 4);
-		llmt_model_sync_compute(h->m);
+		llmt_model_flip_bit(h->m, *at, 22);
 		break;
 	}
 	return 0;
 }
 
+/* a share: the weights the replicas hold, in the gradient buffer (free
+ * between steps) */
 static const float *h_master(llmt_trainopt *b)
 {
-	return llmt_model_master(((host_opt *)b)->m);
+	host_opt *h = (host_opt *)b;
+
+	return h->share ? llmt_model_replica_weights(h->m, llmt_model_grads(h->m))
+	                : llmt_model_master(h->m);
 }
 
 /* the checkpoint writer copies the live buffers itself */
@@ -118,6 +159,7 @@ static int h_state(llmt_trainopt *b, int with_state, llmt_opt_state *s)
 	s->v = with_state ? h->o.v : NULL;
 	s->lo = h->o.lo;
 	s->hi = h->o.hi;
+	s->master_share = h->share;
 	return 0;
 }
 
@@ -132,6 +174,8 @@ static int h_loaded(llmt_trainopt *b, long t, int with_state)
 
 	if (with_state)
 		h->o.t = b->t = t;
+	if (h->share)
+		return spread(h);
 	llmt_model_sync_compute(h->m);
 	return 0;
 }
@@ -157,6 +201,7 @@ llmt_trainopt *llmt_trainopt_host(llmt_model *m, const llmt_opt_env *e)
 	llmt_optim_seg *segs = calloc((size_t)np + 1, sizeof(*segs));
 	host_opt *h = calloc(1, sizeof(*h));
 	int last = e->pp_rank == e->pp - 1;
+	size_t mlo, mhi;
 
 	if (!segs || !h) {
 		fprintf(stderr, "llm-train: out of memory for the optimizer\n");
@@ -173,12 +218,21 @@ llmt_trainopt *llmt_trainopt_host(llmt_model *m, const llmt_opt_env *e)
 		    pi[i].tied_copy == last && (e->pp_rank == 0 || last))
 			h->tied = &pi[i];
 	}
-	if (llmt_optim_init(&h->o, e->cfg, llmt_model_nparams(m), segs, np, e->dp_comm, e->all)) {
+	llmt_model_master_range(m, &mlo, &mhi);
+	h->share = mlo > 0 || mhi < llmt_model_nparams(m);
+	if (llmt_optim_init_share(&h->o, e->cfg, llmt_model_nparams(m), segs, np, e->dp_comm, e->all,
+			h->share)) {
 		free(segs);
 		free(h);
 		return NULL;
 	}
 	free(segs);
+	if (h->share && (mlo != h->o.lo || mhi != h->o.hi)) {
+		fprintf(stderr, "llm-train: internal error: the model's master share [%zu, %zu) is not "
+			"this rank's ZeRO-1 range [%zu, %zu)\n", mlo, mhi, h->o.lo, h->o.hi);
+		h_free(&h->base);
+		return NULL;
+	}
 	if (e->tied && (e->pp_rank == 0 || last) && !h->tied) {
 		fprintf(stderr, "llm-train: tied embedding not found in the parameter table\n");
 		h_free(&h->base);

@@ -76,7 +76,12 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen,
 	cs->params = llmt_model_params(t->m, &np);
 	cs->nparams = np;
 	cs->nflat = llmt_model_nparams(t->m);
-	cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
+	/* a ZeRO-1 share of the master is written as m and v are (each rank
+	 * its range); a whole master, replicated, each DP rank's 1/dp */
+	if (os->master_share)
+		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, os->lo, os->hi, 0, 0 };
+	else
+		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
 	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };
 	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, os->v, os->lo, os->hi, 0, 0 };
 	cs->nbufs = os->m ? 3 : 1;
@@ -100,7 +105,7 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen,
 static int save_write(trainer *t, int sync, double *stall)
 {
 	llmt_ckpt_state cs;
-	llmt_opt_state os;
+	llmt_opt_state os = { 0 };
 	char json[1024];
 	double t0 = llmt_tr_now();
 	/* the ranks wait for the slowest one's checkpoint I/O (sync write,
@@ -230,7 +235,7 @@ static int resume(trainer *t, const char *from)
 	free(blob);
 	rc = llmt_tr_agree(t->p, rc);
 	if (!rc) {
-		llmt_opt_state os;
+		llmt_opt_state os = { 0 };
 		if (t->opt->ops->load_into(t->opt, !wonly, &os)) {
 			snprintf(t->err, sizeof(t->err), "out of memory for the optimizer state");
 			rc = LLMT_EXIT_SOFTWARE;
@@ -425,7 +430,7 @@ static int setup_start(trainer *t)
 		rc = resume(t, t->resume_from);
 	} else if (o->init_from) {
 		llmt_ckpt_state cs;
-		llmt_opt_state os;
+		llmt_opt_state os = { 0 };
 		rc = t->opt->ops->load_into(t->opt, 0, &os) ? LLMT_EXIT_SOFTWARE : 0;
 		if (!rc) {
 			ckpt_state(t, &cs, NULL, 0, &t->st, &os);
@@ -491,8 +496,13 @@ int llmt_tr_setup(trainer *t)
 		setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", 0);
 	if ((rc = setup_data(t)) || (rc = setup_dirs(t)))
 		return rc;
-	t->m = llmt_model_create_rc(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
-		o->recompute);
+	/* ZeRO-1 in memory: a bf16 CPU model keeps this DP rank's share of the
+	 * fp32 master only (the host optimizer's range) */
+	size_t mlo = 0, mhi = (size_t)-1, n = llmt_model_count(&t->cfg, &mp);
+	if (n)
+		llmt_zero1_range(n, l->dp, l->dp_rank, &mlo, &mhi);
+	t->m = llmt_model_create_share(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
+		o->recompute, mlo, mhi);
 	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;

@@ -4,7 +4,8 @@
  * it), bf16 on oneDNN's full square (head_dim not a multiple of 16) and
  * fp32; first and last pipeline stage, tied and untied, QK-norm. The
  * model's part of the estimate is params + activations + scratch; and the
- * same with each activation recomputation mode (--recompute attn, full). */
+ * same with each activation recomputation mode (--recompute attn, full);
+ * and a model holding a DP rank's ZeRO-1 share of the fp32 master. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include "memory/autoplan.h"
 #include "model/model.h"
 #include "comm/parallel.h"
+#include "train/optim.h"
 #include "train/pipeline.h"
 
 static double in_use(void)
@@ -90,6 +92,61 @@ static void test_recompute(void **st)
 	mode = LLMT_RECOMPUTE_NONE;
 }
 
+/* ZeRO-1 in memory: a bf16 model holding DP rank r's share of the fp32
+ * master (and fp32 copies of the embedding and norms) allocates what the
+ * estimate at that dp and rank says, and less than the whole-master model
+ * by the master it leaves out (fails on a model that keeps it whole) */
+static void share_case(int qk, int tied, int pp, int pp_rank, int dp, int r)
+{
+	llmt_config c;
+	llmt_grid l;
+	llmt_memest e;
+	char err[256], v[2][8];
+	size_t lo, hi;
+
+	llmt_config_defaults(&c);
+	c.vocab_size = 512, c.d_model = 128, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2;
+	c.d_ff = 256, c.max_seq = 512, c.qk_norm = qk, c.tie_embeddings = tied;
+	snprintf(v[0], sizeof(v[0]), "%d", pp);
+	snprintf(v[1], sizeof(v[1]), "%d", dp);
+	assert_int_equal(llmt_grid_from_values(&l, pp * dp, pp_rank * dp + r, NULL, v[0], v[1], NULL,
+		NULL, err, sizeof(err)), 0);
+	assert_int_equal(l.dp_rank, r);
+	llmt_par par = { 1, 0, pp, pp_rank, NULL };
+	size_t n = llmt_model_count(&c, &par);
+	llmt_zero1_range(n, dp, r, &lo, &hi);
+	double before = in_use();
+	llmt_model *m = llmt_model_create_share(&c, &par, LLMT_BF16, 2, 64, 1, LLMT_RECOMPUTE_NONE, lo, hi);
+	assert_non_null(m);
+	double got = in_use() - before;
+	size_t mlo, mhi, nf;
+	llmt_model_master_range(m, &mlo, &mhi);
+	assert_true(mlo == lo && mhi == hi);
+	llmt_model_f32_copies(m, &nf);
+	llmt_memory_estimate(&c, &l, n, 2, 64, 1, 1, 0, llmt_model_blocked_attn(m) ? omp_get_max_threads() : 0,
+		LLMT_RECOMPUTE_NONE, &e);
+	double est = e.params + e.activations + e.scratch;
+	llmt_model_free(m);
+	before = in_use();
+	m = llmt_model_create_rc(&c, &par, LLMT_BF16, 2, 64, 1, LLMT_RECOMPUTE_NONE);
+	double whole = in_use() - before;
+	llmt_model_free(m);
+	double saved = ((double)n - (double)(hi - lo) - (double)nf) * 4;
+	printf("share pp=%d/%d dp rank %d/%d qk=%d tied=%d: allocated %.0f, estimate %.0f (ratio %.5f); whole master %.0f: %.0f less, the master left out %.0f\n",
+		pp_rank, pp, r, dp, qk, tied, got, est, got / est, whole, whole - got, saved);
+	assert_true(got >= est && got < est * 1.01);
+	assert_true(whole - got > 0.99 * saved && whole - got < 1.01 * saved);
+}
+
+static void test_share(void **st)
+{
+	(void)st;
+	share_case(0, 1, 1, 0, 2, 0);
+	share_case(0, 1, 1, 0, 2, 1);
+	share_case(1, 0, 2, 0, 3, 2);     /* first stage: the embedding's fp32 copy */
+	share_case(1, 1, 2, 1, 4, 1);     /* last stage, tied copy (bf16 only) */
+}
+
 /* the planner's analytic count of a stage's parameters is model.c's table */
 static void test_stage_params(void **st)
 {
@@ -115,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_recompute),
 		cmocka_unit_test(test_stage_params),
+		cmocka_unit_test(test_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
