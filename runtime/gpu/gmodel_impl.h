@@ -40,6 +40,11 @@ struct llmt_gmodel {
 	 * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
 	 * state are made when the optimizer first needs them */
 	float *master, *grads, *m1, *v1;
+	/* gz: zero_grad since the last backward, grads not zeroed (the next
+	 * backward writes them; ggrads_settle zeroes them for a reader first);
+	 * gw: the backward in progress is that first one, its gradient
+	 * products write (beta 0) instead of adding */
+	int gz, gw;
 	size_t nsh;                   /* elements of master, m1, v1 */
 	size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
 	int nsh_parts;
@@ -93,6 +98,9 @@ int gcheck(cudaError_t e, const char *what);
  * it or by gdfree (gmodel.c) */
 void *gdmem(llmt_gmodel *g, size_t bytes);
 void gdfree(llmt_gmodel *g, void *p);
+/* Before a read of grads: zeroed if zero_grad left them to the next
+ * backward and none ran since (gmodel.c). 0 or -1. */
+int ggrads_settle(llmt_gmodel *g);
 
 /* ---- the fp32 master and its share (gmodel_shard.c) ----
  * packed index of flat element flat (flat itself when whole) */
