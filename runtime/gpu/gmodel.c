@@ -338,6 +338,7 @@ void llmt_gmodel_free(llmt_gmodel *g)
 	for (int i = 0; g->ag_ev && i < g->nbk; i++)
 		cudaEventDestroy(g->ag_ev[i]);
 	free(g->ag_ev);
+	free(g->ag_wp);
 	if (g->ev_upd)
 		cudaEventDestroy(g->ev_upd);
 	if (g->ev_wf)
@@ -426,7 +427,8 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 
 int llmt_gmodel_download_grads(llmt_gmodel *g)
 {
-	if (ggrads_settle(g) || gcheck(cudaMemcpyAsync(g->h->grads, g->grads, g->h->n * 4, cudaMemcpyDeviceToHost, g->st),
+	if (ggrads_settle(g) ||
+		gcheck(cudaMemcpyAsync(g->h->grads, g->grads, g->h->n * 4, cudaMemcpyDeviceToHost, g->st),
 			   "download gradients"))
 		return -1;
 	return llmt_gmodel_sync(g);

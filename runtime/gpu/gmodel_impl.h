@@ -83,6 +83,7 @@ struct llmt_gmodel {
 	 * buckets [0, ag_w) not waited for yet) */
 	cudaEvent_t *ag_ev, ev_upd, ev_wf;
 	int ag_pending, ag_w;
+	int *ag_wp;                   /* each bucket's wait point (gbucket_wait_point) */
 	size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
 	int nnpc;
 	/* snapshots */
@@ -132,7 +133,7 @@ int gsnap_fence(llmt_gmodel *g);
 /* ZeRO-1: every rank's updated blocks of the bf16 copy to every rank and
  * the fp32 copies refreshed, issued on the communication stream (the
  * compute stream waits bucket by bucket: gag_wait); 0 or -1
- * (gmodel_step.c) */
+ * (gmodel_shard.c) */
 int llmt_gmodel_dp_allgather(llmt_gmodel *g);
 /* The compute stream waits for the weight all-gather of every bucket
  * starting below flat element hi (and the fp32 copies) not waited for yet

@@ -505,48 +505,10 @@ static int plan_norm(llmt_gmodel *g)
 	return g->nnpc < 0 ? -1 : 0;
 }
 
-int llmt_gmodel_dp_allgather(llmt_gmodel *g)
-{
-	if (gsnap_fence(g))         /* a rank that updated nothing writes here first */
-		return -1;
-	if (!g->ag_ev) {
-		if (!(g->ag_ev = calloc((size_t)g->nbk, sizeof *g->ag_ev)) ||
-			gcheck(cudaEventCreateWithFlags(&g->ev_upd, cudaEventDisableTiming), "event") ||
-			gcheck(cudaEventCreateWithFlags(&g->ev_wf, cudaEventDisableTiming), "event"))
-			return -1;
-		for (int b = 0; b < g->nbk; b++)
-			CK(cudaEventCreateWithFlags(&g->ag_ev[b], cudaEventDisableTiming), "event");
-	}
-	/* the fp32 copies (staged by gwf_refresh on the compute stream), then
-	 * the bf16 copy of every block (the update wrote this rank's and the
-	 * tails; the fp32 master stays sharded), on the communication stream,
-	 * lowest range first with an event each: the next forward's first
-	 * layers start when their bucket is there, the host does not wait.
-	 * Not grouped: buckets of tens of MB, one event each. */
-	if (gwf_refresh(g))
-		return -1;
-	CK(cudaEventRecord(g->ev_upd, g->st), "event");
-	CK(cudaStreamWaitEvent(g->cst, g->ev_upd, 0), "wait event");
-	if (g->wf_len && llmt_nccl_allreduce_sum_f32(g->dp, g->wf, g->wf, g->wf_len, g->cst))
-		return -1;
-	CK(cudaEventRecord(g->ev_wf, g->cst), "event");
-	for (int b = g->nbk - 1; b >= 0; b--) {
-		gshard sh;
-		gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-		if (sh.blk && llmt_nccl_allgather_bf16(g->dp, g->wc + sh.own_lo, g->wc + g->bk[b].lo,
-											   sh.blk, g->cst))
-			return -1;
-		CK(cudaEventRecord(g->ag_ev[b], g->cst), "event");
-	}
-	g->ag_pending = 1;
-	g->ag_w = g->nbk;
-	return 0;
-}
-
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
 						double *norm)
 {
-	if (!g->dp || (!g->npc && plan_norm(g)) || gag_finish(g))
+	if (!g->dp || (!g->npc && plan_norm(g)) || gag_finish(g) || ggrads_settle(g))
 		return -1;
 	/* device doubles: [np partials][this rank's sum over DP][one per TP rank] */
 	size_t np = (size_t)g->nnpc * GK_SUMSQ_BLOCKS;
