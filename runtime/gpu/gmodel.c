@@ -474,19 +474,15 @@ int llmt_gmodel_download_compute(llmt_gmodel *g)
 
 int llmt_gmodel_zero_grad(llmt_gmodel *g)
 {
-	/* no memset: the next backward's products and norm kernels write
-	 * their gradients (gmodel_step.c), a reader before it zeroes them */
-	g->gz = 1;
+	g->gz = 1;  /* the next backward writes them (gmodel_step.c), a reader zeroes */
 	return 0;
 }
 
 int ggrads_settle(llmt_gmodel *g)
 {
-	if (!g->gz)
-		return 0;
 	/* a checkpoint snapshot may still read the gradient buffer (scratch) */
-	if (gsnap_fence(g))
-		return -1;
+	if (!g->gz || gsnap_fence(g))
+		return g->gz ? -1 : 0;
 	g->gz = 0;
 	return gcheck(cudaMemsetAsync(g->grads, 0, g->h->n * 4, g->st), "zero gradients");
 }
