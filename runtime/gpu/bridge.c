@@ -46,7 +46,7 @@ static void b_zero_grad(llmt_model *m)
 {
 	if (llmt_gmodel_zero_grad(ctx(m)->g))
 		fatal("gradient reset");
-	ctx(m)->grads_dirty = 0;
+	ctx(m)->grads_dirty = 1;    /* zeros on the device, not on the host */
 	ctx(m)->nback = 0;
 }
 

@@ -194,16 +194,6 @@ static const struct llmt_trainopt_ops dev_ops = {
 	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
 };
 
-/* Buckets of about n/8 elements (at most 16M: 64 MB of fp32 gradients, a
- * 32 MB bf16 weight all-gather): several per step, so the reduction of the
- * late layers overlaps the backward of the early ones, and few enough that
- * each NCCL call moves tens of MB. */
-static size_t bucket_elems(size_t n)
-{
-	size_t b = n / 8;
-	return b > (16u << 20) ? (16u << 20) : (b ? b : 1);
-}
-
 /* The norm runs: consecutive tensors counted in the global norm (as the
  * host optimizer: tied copies once, TP-replicated tensors on tp_rank 0). */
 static int norm_runs(const llmt_param_info *pi, int np, size_t n, int tp_rank, size_t *lo,
@@ -256,7 +246,7 @@ int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out)
 	}
 	if (e->dp_comm && llmt_comm_size(e->dp_comm) > 1) {
 		if (!(d->dp = llmt_nccl_create(e->dp_comm, 0)) ||
-			llmt_gmodel_set_dp(d->g, d->dp, bucket_elems(d->n)))
+			llmt_gmodel_set_dp(d->g, d->dp, gbucket_target(d->n)))
 			goto fail;
 	}
 	/* checkpoints hold the host optimizer's ZeRO-1 range of m and v */

@@ -77,8 +77,9 @@ static inline unsigned gk_row_threads(int w)
 	return t > 1024u ? 1024u : (t < 32u ? 32u : t);
 }
 
-/* out[j] += sum over chunks c (in order) of part[c][j] (dev_norm.cu) */
-void gk_colsum(const float *part, float *out, int w, int chunks, cudaStream_t st);
+/* out[j] += (acc) or = (!acc) the sum over chunks c (in order) of
+ * part[c][j] (dev_norm.cu) */
+void gk_colsum(const float *part, float *out, int w, int chunks, int acc, cudaStream_t st);
 /* out[j] += sum over r < nrows of rows[r][j], through part (GK_COLSUM_MAX
  * x w floats; fixed order) */
 void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out,

@@ -25,9 +25,12 @@ typedef uint16_t gk_bf16;   /* bfloat16 bits (device __nv_bfloat16) */
 
 cudaError_t gk_rmsnorm_fwd(const float *x, const float *w, gk_bf16 *out, float *rstd, int M,
                            int d, float eps, cudaStream_t st);
-/* dx += ...; dw += sum_m dy*x*rstd (part: GK_COLSUM_CHUNKS*d scratch) */
+/* dx += ...; dw += sum_m dy*x*rstd, or dw = that when acc is 0 (the
+ * first micro-batch writes: no zeroed buffer needed; part:
+ * GK_COLSUM_CHUNKS*d scratch) */
 cudaError_t gk_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy,
-                           float *dx, float *dw, float *part, int M, int d, cudaStream_t st);
+                           float *dx, float *dw, float *part, int M, int d, int acc,
+                           cudaStream_t st);
 
 /* as k_attn_prep_fwd (bf16 q, k, v head-major); qw == NULL: no QK-norm */
 cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B, int T,

@@ -56,7 +56,7 @@ __global__ void k_rms_bwd_dw(const float *x, const float *rstd, const float *dy,
 	part[(size_t)c * d + j] = s;
 }
 
-__global__ void k_colsum_finish(const float *part, float *out, int w, int chunks)
+__global__ void k_colsum_finish(const float *part, float *out, int w, int chunks, int acc)
 {
 	int j = blockIdx.x * blockDim.x + threadIdx.x;
 	if (j >= w)
@@ -64,22 +64,22 @@ __global__ void k_colsum_finish(const float *part, float *out, int w, int chunks
 	float s = 0.f;
 	for (int c = 0; c < chunks; c++)
 		s += part[(size_t)c * w + j];
-	out[j] += s;
+	out[j] = acc ? out[j] + s : s;
 }
 
-void gk_colsum(const float *part, float *out, int w, int chunks, cudaStream_t st)
+void gk_colsum(const float *part, float *out, int w, int chunks, int acc, cudaStream_t st)
 {
-	GK_LAUNCH(k_colsum_finish, (w + 127) / 128, 128, 0, st)(part, out, w, chunks);
+	GK_LAUNCH(k_colsum_finish, (w + 127) / 128, 128, 0, st)(part, out, w, chunks, acc);
 }
 
 extern "C" cudaError_t gk_rmsnorm_bwd(const float *x, const float *w, const float *rstd,
 									  const float *dy, float *dx, float *dw, float *part, int M,
-									  int d, cudaStream_t st)
+									  int d, int acc, cudaStream_t st)
 {
 	GK_LAUNCH(k_rms_bwd_dx, M, 256, 0, st)(x, w, rstd, dy, dx, d);
 	dim3 g((d + 127) / 128, GK_COLSUM_CHUNKS);
 	GK_LAUNCH(k_rms_bwd_dw, g, 128, 0, st)(x, rstd, dy, part, M, d);
-	gk_colsum(part, dw, d, GK_COLSUM_CHUNKS, st);
+	gk_colsum(part, dw, d, GK_COLSUM_CHUNKS, acc, st);
 	return GK_LAST_ERROR();
 }
 
@@ -143,5 +143,5 @@ void gk_colsum_rows(const float *rows, int nrows, int w, float *part, float *out
 	chunks = chunks < 1 ? 1 : (chunks > GK_COLSUM_MAX ? GK_COLSUM_MAX : chunks);
 	dim3 g((w + 127) / 128, (unsigned)chunks);
 	GK_LAUNCH(k_colpart, g, 128, 0, st)(rows, nrows, w, part);
-	gk_colsum(part, out, w, chunks, st);
+	gk_colsum(part, out, w, chunks, 1, st);
 }

@@ -38,6 +38,20 @@ int gbucket_ready(const gbucket *b, int nb, int first_done)
 	return n;
 }
 
+size_t gbucket_target(size_t n)
+{
+	size_t b = n / 8, max = GBUCKET_MAX_BYTES / sizeof(float);
+	return b > max ? max : (b ? b : 1);
+}
+
+int gbucket_wait_point(const gbucket *b, const size_t *w, int nw)
+{
+	int i = 0;
+	while (i < nw && b->lo >= w[i])
+		i++;
+	return i;
+}
+
 void gbucket_shard(const gbucket *b, int dp, int r, gshard *s)
 {
 	size_t len = b->hi - b->lo;

@@ -310,6 +310,7 @@ void llmt_gmodel_free(llmt_gmodel *g)
 	for (int i = 0; g->ag_ev && i < g->nbk; i++)
 		cudaEventDestroy(g->ag_ev[i]);
 	free(g->ag_ev);
+	free(g->ag_wp);
 	if (g->ev_upd)
 		cudaEventDestroy(g->ev_upd);
 	if (g->ev_wf)
@@ -398,7 +399,8 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 
 int llmt_gmodel_download_grads(llmt_gmodel *g)
 {
-	if (gcheck(cudaMemcpyAsync(g->h->grads, g->grads, g->h->n * 4, cudaMemcpyDeviceToHost, g->st),
+	if (ggrads_settle(g) ||
+		gcheck(cudaMemcpyAsync(g->h->grads, g->grads, g->h->n * 4, cudaMemcpyDeviceToHost, g->st),
 			   "download gradients"))
 		return -1;
 	return llmt_gmodel_sync(g);
@@ -444,16 +446,23 @@ int llmt_gmodel_download_compute(llmt_gmodel *g)
 
 int llmt_gmodel_zero_grad(llmt_gmodel *g)
 {
+	g->gz = 1;  /* the next backward writes them (gmodel_step.c), a reader zeroes */
+	return 0;
+}
+
+int ggrads_settle(llmt_gmodel *g)
+{
 	/* a checkpoint snapshot may still read the gradient buffer (scratch) */
-	if (gsnap_fence(g))
-		return -1;
+	if (!g->gz || gsnap_fence(g))
+		return g->gz ? -1 : 0;
+	g->gz = 0;
 	return gcheck(cudaMemsetAsync(g->grads, 0, g->h->n * 4, g->st), "zero gradients");
 }
 
 int llmt_gmodel_grad_sumsq(llmt_gmodel *g, double *out)
 {
 	double part[GK_SUMSQ_BLOCKS];
-	if (gcheck(gk_sumsq(g->grads, g->h->n, g->sumsq, g->st), "sumsq") ||
+	if (ggrads_settle(g) || gcheck(gk_sumsq(g->grads, g->h->n, g->sumsq, g->st), "sumsq") ||
 		gcheck(cudaMemcpyAsync(part, g->sumsq, sizeof part, cudaMemcpyDeviceToHost, g->st),
 			   "sumsq copy") || llmt_gmodel_sync(g))
 		return -1;
@@ -469,7 +478,7 @@ int llmt_gmodel_adamw_range(llmt_gmodel *g, size_t lo, size_t hi, double lr, dou
 {
 	/* AdamW state only when the device optimizer is used (the training
 	 * loop's optimizer runs on the host with its own state) */
-	if (gmaster_need(g) || gag_finish(g))
+	if (gmaster_need(g) || gag_finish(g) || ggrads_settle(g))
 		return -1;
 	if (!g->m1 && (!(g->m1 = gdmem(g, g->nsh * 4)) || !(g->v1 = gdmem(g, g->nsh * 4)))) {
 		fprintf(stderr, "llm-train: out of GPU memory for the AdamW state\n");

@@ -43,6 +43,11 @@ struct llmt_gmodel {
 	 * rank's ZeRO-1 share packed (gmodel_shard.c); master and the AdamW
 	 * state are made when the optimizer first needs them */
 	float *master, *grads, *m1, *v1;
+	/* gz: zero_grad since the last backward, grads not zeroed (the next
+	 * backward writes them; ggrads_settle zeroes them for a reader first);
+	 * gw: the backward in progress is that first one, its gradient
+	 * products write (beta 0) instead of adding */
+	int gz, gw;
 	size_t nsh;                   /* elements of master, m1, v1 */
 	size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
 	int nsh_parts;
@@ -83,6 +88,7 @@ struct llmt_gmodel {
 	 * buckets [0, ag_w) not waited for yet) */
 	cudaEvent_t *ag_ev, ev_upd, ev_wf;
 	int ag_pending, ag_w;
+	int *ag_wp;                   /* each bucket's wait point (gbucket_wait_point) */
 	size_t (*npc)[2];             /* flat ranges this rank adds to the norm */
 	int nnpc;
 	/* snapshots */
@@ -101,6 +107,9 @@ int gact_alloc(llmt_gmodel *g);
  * it or by gdfree (gmodel.c) */
 void *gdmem(llmt_gmodel *g, size_t bytes);
 void gdfree(llmt_gmodel *g, void *p);
+/* Before a read of grads: zeroed if zero_grad left them to the next
+ * backward and none ran since (gmodel.c). 0 or -1. */
+int ggrads_settle(llmt_gmodel *g);
 
 /* ---- the fp32 master and its share (gmodel_shard.c) ----
  * packed index of flat element flat (flat itself when whole) */
@@ -132,7 +141,7 @@ int gsnap_fence(llmt_gmodel *g);
 /* ZeRO-1: every rank's updated blocks of the bf16 copy to every rank and
  * the fp32 copies refreshed, issued on the communication stream (the
  * compute stream waits bucket by bucket: gag_wait); 0 or -1
- * (gmodel_step.c) */
+ * (gmodel_shard.c) */
 int llmt_gmodel_dp_allgather(llmt_gmodel *g);
 /* The compute stream waits for the weight all-gather of every bucket
  * starting below flat element hi (and the fp32 copies) not waited for yet

@@ -124,6 +124,8 @@ int llmt_gopt_sumsq(llmt_gopt *o, double *out)
 	*out = 0.0;
 	if (!o->nsq)
 		return 0;
+	if (ggrads_settle(g))
+		return -1;
 	/* one sum over the ranges packed in order (a share is many bucket
 	 * blocks: one launch instead of one per block) */
 	const float *x = g->grads + o->sq_lo[0];
@@ -163,17 +165,20 @@ int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cf
 	return llmt_gmodel_dp_allgather(g);
 }
 
-/* all-gather the blocks of buf in the buckets overlapping [lo, hi) */
+/* all-gather the blocks of buf in the buckets overlapping [lo, hi), one
+ * group */
 static int gather(llmt_gmodel *g, float *buf, size_t lo, size_t hi)
 {
-	for (int b = 0; b < g->nbk; b++) {
+	if (llmt_nccl_group_start(g->dp))
+		return -1;
+	int bad = 0;
+	for (int b = 0; b < g->nbk && !bad; b++) {
 		gshard sh;
 		gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-		if (sh.blk && g->bk[b].lo < hi && lo < g->bk[b].hi &&
-			llmt_nccl_allgather_f32(g->dp, buf + sh.own_lo, buf + g->bk[b].lo, sh.blk, g->st))
-			return -1;
+		bad = sh.blk && g->bk[b].lo < hi && lo < g->bk[b].hi &&
+			  llmt_nccl_allgather_f32(g->dp, buf + sh.own_lo, buf + g->bk[b].lo, sh.blk, g->st);
 	}
-	return 0;
+	return llmt_nccl_group_end(g->dp) || bad ? -1 : 0;
 }
 
 int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
@@ -181,7 +186,7 @@ int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
 	llmt_gmodel *g = o->g;
 	if (!g->dp)
 		return 0;
-	if (gather(g, g->grads, lo, hi))
+	if (ggrads_settle(g) || gather(g, g->grads, lo, hi))
 		return -1;
 	return llmt_nccl_wait(g->dp, g->st);
 }
@@ -189,7 +194,8 @@ int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi)
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host)
 {
 	llmt_gmodel *g = o->g;
-	if (at > o->n || n > o->n - at || gag_finish(g))
+	if (at > o->n || n > o->n - at || gag_finish(g) ||
+		(which == LLMT_GBUF_GRADS && ggrads_settle(g)))
 		return -1;
 	if (which == LLMT_GBUF_MASTER && g->sh_lo) {
 		/* a ZeRO-1 share: the replicated bf16 copy, widened */
@@ -214,7 +220,8 @@ int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *hos
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host)
 {
 	llmt_gmodel *g = o->g;
-	if (at > o->n || n > o->n - at || gag_finish(g))
+	if (at > o->n || n > o->n - at || gag_finish(g) ||
+		(which == LLMT_GBUF_GRADS && ggrads_settle(g)))   /* the rest stays zero */
 		return -1;
 	if (which == LLMT_GBUF_MASTER) {
 		/* staged in the gradient buffer (between steps: it is free) to

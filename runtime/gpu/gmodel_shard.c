@@ -2,8 +2,9 @@
  * (no data parallelism), or ZeRO-1 packed to this DP rank's share once
  * llmt_gmodel_set_dp has cut the buffer into buckets (m and v alike); the
  * fp32 copies of the tensors kernels read in fp32 (embedding, norm
- * weights); and moving weights between host, share, bf16 copy and those
- * copies through the gradient buffer as scratch (between steps only). */
+ * weights); moving weights between host, share, bf16 copy and those
+ * copies through the gradient buffer as scratch (between steps only); and
+ * the weight all-gather after a ZeRO-1 update, off the critical path. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,4 +233,72 @@ int gag_finish(llmt_gmodel *g)
 		return -1;
 	g->ag_pending = 0;
 	return llmt_nccl_wait(g->dp, g->cst);
+}
+
+/* the weight all-gather's events, and each bucket's wait point: the
+ * forward waits before each layer for the buckets below its first tensor */
+static int ag_plan(llmt_gmodel *g)
+{
+	const llmt_model *h = g->h;
+	size_t *w = malloc(sizeof *w * ((size_t)h->nl + 1));
+	g->ag_ev = calloc((size_t)g->nbk, sizeof *g->ag_ev);
+	g->ag_wp = malloc(sizeof *g->ag_wp * (size_t)g->nbk);
+	if (!w || !g->ag_ev || !g->ag_wp) {
+		free(w);
+		fprintf(stderr, "llm-train: out of memory\n");
+		return -1;
+	}
+	for (int l = 0; l < h->nl; l++)
+		w[l] = h->lo[l].ln1;
+	w[h->nl] = h->n;
+	for (int b = 0; b < g->nbk; b++)
+		g->ag_wp[b] = gbucket_wait_point(&g->bk[b], w, h->nl + 1);
+	free(w);
+	if (gcheck(cudaEventCreateWithFlags(&g->ev_upd, cudaEventDisableTiming), "event") ||
+		gcheck(cudaEventCreateWithFlags(&g->ev_wf, cudaEventDisableTiming), "event"))
+		return -1;
+	for (int b = 0; b < g->nbk; b++)
+		CK(cudaEventCreateWithFlags(&g->ag_ev[b], cudaEventDisableTiming), "event");
+	return 0;
+}
+
+int llmt_gmodel_dp_allgather(llmt_gmodel *g)
+{
+	if (gsnap_fence(g))         /* a rank that updated nothing writes here first */
+		return -1;
+	if (!g->ag_ev && ag_plan(g))
+		return -1;
+	/* the fp32 copies (staged by gwf_refresh on the compute stream), then
+	 * the bf16 copy of every block (the update wrote this rank's and the
+	 * tails; the fp32 master stays sharded), on the communication stream,
+	 * lowest range first with an event each: the next forward's first
+	 * layers start when their bucket is there, the host does not wait.
+	 * The buckets the forward waits for before the same layer: one group */
+	if (gwf_refresh(g))
+		return -1;
+	CK(cudaEventRecord(g->ev_upd, g->st), "event");
+	CK(cudaStreamWaitEvent(g->cst, g->ev_upd, 0), "wait event");
+	if (g->wf_len && llmt_nccl_allreduce_sum_f32(g->dp, g->wf, g->wf, g->wf_len, g->cst))
+		return -1;
+	CK(cudaEventRecord(g->ev_wf, g->cst), "event");
+	for (int b = g->nbk - 1, e; b >= 0; b = e - 1) {
+		for (e = b; e > 0 && g->ag_wp[e - 1] == g->ag_wp[b]; e--)
+			;
+		if (llmt_nccl_group_start(g->dp))
+			return -1;
+		int bad = 0;
+		for (int k = b; k >= e && !bad; k--) {
+			gshard sh;
+			gbucket_shard(&g->bk[k], g->dp_size, g->dp_rank, &sh);
+			bad = sh.blk && llmt_nccl_allgather_bf16(g->dp, g->wc + sh.own_lo, g->wc + g->bk[k].lo,
+													 sh.blk, g->cst);
+		}
+		if (llmt_nccl_group_end(g->dp) || bad)
+			return -1;
+		for (int k = b; k >= e; k--)
+			CK(cudaEventRecord(g->ag_ev[k], g->cst), "event");
+	}
+	g->ag_pending = 1;
+	g->ag_w = g->nbk;
+	return 0;
 }

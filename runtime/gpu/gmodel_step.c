@@ -23,11 +23,12 @@ static int lin_fwd(llmt_gmodel *g, const void *X, size_t woff, void *Y, llmt_dt 
 	return gmm(g->mm, 1, M, N, K, X, 0, g->wc + woff, 1, BF, Y, yt, 1.0f, 0);
 }
 
-/* dW[N][K] += alpha dY^T X ; dX[M][K] = alpha dY . W (of type dxt) */
+/* dW[N][K] += alpha dY^T X (= in the first backward since zero_grad:
+ * beta 0, no zeroed buffer read); dX[M][K] = alpha dY . W (of type dxt) */
 static int lin_bwd_t(llmt_gmodel *g, const void *dY, const void *X, size_t woff, void *dX,
 					 llmt_dt dxt, int M, int N, int K, float alpha)
 {
-	if (gmm(g->mm, 1, N, K, M, dY, 1, X, 0, BF, g->grads + woff, F32, alpha, 1))
+	if (gmm(g->mm, 1, N, K, M, dY, 1, X, 0, BF, g->grads + woff, F32, alpha, !g->gw))
 		return -1;
 	return gmm(g->mm, 1, M, K, N, dY, 0, g->wc + woff, 0, BF, dX, dxt, alpha, 0);
 }
@@ -335,7 +336,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 	if (lin_bwd(g, g->dgu, a->h2, lo->gu, g->dh, M, 2 * h->Fl, d, 1.0f) || tp_sum(g, g->dh, Md))
 		return -1;
 	CK(gk_rmsnorm_bwd(a->x_mid, gw32(g, lo->ln2), a->rstd2, g->dh, dx, g->grads + lo->ln2,
-					  g->part, M, d, st), "rmsnorm backward");
+					  g->part, M, d, !g->gw, st), "rmsnorm backward");
 
 	CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
 	/* ATTN: the attention's probabilities or logsumexp and its output
@@ -358,11 +359,15 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 	}
 	/* QK-norm weights are replicated but each TP rank sees only its heads:
 	 * their gradient is summed over TP in a scratch (earlier micro-batches
-	 * already in the buffer must not be summed again), then added */
+	 * already in the buffer must not be summed again), then added (copied
+	 * in the first backward). The kernel adds: without TP the first
+	 * backward zeroes the two (2 hd floats; kn follows qn) */
 	float *dqw = g->qkn_g ? g->qkn_g : g->grads + lo->qn;
 	float *dkw = g->qkn_g ? g->qkn_g + hd : g->grads + lo->kn;
 	if (g->qkn_g)
 		CK(cudaMemsetAsync(g->qkn_g, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
+	else if (c->qk_norm && g->gw)
+		CK(cudaMemsetAsync(dqw, 0, sizeof(float) * 2 * (size_t)hd, st), "memset");
 	CK(gk_attn_prep_bwd_tm(g->dq, g->dk, g->dv, g->dqkv, a->qkv, h->B, T, h->Hl, h->KVl, hd,
 						   c->qk_norm ? gw32(g, lo->qn) : NULL,
 						   c->qk_norm ? gw32(g, lo->kn) : NULL, a->qr, a->kr,
@@ -372,13 +377,18 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 	if (g->qkn_g) {
 		if (tp_sum(g, g->qkn_g, 2 * (size_t)hd))
 			return -1;
-		CK(gk_add(g->grads + lo->qn, g->qkn_g, (size_t)hd, st), "add");
-		CK(gk_add(g->grads + lo->kn, g->qkn_g + hd, (size_t)hd, st), "add");
+		if (g->gw)
+			CK(cudaMemcpyAsync(g->grads + lo->qn, g->qkn_g, sizeof(float) * 2 * (size_t)hd,
+							   cudaMemcpyDeviceToDevice, st), "copy");
+		else {
+			CK(gk_add(g->grads + lo->qn, g->qkn_g, (size_t)hd, st), "add");
+			CK(gk_add(g->grads + lo->kn, g->qkn_g + hd, (size_t)hd, st), "add");
+		}
 	}
 	if (lin_bwd(g, g->dqkv, a->h1, lo->qkv, g->dh, M, h->Wq, d, 1.0f) || tp_sum(g, g->dh, Md))
 		return -1;
 	CK(gk_rmsnorm_bwd(sl->xs[l], gw32(g, lo->ln1), a->rstd1, g->dh, dx, g->grads + lo->ln1,
-					  g->part, M, d, st), "rmsnorm backward");
+					  g->part, M, d, !g->gw, st), "rmsnorm backward");
 	return dp_launch(g, g->layer_t0 ? g->layer_t0[l] : 0);
 }
 
@@ -392,6 +402,8 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 	cudaStream_t st = g->st;
 	g->reducing = reduce && g->dp;
 	g->bk_sent = 0;
+	g->gw = g->gz;          /* the first backward since zero_grad writes */
+	g->gz = 0;
 	if (gsnap_fence(g))     /* a snapshot may still read grads (scratch) */
 		return -1;
 	if (h->last) {
@@ -399,7 +411,7 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 			return -1;
 		CK(cudaMemsetAsync(g->dx, 0, Md * 4, st), "memset");
 		CK(gk_rmsnorm_bwd(sl->xs[h->nl], gw32(g, h->off_norm), sl->rstdf, g->dh, g->dx,
-						  g->grads + h->off_norm, g->part, M, d, st), "final norm backward");
+						  g->grads + h->off_norm, g->part, M, d, !g->gw, st), "final norm backward");
 	} else {
 		CK(cudaMemcpyAsync(g->dx, grad_out, Md * 4, cudaMemcpyHostToDevice, st), "grad_out");
 	}
@@ -409,6 +421,12 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 		if ((g->rc == LLMT_RECOMPUTE_FULL && layer_fwd(g, sl, l)) || layer_bwd(g, sl, l))
 			return -1;
 	if (h->first) {
+		/* a scatter-add over the tokens of the micro-batch: the first
+		 * backward zeroes the table first, unless the tied head's product
+		 * wrote it (one stage) */
+		if (g->gw && !(h->last && h->off_head == h->off_embed))
+			CK(cudaMemsetAsync(g->grads + h->off_embed, 0,
+							   (size_t)h->c.vocab_size * d * sizeof(float), st), "memset");
 		CK(gk_embed_bwd(g->grads + h->off_embed, sl->eu, sl->es, sl->ep, sl->neu, g->dx, d, st),
 		   "embedding backward");
 	} else {
@@ -501,48 +519,10 @@ static int plan_norm(llmt_gmodel *g)
 	return g->nnpc < 0 ? -1 : 0;
 }
 
-int llmt_gmodel_dp_allgather(llmt_gmodel *g)
-{
-	if (gsnap_fence(g))         /* a rank that updated nothing writes here first */
-		return -1;
-	if (!g->ag_ev) {
-		if (!(g->ag_ev = calloc((size_t)g->nbk, sizeof *g->ag_ev)) ||
-			gcheck(cudaEventCreateWithFlags(&g->ev_upd, cudaEventDisableTiming), "event") ||
-			gcheck(cudaEventCreateWithFlags(&g->ev_wf, cudaEventDisableTiming), "event"))
-			return -1;
-		for (int b = 0; b < g->nbk; b++)
-			CK(cudaEventCreateWithFlags(&g->ag_ev[b], cudaEventDisableTiming), "event");
-	}
-	/* the fp32 copies (staged by gwf_refresh on the compute stream), then
-	 * the bf16 copy of every block (the update wrote this rank's and the
-	 * tails; the fp32 master stays sharded), on the communication stream,
-	 * lowest range first with an event each: the next forward's first
-	 * layers start when their bucket is there, the host does not wait.
-	 * Not grouped: buckets of tens of MB, one event each. */
-	if (gwf_refresh(g))
-		return -1;
-	CK(cudaEventRecord(g->ev_upd, g->st), "event");
-	CK(cudaStreamWaitEvent(g->cst, g->ev_upd, 0), "wait event");
-	if (g->wf_len && llmt_nccl_allreduce_sum_f32(g->dp, g->wf, g->wf, g->wf_len, g->cst))
-		return -1;
-	CK(cudaEventRecord(g->ev_wf, g->cst), "event");
-	for (int b = g->nbk - 1; b >= 0; b--) {
-		gshard sh;
-		gbucket_shard(&g->bk[b], g->dp_size, g->dp_rank, &sh);
-		if (sh.blk && llmt_nccl_allgather_bf16(g->dp, g->wc + sh.own_lo, g->wc + g->bk[b].lo,
-											   sh.blk, g->cst))
-			return -1;
-		CK(cudaEventRecord(g->ag_ev[b], g->cst), "event");
-	}
-	g->ag_pending = 1;
-	g->ag_w = g->nbk;
-	return 0;
-}
-
 int llmt_gmodel_step_dp(llmt_gmodel *g, double lr, double clip, const llmt_adamw_cfg *cfg, long t,
 						double *norm)
 {
-	if (!g->dp || (!g->npc && plan_norm(g)) || gag_finish(g))
+	if (!g->dp || (!g->npc && plan_norm(g)) || gag_finish(g) || ggrads_settle(g))
 		return -1;
 	/* device doubles: [np partials][this rank's sum over DP][one per TP rank] */
 	size_t np = (size_t)g->nnpc * GK_SUMSQ_BLOCKS;

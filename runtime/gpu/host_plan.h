@@ -61,6 +61,18 @@ int gbucket_plan(const size_t *offset, const size_t *numel, int ntensors, size_t
  * first_done (tensors below it still pending): the count of leading
  * buckets whose first_tensor >= first_done. */
 int gbucket_ready(const gbucket *b, int nb, int first_done);
+/* The target of a flat buffer of n elements (fp32 gradients): about n/8,
+ * so that the reduction of the late layers overlaps the backward of the
+ * early ones, and at most GBUCKET_MAX_BYTES of gradients (a bf16 weight
+ * all-gather of half that), so that each NCCL call moves tens of MB; at
+ * least 1. */
+#define GBUCKET_MAX_BYTES ((size_t)64 << 20)
+size_t gbucket_target(size_t n);
+/* Where the forward first needs bucket b's weights: the index of the
+ * first of the ascending flat offsets w[0 .. nw) above its lo (each
+ * layer's first tensor, then the end of the buffer), nw when none is. The
+ * weight all-gather issues the buckets of one wait point as one group. */
+int gbucket_wait_point(const gbucket *b, const size_t *w, int nw);
 
 /* ZeRO-1 over dp ranks inside one bucket [lo, hi): the reduce-scatter
  * leaves rank r the sum of the block [own_lo, own_hi) = lo + r*blk ..

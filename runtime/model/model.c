@@ -299,8 +299,10 @@ void llmt_model_sync_compute(llmt_model *m)
 
 void llmt_model_zero_grad(llmt_model *m)
 {
-	if (m->dev)
+	if (m->dev) {       /* the host copy is fetched whole before a read */
 		m->dev->zero_grad(m);
+		return;
+	}
 	memset(m->grads, 0, m->n * sizeof(float));
 	m->gz = 1; /* the next (CPU) backward's products write instead of adding */
 }

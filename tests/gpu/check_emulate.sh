@@ -3,8 +3,9 @@
 # emulated GPU (check --emulate) from a bundle made by tests/gpu/bundle, as
 # the device machine will run it: exit 0; exactly results.md, results.json
 # and logs.tar.gz in $OUT; the benchmark pairs (ours, then PyTorch with
-# naive attention and SDPA, or a line saying why not) before the tests, no
-# CPU-only test, the GPU tests passing, every part's log in the archive,
+# naive attention and SDPA, or a line saying why not; the fused attention
+# against the chunked one) before the tests, no CPU-only test, the GPU
+# tests passing, every part's log in the archive,
 # the budget and caps recorded, a spent budget cutting every part; the
 # stops, one line each: no bundle, a bundle of other sources, caps over
 # the plan; no bundle of a build for this CPU only (--with-march); never
@@ -73,11 +74,16 @@ rc=$?
 files=$(cd "$W/out" && ls | tr '\n' ' ')
 [ "$files" = "logs.tar.gz results.json results.md " ] || fail "files in \$OUT: $files"
 md=$W/out/results.md js=$W/out/results.json
-# pairs first, three of them, each ours then PyTorch's two attentions
+# pairs first: three of ours then PyTorch's two attentions, then the fused
+# attention against the chunked one
 awk '/^## Benchmark pairs/ {p = NR} /^## Tests/ {t = NR} END {exit !(p && t && p < t)}' "$md" ||
 	fail "the benchmark pairs do not come before the tests"
 [ "$(grep -c '^### emu.yaml B=2 T=32, 2 steps: ours | torch' "$md")" = 3 ] || fail "not three pairs"
 [ "$(grep -c '^bench .*tokens/s' "$md")" = 3 ] || fail "not three lines of ours"
+[ "$(grep -c '^### emu.yaml B=2 T=32, 2 steps: fused | chunked' "$md")" = 1 ] || fail "no attention pair"
+for a in fused chunked; do
+	[ "$(grep -c "^bench-$a .*tokens/s" "$md")" = 1 ] || fail "no line of the $a attention"
+done
 if grep -q '^PyTorch: not run' "$md"; then
 	ok "PyTorch not here, said so: $(grep -m1 '^PyTorch: not run' "$md")"
 else
@@ -93,13 +99,14 @@ grep -q '^- gpu_train: not run in --emulate: ' "$md" || fail "gpu_train's skip i
 grep -q '^bench-loop emu.yaml B=2 T=32: [0-9]* tokens/s.* of gpu_test bench' "$md" || fail "no loop line"
 # results.json: the budget, the plan, every part once
 grep -q '"budget_s": 300, "plan_s": 270, "scale": 20,' "$js" || fail "results.json: no budget"
-[ "$(grep -c '"kind": "pair"' "$js")" = 6 ] || fail "results.json: not 6 pair sides"
+[ "$(grep -c '"kind": "pair"' "$js")" = 8 ] || fail "results.json: not 8 pair sides"
 [ "$(grep -c '"kind": "test"' "$js")" = 4 ] || fail "results.json: not 4 tests"
 [ "$(grep -c '"kind": "loop"' "$js")" = 1 ] || fail "results.json: no loop"
 grep -q '"failures": 0, "stopped": "",' "$js" || fail "results.json: failures or a stop"
 # every part's log in the archive
 tar -tzf "$W/out/logs.tar.gz" > "$W/logs.list" || fail "logs.tar.gz does not unpack"
-for l in ours-emu-gpu-124m.yaml torch-emu-gpu-1.5b.yaml gpu_compare gpu_ref gpu_nccl \
+for l in ours-emu-gpu-124m.yaml torch-emu-gpu-1.5b.yaml fused-emu-gpu-124m.yaml \
+	chunked-emu-gpu-124m.yaml gpu_compare gpu_ref gpu_nccl \
 	loop-emu-gpu-124m.yaml probe; do
 	grep -qx "logs/$l.log" "$W/logs.list" || fail "logs.tar.gz has no logs/$l.log"
 done

@@ -385,8 +385,10 @@ cudaError_t cudaFreeHost(void *p)
 	free(p);
 	return cudaSuccess;
 }
+unsigned long long llmt_emu_memset_bytes;   /* bytes of every memset (for tests) */
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st)
 {
+	llmt_emu_memset_bytes += n;
 	llmt_emu_stream_use(st);
 	if (stream_of(st) == &legacy) {
 		emu_op *o = push(&legacy, OP_SET);

@@ -3,7 +3,8 @@
  * each NCCL call is the comm.h collective on the same group (deterministic,
  * as the runtime's MPI backend); a NULL group is a one-rank communicator
  * (single-process tests). Each call first orders its stream like NCCL
- * would (llmt_emu_collective). */
+ * would (llmt_emu_collective). Calls and launches (a group is one) are
+ * counted for tests. */
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -11,6 +12,17 @@
 #include "gpu/comm_nccl.h"
 
 struct llmt_nccl { llmt_comm *c; int rank, size; };
+
+long llmt_nccl_emu_calls, llmt_nccl_emu_launches;
+static int group_depth;
+/* every collective and point-to-point call: st ordered, counted */
+static void issue(cudaStream_t st)
+{
+	llmt_emu_collective(st);
+	llmt_nccl_emu_calls++;
+	if (!group_depth)
+		llmt_nccl_emu_launches++;
+}
 
 llmt_nccl *llmt_nccl_create(llmt_comm *group, double timeout_s)
 {
@@ -34,27 +46,27 @@ static int allreduce_f32(llmt_nccl *n, const float *s, float *r, size_t c)
 long llmt_nccl_emu_allreduces;   /* calls of llmt_nccl_allreduce_sum_f32 (for tests) */
 int llmt_nccl_allreduce_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	llmt_nccl_emu_allreduces++;
 	return allreduce_f32(n, s, r, c);
 }
 int llmt_nccl_allreduce_sum_f64(llmt_nccl *n, const double *s, double *r, size_t c, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	memmove(r, s, c * 8);
 	return n->size > 1 ? llmt_comm_allreduce_sum_f64(n->c, r, c) : 0;
 }
 int llmt_nccl_reduce_scatter_sum_f32(llmt_nccl *n, const float *s, float *r, size_t c,
 									 cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	if (n->size == 1)
 		return allreduce_f32(n, s, r, c);
 	return llmt_comm_reduce_scatter_sum_f32(n->c, s, r, c);
 }
 int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	if (n->size == 1)
 		return allreduce_f32(n, s, r, c);
 	if (s == r + (size_t)n->rank * c) {   /* in place, as NCCL allows */
@@ -70,7 +82,7 @@ int llmt_nccl_allgather_f32(llmt_nccl *n, const float *s, float *r, size_t c, cu
 }
 int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *s, void *r, size_t c, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	size_t b = c * 2;
 	if (n->size == 1) {
 		memmove(r, s, b);
@@ -85,22 +97,36 @@ int llmt_nccl_allgather_bf16(llmt_nccl *n, const void *s, void *r, size_t c, cud
 	free(tmp);
 	return rc;
 }
-/* groups only batch launches: the emulation runs each call at once */
-int llmt_nccl_group_start(llmt_nccl *n) { (void)n; return 0; }
-int llmt_nccl_group_end(llmt_nccl *n) { (void)n; return 0; }
+/* groups only batch launches: the emulation runs each call at once, and
+ * counts the outermost group as one launch */
+int llmt_nccl_group_start(llmt_nccl *n)
+{
+	(void)n;
+	if (!group_depth++)
+		llmt_nccl_emu_launches++;
+	return 0;
+}
+int llmt_nccl_group_end(llmt_nccl *n)
+{
+	(void)n;
+	if (group_depth <= 0)
+		return -1;      /* no group started: NCCL refuses it too */
+	group_depth--;
+	return 0;
+}
 int llmt_nccl_bcast_bytes(llmt_nccl *n, void *b, size_t bytes, int root, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	return n->size > 1 ? llmt_comm_bcast_bytes(n->c, b, bytes, root) : 0;
 }
 int llmt_nccl_send_bytes(llmt_nccl *n, const void *b, size_t bytes, int peer, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	return n->size > 1 ? llmt_comm_send_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_recv_bytes(llmt_nccl *n, void *b, size_t bytes, int peer, cudaStream_t st)
 {
-	llmt_emu_collective(st);
+	issue(st);
 	return n->size > 1 ? llmt_comm_recv_bytes(n->c, b, bytes, peer, 311) : -1;
 }
 int llmt_nccl_wait(llmt_nccl *n, cudaStream_t st)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 #include "gpu/bridge.h"
 #include "gpu/host_plan.h"
@@ -330,12 +331,83 @@ static void test_act_plan(void **st)
 		}
 }
 
+/* The bucket target (at most GBUCKET_MAX_BYTES of fp32 gradients) and
+ * the wait points, then what they give at 1.5B (tests/gpu/gpu-1.5b.yaml,
+ * one stage, tied) over dp = 8: buckets of tens of MB and the NCCL calls
+ * and launches of a step, reduce-scatters grouped per layer as backward
+ * issues them (gmodel_step.c's dp_launch), weight all-gathers grouped per
+ * layer as the forward waits for them (gmodel_shard.c). */
+static void test_bucket_scale(void **st)
+{
+	(void)st;
+	assert_int_equal(gbucket_target(0), 1);
+	assert_int_equal(gbucket_target(800), 100);
+	assert_int_equal(gbucket_target((size_t)1 << 40), GBUCKET_MAX_BYTES / 4);
+	gbucket b3[2] = {{40, 60, 3}, {0, 40, 0}};
+	size_t w[3] = {10, 40, 60};      /* layers' first tensors, then the end */
+	assert_int_equal(gbucket_wait_point(&b3[0], w, 3), 2);
+	assert_int_equal(gbucket_wait_point(&b3[1], w, 3), 0);
+	assert_int_equal(gbucket_wait_point(&b3[0], w, 2), 2);   /* none above */
+	enum { L = 48, NT = 1 + 9 * L + 1 };
+	const size_t d = 1600, F = 4352, V = 50304;
+	static size_t off[NT], num[NT], wp[L + 1];
+	static gbucket b[NT];
+	int t = 0, t0[L];
+	num[t++] = V * d;
+	for (int l = 0; l < L; l++) {
+		const size_t sz[9] = {d, d * d, d * d, d * d, d * d, d, F * d, F * d, d * F};
+		t0[l] = t;
+		for (int i = 0; i < 9; i++)
+			num[t++] = sz[i];
+	}
+	num[t++] = d;
+	size_t n = 0, big = 0;
+	for (int i = 0; i < NT; i++) {
+		off[i] = n;
+		n += num[i];
+		big = num[i] > big ? num[i] : big;
+	}
+	for (int l = 0; l < L; l++)
+		wp[l] = off[t0[l]];
+	wp[L] = n;
+	size_t target = gbucket_target(n);
+	int nb = gbucket_plan(off, num, NT, n, target, b, NT);
+	assert_true(nb > 0);
+	int tails = 0, rs_launch = 0, ag_launch = 0, sent = 0;
+	size_t lo = n, hi = 0;
+	for (int k = 0; k < nb; k++) {
+		size_t len = b[k].hi - b[k].lo;
+		/* at least the target (but the lowest), at most it plus a tensor */
+		assert_true(k == nb - 1 || len >= target);
+		assert_true(len < target + big);
+		lo = len < lo ? len : lo;
+		hi = len > hi ? len : hi;
+		tails += len % 8 != 0;
+		ag_launch += k == 0 || gbucket_wait_point(&b[k], wp, L + 1) !=
+								   gbucket_wait_point(&b[k - 1], wp, L + 1);
+	}
+	for (int l = L; l >= 0; l--) {    /* dp_launch after each layer, then the last */
+		int ready = gbucket_ready(b, nb, l == 0 ? 0 : t0[l - 1]);
+		rs_launch += ready > sent;
+		sent = ready;
+	}
+	assert_int_equal(sent, nb);
+	assert_true(rs_launch <= L + 1 && ag_launch <= L + 1);
+	assert_true(4 * hi >= (size_t)10 << 20);     /* tens of MB */
+	printf("1.5B at dp=8: %zu parameters, target %zu elements (%zu MiB fp32), %d buckets of "
+		   "%.1f-%.1f MiB fp32; per step %d reduce-scatters and %d tail all-reduces in %d "
+		   "launches, %d weight all-gathers in %d launches (ungrouped: %d)\n",
+		   n, target, target * 4 >> 20, nb, lo * 4.0 / (1 << 20), hi * 4.0 / (1 << 20), nb,
+		   tails, rs_launch, nb, ag_launch, nb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pick),    cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_buckets), cmocka_unit_test(test_norm_ranges),
+		cmocka_unit_test(test_bucket_scale),
 		cmocka_unit_test(test_embed),
 		cmocka_unit_test(test_mm_plan), cmocka_unit_test(test_attn_chunks),
 		cmocka_unit_test(test_act_plan),

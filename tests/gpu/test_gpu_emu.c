@@ -19,10 +19,17 @@ static void test_rmsnorm(void **st)
 	NEAR(relerr(r1, r2, M), 1e-5);
 	float *dx1 = rnd((size_t)M * d, 1), *dx2 = dup(dx1, (size_t)M * d);
 	float *dw1 = rnd(d, 1), *dw2 = dup(dw1, d), *part = malloc(GK_COLSUM_CHUNKS * d * 4);
-	assert_int_equal(gk_rmsnorm_bwd(x, w, r2, dy, dx1, dw1, part, M, d, 0), 0);
+	assert_int_equal(gk_rmsnorm_bwd(x, w, r2, dy, dx1, dw1, part, M, d, 1, 0), 0);
 	k_rmsnorm_bwd(x, w, r2, dy, dx2, dw2, M, d);
 	NEAR(relerr(dx1, dx2, (size_t)M * d), 1e-5);
 	NEAR(relerr(dw1, dw2, d), 1e-5);
+	/* acc 0 writes dw (what was there is not read): the sum onto zeros */
+	float *dw3 = rnd(d, 1), *dw4 = calloc((size_t)d, 4);
+	assert_int_equal(gk_rmsnorm_bwd(x, w, r2, dy, dx1, dw3, part, M, d, 0, 0), 0);
+	assert_int_equal(gk_rmsnorm_bwd(x, w, r2, dy, dx2, dw4, part, M, d, 1, 0), 0);
+	for (int j = 0; j < d; j++)
+		assert_true(dw3[j] == dw4[j]);
+	free(dw3); free(dw4);
 	free(x); free(w); free(dy); free(o1); free(o2); free(dx1); free(dx2); free(dw1); free(dw2);
 	free(part);
 }

@@ -289,6 +289,95 @@ static void test_zero1(void **st)
 	llmt_nccl_free(dp);
 }
 
+/* The first backward of a step writes the weight gradients (products with
+ * beta 0, the norm kernels writing; the embedding table zeroed on its own
+ * unless the tied head's product wrote it; 2 hd floats per layer for
+ * QK-norm) instead of the memset of the whole buffer and accumulation:
+ * against that (g1: a read of the gradients between zero_grad and the
+ * first backward zeroes the whole buffer, so every micro-batch adds, as
+ * before), 3 steps of 3 micro-batches with the bucketed ZeRO-1 step on a
+ * one-rank group give the same gradients and the same weights bit for
+ * bit, and a step's memsets are smaller by exactly the gradients written
+ * (fails on the old code, whose zero_grad cleared all of them). */
+extern unsigned long long llmt_emu_memset_bytes;   /* cuda_emu.c */
+extern long llmt_nccl_emu_calls, llmt_nccl_emu_launches;
+static void grad_writes(int gqa)
+{
+	llmt_config c;
+	small_cfg(&c, gqa);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	int B = 1, T = 6, A = 3;
+	llmt_gmodel *g[2] = {llmt_gmodel_create(&c, &par, B, T, 1), llmt_gmodel_create(&c, &par, B, T, 1)};
+	llmt_nccl *dp = llmt_nccl_create(NULL, 0);
+	assert_non_null(g[0]);
+	assert_non_null(g[1]);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(llmt_gmodel_set_dp(g[k], dp, 300), 0);   /* many buckets */
+	llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+	llmt_model *h[2] = {llmt_gmodel_host(g[0]), llmt_gmodel_host(g[1])};
+	size_t n = llmt_model_nparams(h[0]);
+	float *gr = malloc(n * 4);
+	unsigned long long set[2];
+	long calls = 0, launches = 0;
+	for (int step = 1; step <= 3; step++) {
+		for (int k = 0; k < 2; k++) {
+			unsigned long long m0 = llmt_emu_memset_bytes;
+			long c0 = llmt_nccl_emu_calls, l0 = llmt_nccl_emu_launches;
+			double norm, ss;
+			assert_int_equal(llmt_gmodel_zero_grad(g[k]), 0);
+			if (k == 0)     /* zeroes the buffer: the old memset, then adds */
+				assert_int_equal(llmt_gmodel_grad_sumsq(g[k], &ss), 0);
+			for (int a = 0; a < A; a++) {
+				int32_t tok[6], tgt[6];
+				for (int i = 0; i < 6; i++) {
+					tok[i] = (i * 7 + 3 + 13 * a + 5 * step) % c.vocab_size;
+					tgt[i] = (i * 5 + 1 + 11 * a + 3 * step) % c.vocab_size;
+				}
+				float l;
+				assert_int_equal(llmt_gmodel_forward(g[k], 0, tok, NULL, tgt, NULL, &l), 0);
+				assert_int_equal(llmt_gmodel_backward_dp(g[k], 0, NULL, NULL, 1.0f / A, a == A - 1),
+								 0);
+			}
+			assert_int_equal(llmt_gmodel_dp_wait(g[k]), 0);
+			assert_int_equal(llmt_gmodel_download_grads(g[k]), 0);
+			assert_int_equal(llmt_gmodel_step_dp(g[k], 1e-2, 1.0, &ac, step, &norm), 0);
+			/* the bf16 weights (download_master would zero the buffer);
+			 * a snapshot leaves the gathered master in it, as in the loop */
+			assert_int_equal(llmt_gmodel_download_compute(g[k]), 0);
+			assert_int_equal(llmt_gmodel_snapshot_start(g[k]), 0);
+			assert_non_null(llmt_gmodel_snapshot_wait(g[k]));
+			set[k] = llmt_emu_memset_bytes - m0;
+			if (k == 1) {
+				calls = llmt_nccl_emu_calls - c0;
+				launches = llmt_nccl_emu_launches - l0;
+			} else {
+				memcpy(gr, llmt_model_grads(h[0]), n * 4);
+			}
+		}
+		/* equal as numbers (0 + -0 is +0 where the old sum added to zeros) */
+		size_t diff = 0;
+		for (size_t i = 0; i < n; i++)
+			diff += gr[i] != llmt_model_grads(h[1])[i];
+		assert_int_equal(diff, 0);
+		assert_memory_equal(llmt_model_master(h[0]), llmt_model_master(h[1]), n * 4);
+		size_t table = gqa ? (size_t)c.vocab_size * c.d_model : 0;   /* untied: zeroed */
+		size_t qk = gqa ? (size_t)c.n_layers * 2 * (c.d_model / c.n_heads) : 0;
+		printf("%s step %d: memset bytes %llu (memset and add) -> %llu (first writes); "
+			   "NCCL calls %ld in %ld launches\n", gqa ? "untied, QK-norm" : "tied", step,
+			   set[0], set[1], calls, launches);
+		assert_true(set[0] - set[1] == (n - table - qk) * 4);
+	}
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(llmt_gmodel_download_master(g[k]), 0);
+	assert_memory_equal(llmt_model_master(h[0]), llmt_model_master(h[1]), n * 4);
+	free(gr);
+	llmt_gmodel_free(g[0]);
+	llmt_gmodel_free(g[1]);
+	llmt_nccl_free(dp);
+}
+static void test_grad_writes_tied(void **st) { (void)st; grad_writes(0); }
+static void test_grad_writes_qknorm(void **st) { (void)st; grad_writes(1); }
+
 static void test_refusals(void **st)
 {
 	(void)st;
@@ -360,6 +449,8 @@ int main(void)
 		cmocka_unit_test(test_model_fused_packed),
 		cmocka_unit_test(test_bridge),
 		cmocka_unit_test(test_zero1),
+		cmocka_unit_test(test_grad_writes_tied),
+		cmocka_unit_test(test_grad_writes_qknorm),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_snapshot_overlap),
 	};

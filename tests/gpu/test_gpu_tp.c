@@ -13,7 +13,8 @@
  *    bit-identical on every TP rank;
  * with dp > 1 (pp = 1) instead: the device ZeRO-1 step (run_zero1: the
  * bf16 weights bit-identical over DP and the rounding of the gathered fp32
- * master) and the device memory estimate (memest_dp); then
+ * master; the first backward writing its gradients bit-identical to a
+ * zeroed buffer added to) and the device memory estimate (memest_dp); then
  * a one-rank TP group: the NCCL all-reduces are issued (counted by the
  * emulation) and change no bit. Tolerances are test_gpu_emu.c's.
  * Exit 0 pass, 1 fail. */
@@ -340,9 +341,10 @@ static void run_zero1(llmt_parallel *p, int gqa)
 	llmt_config c;
 	small_cfg(&c, gqa);
 	llmt_par par = {l->tp, l->tp_rank, 1, 0, p->tp_comm};
-	llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1);
-	llmt_nccl *dp = llmt_nccl_create(p->dp_comm, 0);
-	if (!g || !dp || llmt_gmodel_set_dp(g, dp, 300)) {    /* 300: many buckets, tails */
+	llmt_gmodel *g = llmt_gmodel_create(&c, &par, B, T, 1), *go = llmt_gmodel_create(&c, &par, B, T, 1);
+	llmt_nccl *dp = llmt_nccl_create(p->dp_comm, 0), *dpo = llmt_nccl_create(p->dp_comm, 0);
+	if (!g || !dp || llmt_gmodel_set_dp(g, dp, 300) ||    /* 300: many buckets, tails */
+		!go || !dpo || llmt_gmodel_set_dp(go, dpo, 300)) {
 		check("GPU model with DP", gqa ? "gqa" : "tied", 1, 0);
 		return;
 	}
@@ -386,6 +388,16 @@ static void run_zero1(llmt_parallel *p, int gqa)
 			check("GPU ZeRO-1 step", what, 1, 0);
 		if (llmt_optim_reduce(&o, local, &nref) || llmt_optim_step(&o, ref, LR, nref))
 			check("host optimizer step", what, 1, 0);
+		/* go: the whole buffer zeroed (a read before backward), products
+		 * adding, as before the first backward wrote: the same bits */
+		double ss;
+		if (llmt_gmodel_zero_grad(go) || llmt_gmodel_grad_sumsq(go, &ss) ||
+			llmt_gmodel_forward(go, 0, tok, NULL, tgt, NULL, &loss) ||
+			llmt_gmodel_backward_dp(go, 0, NULL, NULL, 1.0f, 1) || llmt_gmodel_dp_wait(go) ||
+			llmt_gmodel_step_dp(go, LR, ac.grad_clip, &ac, s + 1, &nref) ||
+			llmt_gmodel_download_master(go) || nref != norm ||
+			memcmp(llmt_model_master(llmt_gmodel_host(go)), llmt_model_master(h), n * 4))
+			check("ZeRO-1 step bit-identical to memset and add", what, 1, 0);
 		/* double sums in another order: measured 2.3e-15 */
 		check("ZeRO-1 norm vs host optimizer", what, fabs(norm - nref) / nref, 1e-13);
 		check("clipping active (norm > clip)", what, ac.grad_clip / norm, 1);
@@ -420,7 +432,9 @@ static void run_zero1(llmt_parallel *p, int gqa)
 	llmt_optim_free(&o);
 	free(segs); free(local); free(ref); free(r0);
 	llmt_gmodel_free(g);
+	llmt_gmodel_free(go);
 	llmt_nccl_free(dp);
+	llmt_nccl_free(dpo);
 }
 
 /* dp > 1: the device estimate against the emulation's cudaMalloc bytes,
