@@ -90,7 +90,7 @@ static const struct llmt_devops ops = {
 };
 
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-					int nslots, llmt_recompute rc, llmt_model **out)
+					int nslots, int rc, llmt_model **out)
 {
 	char err[200];
 	if (llmt_gmodel_building())
@@ -115,7 +115,14 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
 		fprintf(stderr, "llm-train: out of memory\n");
 		return 1;
 	}
-	b->g = llmt_gmodel_create_rc(c, par, B, T, nslots, rc);
+	int nl = c->n_layers / par->pp;
+	if (llmt_rc_layers(rc, nl) != (llmt_rc_mode(rc) ? nl : 0)) {
+		fprintf(stderr, "llm-train: the GPU backend recomputes all of a stage's layers or none: "
+						"leave --recompute-layers out\n");
+		free(b);
+		return 1;
+	}
+	b->g = llmt_gmodel_create_rc(c, par, B, T, nslots, llmt_rc_mode(rc));
 	if (!b->g) {
 		free(b);
 		return 1;

@@ -56,14 +56,17 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 		M * Hh * es + 3 * M * Fl * es;
 	if (c->qk_norm)
 		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
-	/* model.c alloc_acts: ATTN keeps one probability buffer for every layer
-	 * and slot; FULL one layer's activations for every layer and slot, and
-	 * each layer's input (the residual streams) per slot */
+	/* model.c alloc_acts: ATTN keeps one probability buffer for every
+	 * recomputed layer and slot; FULL one layer's activations for every
+	 * recomputed layer and slot, and each layer's input (the residual
+	 * streams) per slot; the other layers keep their own */
 	slot = (nl + 1) * M * d * 4 + (first ? M * 4 : 0) + (last ? M * d * es + M * 4 + M * V * es : 0);
-	if (recompute == LLMT_RECOMPUTE_FULL)
-		e->activations = slots * slot + layer;
-	else if (recompute == LLMT_RECOMPUTE_ATTN)
-		e->activations = slots * (slot + nl * (layer - probs)) + probs;
+	int rmode = llmt_rc_mode(recompute);
+	double K = llmt_rc_layers(recompute, (int)nl); /* of the stage's first K layers */
+	if (rmode == LLMT_RECOMPUTE_FULL)
+		e->activations = slots * (slot + (nl - K) * layer) + (K > 0 ? layer : 0);
+	else if (rmode == LLMT_RECOMPUTE_ATTN)
+		e->activations = slots * (slot + nl * layer - K * probs) + (K > 0 ? probs : 0);
 	else
 		e->activations = slots * (slot + nl * layer);
 	/* rotary tables, QK-norm gradient, y dx dh, da, datt, dyact, dgu, dS, dqkv */

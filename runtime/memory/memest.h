@@ -26,7 +26,8 @@ typedef struct {
  * attn_nt: 0 when the model runs the oneDNN full-square attention (fp32,
  * LLMT_NO_BF16, head_dim or CPU unsuited), else the thread count of the
  * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
- * scratch); llmt_model_blocked_attn says which. */
+ * scratch); llmt_model_blocked_attn says which. recompute: a mode or a
+ * plan (model_config.h LLMT_RC_PLAN). */
 void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e);
 
