@@ -115,14 +115,7 @@ int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, i
 		fprintf(stderr, "llm-train: out of memory\n");
 		return 1;
 	}
-	int nl = c->n_layers / par->pp;
-	if (llmt_rc_layers(rc, nl) != (llmt_rc_mode(rc) ? nl : 0)) {
-		fprintf(stderr, "llm-train: the GPU backend recomputes all of a stage's layers or none: "
-						"leave --recompute-layers out\n");
-		free(b);
-		return 1;
-	}
-	b->g = llmt_gmodel_create_rc(c, par, B, T, nslots, llmt_rc_mode(rc));
+	b->g = llmt_gmodel_create_rc(c, par, B, T, nslots, rc);
 	if (!b->g) {
 		free(b);
 		return 1;

@@ -59,6 +59,18 @@ if [ -x "$EMU" ]; then
 	echo "GPU rank, --recompute full: device plan $pf MiB, run $rf MiB (none: $pd MiB)"
 	[ -n "$pf" ] && [ "$pf" = "$rf" ] || fail "--recompute full: the plan's GPU rank is not the run's estimate"
 	awk -v f="$pf" -v n="$pd" 'BEGIN { exit !(f < n) }' || fail "--recompute full: no less device memory"
+	# and in the first 2 of the 4 layers: between none and all of them
+	"$LT" memory --model "$MODEL" $opts --threads 1 --recompute full --recompute-layers 2 >"$W/plank" ||
+		fail "llm-train memory --recompute-layers 2 exited $?"
+	LLM_TRAIN_GPU=0 "$EMU" --model "$MODEL" --data "$W/data" --steps 2 $opts --recompute full \
+		--recompute-layers 2 --ckpt-dir "$W/ckgk" >"$W/grunk" 2>&1 ||
+		{ cat "$W/grunk"; fail "the emulated GPU run with --recompute-layers 2 exited"; }
+	pk=$(field "GPU rank: device" <"$W/plank")
+	rk=$(field "device memory estimate of rank 0:" <"$W/grunk")
+	echo "GPU rank, --recompute full in 2 of 4 layers: device plan $pk MiB, run $rk MiB"
+	[ -n "$pk" ] && [ "$pk" = "$rk" ] || fail "--recompute-layers 2: the plan's GPU rank is not the run's estimate"
+	awk -v k="$pk" -v f="$pf" -v n="$pd" 'BEGIN { exit !(k < n && k > f) }' ||
+		fail "--recompute-layers 2: the device plan is not between none and all layers"
 else
 	echo "note: built without CUDA: the GPU plan is not held against a run"
 fi
