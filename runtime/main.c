@@ -114,8 +114,14 @@ static int train_env(llmt_train_opts *o)
 		return LLMT_EXIT_USAGE;
 	if ((e = getenv(LLMT_ENV_RECOMPUTE)) && *e && llmt_recompute_from(e, &o->recompute))
 		return bad(LLMT_ENV_RECOMPUTE, e, "want none, attn or full");
+	if (env_int(LLMT_ENV_RECOMPUTE_LAYERS, 1 << 20, &o->recompute_layers))
+		return LLMT_EXIT_USAGE;
 	return 0;
 }
+
+/* --recompute and --recompute-layers on the command line: the planner's
+ * K (LLM_TRAIN_RECOMPUTE_LAYERS) goes with its mode, not with another */
+static int rc_cli, rcl_cli;
 
 /* One option (getopt_long's code c, its value in optarg): 0 or 64; the
  * checkpoint interval's text in *interval. */
@@ -153,10 +159,15 @@ static int train_opt(llmt_train_opts *o, int c, const char **interval)
 			rc = bad("--precision", optarg, "want bf16 or fp32");
 		break;
 	case O_RECOMP:
+		rc_cli = 1;
 		if (llmt_recompute_from(optarg, &o->recompute))
 			rc = bad("--recompute", optarg, "want none, attn or full");
 		break;
-	case O_RCL: rc = llmt_cli_int("--recompute-layers", optarg, 0, 1 << 20, &v); o->recompute_layers = (int)v; break;
+	case O_RCL:
+		rcl_cli = 1;
+		rc = llmt_cli_int("--recompute-layers", optarg, 0, 1 << 20, &v);
+		o->recompute_layers = (int)v;
+		break;
 	case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
 	case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
 	case O_SPIKE: rc = llmt_cli_num("--spike-factor", optarg, 0, 1e30, &o->spike_factor); break;
@@ -188,6 +199,8 @@ static int train_finish(int argc, char **argv, llmt_train_opts *o, const char *i
 	}
 	if (interval && *interval && llmt_parse_interval(interval, o))
 		return bad("--ckpt-interval", interval, "want N (steps), Ns, Nm, Nh or auto");
+	if (rc_cli && !rcl_cli)
+		o->recompute_layers = -1;
 	if (o->recompute_layers >= 0 && o->recompute == LLMT_RECOMPUTE_NONE) {
 		char k[16];
 		snprintf(k, sizeof k, "%d", o->recompute_layers);
