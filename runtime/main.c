@@ -30,7 +30,7 @@ static const char usage[] =
 	"         [--grad-accum A] [--lr X] [--min-lr X] [--warmup N] [--weight-decay X] [--beta1 X]\n"
 	"         [--beta2 X] [--eps X] [--grad-clip X] [--seed S] [--ckpt-dir DIR]\n"
 	"         [--ckpt-interval N|Ns|Nm|Nh|auto] [--ckpt-keep K] [--precision bf16|fp32]\n"
-	"         [--recompute none|attn|full]\n"
+	"         [--recompute none|attn|full] [--recompute-layers K (default all of the stage's)]\n"
 	"         [--sdc-interval N] [--max-bad-steps K] [--spike-factor X] [--resume CKPT]\n"
 	"         [--init-from HFDIR] [--run-dir DIR] [--peak-gflops X] [--mtbf SECONDS] [--quiet]\n"
 	"         [--eval-interval N] [--eval-batches K] [--val-data DIR (default DATA/val)]\n"
@@ -44,7 +44,7 @@ static const char usage[] =
 	"         [--temperature T] [--top-p P] [--seed S] (llm-train generate --help)\n"
 	"       llm-train selftest [--size small|full] [--json FILE] [--slow-factor F] (--help)\n"
 	"       llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
-	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n"
+	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full] [--recompute-layers K]\n"
 	"Environment: LLM_TRAIN_TP/PP/DP, RANK, WORLD_SIZE, LLM_TRAIN_CKPT_DIR, LLM_TRAIN_CKPT_INTERVAL,\n"
 	"  LLM_TRAIN_RESUME, LLM_TRAIN_SKIP_BATCHES, LLM_TRAIN_RUN_DIR, LLM_TRAIN_HEARTBEAT_DIR,\n"
 	"  LLM_TRAIN_COMM_TIMEOUT, LLM_TRAIN_FAULT, LLM_TRAIN_ATTEMPT (see doc/contracts.md);\n"
@@ -71,7 +71,7 @@ static int env_int(const char *name, long hi, int *out)
 /* the train options: their codes and names */
 enum { O_MODEL = 1000, O_DATA, O_STEPS, O_MB, O_SEQ, O_GA, O_LR, O_MINLR, O_WARM, O_WD, O_B1,
 	O_B2, O_EPS, O_CLIP, O_SEED, O_CKDIR, O_CKINT, O_KEEP, O_PREC, O_RECOMP, O_SDC, O_BAD, O_SPIKE,
-	O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_HELP };
+	O_RESUME, O_INIT, O_RUN, O_PEAK, O_MTBF, O_QUIET, O_VAL, O_EVAL, O_EVALB, O_RCL, O_HELP };
 
 static const struct option train_opts[] = {
 	{ "model", required_argument, NULL, O_MODEL }, { "data", required_argument, NULL, O_DATA },
@@ -91,6 +91,7 @@ static const struct option train_opts[] = {
 	{ "mtbf", required_argument, NULL, O_MTBF }, { "quiet", no_argument, NULL, O_QUIET },
 	{ "val-data", required_argument, NULL, O_VAL }, { "eval-interval", required_argument, NULL, O_EVAL },
 	{ "eval-batches", required_argument, NULL, O_EVALB },
+	{ "recompute-layers", required_argument, NULL, O_RCL },
 	{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 };
 
@@ -113,8 +114,14 @@ static int train_env(llmt_train_opts *o)
 		return LLMT_EXIT_USAGE;
 	if ((e = getenv(LLMT_ENV_RECOMPUTE)) && *e && llmt_recompute_from(e, &o->recompute))
 		return bad(LLMT_ENV_RECOMPUTE, e, "want none, attn or full");
+	if (env_int(LLMT_ENV_RECOMPUTE_LAYERS, 1 << 20, &o->recompute_layers))
+		return LLMT_EXIT_USAGE;
 	return 0;
 }
+
+/* --recompute and --recompute-layers on the command line: the planner's
+ * K (LLM_TRAIN_RECOMPUTE_LAYERS) goes with its mode, not with another */
+static int rc_cli, rcl_cli;
 
 /* One option (getopt_long's code c, its value in optarg): 0 or 64; the
  * checkpoint interval's text in *interval. */
@@ -152,8 +159,14 @@ static int train_opt(llmt_train_opts *o, int c, const char **interval)
 			rc = bad("--precision", optarg, "want bf16 or fp32");
 		break;
 	case O_RECOMP:
+		rc_cli = 1;
 		if (llmt_recompute_from(optarg, &o->recompute))
 			rc = bad("--recompute", optarg, "want none, attn or full");
+		break;
+	case O_RCL:
+		rcl_cli = 1;
+		rc = llmt_cli_int("--recompute-layers", optarg, 0, 1 << 20, &v);
+		o->recompute_layers = (int)v;
 		break;
 	case O_SDC: rc = llmt_cli_int("--sdc-interval", optarg, 0, 1L << 40, &o->sdc_interval); break;
 	case O_BAD: rc = llmt_cli_int("--max-bad-steps", optarg, 1, 1 << 20, &v); o->max_bad_steps = (int)v; break;
@@ -186,6 +199,13 @@ static int train_finish(int argc, char **argv, llmt_train_opts *o, const char *i
 	}
 	if (interval && *interval && llmt_parse_interval(interval, o))
 		return bad("--ckpt-interval", interval, "want N (steps), Ns, Nm, Nh or auto");
+	if (rc_cli && !rcl_cli)
+		o->recompute_layers = -1;
+	if (o->recompute_layers >= 0 && o->recompute == LLMT_RECOMPUTE_NONE) {
+		char k[16];
+		snprintf(k, sizeof k, "%d", o->recompute_layers);
+		return bad("--recompute-layers", k, "needs --recompute attn or full");
+	}
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
 	if (o->min_lr > o->lr)

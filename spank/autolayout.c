@@ -161,6 +161,7 @@ int llmt_auto_decide(struct llmt_opts *o, const struct llmt_policy *p, const llm
 	o->choice.grad_accum = (unsigned)x->A;
 	o->choice.seq = (unsigned)in->T;
 	o->choice.recompute = x->recompute;
+	o->choice.recompute_layers = (unsigned)x->rc_layers;
 	o->choice.candidates = out->n;
 	o->choice.step_s = x->step_s;
 	o->choice.mem_bytes = x->mem;
@@ -180,8 +181,9 @@ void llmt_auto_print(FILE *f, const char *prefix, const struct llmt_auto_out *ou
 			"micro", "accum", "recompute", "memory_GiB", "step_s", "tokens/s");
 	for (int i = 0; i < out->shown; i++) {
 		const llmt_autoplan_cand *x = &out->cand[i];
+		char rt[24];
 		fprintf(f, "%s  %-3d %4d %4d %5d %6d %5d %-9s %10.3f %9.4f %11.0f%s\n", prefix, i + 1, x->tp,
-			x->pp, x->dp, x->B, x->A, llmt_recompute_name((llmt_recompute)x->recompute),
+			x->pp, x->dp, x->B, x->A, llmt_autoplan_rc_text(x, rt, sizeof rt),
 			x->mem / GIB, x->step_s, x->tokens_per_s, i ? "" : "  <- chosen");
 	}
 	for (int i = 0; i < LLMT_AP_NREASONS; i++)
@@ -197,5 +199,7 @@ int llmt_auto_summary(const struct llmt_opts *o, char *buf, size_t len)
 			 "candidates=%d step_s=%.6g memory_bytes=%.0f limit_bytes=%.0f", o->tp, o->pp, o->dp,
 			 ch->micro_batch, ch->grad_accum, llmt_recompute_name((llmt_recompute)ch->recompute),
 			 ch->seq, ch->candidates, ch->step_s, ch->mem_bytes, ch->mem_limit);
+	if (w >= 0 && (size_t)w < len && ch->recompute_layers)
+		w += snprintf(buf + w, len - (size_t)w, " recompute_layers=%u", ch->recompute_layers);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }

@@ -91,9 +91,10 @@ static int nodes_of(const char *s, int *n)
 
 static json_t *cand_json(const llmt_autoplan_cand *x)
 {
-	json_t *j = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "tp", x->tp,
+	json_t *j = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "tp", x->tp,
 		"pp", x->pp, "dp", x->dp, "micro_batch", x->B, "grad_accum", x->A, "recompute",
-		llmt_recompute_name((llmt_recompute)x->recompute), "memory_bytes", x->mem, "step_s",
+		llmt_recompute_name((llmt_recompute)x->recompute), "recompute_layers", x->rc_layers,
+		"memory_bytes", x->mem, "step_s",
 		x->step_s, "tokens_per_s", x->tokens_per_s, "compute_s", x->compute_s, "tp_s", x->tp_s,
 		"pp_s", x->pp_s, "dp_s", x->dp_s, "bubble", x->bubble);
 	if (!j) { /* a time that is not a finite number: the inputs are absurd */
@@ -140,20 +141,23 @@ static void print_text(const char *model, const llmt_autoplan_in *in, const llmt
 	printf("%d feasible layouts; the fastest %d:\n", n, shown);
 	printf("  %-3s %4s %4s %5s %6s %5s %-9s %10s %9s %11s  %s\n", "#", "tp", "pp", "dp", "micro",
 	       "accum", "recompute", "memory_GiB", "step_s", "tokens/s", "compute/tp/pp/dp s, bubble");
+	char rt[24];
 	for (int i = 0; i < shown; i++)
 		printf("  %-3d %4d %4d %5d %6d %5d %-9s %10.3f %9.4f %11.0f  %.4f/%.4f/%.4f/%.4f, %.0f%%\n",
 		       i + 1, c[i].tp, c[i].pp, c[i].dp, c[i].B, c[i].A,
-		       llmt_recompute_name((llmt_recompute)c[i].recompute), c[i].mem / 1073741824.0,
+		       llmt_autoplan_rc_text(&c[i], rt, sizeof rt), c[i].mem / 1073741824.0,
 		       c[i].step_s, c[i].tokens_per_s, c[i].compute_s, c[i].tp_s, c[i].pp_s, c[i].dp_s,
 		       c[i].bubble * 100);
 	for (int i = 0; i < LLMT_AP_NREASONS; i++)
 		if (rj->count[i])
 			printf("rejected %ld: %s (e.g. %s)\n", rj->count[i], llmt_autoplan_reason(i),
 			       rj->example[i]);
-	if (shown)
+	if (shown) {
+		snprintf(rt, sizeof rt, " --recompute-layers %d", c[0].rc_layers);
 		printf("chosen: --llm-train=tp=%d,pp=%d,dp=%d and llm-train --micro-batch %d --grad-accum %d "
-		       "--recompute %s\n", c[0].tp, c[0].pp, c[0].dp, c[0].B, c[0].A,
-		       llmt_recompute_name((llmt_recompute)c[0].recompute));
+		       "--recompute %s%s\n", c[0].tp, c[0].pp, c[0].dp, c[0].B, c[0].A,
+		       llmt_recompute_name((llmt_recompute)c[0].recompute), c[0].rc_layers ? rt : "");
+	}
 }
 
 /* the options into in; 0, or an exit code after one message */

@@ -118,6 +118,8 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 		PUT(LLMT_ENV_MICRO_BATCH, "%u", o->choice.micro_batch);
 		PUT(LLMT_ENV_GRAD_ACCUM, "%u", o->choice.grad_accum);
 		PUT(LLMT_ENV_RECOMPUTE, "%s", llmt_recompute_name((llmt_recompute)o->choice.recompute));
+		if (o->choice.recompute_layers)
+			PUT(LLMT_ENV_RECOMPUTE_LAYERS, "%u", o->choice.recompute_layers);
 		PUT(LLMT_ENV_SEQ, "%u", o->choice.seq);
 		if (llmt_auto_summary(o, sum, sizeof(sum)) == 0)
 			PUT(LLMT_ENV_AUTO, "%s", sum);

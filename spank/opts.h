@@ -29,11 +29,12 @@ enum {
 
 /* The layout the planner chose for tp/pp/micro-batch=auto (opts_auto.c):
  * filled where the allocation is known (step start), handed to the ranks
- * as LLM_TRAIN_MICRO_BATCH, _GRAD_ACCUM, _RECOMPUTE, _SEQ and _AUTO. */
+ * as LLM_TRAIN_MICRO_BATCH, _GRAD_ACCUM, _RECOMPUTE(_LAYERS), _SEQ and _AUTO. */
 struct llmt_auto_choice {
 	int done;             /* 1: tp, pp, dp of llmt_opts are the planner's */
 	unsigned micro_batch, grad_accum, seq;
 	int recompute;        /* llmt_recompute */
+	unsigned recompute_layers; /* in the first K of each stage's layers; 0 all */
 	int candidates;       /* feasible layouts */
 	double step_s, mem_bytes, mem_limit;
 };

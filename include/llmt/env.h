@@ -14,10 +14,11 @@
 #define LLMT_ENV_DP_RANK "LLM_TRAIN_DP_RANK"
 /* the automatic layout's training shape (plugin -> runtime, wrapper):
  * defaults under llm-train's own --micro-batch --grad-accum --recompute
- * --seq; LLM_TRAIN_AUTO: the choice in one line for the wrapper's ledger */
+ * (--recompute-layers) --seq; LLM_TRAIN_AUTO: the choice in one line for the wrapper's ledger */
 #define LLMT_ENV_MICRO_BATCH "LLM_TRAIN_MICRO_BATCH"
 #define LLMT_ENV_GRAD_ACCUM "LLM_TRAIN_GRAD_ACCUM"
 #define LLMT_ENV_RECOMPUTE "LLM_TRAIN_RECOMPUTE"
+#define LLMT_ENV_RECOMPUTE_LAYERS "LLM_TRAIN_RECOMPUTE_LAYERS"
 #define LLMT_ENV_SEQ "LLM_TRAIN_SEQ"
 #define LLMT_ENV_AUTO "LLM_TRAIN_AUTO"
 /* devices and network (plugin -> runtime) */

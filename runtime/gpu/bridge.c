@@ -90,7 +90,7 @@ static const struct llmt_devops ops = {
 };
 
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-					int nslots, llmt_recompute rc, llmt_model **out)
+					int nslots, int rc, llmt_model **out)
 {
 	char err[200];
 	if (llmt_gmodel_building())

@@ -34,12 +34,13 @@ struct llmt_devops {
  * build with CUDA. 1 yes, 0 no, -1 with a reason in err for a bad value. */
 int llmt_dev_wanted(const char *llm_train_gpu, int have_cuda, char *err, size_t errlen);
 
-/* 1 when the GPU backend takes this model (rc: llm-train --recompute,
+/* 1 when the GPU backend takes this model (rc: llm-train --recompute, a
+ * mode or a plan, model_config.h LLMT_RC_PLAN;
  * gmodel.h llmt_gmodel_create_rc): *out is its model, or NULL
  * after a message on stderr (no device, fp32, out of memory);
  * 0 when the model is built on the CPU. */
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-					int nslots, llmt_recompute rc, llmt_model **out);
+					int nslots, int rc, llmt_model **out);
 
 /* 1 when m is a model the GPU backend built (its buffers on a device). */
 int llmt_dev_model(const llmt_model *m);

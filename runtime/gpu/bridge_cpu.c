@@ -7,7 +7,7 @@
 #include "llmt/env.h"
 
 int llmt_dev_create(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B, int T,
-					int nslots, llmt_recompute rc, llmt_model **out)
+					int nslots, int rc, llmt_model **out)
 {
 	(void)c; (void)par; (void)prec; (void)B; (void)T; (void)nslots; (void)rc; (void)out;
 	char err[160];

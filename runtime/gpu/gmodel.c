@@ -184,14 +184,15 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
 }
 
 llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, int B, int T,
-								   int nslots, llmt_recompute rc)
+								   int nslots, int rc)
 {
 	llmt_gmodel *g = calloc(1, sizeof *g);
 	if (!g) {
 		fprintf(stderr, "llm-train: out of memory building the GPU model\n");
 		return NULL;
 	}
-	g->rc = rc;
+	g->rc = llmt_rc_mode(rc);
+	g->rc_layers = llmt_rc_layers(rc, c->n_layers / par->pp);
 	/* the host mirror: parameter table, init, host buffers; its own
 	 * activations are sized for one token only */
 	building = 1;

@@ -41,10 +41,12 @@ llmt_gmodel *llmt_gmodel_create(const llmt_config *c, const llmt_par *par, int B
  * llmt_model_create_rc): attn keeps each layer's q, k, v and recomputes
  * the attention (probabilities or logsumexp, output) before its backward;
  * full keeps each layer's input and recomputes the layer. The recomputed
- * activations are one set for every layer and slot; the same kernels in
- * the same order, so the same bits as without. */
+ * activations are one set for every recomputed layer and slot; the same
+ * kernels in the same order, so the same bits as without. rc: a mode (all
+ * the stage's layers) or a plan of it for the first K (model_config.h
+ * LLMT_RC_PLAN); the other layers keep everything. */
 llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, int B, int T,
-                                   int nslots, llmt_recompute rc);
+                                   int nslots, int rc);
 void llmt_gmodel_free(llmt_gmodel *g);
 /* 1 while llmt_gmodel_create builds its host mirror (which must be a CPU
  * model whatever LLM_TRAIN_GPU says). */

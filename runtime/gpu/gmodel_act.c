@@ -1,7 +1,8 @@
 /* gmodel_act.c: the activations the GPU model keeps between a layer's
  * forward and its backward, allocated from act_plan.c's table (the one
  * the device memory estimate sums): per layer and slot, or, for what
- * backward recomputes (llm-train --recompute), one set for all. */
+ * backward recomputes (llm-train --recompute), one set for all the
+ * recomputed layers (the first rc_layers of the stage). */
 #include "gmodel_impl.h"
 
 /* buffer i of the table is p */
@@ -49,14 +50,16 @@ int gact_alloc(llmt_gmodel *g)
 	gact_shape s = { (size_t)h->B, (size_t)h->T, (size_t)h->c.d_model, (size_t)h->Hl,
 					 (size_t)h->KVl, (size_t)h->hd, (size_t)h->Fl, g->attn_chunk,
 					 h->c.qk_norm, g->fused, (int)g->rc };
-	gact_plan p;
+	gact_plan p, p0;      /* of the recomputed layers, of the others */
 	struct glayer_act sh = { 0 };
 	gact_plan_make(&s, &p);
-	if (gact_fill(g, &p, 1, &sh, &sh))
+	s.recompute = LLMT_RECOMPUTE_NONE;
+	gact_plan_make(&s, &p0);
+	if (g->rc_layers && gact_fill(g, &p, 1, &sh, &sh))
 		return -1;
 	for (int k = 0; k < h->nslots; k++)
 		for (int l = 0; l < h->nl; l++)
-			if (gact_fill(g, &p, 0, &sh, &g->slots[k].la[l]))
+			if (gact_fill(g, l < g->rc_layers ? &p : &p0, 0, &sh, &g->slots[k].la[l]))
 				return -1;
 	return 0;
 }

@@ -68,6 +68,7 @@ struct llmt_gmodel {
 	int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
 	llmt_recompute rc;            /* recomputed in backward: attn core, or whole layers
 	                               * (their activations one set for all: act_plan.c) */
+	int rc_layers;                /* in the stage's first rc_layers layers; the rest keep all */
 	float *Dsc;                   /* fused backward: rowsum(dO o) [B][H][T] */
 	/* tensor parallelism: all-reduces on the compute stream (gmodel_step.c) */
 	struct llmt_nccl *tp;         /* over par.tp_comm (owned); NULL: no TP group */
@@ -150,5 +151,8 @@ int llmt_gmodel_dp_allgather(llmt_gmodel *g);
  * communicator on the compute stream). 0 or -1. */
 int gag_wait(llmt_gmodel *g, size_t hi);
 int gag_finish(llmt_gmodel *g);
+
+/* the recomputation of the stage's layer l */
+#define GRC_AT(g, l) ((l) < (g)->rc_layers ? (g)->rc : LLMT_RECOMPUTE_NONE)
 
 #endif

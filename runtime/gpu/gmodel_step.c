@@ -341,7 +341,7 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 	CK(gk_f32_to_bf16(dx, g->dyact, Md, st), "to bf16");
 	/* ATTN: the attention's probabilities or logsumexp and its output
 	 * again, by the forward's kernels on the kept q, k, v */
-	if (g->rc == LLMT_RECOMPUTE_ATTN && attn_core_fwd(g, sl, a))
+	if (GRC_AT(g, l) == LLMT_RECOMPUTE_ATTN && attn_core_fwd(g, sl, a))
 		return -1;
 	if (g->fused) {
 		/* the attention output gradient straight into bf16 token-major dO */
@@ -418,7 +418,7 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 	/* FULL: the layer's forward again from its kept input (xs[l + 1] is
 	 * rewritten with the same values, no longer read) */
 	for (int l = h->nl - 1; l >= 0; l--)
-		if ((g->rc == LLMT_RECOMPUTE_FULL && layer_fwd(g, sl, l)) || layer_bwd(g, sl, l))
+		if ((GRC_AT(g, l) == LLMT_RECOMPUTE_FULL && layer_fwd(g, sl, l)) || layer_bwd(g, sl, l))
 			return -1;
 	if (h->first) {
 		/* a scatter-add over the tokens of the micro-batch: the first

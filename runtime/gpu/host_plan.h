@@ -163,7 +163,8 @@ typedef struct {
 	size_t B, T, d, Hl, KVl, hd, Fl;   /* this rank's heads, KV heads and d_ff */
 	int C;                             /* query chunk (chunked attention) */
 	int qk_norm, fused;
-	int recompute;                     /* model_config.h llmt_recompute: 0 none, 1 attn, 2 full */
+	int recompute;                     /* model_config.h llmt_recompute: 0 none, 1 attn, 2 full
+	                                    * (of a recomputed layer; the others: 0) */
 } gact_shape;
 typedef struct {
 	size_t bytes[GA_N];                /* 0: not allocated */

@@ -38,6 +38,21 @@ size_t llmt_autoplan_stage_params(const llmt_config *c, int tp, int pp, int s)
 	return n;
 }
 
+int llmt_autoplan_rc_plan(const llmt_autoplan_cand *x)
+{
+	return LLMT_RC_PLAN(x->recompute, x->rc_layers > 0 ? x->rc_layers : -1);
+}
+
+const char *llmt_autoplan_rc_text(const llmt_autoplan_cand *x, char *buf, size_t len)
+{
+	const char *m = llmt_recompute_name((llmt_recompute)x->recompute);
+	if (x->rc_layers > 0 && x->recompute != LLMT_RECOMPUTE_NONE)
+		snprintf(buf, len, "%s:%d", m, x->rc_layers);
+	else
+		snprintf(buf, len, "%s", m);
+	return buf;
+}
+
 /* ring all-reduce of `bytes` over k ranks */
 static double allreduce_s(double bytes, int k, double bw, double lat)
 {
@@ -53,12 +68,12 @@ static double stage_mem(const llmt_config *c, const llmt_autoplan_in *in, const 
 
 	if (in->gpu) {
 		llmt_memest_gpu g;
-		llmt_memory_estimate_gpu(c, &l, n, x->B, in->T, x->A, 1, x->recompute, &g);
+		llmt_memory_estimate_gpu(c, &l, n, x->B, in->T, x->A, 1, llmt_autoplan_rc_plan(x), &g);
 		return g.total;
 	}
 	llmt_memest e;
 	/* attn_nt 0: oneDNN's full-square scratch, the larger of the two paths */
-	llmt_memory_estimate(c, &l, n, x->B, in->T, x->A, 1, 1, 0, x->recompute, &e);
+	llmt_memory_estimate(c, &l, n, x->B, in->T, x->A, 1, 1, 0, llmt_autoplan_rc_plan(x), &e);
 	return e.total;
 }
 
@@ -73,11 +88,13 @@ static double micro_s(const llmt_config *c, const llmt_autoplan_in *in, llmt_aut
 		(s == x->pp - 1 ? V * d : 0);
 	double fwd = 2 * M * mm, attn_fwd = nl * 2.0 * x->B * (H / tp) * T * T * hd;
 	double flops = 3 * (fwd + attn_fwd), ar = 4 * nl;
+	/* the recomputed share of the layers' forward */
+	double f = llmt_rc_layers(llmt_autoplan_rc_plan(x), (int)nl) / nl;
 
 	if (x->recompute == LLMT_RECOMPUTE_FULL)
-		flops += fwd + attn_fwd, ar += 2 * nl;
+		flops += f * (fwd + attn_fwd), ar += 2 * f * nl;
 	else if (x->recompute == LLMT_RECOMPUTE_ATTN)
-		flops += attn_fwd;
+		flops += f * attn_fwd;
 	*tp_s = ar * allreduce_s(M * d * 4, x->tp, in->bw_intra, in->lat);
 	return flops / in->flops + *tp_s;
 }
@@ -130,6 +147,28 @@ static void reject(llmt_autoplan_rejects *rj, int why, const llmt_autoplan_cand 
 			x->B, more);
 }
 
+/* x fits with full recomputation in all of each stage's layers: in the
+ * fewest that fit instead (the memory falls as they grow: a bisection),
+ * priced into x; 0 (x as it was) when only all of them fit */
+static int fewest_layers(const llmt_config *c, const llmt_autoplan_in *in, llmt_autoplan_cand *x)
+{
+	llmt_autoplan_cand y = *x;
+	int lo = 1, hi = c->n_layers / x->pp;  /* hi fits */
+	while (lo < hi) {
+		y.rc_layers = lo + (hi - lo) / 2;
+		if (llmt_autoplan_price(c, in, &y))
+			lo = y.rc_layers + 1;
+		else
+			hi = y.rc_layers;
+	}
+	if (hi == c->n_layers / x->pp)
+		return 0;
+	y.rc_layers = hi;
+	llmt_autoplan_price(c, in, &y);
+	*x = y;
+	return 1;
+}
+
 static int faster(const void *a, const void *b)
 {
 	const llmt_autoplan_cand *x = a, *y = b;
@@ -173,7 +212,7 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 			if ((world / tp) % pp || (in->fix_pp && pp != in->fix_pp) ||
 			    (in->fix_dp && world / tp / pp != in->fix_dp))
 				continue;
-			llmt_autoplan_cand x = { tp, pp, world / tp / pp, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+			llmt_autoplan_cand x = { tp, pp, world / tp / pp, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 			if (c->n_heads % tp || kv % tp || c->d_ff % tp) {
 				reject(rj, LLMT_AP_HEADS, &x, "");
 				continue;
@@ -193,17 +232,25 @@ void llmt_autoplan(const llmt_config *c, const llmt_autoplan_in *in, llmt_autopl
 					continue;
 				}
 				x.A = (int)(in->global_batch / ((long)x.dp * x.B));
+				int none_fits = 0;
 				for (int r = r0; r <= r1; r++) {
 					char more[64];
 					x.recompute = r;
+					x.rc_layers = 0;
 					if (llmt_autoplan_price(c, in, &x)) {
 						snprintf(more, sizeof(more), " recompute %s: %.2f GiB",
 							llmt_recompute_name((llmt_recompute)r), x.mem / 1073741824.0);
 						reject(rj, LLMT_AP_MEMORY, &x, more);
 						continue;
 					}
+					none_fits |= r == LLMT_RECOMPUTE_NONE;
 					(*n)++;
 					keep(out, cap, &kept, &x);
+					if (r == LLMT_RECOMPUTE_FULL && in->recompute < 0 && !none_fits &&
+					    fewest_layers(c, in, &x)) {
+						(*n)++;
+						keep(out, cap, &kept, &x);
+					}
 				}
 			}
 		}

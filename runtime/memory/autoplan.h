@@ -1,7 +1,9 @@
 /* autoplan.h: the automatic parallel layout. From a model config, an
  * allocation (nodes x tasks per node), each rank's memory limit, FLOP rate
  * and link speeds, enumerates every tp x pp x dp x micro-batch x
- * recomputation that divides the model and the allocation, sizes each by
+ * recomputation that divides the model and the allocation (and where full
+ * recomputation fits but none does not, full in only the fewest of each
+ * stage's layers that fits: --recompute-layers), sizes each by
  * memest.h's model of a rank, prices it with a step-time model, and ranks
  * them. Pure: no I/O, no communicator; llm-train-plan --auto prints it. */
 #ifndef LLMT_AUTOPLAN_H
@@ -43,7 +45,14 @@ typedef struct {
 	double step_s;              /* predicted optimizer step */
 	double compute_s, tp_s, pp_s, dp_s, bubble;  /* parts of step_s */
 	double tokens_per_s;
+	int rc_layers;              /* recompute in the first rc_layers of each
+	                             * stage's layers; 0: all of them */
 } llmt_autoplan_cand;
+
+/* x's recomputation as a plan (model_config.h LLMT_RC_PLAN) */
+int llmt_autoplan_rc_plan(const llmt_autoplan_cand *x);
+/* "none", "attn", "full", or "full:K" (K of each stage's layers) into buf */
+const char *llmt_autoplan_rc_text(const llmt_autoplan_cand *x, char *buf, size_t len);
 
 /* Why candidates were left out: counts, and the first example of each. */
 enum { LLMT_AP_HEADS, LLMT_AP_LAYERS, LLMT_AP_DOMAIN, LLMT_AP_BATCH, LLMT_AP_MEMORY, LLMT_AP_NREASONS };

@@ -56,14 +56,17 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 		M * Hh * es + 3 * M * Fl * es;
 	if (c->qk_norm)
 		layer += M * Wq * 4 + M * (Hl + KVl) * 4;
-	/* model.c alloc_acts: ATTN keeps one probability buffer for every layer
-	 * and slot; FULL one layer's activations for every layer and slot, and
-	 * each layer's input (the residual streams) per slot */
+	/* model.c alloc_acts: ATTN keeps one probability buffer for every
+	 * recomputed layer and slot; FULL one layer's activations for every
+	 * recomputed layer and slot, and each layer's input (the residual
+	 * streams) per slot; the other layers keep their own */
 	slot = (nl + 1) * M * d * 4 + (first ? M * 4 : 0) + (last ? M * d * es + M * 4 + M * V * es : 0);
-	if (recompute == LLMT_RECOMPUTE_FULL)
-		e->activations = slots * slot + layer;
-	else if (recompute == LLMT_RECOMPUTE_ATTN)
-		e->activations = slots * (slot + nl * (layer - probs)) + probs;
+	int rmode = llmt_rc_mode(recompute);
+	double K = llmt_rc_layers(recompute, (int)nl); /* of the stage's first K layers */
+	if (rmode == LLMT_RECOMPUTE_FULL)
+		e->activations = slots * (slot + (nl - K) * layer) + (K > 0 ? layer : 0);
+	else if (rmode == LLMT_RECOMPUTE_ATTN)
+		e->activations = slots * (slot + nl * layer - K * probs) + (K > 0 ? probs : 0);
 	else
 		e->activations = slots * (slot + nl * layer);
 	/* rotary tables, QK-norm gradient, y dx dh, da, datt, dyact, dgu, dS, dqkv */
@@ -102,12 +105,13 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	int slots = l->pp < A ? l->pp : A, C = gattn_chunk(T);
 	/* the attention the model will run (gmodel.c: the same rule) */
 	int fused = gattn_fused(c->d_model / c->n_heads, getenv(LLMT_ENV_GPU_ATTN)) > 0;
-	double layer, slot, wide, pw, attn_scratch;
+	double layers, slot, wide, pw, attn_scratch;
 	/* the activations a layer keeps, per layer or once (act_plan.c: the
 	 * table gmodel_act.c allocates from) */
 	gact_shape sh = { (size_t)B, (size_t)T, (size_t)c->d_model, (size_t)Hl, (size_t)KVl,
-		(size_t)hd, (size_t)Fl, C, c->qk_norm, fused, recompute };
-	gact_plan ap;
+		(size_t)hd, (size_t)Fl, C, c->qk_norm, fused, llmt_rc_mode(recompute) };
+	gact_plan ap, ap0;    /* of the recomputed layers (the first K), of the others */
+	double K = llmt_rc_layers(recompute, (int)nl);
 
 	memset(e, 0, sizeof(*e));
 	/* fp32 gradients, bf16 copy, rotary tables, the fp32 copies of the
@@ -132,13 +136,15 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		attn_scratch = 2 * BH * C * T * 4 + M * Hh * 4 + 2 * BH * T * hd * 4 +
 			BH * T * hd * 2 + BH * C * T * 2;
 	gact_plan_make(&sh, &ap);
-	layer = (double)gact_bytes(&ap, 0);
+	sh.recompute = LLMT_RECOMPUTE_NONE;
+	gact_plan_make(&sh, &ap0);
+	layers = K * (double)gact_bytes(&ap, 0) + (nl - K) * (double)gact_bytes(&ap0, 0);
 	/* per slot: the residual streams, the layers, the packed samples'
 	 * rotary rows and first keys (2 x M int32), the first and last stage's
 	 * own buffers; once: what backward recomputes */
-	slot = (nl + 1) * M * d * 4 + nl * layer + 2 * M * 4 + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
+	slot = (nl + 1) * M * d * 4 + layers + 2 * M * 4 + (first ? M * 4 * 3 + (M + 1) * 4 : 0) +
 		(last ? M * 4 + M * d * 2 + M * 4 + M * V * 2 : 0);
-	e->activations = slots * slot + (double)gact_bytes(&ap, 1);
+	e->activations = slots * slot + (K > 0 ? (double)gact_bytes(&ap, 1) : 0);
 	wide = d > Wq ? d : Wq;
 	wide = wide > Fl ? wide : Fl;
 	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide

@@ -26,7 +26,8 @@ typedef struct {
  * attn_nt: 0 when the model runs the oneDNN full-square attention (fp32,
  * LLMT_NO_BF16, head_dim or CPU unsuited), else the thread count of the
  * blocked bf16 kernel (attn.h: P and dS rows padded to 64, per-thread
- * scratch); llmt_model_blocked_attn says which. */
+ * scratch); llmt_model_blocked_attn says which. recompute: a mode or a
+ * plan (model_config.h LLMT_RC_PLAN). */
 void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int bf16, int ckpt, int attn_nt, int recompute, llmt_memest *e);
 
@@ -49,8 +50,8 @@ typedef struct {
 /* Pure but for LLM_TRAIN_GPU_ATTN (fused or chunked attention). devopt:
  * the training loop's optimizer runs on the device (llmt_dev_optim: fp32
  * master, m and v of this DP rank's ZeRO-1 share; without it no fp32
- * master is on the device). recompute: llmt_recompute (what backward
- * recomputes is kept once, not per layer and slot: gpu/act_plan.c). */
+ * master is on the device). recompute: a mode or plan (what backward
+ * recomputes is kept once, not per recomputed layer and slot: gpu/act_plan.c). */
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, int recompute, llmt_memest_gpu *e);
 /* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,

@@ -17,12 +17,12 @@
 #define MIB(x) ((x) / 1048576.0)
 
 static const char usage[] =
-	"usage: llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B]\n"
-	"         [--seq T] [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full]\n";
+	"usage: llm-train memory --model CFG.yaml [--tp N] [--pp N] [--dp N] [--micro-batch B] [--seq T]\n"
+	"         [--grad-accum A] [--threads N] [--no-ckpt] [--recompute none|attn|full] [--recompute-layers K]\n";
 
 /* one stage: its rank 0 (tp_rank = dp_rank = 0) */
 static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int T, int A,
-	int threads, int ckpt, llmt_recompute rc)
+	int threads, int ckpt, int rc)
 {
 	char err[256], v[3][16];
 	llmt_grid l;
@@ -60,7 +60,7 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 
 int llmt_memplan_main(int argc, char **argv)
 {
-	enum { O_MODEL = 1, O_TP, O_PP, O_DP, O_MB, O_SEQ, O_GA, O_THR, O_NOCK, O_RC, O_HELP };
+	enum { O_MODEL = 1, O_TP, O_PP, O_DP, O_MB, O_SEQ, O_GA, O_THR, O_NOCK, O_RC, O_RCL, O_HELP };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "tp", required_argument, NULL, O_TP },
 		{ "pp", required_argument, NULL, O_PP }, { "dp", required_argument, NULL, O_DP },
@@ -68,10 +68,11 @@ int llmt_memplan_main(int argc, char **argv)
 		{ "grad-accum", required_argument, NULL, O_GA },
 		{ "threads", required_argument, NULL, O_THR }, { "no-ckpt", no_argument, NULL, O_NOCK },
 		{ "recompute", required_argument, NULL, O_RC },
+		{ "recompute-layers", required_argument, NULL, O_RCL },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	const char *model = NULL;
-	long tp = 1, pp = 1, dp = 1, B = 1, T = 0, A = 1, thr = omp_get_max_threads();
+	long tp = 1, pp = 1, dp = 1, B = 1, T = 0, A = 1, thr = omp_get_max_threads(), K = -1;
 	int ckpt = 1, o, rc = 0;
 	llmt_recompute recompute = LLMT_RECOMPUTE_NONE;
 	char err[512];
@@ -90,6 +91,7 @@ int llmt_memplan_main(int argc, char **argv)
 		case O_GA: rc = llmt_cli_int("--grad-accum", optarg, 1, 1 << 16, &A); break;
 		case O_THR: rc = llmt_cli_int("--threads", optarg, 1, 4096, &thr); break;
 		case O_NOCK: ckpt = 0; break;
+		case O_RCL: rc = llmt_cli_int("--recompute-layers", optarg, 0, 1 << 20, &K); break;
 		case O_RC:
 			if (llmt_recompute_from(optarg, &recompute)) {
 				fprintf(stderr, "llm-train memory: --recompute %s: want none, attn or full\n", optarg);
@@ -125,14 +127,26 @@ int llmt_memplan_main(int argc, char **argv)
 		fprintf(stderr, "llm-train memory: %s\n", err);
 		return LLMT_EXIT_USAGE;
 	}
+	if (K >= 0 && recompute == LLMT_RECOMPUTE_NONE) {
+		fprintf(stderr, "llm-train memory: --recompute-layers %ld: needs --recompute attn or full\n", K);
+		return LLMT_EXIT_USAGE;
+	}
+	if (K > c.n_layers / pp) {
+		fprintf(stderr, "llm-train memory: --recompute-layers %ld: a stage has %ld layers (pp=%ld)\n",
+			K, c.n_layers / pp, pp);
+		return LLMT_EXIT_USAGE;
+	}
+	char kl[48] = "";
+	if (K >= 0)
+		snprintf(kl, sizeof kl, " in the first %ld layers of each stage", K);
 	printf("llm-train memory: %s: tp=%ld pp=%ld dp=%ld, micro-batch %ld x seq %ld, grad-accum %ld, "
-	       "bf16, checkpoints %s, recompute %s; per rank, without runtime overhead (MPI, oneDNN, CUDA)\n", model,
-	       tp, pp, dp, B, T, A, ckpt ? "on" : "off", llmt_recompute_name(recompute));
+	       "bf16, checkpoints %s, recompute %s%s; per rank, without runtime overhead (MPI, oneDNN, CUDA)\n",
+	       model, tp, pp, dp, B, T, A, ckpt ? "on" : "off", llmt_recompute_name(recompute), kl);
 	/* stages 1 .. pp-2 hold the same tensors: the first of them stands for all */
 	for (long s = 0; s < pp && !rc; s++)
 		if (s < 2 || s == pp - 1)
 			rc = stage(&c, (int)tp, (int)pp, (int)dp, (int)s, (int)B, (int)T, (int)A, (int)thr, ckpt,
-				recompute);
+				LLMT_RC_PLAN(recompute, (int)K));
 		else if (s == 2)
 			printf("stages 2-%ld: as stage 1\n", pp - 2);
 	return rc;

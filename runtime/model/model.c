@@ -342,11 +342,11 @@ static int alloc_acts(llmt_model *m)
 	size_t Hh = (size_t)m->Hl * m->hd, BH = (size_t)m->B * m->Hl, T = (size_t)m->T;
 	size_t V = (size_t)m->c.vocab_size, Fl = (size_t)m->Fl, Wq = (size_t)m->Wq;
 	size_t hd = (size_t)m->hd;
-	llmt_recompute rc = m->recompute;
+	llmt_recompute rc = m->rc_layers ? m->recompute : LLMT_RECOMPUTE_NONE;
 	struct layer_act shared = { 0 };
 #define A(p, bytes) do { if (!((p) = mem(m, (bytes)))) return -1; } while (0)
-	/* FULL: one set of layer activations for every layer and slot; ATTN:
-	 * one softmax buffer */
+	/* FULL: one set of layer activations for every recomputed layer and
+	 * slot; ATTN: one softmax buffer */
 	if (rc == LLMT_RECOMPUTE_FULL && alloc_layer(m, &shared, 1))
 		return -1;
 	if (rc == LLMT_RECOMPUTE_ATTN)
@@ -360,13 +360,14 @@ static int alloc_acts(llmt_model *m)
 		A(sl->la, sizeof(struct layer_act) * (size_t)m->nl);
 		for (int l = 0; l < m->nl; l++) {
 			struct layer_act *a = &sl->la[l];
-			if (rc == LLMT_RECOMPUTE_FULL) {
+			llmt_recompute r = RC_AT(m, l);
+			if (r == LLMT_RECOMPUTE_FULL) {
 				*a = shared;
 				continue;
 			}
-			if (alloc_layer(m, a, rc == LLMT_RECOMPUTE_NONE))
+			if (alloc_layer(m, a, r == LLMT_RECOMPUTE_NONE))
 				return -1;
-			if (rc == LLMT_RECOMPUTE_ATTN)
+			if (r == LLMT_RECOMPUTE_ATTN)
 				a->P = shared.P;
 		}
 		if (m->first)
@@ -413,13 +414,13 @@ llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par, llmt_pr
 }
 
 llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec, int B,
-								 int T, int nslots, llmt_recompute recompute)
+								 int T, int nslots, int recompute)
 {
 	return llmt_model_create_share(c, par, prec, B, T, nslots, recompute, 0, (size_t)-1);
 }
 
 llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, llmt_prec prec,
-									int B, int T, int nslots, llmt_recompute recompute, size_t lo,
+									int B, int T, int nslots, int recompute, size_t lo,
 									size_t hi)
 {
 	char err[256];
@@ -441,7 +442,8 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 	set_shape(m, c, par);
 	m->prec = prec;
 	m->bf = prec == LLMT_BF16;
-	m->recompute = recompute;
+	m->recompute = llmt_rc_mode(recompute);
+	m->rc_layers = llmt_rc_layers(recompute, m->nl);
 	m->B = B;
 	m->T = T;
 	m->M = B * T;

@@ -75,10 +75,11 @@ int llmt_model_check_layout(const llmt_config *c, const llmt_par *par,
  * stderr on failure (bad layout, out of memory). */
 llmt_model *llmt_model_create(const llmt_config *c, const llmt_par *par,
 							  llmt_prec prec, int B, int T, int nslots);
-/* The same with activation recomputation (the CPU model only: the GPU
- * backend refuses anything but LLMT_RECOMPUTE_NONE with a message). */
+/* The same with activation recomputation: recompute is a mode
+ * (llmt_recompute, every layer) or a plan of the mode for the stage's
+ * first K layers (model_config.h LLMT_RC_PLAN). */
 llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt_prec prec,
-								 int B, int T, int nslots, llmt_recompute recompute);
+								 int B, int T, int nslots, int recompute);
 /* The same whose fp32 master weights are only flat elements [lo, hi) of
  * the llmt_model_count elements: a DP rank's ZeRO-1 share (llmt_zero1_range),
  * with the compute copies every replica needs whole: the bf16 weights and
@@ -90,7 +91,7 @@ llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt
  * the other shares from their owners (the weights of llmt_model_compute_bf16
  * and llmt_model_f32_copies) after llmt_model_sync_compute. */
 llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, llmt_prec prec,
-									int B, int T, int nslots, llmt_recompute recompute, size_t lo,
+									int B, int T, int nslots, int recompute, size_t lo,
 									size_t hi);
 /* Pure: the flat parameter count of the stage/shard llmt_model_create
  * would build (its llmt_model_nparams), without building it; 0 when out

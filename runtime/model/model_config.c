@@ -275,3 +275,16 @@ const char *llmt_recompute_name(llmt_recompute r)
 {
 	return r >= LLMT_RECOMPUTE_NONE && r <= LLMT_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
+
+llmt_recompute llmt_rc_mode(int plan)
+{
+	return (llmt_recompute)(plan & 3);
+}
+
+int llmt_rc_layers(int plan, int nl)
+{
+	int k = (plan >> 2) - 1;
+	if (llmt_rc_mode(plan) == LLMT_RECOMPUTE_NONE)
+		return 0;
+	return k < 0 || k > nl ? nl : k;
+}

@@ -58,5 +58,13 @@ typedef enum { LLMT_RECOMPUTE_NONE = 0, LLMT_RECOMPUTE_ATTN, LLMT_RECOMPUTE_FULL
 /* "none" "attn" "full" to the mode (0), else -1; and back */
 int llmt_recompute_from(const char *s, llmt_recompute *out);
 const char *llmt_recompute_name(llmt_recompute r);
+/* A recomputation plan, one int so every recompute parameter carries it:
+ * the mode, and how many of a stage's layers it covers (the first K,
+ * llm-train --recompute-layers; the others keep everything). The mode
+ * alone (K not given) covers all of them. */
+#define LLMT_RC_PLAN(mode, k) ((int)(mode) | ((k) + 1) << 2)
+llmt_recompute llmt_rc_mode(int plan);
+/* the layers of a stage of nl layers the plan recomputes: 0 .. nl */
+int llmt_rc_layers(int plan, int nl);
 
 #endif

@@ -38,6 +38,7 @@ struct llmt_model {
 	llmt_prec prec;
 	int bf;                 /* prec == LLMT_BF16 */
 	llmt_recompute recompute; /* which activations backward recomputes */
+	int rc_layers;          /* in the stage's first rc_layers layers (the rest keep all) */
 	int B, T, M, nslots;
 	int l0, nl;             /* first layer and count on this stage */
 	int first, last;
@@ -81,5 +82,8 @@ float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, 
 int llmt_model_wf_plan(llmt_model *m, void *(*alloc)(llmt_model *, size_t));
 void llmt_model_init_share(llmt_model *m);
 const float *llmt_model_w32(const llmt_model *m, size_t off);
+
+/* the recomputation of the stage's layer l */
+#define RC_AT(m, l) ((l) < (m)->rc_layers ? (m)->recompute : LLMT_RECOMPUTE_NONE)
 
 #endif

@@ -201,7 +201,7 @@ static int layer_bwd(llmt_model *m, struct slot *sl, int l)
 
 	/* ATTN recomputation: the softmax probabilities again, by the forward's
 	 * own kernels on the kept q, k, v (att is rewritten with the same values) */
-	if (m->recompute == LLMT_RECOMPUTE_ATTN && attn_run_fwd(m, sl, a))
+	if (RC_AT(m, l) == LLMT_RECOMPUTE_ATTN && attn_run_fwd(m, sl, a))
 		return -1;
 	/* attention: dx is now dL/d(x_mid), and dyact too */
 	if (lin_bwd(m, m->dyact, a->att, lo->o, m->datt, m->aw ? LLMT_DT_BF16 : LLMT_DT_F32, M, d,
@@ -263,7 +263,7 @@ static int stage_bwd(llmt_model *m, struct slot *sl, const float *grad_out, floa
 	/* FULL recomputation: the layer's forward again from its kept input
 	 * (it rewrites xs[l + 1] with the same values, no longer needed) */
 	for (int l = m->nl - 1; l >= 0; l--)
-		if ((m->recompute == LLMT_RECOMPUTE_FULL && layer_fwd(m, sl, l)) ||
+		if ((RC_AT(m, l) == LLMT_RECOMPUTE_FULL && layer_fwd(m, sl, l)) ||
 			layer_bwd(m, sl, l))
 			return -1;
 	if (m->first)

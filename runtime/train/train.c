@@ -32,6 +32,7 @@ void llmt_train_defaults(llmt_train_opts *o)
 	o->B = 4;
 	o->T = 64;
 	o->A = 1;
+	o->recompute_layers = -1;
 	o->lr = 3e-4;
 	o->min_lr = -1; /* set to lr/10 by the caller when negative */
 	o->warmup = 0;
@@ -466,8 +467,8 @@ static void report_memory(trainer *t)
 	if (!all)
 		return;
 	llmt_memory_estimate(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, t->o->prec == LLMT_BF16,
-		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0, t->o->recompute,
-		&e);
+		t->w != NULL, llmt_model_blocked_attn(t->m) ? omp_get_max_threads() : 0,
+		LLMT_RC_PLAN(t->o->recompute, t->o->recompute_layers), &e);
 	llmt_memory_estimate_gpu_host(&t->cfg, l, n, t->o->B, t->o->T, devopt, t->w != NULL,
 		t->resume_from != NULL, &h);
 	mine[0] = llmt_memory_peak();
@@ -487,8 +488,8 @@ static void report_memory(trainer *t)
 				e.pipeline / 1048576, e.comm / 1048576, e.snapshot / 1048576);
 		if (dev) {
 			llmt_memest_gpu g;
-			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt, t->o->recompute,
-				&g);
+			llmt_memory_estimate_gpu(&t->cfg, l, n, t->o->B, t->o->T, t->o->A, devopt,
+				LLMT_RC_PLAN(t->o->recompute, t->o->recompute_layers), &g);
 			printf("llm-train: host memory estimate of rank 0: mirror %.1f, snapshot %.1f (pinned) + %.1f (writer), resume %.1f, staging %.1f MiB\n",
 				h.mirror / 1048576, h.snapshot / 1048576, h.writer / 1048576, h.load / 1048576,
 				h.staging / 1048576);

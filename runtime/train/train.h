@@ -31,6 +31,7 @@ typedef struct {
 	int ckpt_keep;             /* retention (0 keep all) */
 	llmt_prec prec;
 	llmt_recompute recompute;  /* --recompute: activations recomputed in backward */
+	int recompute_layers;      /* --recompute-layers K: in the stage's first K layers; -1 all */
 	long sdc_interval;         /* SDC check every N steps (0 off) */
 	int max_bad_steps;         /* K: exit 85 after K bad steps in a row */
 	double spike_factor;       /* loss > factor * running mean: a spike */

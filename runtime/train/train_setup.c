@@ -485,6 +485,12 @@ int llmt_tr_setup(trainer *t)
 
 	if ((rc = setup_config(t, &mp)))
 		return rc;
+	if (o->recompute_layers > t->cfg.n_layers / l->pp) {
+		if (l->rank == 0)
+			fprintf(stderr, "llm-train: --recompute-layers %d: a stage has %d layers (pp=%d)\n",
+				o->recompute_layers, t->cfg.n_layers / l->pp, l->pp);
+		return LLMT_EXIT_USAGE;
+	}
 	t->G = o->B * o->A * l->dp;
 	/* On GPUs the DP reduce-scatter (comm stream) runs while TP
 	 * all-reduces or PP sends (compute stream) are in flight on other
@@ -502,7 +508,7 @@ int llmt_tr_setup(trainer *t)
 	if (n)
 		llmt_zero1_range(n, l->dp, l->dp_rank, &mlo, &mhi);
 	t->m = llmt_model_create_share(&t->cfg, &mp, o->prec, o->B, o->T, llmt_pipeline_slots(l->pp, o->A),
-		o->recompute, mlo, mhi);
+		LLMT_RC_PLAN(o->recompute, o->recompute_layers), mlo, mhi);
 	rc = t->m ? 0 : LLMT_EXIT_SOFTWARE;
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;

@@ -5,8 +5,11 @@
  * backward) with none, attn and full give the same losses, input
  * gradients, gradient norms and weights bit for bit, with the fused
  * attention and the chunked one (four chunks), for a whole model and both
- * stages of pp = 2 (a stage's input and output cross the host). Fails on the old code: model.c refused --recompute on
- * the GPU backend and gmodel.c had no llmt_gmodel_create_rc. */
+ * stages of pp = 2 (a stage's input and output cross the host); and in
+ * only the first K of 4 layers (--recompute-layers: K = 1 and 2, a plan
+ * int, model_config.h LLMT_RC_PLAN), which failed before gmodel_act.c and
+ * gmodel_step.c honoured K. Fails on the old code: model.c refused
+ * --recompute on the GPU backend and gmodel.c had no llmt_gmodel_create_rc. */
 #include "test_gpu_emu.h"
 #include "gpu/bridge.h"
 
@@ -21,11 +24,15 @@ typedef struct {
 	size_t n;
 } result;
 
-static void train(int gqa, int fused, int pp, int r, llmt_recompute rc, result *out)
+static int nlayers; /* the model's layers when set, else small_cfg's */
+
+static void train(int gqa, int fused, int pp, int r, int rc, result *out)
 {
 	llmt_config c;
 	memset(out, 0, sizeof *out);    /* no loss before the last stage */
 	small_cfg(&c, gqa);
+	if (nlayers)
+		c.n_layers = nlayers;
 	c.max_seq = T;
 	int d = c.d_model, V = c.vocab_size, first = r == 0, last = r == pp - 1;
 	llmt_par par = {1, 0, pp, r, NULL};
@@ -76,17 +83,20 @@ static void train(int gqa, int fused, int pp, int r, llmt_recompute rc, result *
 	out->n = n;
 }
 
-/* attn and full against none, bit for bit (the loss only exists on the
- * last stage, the input gradient only past the first) */
-static void same_bits(int gqa, int fused, int pp, int r)
+/* the plans (modes, or modes in the first K layers) against none, bit for
+ * bit (the loss only exists on the last stage, the input gradient only
+ * past the first) */
+static void same_plans(int gqa, int fused, int pp, int r, const int *plan, int np)
 {
-	result run[3];
-	for (int rc = 0; rc < 3; rc++)
-		train(gqa, fused, pp, r, (llmt_recompute)rc, &run[rc]);
-	for (int rc = 1; rc < 3; rc++) {
+	result run[4];
+	train(gqa, fused, pp, r, LLMT_RECOMPUTE_NONE, &run[0]);
+	for (int i = 0; i < np; i++)
+		train(gqa, fused, pp, r, plan[i], &run[i + 1]);
+	for (int rc = 1; rc <= np; rc++) {
 		const result *a = &run[0], *b = &run[rc];
-		printf("gqa=%d %s stage %d/%d, --recompute %s vs none: ", gqa, fused ? "fused" : "chunked",
-			   r, pp, llmt_recompute_name((llmt_recompute)rc));
+		printf("gqa=%d %s stage %d/%d, --recompute %s in %d layers vs none: ", gqa,
+			   fused ? "fused" : "chunked", r, pp, llmt_recompute_name(llmt_rc_mode(plan[rc - 1])),
+			   llmt_rc_layers(plan[rc - 1], (nlayers ? nlayers : 2) / pp));
 		assert_int_equal(a->n, b->n);
 		assert_memory_equal(a->loss, b->loss, sizeof a->loss);
 		assert_memory_equal(a->norm, b->norm, sizeof a->norm);
@@ -95,12 +105,32 @@ static void same_bits(int gqa, int fused, int pp, int r)
 		printf("the same bits (final loss %.6f, norm %.6f)\n", (double)b->loss[STEPS - 1][1],
 			   b->norm[STEPS - 1]);
 	}
-	for (int rc = 0; rc < 3; rc++) {
+	for (int rc = 0; rc <= np; rc++) {
 		free(run[rc].gin);
 		free(run[rc].w);
 	}
 	/* training moved the weights: the comparison is not of untouched ones */
 	assert_true(run[0].norm[0] > 0);
+}
+
+static void same_bits(int gqa, int fused, int pp, int r)
+{
+	const int modes[] = { LLMT_RECOMPUTE_ATTN, LLMT_RECOMPUTE_FULL };
+	same_plans(gqa, fused, pp, r, modes, 2);
+}
+
+/* 4 layers: full in the first 1 and 2 (L/2), attn in 1 (the others keep
+ * theirs); and of a 2-layer stage of pp = 2 full in 1 */
+static void test_layers(void **st)
+{
+	(void)st;
+	const int plan[] = { LLMT_RC_PLAN(LLMT_RECOMPUTE_FULL, 1), LLMT_RC_PLAN(LLMT_RECOMPUTE_FULL, 2),
+						 LLMT_RC_PLAN(LLMT_RECOMPUTE_ATTN, 1) };
+	nlayers = 4;
+	same_plans(1, 1, 1, 0, plan, 3);
+	same_plans(0, 0, 1, 0, plan, 3);
+	same_plans(1, 1, 2, 1, plan, 1);
+	nlayers = 0;
 }
 
 /* GQA with QK-norm, z-loss, untied head; and plain MHA, tied */
@@ -133,6 +163,7 @@ int main(void)
 		cmocka_unit_test(test_fused),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_stages),
+		cmocka_unit_test(test_layers),
 		cmocka_unit_test(test_bridge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

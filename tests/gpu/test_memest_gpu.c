@@ -8,7 +8,8 @@
  * attention chunk (T <= 128) and several (T = 256, 192), fused attention
  * and chunked (LLM_TRAIN_GPU_ATTN), each without recomputation and with
  * --recompute attn and full (llmt_model_create_rc: less device memory,
- * and exactly the estimate's). The host
+ * and exactly the estimate's), also in only the first K layers
+ * (--recompute-layers: between none and all). The host
  * estimate's pinned part (loss row, checkpoint snapshot) against the
  * emulation's cudaMallocHost bytes. */
 #include <stdarg.h>
@@ -29,8 +30,9 @@
 size_t llmt_emu_dev_bytes(size_t *peak);   /* cuda_emu.c */
 size_t llmt_emu_pinned_bytes(void);
 
-static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int T,
-	llmt_recompute rc)
+static int nlayers; /* the model's layers when set, else small_cfg's */
+
+static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int T, int rc)
 {
 	llmt_config c;
 	llmt_grid l;
@@ -38,6 +40,8 @@ static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int
 	char err[256], pps[8];
 
 	small_cfg(&c, gqa);
+	if (nlayers)
+		c.n_layers = nlayers;
 	c.tie_embeddings = tied;
 	c.max_seq = 256;
 	snprintf(pps, sizeof(pps), "%d", pp);
@@ -60,9 +64,9 @@ static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int
 	assert_non_null(o);
 	double opt = (double)(llmt_emu_dev_bytes(NULL) - before) - model;
 	llmt_memory_estimate_gpu(&c, &l, llmt_model_nparams(m), B, T, A, 1, rc, &e);
-	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d recompute %s: model %.0f (estimate %.0f, "
-		"activations %.0f), optimizer %.0f (estimate %.0f)\n", gqa, tied, pp_rank, pp, A, B, T,
-		llmt_recompute_name(rc), model, e.params + e.activations + e.scratch + e.workspace,
+	printf("gqa=%d tied=%d stage %d/%d A=%d B=%d T=%d recompute %s in %d layers: model %.0f "
+		"(estimate %.0f, activations %.0f), optimizer %.0f (estimate %.0f)\n", gqa, tied, pp_rank,
+		pp, A, B, T, llmt_recompute_name(llmt_rc_mode(rc)), llmt_rc_layers(rc, c.n_layers / pp), model, e.params + e.activations + e.scratch + e.workspace,
 		e.activations, opt, e.optimizer);
 	assert_float_equal(model, e.params + e.activations + e.scratch + e.workspace, 0);
 	assert_float_equal(opt, e.optimizer, 0);
@@ -115,10 +119,35 @@ static void test_estimate(void **st)
 	unsetenv("LLM_TRAIN_GPU_ATTN");
 }
 
+/* 4 layers: attn and full in the first K (2 of 4; 1 of a stage's 2 in two
+ * slots) exactly their estimates, strictly between none and all layers
+ * (fails where the allocation or the estimate ignores K) */
+static void layers_case(int gqa, int pp, int A, int k)
+{
+	for (int r = LLMT_RECOMPUTE_ATTN; r <= LLMT_RECOMPUTE_FULL; r++) {
+		double none = check_rc(gqa, 0, pp, 0, A, 2, 64, LLMT_RECOMPUTE_NONE);
+		double all = check_rc(gqa, 0, pp, 0, A, 2, 64, r);
+		double some = check_rc(gqa, 0, pp, 0, A, 2, 64, LLMT_RC_PLAN(r, k));
+		assert_true(some < none && some > all);
+	}
+}
+
+static void test_layers(void **st)
+{
+	(void)st;
+	nlayers = 4;
+	setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
+	layers_case(0, 1, 1, 2);
+	unsetenv("LLM_TRAIN_GPU_ATTN");
+	layers_case(1, 2, 4, 1);
+	nlayers = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate),
+		cmocka_unit_test(test_layers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

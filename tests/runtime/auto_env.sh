@@ -4,8 +4,11 @@
 # is llm-train's default: a run with them trains exactly as one with the
 # same command-line options (every checkpoint tensor bit-identical), the
 # command line wins over them, and a bad value exits 64 naming the
-# variable. Fails on the code before tp=auto (the variables were ignored:
-# the run with them differed from the one with the options).
+# variable. LLM_TRAIN_RECOMPUTE_LAYERS (the planner's K) sizes the run as
+# --recompute-layers does (its memory estimate), and goes with the
+# variable's mode only (--recompute none on the command line drops it).
+# Fails on the code before tp=auto (the variables were ignored: the run
+# with them differed from the one with the options).
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
@@ -28,7 +31,17 @@ run plain "$LT" $args
 $CMP "$W/opts/step_00000002" "$W/env/step_00000002" >"$W/c1" 2>&1 || { cat "$W/c1"; fail "the variables did not train as the options"; }
 $CMP "$W/opts/step_00000002" "$W/wins/step_00000002" >"$W/c2" 2>&1 || { cat "$W/c2"; fail "the command line did not win"; }
 $CMP "$W/opts/step_00000002" "$W/plain/step_00000002" >/dev/null 2>&1 && fail "the default shape trained the same: nothing was tested"
-for bad in LLM_TRAIN_MICRO_BATCH=0 LLM_TRAIN_GRAD_ACCUM=x LLM_TRAIN_SEQ=-3 LLM_TRAIN_RECOMPUTE=bogus; do
+est() { sed -n 's/.*memory rank 0: .*estimate \([0-9.]*\) MiB.*/\1/p' "$W/$1.out"; }
+args_k="--model $top_srcdir/configs/tiny.yaml --data $W/data --steps 1"
+run envk LLM_TRAIN_RECOMPUTE=full LLM_TRAIN_RECOMPUTE_LAYERS=2 "$LT" $args_k
+run optk "$LT" $args_k --recompute full --recompute-layers 2
+run nonek LLM_TRAIN_RECOMPUTE=full LLM_TRAIN_RECOMPUTE_LAYERS=2 "$LT" $args_k --recompute none
+run none "$LT" $args_k
+echo "estimates: LLM_TRAIN_RECOMPUTE_LAYERS=2 $(est envk), --recompute-layers 2 $(est optk), --recompute none over both $(est nonek), none $(est none) MiB"
+[ -n "$(est envk)" ] && [ "$(est envk)" = "$(est optk)" ] || fail "LLM_TRAIN_RECOMPUTE_LAYERS did not size the run as --recompute-layers"
+[ "$(est nonek)" = "$(est none)" ] && [ "$(est none)" != "$(est optk)" ] || fail "--recompute none did not win over the variables"
+for bad in LLM_TRAIN_MICRO_BATCH=0 LLM_TRAIN_GRAD_ACCUM=x LLM_TRAIN_SEQ=-3 LLM_TRAIN_RECOMPUTE=bogus \
+	LLM_TRAIN_RECOMPUTE_LAYERS=x; do
 	env "$bad" "$LT" $args --ckpt-dir "$W/bad" >"$W/bad.out" 2>&1
 	rc=$?
 	[ $rc = 64 ] || { cat "$W/bad.out"; fail "$bad: exit $rc, want 64"; }

@@ -4,7 +4,8 @@
 # on the emulated GPU, device and host) for the same model, micro-batch,
 # sequence, threads and checkpointing; its stages' parameter counts add up
 # to the whole model (the tied embedding's second copy on the last stage);
-# bad input exits 64 naming the value.
+# --recompute full in the first K layers (--recompute-layers) too, between
+# none and all; bad input exits 64 naming the value.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
@@ -26,6 +27,18 @@ plan_cpu=$(field "CPU rank (1 threads):" <"$W/plan")
 run_cpu=$(field "peak [0-9.]* MiB (VmHWM), estimate" <"$W/run")
 echo "CPU rank: plan $plan_cpu MiB, the run's own estimate $run_cpu MiB"
 [ -n "$plan_cpu" ] && [ "$plan_cpu" = "$run_cpu" ] || fail "the plan's CPU rank ($plan_cpu) is not the run's estimate ($run_cpu)"
+# --recompute full in 2 of the 4 layers: the plan is the run's, below none, above all 4
+"$LT" memory --model "$MODEL" $opts --threads 1 --recompute full >"$W/planf" || fail "memory --recompute full exited $?"
+"$LT" memory --model "$MODEL" $opts --threads 1 --recompute full --recompute-layers 2 >"$W/plank" ||
+	fail "memory --recompute full --recompute-layers 2 exited $?"
+"$LT" --model "$MODEL" --data "$W/data" --steps 2 $opts --recompute full --recompute-layers 2 \
+	--ckpt-dir "$W/ckk" >"$W/runk" 2>&1 || { cat "$W/runk"; fail "llm-train --recompute-layers 2 exited"; }
+pk=$(field "CPU rank (1 threads):" <"$W/plank") pf=$(field "CPU rank (1 threads):" <"$W/planf")
+rk=$(field "peak [0-9.]* MiB (VmHWM), estimate" <"$W/runk")
+echo "CPU rank, --recompute full in 2 of 4 layers: plan $pk MiB, run $rk MiB (none $plan_cpu, all layers $pf)"
+[ -n "$pk" ] && [ "$pk" = "$rk" ] || fail "--recompute-layers 2: the plan ($pk) is not the run's estimate ($rk)"
+awk -v k="$pk" -v n="$plan_cpu" -v f="$pf" 'BEGIN { exit !(k < n && k > f) }' ||
+	fail "--recompute-layers 2: the plan is not between none and all layers"
 
 if [ -x "$EMU" ]; then
 	LLM_TRAIN_GPU=0 "$EMU" --model "$MODEL" --data "$W/data" --steps 2 $opts --ckpt-dir "$W/ckg" >"$W/grun" 2>&1 ||
@@ -46,6 +59,18 @@ if [ -x "$EMU" ]; then
 	echo "GPU rank, --recompute full: device plan $pf MiB, run $rf MiB (none: $pd MiB)"
 	[ -n "$pf" ] && [ "$pf" = "$rf" ] || fail "--recompute full: the plan's GPU rank is not the run's estimate"
 	awk -v f="$pf" -v n="$pd" 'BEGIN { exit !(f < n) }' || fail "--recompute full: no less device memory"
+	# and in the first 2 of the 4 layers: between none and all of them
+	"$LT" memory --model "$MODEL" $opts --threads 1 --recompute full --recompute-layers 2 >"$W/plank" ||
+		fail "llm-train memory --recompute-layers 2 exited $?"
+	LLM_TRAIN_GPU=0 "$EMU" --model "$MODEL" --data "$W/data" --steps 2 $opts --recompute full \
+		--recompute-layers 2 --ckpt-dir "$W/ckgk" >"$W/grunk" 2>&1 ||
+		{ cat "$W/grunk"; fail "the emulated GPU run with --recompute-layers 2 exited"; }
+	pk=$(field "GPU rank: device" <"$W/plank")
+	rk=$(field "device memory estimate of rank 0:" <"$W/grunk")
+	echo "GPU rank, --recompute full in 2 of 4 layers: device plan $pk MiB, run $rk MiB"
+	[ -n "$pk" ] && [ "$pk" = "$rk" ] || fail "--recompute-layers 2: the plan's GPU rank is not the run's estimate"
+	awk -v k="$pk" -v f="$pf" -v n="$pd" 'BEGIN { exit !(k < n && k > f) }' ||
+		fail "--recompute-layers 2: the device plan is not between none and all layers"
 else
 	echo "note: built without CUDA: the GPU plan is not held against a run"
 fi
@@ -92,4 +117,9 @@ bad "micro-batch 0" --model "$MODEL" --micro-batch 0
 bad "seq 100000" --model "$MODEL" --seq 100000
 bad "/nonexistent.yaml" --model /nonexistent.yaml
 bad "model is required" --tp 2
+bad "recompute-layers 5: a stage has 4 layers" --model "$MODEL" --recompute full --recompute-layers 5
+bad "recompute-layers 2: a stage has 1 layers" --model "$MODEL" --pp 4 --recompute attn --recompute-layers 2
+bad "recompute-layers -1" --model "$MODEL" --recompute full --recompute-layers -1
+bad "recompute-layers x" --model "$MODEL" --recompute full --recompute-layers x
+bad "recompute-layers 1: needs --recompute" --model "$MODEL" --recompute-layers 1
 echo PASS

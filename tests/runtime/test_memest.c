@@ -4,8 +4,8 @@
  * it), bf16 on oneDNN's full square (head_dim not a multiple of 16) and
  * fp32; first and last pipeline stage, tied and untied, QK-norm. The
  * model's part of the estimate is params + activations + scratch; and the
- * same with each activation recomputation mode (--recompute attn, full);
- * and a model holding a DP rank's ZeRO-1 share of the fp32 master. */
+ * same with each activation recomputation mode (--recompute attn, full),
+ * in all layers and in the first K (--recompute-layers); and a model holding a DP rank's ZeRO-1 share of the fp32 master. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,7 +28,7 @@ static double in_use(void)
 	return (double)mi.uordblks + (double)mi.hblkhd;
 }
 
-static llmt_recompute mode; /* the recomputation of the models check builds */
+static int mode; /* the recomputation (mode or plan) of the models check builds */
 
 /* one model: d_model d, heads h, precision, stage pp_rank of pp, A micro-batches */
 static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp_rank, int A,
@@ -59,8 +59,8 @@ static void check(int d, int h, int qk, int tied, llmt_prec prec, int pp, int pp
 	llmt_memory_estimate(&c, &l, llmt_model_nparams(m), B, T, A, prec == LLMT_BF16, 0,
 		want_blocked ? omp_get_max_threads() : 0, mode, &e);
 	double est = e.params + e.activations + e.scratch;
-	printf("recompute %s d=%d h=%d qk=%d tied=%d %s pp=%d/%d A=%d T=%d blocked=%d: allocated %.0f, estimate %.0f, ratio %.5f\n",
-		llmt_recompute_name(mode), d, h, qk, tied, prec == LLMT_BF16 ? "bf16" : "fp32", pp_rank, pp, A, T, want_blocked,
+	printf("recompute %s in %d layers d=%d h=%d qk=%d tied=%d %s pp=%d/%d A=%d T=%d blocked=%d: allocated %.0f, estimate %.0f, ratio %.5f\n",
+		llmt_recompute_name(llmt_rc_mode(mode)), llmt_rc_layers(mode, c.n_layers / pp), d, h, qk, tied, prec == LLMT_BF16 ? "bf16" : "fp32", pp_rank, pp, A, T, want_blocked,
 		got, est, got / est);
 	/* the rest: parameter table, pointer arrays, allocator rounding (pages) */
 	assert_true(got >= est && got < est * 1.01);
@@ -89,6 +89,44 @@ static void test_recompute(void **st)
 	(void)st;
 	for (mode = LLMT_RECOMPUTE_ATTN; mode <= LLMT_RECOMPUTE_FULL; mode++)
 		test_paths(st);
+	mode = LLMT_RECOMPUTE_NONE;
+}
+
+/* the first K layers recomputed: the allocation follows the estimate, and
+ * the estimate lies between none (K = 0, and K = 1 of one slot: its one
+ * shared set is one layer's) and every layer (K = the stage's layers),
+ * falling with K (fails where K is ignored) */
+static void test_recompute_layers(void **st)
+{
+	llmt_config c;
+	llmt_grid l;
+	char err[256];
+
+	llmt_config_defaults(&c);
+	c.vocab_size = 512, c.d_model = 128, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2;
+	c.d_ff = 256, c.max_seq = 512;
+	assert_int_equal(llmt_grid_from_values(&l, 1, 0, NULL, NULL, NULL, NULL, NULL, err,
+		sizeof(err)), 0);
+	for (int r = LLMT_RECOMPUTE_ATTN; r <= LLMT_RECOMPUTE_FULL; r++) {
+		double prev = 0;
+		for (int k = 0; k <= 4; k++) {
+			llmt_memest e, w;
+			llmt_memory_estimate(&c, &l, 1000, 2, 64, 1, 1, 0, 0, LLMT_RC_PLAN(r, k), &e);
+			llmt_memory_estimate(&c, &l, 1000, 2, 64, 1, 1, 0, 0, k ? r : LLMT_RECOMPUTE_NONE, &w);
+			if (k == 0 || k == 4)
+				assert_true(e.activations == w.activations);
+			else if (k == 1)
+				assert_true(e.activations == prev);
+			else
+				assert_true(e.activations < prev && e.activations > w.activations);
+			prev = e.activations;
+		}
+	}
+	/* attn in 3 (a 2-layer stage: all), full in 1 of the layers */
+	mode = LLMT_RC_PLAN(LLMT_RECOMPUTE_ATTN, 3);
+	test_paths(st);
+	mode = LLMT_RC_PLAN(LLMT_RECOMPUTE_FULL, 1);
+	test_paths(st);
 	mode = LLMT_RECOMPUTE_NONE;
 }
 
@@ -171,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_recompute),
+		cmocka_unit_test(test_recompute_layers),
 		cmocka_unit_test(test_stage_params),
 		cmocka_unit_test(test_share),
 	};

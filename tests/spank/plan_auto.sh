@@ -5,7 +5,8 @@
 # agrees with the text; the choice, run for real (mpirun on this host),
 # keeps every rank's peak resident memory (VmHWM) under the limit; a model
 # that fits no layout is refused (64) with the smallest allocation that
-# would fit, itself feasible; bad input exits 64 naming the value.
+# would fit, itself feasible; where full recomputation fits and none does
+# not, full in the fewest layers that fit; bad input exits 64 naming the value.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 P=$top_builddir/spank/llm-train-plan
@@ -45,6 +46,25 @@ print("%d candidates hold; chosen %s" % (len(j["candidates"]), want))
 open(sys.argv[1] + ".env", "w").write("tp=%d pp=%d mb=%d ga=%d rc=%s\n" % (
     ch["tp"], ch["pp"], ch["micro_batch"], ch["grad_accum"], ch["recompute"]))
 PYEOF
+
+# 1b. a limit between full's memory and none's: full in the fewest of the
+# 12 layers that fit (--recompute-layers K), in the candidate line, the
+# chosen line and the JSON alike (failed before: full in all 12 layers)
+fl="--auto --model $BIG --nodes 1 --tasks-per-node 1 --seq 256 --global-batch 4 --micro-batch 4"
+for r in none full; do
+	"$P" $fl --mem-per-rank 100 --recompute $r --json >"$W/k-$r.json" || fail "--recompute $r exited $?"
+done
+lim=$($PY -c 'import json, sys; m = [json.load(open(f))["chosen"]["memory_bytes"] for f in sys.argv[1:]]
+print("%.6f" % (sum(m) / 2 / 0.9 / 2**30))' "$W/k-none.json" "$W/k-full.json")
+"$P" $fl --mem-per-rank "$lim" --json >"$W/k.json" || fail "--mem-per-rank $lim exited $?"
+"$P" $fl --mem-per-rank "$lim" >"$W/k.txt" || fail "--mem-per-rank $lim exited $?"
+k=$($PY -c 'import json, sys; c = json.load(open(sys.argv[1]))["chosen"]
+assert c["recompute"] == "full", c
+print(c["recompute_layers"])' "$W/k.json") || fail "not full recomputation at $lim GiB"
+echo "$lim GiB per rank: full in $k of 12 layers"
+[ "$k" -gt 0 ] && [ "$k" -lt 12 ] || { cat "$W/k.txt"; fail "chose full in $k layers, want fewer than all 12"; }
+grep -q "^  1 .* full:$k " "$W/k.txt" && grep -q -- "--recompute full --recompute-layers $k\$" "$W/k.txt" ||
+	{ cat "$W/k.txt"; fail "the text does not show full:$k and --recompute-layers $k"; }
 
 # 2. the choice run for real: every rank's VmHWM under the limit
 eval "$(cat "$W/tiny.json.env")"

@@ -4,8 +4,10 @@
  * allocation that does, a node type without memory refused, and the
  * model file read as root refusing hostile files (a FIFO, a link to
  * /etc/shadow, a huge or sparse file, a device, garbage YAML) without
- * hanging and without quoting the file. Fails on the code before tp=auto
- * (no llmt_auto_decide). */
+ * hanging and without quoting the file; where full recomputation fits
+ * but none does not, full in the fewest layers that fit (failed before
+ * --recompute-layers: only full in all of them). Fails on the code before
+ * tp=auto (no llmt_auto_decide). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -245,6 +247,63 @@ static void test_hostile_model_files(void **s)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* a limit between full's and none's memory: the fastest candidate is full
+ * in the first K of the 12 layers, the smallest K that fits; it beats
+ * full in all, and the ranks get K */
+static void test_fewest_layers(void **s)
+{
+	(void)s;
+	llmt_config c;
+	cfg(model_768, &c);
+	llmt_autoplan_in in = { .nodes = 1, .tasks_per_node = 1, .tp_domain = 1, .global_batch = 2,
+		.T = 256, .B = 1, .recompute = LLMT_RECOMPUTE_NONE, .margin = 1, .mem_limit = 1e15,
+		.flops = 1e11, .bw_intra = 1e10, .bw_inter = 1e9, .lat = 1e-4 };
+	llmt_autoplan_cand none = { 1, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, full = none, y;
+	full.recompute = LLMT_RECOMPUTE_FULL;
+	llmt_autoplan_price(&c, &in, &none);
+	llmt_autoplan_price(&c, &in, &full);
+	in.mem_limit = (none.mem + full.mem) / 2;
+	in.recompute = -1;
+	llmt_autoplan_cand out[8];
+	int n;
+	llmt_autoplan(&c, &in, out, 8, &n, NULL);
+	char rt[24];
+	printf("none %.0f, full %.0f bytes, limit %.0f: chosen %s, %.4f s (%d feasible)\n", none.mem,
+		full.mem, in.mem_limit, llmt_autoplan_rc_text(&out[0], rt, sizeof rt), out[0].step_s, n);
+	assert_int_equal(n, 2);                   /* full in all 12, full in K */
+	assert_int_equal(out[0].recompute, LLMT_RECOMPUTE_FULL);
+	int k = out[0].rc_layers;
+	assert_true(k > 1 && k < 12);
+	assert_true(out[0].step_s < out[1].step_s && out[1].rc_layers == 0);
+	y = out[0];
+	assert_int_equal(llmt_autoplan_price(&c, &in, &y), 0);
+	y.rc_layers = k - 1;
+	assert_int_equal(llmt_autoplan_price(&c, &in, &y), 1);    /* K - 1 does not fit */
+	char want[32];
+	snprintf(want, sizeof want, "full:%d", k);
+	assert_string_equal(llmt_autoplan_rc_text(&out[0], rt, sizeof rt), want);
+	/* the job: LLM_TRAIN_RECOMPUTE_LAYERS and recompute_layers= in LLM_TRAIN_AUTO */
+	struct llmt_policy *p = pol();
+	struct llmt_opts o;
+	char err[512];
+	auto_opts(&o, "tp=auto,pp=auto,model=/m.yaml");
+	o.tp = o.pp = o.dp = 1;
+	o.choice.done = 1;
+	o.choice.recompute = LLMT_RECOMPUTE_FULL;
+	o.choice.recompute_layers = (unsigned)k;
+	struct llmt_rm_task t = { 0 };
+	t.gpu = -1;
+	struct llmt_env *e = calloc(1, sizeof(*e));
+	struct llmt_env_input ei = { &t, { 1, 1, 1 }, 1, 1, 0, "lo", "cpu1", 1, 0, &o, p };
+	assert_int_equal(llmt_envgen(&ei, e, err, sizeof(err)), 0);
+	snprintf(want, sizeof want, "%d", k);
+	assert_string_equal(llmt_env_get(e, "LLM_TRAIN_RECOMPUTE_LAYERS"), want);
+	snprintf(want, sizeof want, "recompute_layers=%d", k);
+	assert_non_null(strstr(llmt_env_get(e, "LLM_TRAIN_AUTO"), want));
+	free(e);
+	llmt_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_no_fit_names_smallest),
 		cmocka_unit_test(test_missing_memory),
 		cmocka_unit_test(test_hostile_model_files),
+		cmocka_unit_test(test_fewest_layers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
