@@ -68,6 +68,11 @@ typedef struct llmt_ckpt_state {
 	                          * seen...); NULL = {} */
 	llmt_comm *world_comm;   /* all ranks (NULL: one process) */
 	llmt_comm *dp_comm;      /* DP group: replicas_agree check (NULL: skip) */
+	const void *alike[2];    /* save: bytes every DP replica holds alike that
+	                          * are not a replicated buffer (a ZeRO-1 share of
+	                          * the master: the compute weights); hashed with
+	                          * the replicated buffers for replicas_agree */
+	size_t alike_len[2];
 	int borrow;              /* save: the writer writes bufs' data in place
 	                          * instead of copying it first; the caller keeps
 	                          * it unchanged until its next llmt_ckpt_save or

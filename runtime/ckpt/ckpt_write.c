@@ -344,6 +344,9 @@ static uint64_t replica_hash(const llmt_ckpt_state *st)
 		if (b->replicated)
 			XXH3_64bits_update(h, b->data, (b->hi - b->lo) * ck_dtype_size(b->dtype));
 	}
+	for (int i = 0; i < 2; i++)
+		if (st->alike[i] && st->alike_len[i])
+			XXH3_64bits_update(h, st->alike[i], st->alike_len[i]);
 	r = XXH3_64bits_digest(h);
 	XXH3_freeState(h);
 	return r;

@@ -78,9 +78,16 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen,
 	cs->nflat = llmt_model_nparams(t->m);
 	/* a ZeRO-1 share of the master is written as m and v are (each rank
 	 * its range); a whole master, replicated, each DP rank's 1/dp */
-	if (os->master_share)
+	if (os->master_share) {
 		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, os->lo, os->hi, 0, 0 };
-	else
+		/* no buffer is replicated then: replicas_agree compares what
+		 * the replicas do hold alike, the bf16 weights and fp32 copies */
+		cs->alike[0] = llmt_model_compute_bf16(t->m);
+		cs->alike_len[0] = cs->alike[0] ? cs->nflat * sizeof(uint16_t) : 0;
+		size_t nf = 0;
+		cs->alike[1] = llmt_model_f32_copies(t->m, &nf);
+		cs->alike_len[1] = cs->alike[1] ? nf * sizeof(float) : 0;
+	} else
 		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
 	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };
 	cs->bufs[2] = (llmt_ckpt_buf){ "adam_v", LLMT_CKPT_F32, os->v, os->lo, os->hi, 0, 0 };
