@@ -82,6 +82,17 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 	for (int i = 0; i < n; i++)
 		if (hb[i].valid && hb[i].step > top)
 			top = hb[i].step;
+	/* A saving or loading rank's heartbeat thread keeps beating (the
+	 * runtime's ticker writes in those phases whatever the main thread
+	 * does), so the freshest beat among the ranks paused at the top step
+	 * says the pause is alive there; a paused rank silent `timeout`
+	 * (and WR_PAUSE_BEHIND_S) longer than that is stopped (SIGSTOP, a
+	 * frozen process), not saving, and gets the training limit. */
+	double fresh = -1;
+	for (int i = 0; i < n; i++)
+		if (hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
+		    hb[i].step >= top && hb[i].time > fresh)
+			fresh = hb[i].time;
 	int worst = -1;
 	double worst_stale = 0;
 	for (int i = 0; i < n && any; i++) {
@@ -93,7 +104,8 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 		/* A save or load pauses the clock, unless other ranks are past
 		 * it already: then this rank is stuck, not saving. */
 		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
-		              hb[i].step >= top;
+		              hb[i].step >= top &&
+		              fresh - last <= (timeout > WR_PAUSE_BEHIND_S ? timeout : WR_PAUSE_BEHIND_S);
 		bool starting = !hb[i].valid || hb[i].phase == PH_INIT;
 		double limit = paused ? pause_cap_s : starting ? startup_s : timeout;
 		double s = now - last;

@@ -88,6 +88,23 @@ static void test_find(void **state)
 	r[2].step = 10;                                                      /* paused */
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
 	assert_int_equal(wr_hang_find(r, 4, 691, 0, 20, 50, 600, &stale), 2);   /* stuck save */
+	/* peers paused at the same step beat on (their tickers run): a
+	 * paused rank silent 20 s (the timeout) longer than the freshest is
+	 * stopped; with a short timeout, WR_PAUSE_BEHIND_S (10 s) instead */
+	r[0].phase = r[1].phase = r[3].phase = PH_SAVE;
+	r[0].time = r[1].time = 118;
+	r[2].time = 100;
+	assert_int_equal(wr_hang_find(r, 4, 119, 0, 20, 50, 600, &stale), -1);   /* 18 s behind */
+	r[1].time = 121;
+	assert_int_equal(wr_hang_find(r, 4, 122, 0, 20, 50, 600, &stale), 2);    /* 21 s behind */
+	assert_true(stale == 22);
+	assert_int_equal(wr_hang_find(r, 4, 122, 0, 2, 50, 600, &stale), 2);     /* 21 > 10 */
+	r[0].time = r[1].time = 109;
+	assert_int_equal(wr_hang_find(r, 4, 119, 0, 2, 50, 600, &stale), -1);    /* 9 s behind */
+	r[1].time = 121;
+	r[1].step = 9;                                    /* behind: no evidence for step 10 */
+	r[0].time = 118;
+	assert_int_equal(wr_hang_find(r, 4, 122, 0, 20, 50, 600, &stale), -1);
 	r[2].phase = PH_DONE;
 	assert_int_equal(wr_hang_find(r, 4, 115, 0, 20, 50, 600, &stale), -1);
 	/* Old heartbeats from an earlier attempt count from the launch. */
