@@ -93,6 +93,14 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 		if (hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
 		    hb[i].step >= top && hb[i].time > fresh)
 			fresh = hb[i].time;
+	/* A rank that finished a step in this attempt means every rank got
+	 * past init (a step ends in collectives over all ranks): one still
+	 * shown in init is news not yet flushed (the node file lags), not a
+	 * slow start, and gets the training limit. */
+	bool stepped = false;
+	for (int i = 0; i < n; i++)
+		stepped = stepped || (hb[i].valid && hb[i].time >= since && hb[i].last_step_s > 0 &&
+		                      (hb[i].phase == PH_TRAIN || hb[i].phase == PH_SAVE || hb[i].phase == PH_DONE));
 	int worst = -1;
 	double worst_stale = 0;
 	for (int i = 0; i < n && any; i++) {
@@ -106,7 +114,7 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
 		              hb[i].step >= top &&
 		              fresh - last <= (timeout > WR_PAUSE_BEHIND_S ? timeout : WR_PAUSE_BEHIND_S);
-		bool starting = !hb[i].valid || hb[i].phase == PH_INIT;
+		bool starting = (!hb[i].valid || hb[i].phase == PH_INIT) && !stepped;
 		double limit = paused ? pause_cap_s : starting ? startup_s : timeout;
 		double s = now - last;
 		if (s > limit && (worst < 0 || s > worst_stale)) {

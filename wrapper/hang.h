@@ -50,7 +50,8 @@ double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *s
  * save is stuck, not saving) or another rank paused at that step beat
  * max(`timeout`, WR_PAUSE_BEHIND_S) later (its ticker runs, this one's
  * does not); a rank still in init, or without a heartbeat
- * while others have one, gets startup_s, the latter counted from `since`
+ * while others have one, gets startup_s until a rank has finished a step
+ * of this attempt, the latter counted from `since`
  * (when this attempt's first heartbeat appeared). No heartbeat at all:
  * nothing to judge. The stalled rank is the one silent the longest;
  * *stale gets its silence. */

@@ -82,11 +82,10 @@ PY
 # a window for a signal through scancel and slurmctld on a busy machine.
 # With it, the job's first attempt runs 30x slower from step 9 on (the slow
 # fault: a sleep after each step's compute, every rank alike, the numbers
-# as without it), so the fault always lands mid-run. Not for the SIGSTOP
-# tests (wrap_real's stop, wrap_real_hbnode): one such run with it (15x)
-# saw no hang found in 180 s, the stopped rank inside its slowed step;
-# not yet understood (a window the save phase's pause may cover), left to
-# find, so those run as before.
+# as without it), so the fault always lands mid-run. The SIGSTOP tests
+# use it too: a rank stopped there showed the wrapper only its init beat
+# (the node file lags) or a save, and waited for the startup or pause cap
+# (60 or 600 s), until wr_hang_find learned both (wrapper/hang.c).
 SLOWAFTER8="LLM_TRAIN_FAULT=slow@9 LLM_TRAIN_FAULT_SLOW=30"
 
 # real_trainer_setup [CLUSTER_NEED-ARGS]: for the tests with the real

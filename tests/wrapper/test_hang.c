@@ -118,8 +118,10 @@ static void test_find(void **state)
 	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), -1);
 	z[0] = hb(1, 990, PH_TRAIN, 1);
 	assert_int_equal(wr_hang_find(z, 2, 1000, 0, 20, 50, 600, &stale), 1);
-	/* ... counted from the attempt's first heartbeat, with the startup limit */
+	/* ... counted from the attempt's first heartbeat, with the startup
+	 * limit while no rank has finished a step (the peer is in its first) */
 	z[0].time = 1025;
+	z[0].last_step_s = 0;
 	assert_int_equal(wr_hang_find(z, 2, 1030, 990, 20, 50, 600, &stale), -1);
 	assert_int_equal(wr_hang_find(z, 2, 1041, 990, 20, 50, 600, &stale), 1);
 	/* a rank still in init gets the startup limit too */
@@ -127,6 +129,12 @@ static void test_find(void **state)
 	z[0].time = 1040;
 	assert_int_equal(wr_hang_find(z, 2, 1045, 990, 20, 50, 600, &stale), -1);
 	assert_int_equal(wr_hang_find(z, 2, 1051, 990, 20, 50, 600, &stale), 1);
+	/* once a peer has finished a step every rank is past init: one shown
+	 * in init is news not flushed (then frozen), with the training limit */
+	z[0].last_step_s = 0.5;
+	assert_int_equal(wr_hang_find(z, 2, 1021, 990, 20, 50, 600, &stale), 1);
+	z[0].time = 980;    /* a step of an earlier attempt: rank 1 keeps startup_s, the peer is the silent one */
+	assert_int_equal(wr_hang_find(z, 2, 1021, 990, 20, 50, 600, &stale), 0);
 }
 
 static void test_straggler(void **state)

@@ -73,7 +73,7 @@ finish kill9 "$j" same
 ledger kill9 "launches=2 failures=transient restarts=1 requeues=0"
 [ "$(count failure "$W/kill9/ledger.jsonl" '"signal":9')" = 1 ] || fail "kill9: no signal-9 failure"
 
-j=$(job stop) || fail "sbatch stop"
+j=$(export $SLOWAFTER8; job stop) || fail "sbatch stop"
 wait_file "$W/stop/step_00000008/manifest.json" 120 || fail "stop: no step-8 checkpoint"
 pid=$(real_pid "$j" 1) || fail "stop: no rank 1"
 node=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^SLURMD_NODENAME=//p')
@@ -87,6 +87,11 @@ kill -CONT "$pid" 2>/dev/null
 [ "$(count hang "$W/stop/ledger.jsonl" "\"node\":\"$node\"")" = 1 ] ||
 	{ grep '"event":"hang"' "$W/stop/ledger.jsonl"; fail "stop: the hang does not name the stopped task's node $node"; }
 grep -q "hang: rank ${rk:-1} on $node silent" "$W/stop.out" || fail "stop: the wrapper's hang line does not name $node"
+# found at the training limit (4 s floor), not at the startup cap or the
+# save pause (60 s, 600 s): the stopped rank's last beat may be its init
+# (the node file lags) or a save
+sil=$(sed -n 's/.*"event":"hang".*"silent_s":\([0-9]*\).*/\1/p' "$W/stop/ledger.jsonl")
+[ -n "$sil" ] && [ "$sil" -lt 60 ] || fail "stop: the hang was found after ${sil:-?} s of silence, at a cap, not the 4 s limit"
 
 j=$(LLM_TRAIN_FAULT=bitflip@10:1; export LLM_TRAIN_FAULT; job sdc) || fail "sbatch sdc"
 finish sdc "$j" same

@@ -24,7 +24,7 @@ exec "$WRAP" --ckpt-dir "$C" --ckpt-tool "$LT" --tick 0.1 --hang-timeout-min 4 -
 	--micro-batch 2 --lr 1e-3 --warmup 2 --steps $STEPS --ckpt-interval 4 --quiet
 JOB
 chmod +x "$W/hbn.sh"
-j=$(cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=2 -o hbn.out hbn.sh) || fail "sbatch"
+j=$(export $SLOWAFTER8; cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=2 -o hbn.out hbn.sh) || fail "sbatch"
 show() { cat "$W/hbn.out"; ls -l "$C/heartbeat"; fail "$*"; }
 wait_file "$C/step_00000008/manifest.json" 120 || show "no step-8 checkpoint"
 pid=$(real_pid "$j" 2) || show "no rank 2"
