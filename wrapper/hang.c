@@ -72,35 +72,40 @@ double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *s
 	return t;
 }
 
+/* In load or save at the top step: the phases that pause the clock. */
+static bool pausing(const struct wr_hb *h, long top)
+{
+	return h->valid && (h->phase == PH_LOAD || h->phase == PH_SAVE) && h->step >= top;
+}
+
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
                  double timeout, double startup_s, double pause_cap_s, double *stale)
 {
-	bool any = false;
-	for (int i = 0; i < n; i++)
-		any = any || hb[i].valid;
-	long top = -1;
-	for (int i = 0; i < n; i++)
-		if (hb[i].valid && hb[i].step > top)
-			top = hb[i].step;
-	/* A saving or loading rank's heartbeat thread keeps beating (the
-	 * runtime's ticker writes in those phases whatever the main thread
-	 * does), so the freshest beat among the ranks paused at the top step
-	 * says the pause is alive there; a paused rank silent `timeout`
-	 * (and WR_PAUSE_BEHIND_S) longer than that is stopped (SIGSTOP, a
-	 * frozen process), not saving, and gets the training limit. */
-	double fresh = -1;
-	for (int i = 0; i < n; i++)
-		if (hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
-		    hb[i].step >= top && hb[i].time > fresh)
-			fresh = hb[i].time;
 	/* A rank that finished a step in this attempt means every rank got
 	 * past init (a step ends in collectives over all ranks): one still
 	 * shown in init is news not yet flushed (the node file lags), not a
 	 * slow start, and gets the training limit. */
-	bool stepped = false;
-	for (int i = 0; i < n; i++)
-		stepped = stepped || (hb[i].valid && hb[i].time >= since && hb[i].last_step_s > 0 &&
+	bool any = false, stepped = false;
+	long top = -1;
+	for (int i = 0; i < n; i++) {
+		if (!hb[i].valid)
+			continue;
+		any = true;
+		if (hb[i].step > top)
+			top = hb[i].step;
+		stepped = stepped || (hb[i].time >= since && hb[i].last_step_s > 0 &&
 		                      (hb[i].phase == PH_TRAIN || hb[i].phase == PH_SAVE || hb[i].phase == PH_DONE));
+	}
+	/* A saving or loading rank's heartbeat thread keeps beating (the
+	 * runtime's ticker writes in those phases whatever the main thread
+	 * does), so the freshest beat among the paused ranks says the pause
+	 * is alive; a paused rank silent max(timeout, WR_PAUSE_BEHIND_S)
+	 * longer than that is stopped (SIGSTOP, a frozen process), not
+	 * saving, and gets the training limit. */
+	double fresh = -1, behind = timeout > WR_PAUSE_BEHIND_S ? timeout : WR_PAUSE_BEHIND_S;
+	for (int i = 0; i < n; i++)
+		if (pausing(&hb[i], top) && hb[i].time > fresh)
+			fresh = hb[i].time;
 	int worst = -1;
 	double worst_stale = 0;
 	for (int i = 0; i < n && any; i++) {
@@ -110,10 +115,8 @@ int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
 		if (hb[i].valid && hb[i].phase == PH_DONE)
 			continue;
 		/* A save or load pauses the clock, unless other ranks are past
-		 * it already: then this rank is stuck, not saving. */
-		bool paused = hb[i].valid && (hb[i].phase == PH_LOAD || hb[i].phase == PH_SAVE) &&
-		              hb[i].step >= top &&
-		              fresh - last <= (timeout > WR_PAUSE_BEHIND_S ? timeout : WR_PAUSE_BEHIND_S);
+		 * it already (this rank is stuck, not saving) or beat on */
+		bool paused = pausing(&hb[i], top) && fresh - last <= behind;
 		bool starting = (!hb[i].valid || hb[i].phase == PH_INIT) && !stepped;
 		double limit = paused ? pause_cap_s : starting ? startup_s : timeout;
 		double s = now - last;

@@ -45,16 +45,15 @@ struct wr_hang_cfg {
 double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *st);
 
 /* The rank that made no progress for longer than its limit, or -1.
- * Limits: `timeout` in training; load/save pause detection (pause_cap_s)
+ * Limits: `timeout` in training. Load/save pause detection (pause_cap_s),
  * unless another rank has reached a later step (a rank left behind in a
- * save is stuck, not saving) or another rank paused at that step beat
- * max(`timeout`, WR_PAUSE_BEHIND_S) later (its ticker runs, this one's
- * does not); a rank still in init, or without a heartbeat
- * while others have one, gets startup_s until a rank has finished a step
- * of this attempt, the latter counted from `since`
- * (when this attempt's first heartbeat appeared). No heartbeat at all:
- * nothing to judge. The stalled rank is the one silent the longest;
- * *stale gets its silence. */
+ * save is stuck, not saving) or another paused rank beat max(`timeout`,
+ * WR_PAUSE_BEHIND_S) later (its heartbeat thread runs, this one's does
+ * not). startup_s for a rank still in init, or without a heartbeat while
+ * others have one (counted from `since`, when this attempt's first
+ * heartbeat appeared), until some rank has finished a step of this
+ * attempt. No heartbeat at all: nothing to judge. The stalled rank is the
+ * one silent the longest; *stale gets its silence. */
 #define WR_PAUSE_BEHIND_S 10.0   /* 4 of the runtime's refresh bounds (1.25 x 2 s) */
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
                  double timeout, double startup_s, double pause_cap_s, double *stale);
