@@ -12,6 +12,8 @@
 #include <cuda_runtime.h>
 #define GK_LAUNCH(k, grid, block, shmem, st) k<<<(grid), (block), (shmem), (st)>>>
 #define GK_DYN_SHARED(T, name) extern __shared__ T name[]
+/* the same, aligned for wmma's loads and stores (32 bytes at least) */
+#define GK_DYN_SHARED_AL(T, name) extern __shared__ __align__(128) T name[]
 #define GK_LAST_ERROR() cudaGetLastError()
 #define GK_EMU_POINT() ((void)0)
 #endif

@@ -1,14 +1,52 @@
 /* dev_flash.cu: fused causal attention (flash attention, forward and
- * backward) on token-major bf16 q, k, v with GQA and optional segments:
- * tiles of 32 queries x 32 keys in shared memory, an online softmax in
- * fp32, the logsumexp kept for backward; backward recomputes P, dK and dV
- * in one pass over the query tiles (every query head of the group in
- * order), dQ in its own pass over the key tiles. No atomics: every output
- * element is written by one thread in a fixed order. */
+ * backward) on token-major bf16 q, k, v with GQA and optional segments,
+ * on tensor cores (wmma m16n16k16: bf16 operands, fp32 accumulation).
+ * Each warp owns 16 rows of its block's tile; the scores and the
+ * probabilities of a warp pass through its own shared memory, where an
+ * online softmax in fp32 keeps the logsumexp for backward. Backward
+ * recomputes P: dK and dV in one pass over the query tiles (every query
+ * head of the group in order), dQ in its own pass over the key tiles.
+ * No atomics: every output element has one writer and a fixed order, so
+ * results are the same bits run to run. Written by hand on the wmma API
+ * rather than on CUTLASS or cuDNN's fused attention: the kernels must run
+ * in the CPU emulation (tests/gpu/gk_emu_wmma.h) to be tested here. */
 #include "dev_common.cuh"
+#ifndef GK_EMULATE
+#include <mma.h>
+#endif
+using namespace nvcuda;
 
-#define FB 32           /* queries and keys per tile */
-#define FT (FB * 8)     /* threads: 8 per tile row */
+#define FB 32           /* dsum: rows a block */
+#define FT (FB * 8)     /* dsum: threads, 8 a row */
+#define FK 32           /* the inner tile: keys (forward, dQ) or queries (dK, dV) */
+
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf_t, wmma::row_major> fa_row;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::row_major> fb_row;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::col_major> fb_col;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> facc;
+
+/* head dim HD padded to P (a multiple of 16, zeros past HD); warps a
+ * block forward (NF) and backward (NB), as many as 48 KiB of shared
+ * memory hold (no opt-in needed) */
+template <int HD> struct fl_shape {
+	static constexpr int P = HD < 16 ? 16 : HD;
+	static constexpr int NF = P > 64 ? 2 : 4;
+	static constexpr int NB = P > 32 ? 2 : 4;
+	/* forward: q [16NF][P], k and v [FK][P] (bf16); o [16NF][P], s
+	 * [16NF][FK] (fp32); p [16NF][FK] (bf16) */
+	static constexpr size_t fwd_shm = (size_t)16 * NF * P * 2 + 2 * FK * P * 2 +
+									  (size_t)16 * NF * P * 4 + 16 * NF * FK * 4 + 16 * NF * FK * 2;
+	/* dK, dV: k and v [16NB][P], q and dO [FK][P]; per warp two [16][FK]
+	 * fp32 and two bf16; lse and D of the query tile */
+	static constexpr size_t kv_shm = (size_t)2 * 16 * NB * P * 2 + 2 * FK * P * 2 +
+									 (size_t)NB * 16 * FK * (4 + 4 + 2 + 2) + 2 * FK * 4;
+	/* dQ: q and dO [16NB][P], k and v [FK][P]; per warp two [16][FK] fp32
+	 * and one bf16 */
+	static constexpr size_t q_shm = (size_t)2 * 16 * NB * P * 2 + 2 * FK * P * 2 +
+									(size_t)NB * 16 * FK * (4 + 4 + 2);
+	static_assert(fwd_shm <= 48 * 1024 && kv_shm <= 48 * 1024 && q_shm <= 48 * 1024,
+				  "flash tiles beyond 48 KiB of shared memory");
+};
 
 /* may query position tq see key position tk (same batch row b)? */
 __device__ __forceinline__ bool fl_sees(const int *seg, int b, int T, int tq, int tk)
@@ -16,97 +54,158 @@ __device__ __forceinline__ bool fl_sees(const int *seg, int b, int T, int tq, in
 	return tk <= tq && tq < T && (!seg || seg[(size_t)b * T + tk] == seg[(size_t)b * T + tq]);
 }
 
-/* rows r0 .. r0+FB-1 of a token-major [B*T][nh][HD] bf16 tensor, head hh,
- * into s[FB][HD] (zeros past T); raw bf16 copies */
-template <int HD>
-__device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int T, int nh,
-										int hh, int r0)
-{
-	const bf_t *p = reinterpret_cast<const bf_t *>(src);
-	for (int e = threadIdx.x; e < FB * HD; e += FT) {
-		int r = e / HD, i = e % HD, t = r0 + r;
-		s[e] = t < T ? p[(((size_t)b * T + t) * nh + hh) * HD + i] : __float2bfloat16_rn(0.f);
-	}
-}
-
-/* sum / max over the 8 threads of a tile row (lanes differing in bits 0-2) */
+/* sum over the 8 threads of a row (lanes differing in bits 0-2) */
 __device__ __forceinline__ float fl_sum8(float v)
 {
 	for (int o = 4; o > 0; o >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
 }
-__device__ __forceinline__ float fl_max8(float v)
-{
-	for (int o = 4; o > 0; o >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-	return v;
-}
 
+/* rows r0 .. r0+n-1 of a token-major [B*T][nh][HD] bf16 tensor, head hh,
+ * into s[n][P] (zeros past T and past HD), 16 bytes a load (HD is a
+ * multiple of 8, the tensor 16-byte aligned) */
 template <int HD>
-__device__ __forceinline__ float fl_dot(const bf_t *a, const bf_t *b)
+__device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int T, int nh,
+										int hh, int r0, int n)
 {
-	float s = 0.f;
-	for (int i = 0; i < HD; i++)
-		s += __bfloat162float(a[i]) * __bfloat162float(b[i]);
-	return s;
+	constexpr int P = fl_shape<HD>::P, V = P / 8;
+	const bf_t *p = reinterpret_cast<const bf_t *>(src);
+	for (int e = threadIdx.x; e < n * V; e += blockDim.x) {
+		int r = e / V, i = (e % V) * 8, t = r0 + r;
+		uint4 u = make_uint4(0u, 0u, 0u, 0u);
+		if (t < T && i < HD) {
+			GK_EMU_POINT();
+			u = *reinterpret_cast<const uint4 *>(p + (((size_t)b * T + t) * nh + hh) * HD + i);
+		}
+		*reinterpret_cast<uint4 *>(s + r * P + i) = u;
+	}
 }
 
-/* one block: query tile qt of head h of batch row b. Thread t owns row
- * r = t / 8 and columns (keys in S, features in O) l, l+8, ... (l = t % 8). */
+/* c (+)= a b over the warp's 16 rows: a [16][K] row-major at lda, b [K][16]
+ * (col-major at ldb when BT: b is the transpose of a row-major [16][K]) */
+template <int K, bool BT>
+__device__ __forceinline__ void fl_mma(facc &c, const bf_t *a, int lda, const bf_t *b, int ldb)
+{
+	for (int kc = 0; kc < K / 16; kc++) {
+		fa_row fa;
+		wmma::load_matrix_sync(fa, a + kc * 16, lda);
+		if (BT) {
+			fb_col fb;
+			wmma::load_matrix_sync(fb, b + kc * 16, ldb);
+			wmma::mma_sync(c, fa, fb, c);
+		} else {
+			fb_row fb;
+			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * ldb, ldb);
+			wmma::mma_sync(c, fa, fb, c);
+		}
+	}
+}
+
+/* out [16][FK] fp32 (ld FK) = a [16][P] times the transpose of b [FK][P]
+ * (a warp's scores: its 16 rows against FK rows of the other side) */
+template <int P>
+__device__ __forceinline__ void fl_scores(float *out, const bf_t *a, const bf_t *b)
+{
+	for (int n = 0; n < FK / 16; n++) {
+		facc c;
+		wmma::fill_fragment(c, 0.f);
+		fl_mma<P, true>(c, a, P, b + n * 16 * P, P);
+		wmma::store_matrix_sync(out + n * 16, c, FK, wmma::mem_row_major);
+	}
+}
+
+/* acc[n] += a [16][FK] (bf16, ld FK) times b [FK][P] (ld P), n over P/16 */
+template <int P>
+__device__ __forceinline__ void fl_accum(facc *acc, const bf_t *a, const bf_t *b)
+{
+	for (int n = 0; n < P / 16; n++)
+		fl_mma<FK, false>(acc[n], a, FK, b + n * 16, P);
+}
+
+/* write a warp's [16][P] accumulators (rows t0.., scaled by sc) to the
+ * token-major fp32 [B*T][nh][HD] tensor dst, through stage (16 x 16 fp32) */
+template <int HD>
+__device__ __forceinline__ void fl_store(float *dst, const facc *acc, float *stage, float sc,
+										 int b, int T, int nh, int hh, int t0)
+{
+	int lane = threadIdx.x & 31;
+	for (int n = 0; n < fl_shape<HD>::P / 16; n++) {
+		wmma::store_matrix_sync(stage, acc[n], 16, wmma::mem_row_major);
+		__syncwarp();
+		for (int e = lane; e < 256; e += 32) {
+			int r = e / 16, i = n * 16 + e % 16, t = t0 + r;
+			if (t < T && i < HD)
+				dst[(((size_t)b * T + t) * nh + hh) * HD + i] = stage[e] * sc;
+		}
+		__syncwarp();
+	}
+}
+
+/* one block: query tile qt (16 NF rows) of head h of batch row b; warp w
+ * owns rows 16w..16w+15, lane l row l/2 and half l%2 of its columns */
 template <int HD>
 __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
 							float *lse, const int *seg, int T, int H, int KV, float scale)
 {
-	GK_DYN_SHARED(float, sh);
-	float *sp = sh;                                     /* [FB][FB] probabilities */
-	bf_t *sq = reinterpret_cast<bf_t *>(sp + FB * FB);  /* [FB][HD] each */
-	bf_t *sk = sq + FB * HD, *sv = sk + FB * HD;
+	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NF;
+	GK_DYN_SHARED_AL(unsigned char, sh);
+	bf_t *sq = reinterpret_cast<bf_t *>(sh);           /* [R][P] */
+	bf_t *sk = sq + R * P, *sv = sk + FK * P;           /* [FK][P] */
+	float *so = reinterpret_cast<float *>(sv + FK * P); /* [R][P] the output, unscaled */
+	float *ss = so + R * P;                             /* [R][FK] scores */
+	bf_t *sp = reinterpret_cast<bf_t *>(ss + R * FK);   /* [R][FK] probabilities */
 	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long tiles first */
-	int g = h / (H / KV), r = threadIdx.x >> 3, l = threadIdx.x & 7, q0 = qt * FB;
-	float acc[HD / 8], mrow = -INFINITY, lrow = 0.f;
-	for (int j = 0; j < HD / 8; j++)
-		acc[j] = 0.f;
-	fl_load<HD>(sq, q, b, T, H, h, q0);
-	for (int kt = 0; kt <= qt; kt++) {
-		int k0 = kt * FB;
-		fl_load<HD>(sk, k, b, T, KV, g, k0);
-		fl_load<HD>(sv, v, b, T, KV, g, k0);
+	int g = h / (H / KV), w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	int q0 = qt * R, wr = 16 * w, rr = wr + (lane >> 1), half = lane & 1, tq = q0 + rr;
+	float mrow = -INFINITY, lrow = 0.f;
+	fl_load<HD>(sq, q, b, T, H, h, q0, R);
+	for (int i = half * P / 2; i < (half + 1) * P / 2; i++)
+		so[rr * P + i] = 0.f;
+	int nkt = (min(q0 + R, T) + FK - 1) / FK;
+	for (int kt = 0; kt < nkt; kt++) {
+		int k0 = kt * FK;
+		__syncthreads();        /* sk, sv free */
+		fl_load<HD>(sk, k, b, T, KV, g, k0, FK);
+		fl_load<HD>(sv, v, b, T, KV, g, k0, FK);
 		__syncthreads();
-		float s[FB / 8], mx = -INFINITY;
-		for (int j = 0; j < FB / 8; j++) {
-			int c = l + 8 * j;
-			s[j] = fl_sees(seg, b, T, q0 + r, k0 + c)
-					   ? scale * fl_dot<HD>(sq + r * HD, sk + c * HD) : -INFINITY;
+		if (k0 > q0 + wr + 15)
+			continue;           /* no row of this warp sees these keys */
+		fl_scores<P>(ss + wr * FK, sq + wr * P, sk);
+		__syncwarp();
+		float s[FK / 2], mx = -INFINITY;
+		for (int j = 0; j < FK / 2; j++) {
+			int c = half * (FK / 2) + j;
+			s[j] = fl_sees(seg, b, T, tq, k0 + c) ? scale * ss[rr * FK + c] : -INFINITY;
 			mx = fmaxf(mx, s[j]);
 		}
-		float mnew = fmaxf(mrow, fl_max8(mx));
+		float mnew = fmaxf(mrow, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)));
 		float alpha = mnew == -INFINITY ? 1.f : expf(mrow - mnew), ps = 0.f;
-		for (int j = 0; j < FB / 8; j++) {
+		for (int j = 0; j < FK / 2; j++) {
 			float p = s[j] == -INFINITY ? 0.f : expf(s[j] - mnew);
-			sp[r * FB + l + 8 * j] = p;
+			sp[rr * FK + half * (FK / 2) + j] = __float2bfloat16_rn(p);
 			ps += p;
 		}
-		lrow = lrow * alpha + fl_sum8(ps);
+		lrow = lrow * alpha + (ps + __shfl_xor_sync(0xffffffffu, ps, 1));
 		mrow = mnew;
-		__syncthreads();
-		for (int j = 0; j < HD / 8; j++) {
-			int i = l + 8 * j;
-			float a = acc[j] * alpha;
-			for (int c = 0; c < FB; c++)
-				a += sp[r * FB + c] * __bfloat162float(sv[c * HD + i]);
-			acc[j] = a;
+		for (int i = half * P / 2; i < (half + 1) * P / 2; i++)
+			so[rr * P + i] *= alpha;
+		__syncwarp();
+		for (int n = 0; n < P / 16; n++) {
+			facc c;
+			wmma::load_matrix_sync(c, so + wr * P + n * 16, P, wmma::mem_row_major);
+			fl_mma<FK, false>(c, sp + wr * FK, FK, sv + n * 16, P);
+			wmma::store_matrix_sync(so + wr * P + n * 16, c, P, wmma::mem_row_major);
 		}
-		__syncthreads();        /* sk, sv, sp are refilled */
+		__syncwarp();
 	}
-	int t = q0 + r;
-	if (t >= T)
+	if (tq >= T)
 		return;
 	float inv = lrow > 0.f ? 1.f / lrow : 0.f;
-	for (int j = 0; j < HD / 8; j++)
-		st_bf(o, (((size_t)b * T + t) * H + h) * HD + l + 8 * j, acc[j] * inv);
-	if (l == 0)
-		lse[((size_t)b * H + h) * T + t] = mrow + logf(lrow);
+	for (int i = half * HD / 2; i < (half + 1) * HD / 2; i++)
+		st_bf(o, (((size_t)b * T + tq) * H + h) * HD + i, so[rr * P + i] * inv);
+	if (!half)
+		lse[((size_t)b * H + h) * T + tq] = mrow + logf(lrow);
 }
 
 /* D[b][h][t] = sum_i dO * O (fp32, 8 threads a row in a fixed order) */
@@ -126,130 +225,116 @@ __global__ void k_flash_dsum(const gk_bf16 *o, const gk_bf16 *dO, float *D, int 
 		D[((size_t)b * H + h) * T + t] = s;
 }
 
-/* P and dS = P (dP - D) of query row r against keys l + 8j of the tile;
- * sq, sdo hold the query tile, sk, sv the key tile */
-template <int HD>
-__device__ __forceinline__ void fl_pds(const bf_t *sq, const bf_t *sdo, const bf_t *sk,
-									   const bf_t *sv, float lse, float Dr, bool *see, int r,
-									   int l, float scale, float *p, float *ds)
-{
-	for (int j = 0; j < FB / 8; j++) {
-		int c = l + 8 * j;
-		p[j] = see[j] ? expf(scale * fl_dot<HD>(sq + r * HD, sk + c * HD) - lse) : 0.f;
-		ds[j] = see[j] ? p[j] * (fl_dot<HD>(sdo + r * HD, sv + c * HD) - Dr) : 0.f;
-	}
-}
-
-/* one block: key tile kt of KV head g of batch row b; thread t owns key
- * row t / 8 of dK and dV. Query heads of the group, then query tiles, in
- * order: a fixed summation order. */
+/* one block: key tile (16 NB keys) of KV head g of batch row b; warp w
+ * owns keys 16w..16w+15 of it and their dK and dV (in registers). Query
+ * heads of the group, then query tiles, in order: a fixed order. */
 template <int HD>
 __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 							   const gk_bf16 *dO, const float *lse, const float *D,
 							   const int *seg, float *dk, float *dv, int T, int H, int KV,
 							   float scale)
 {
-	GK_DYN_SHARED(float, sh);
-	float *sp = sh, *sds = sp + FB * FB, *sl = sds + FB * FB, *sd = sl + FB;
-	bf_t *sq = reinterpret_cast<bf_t *>(sd + FB);
-	bf_t *sdo = sq + FB * HD, *sk = sdo + FB * HD, *sv = sk + FB * HD;
-	int nqt = gridDim.x, kt = nqt - 1 - blockIdx.x, g = blockIdx.y, b = blockIdx.z;
-	int G = H / KV, r = threadIdx.x >> 3, l = threadIdx.x & 7, k0 = kt * FB;
-	float ak[HD / 8], av[HD / 8];
-	for (int j = 0; j < HD / 8; j++)
-		ak[j] = av[j] = 0.f;
-	fl_load<HD>(sk, k, b, T, KV, g, k0);
-	fl_load<HD>(sv, v, b, T, KV, g, k0);
+	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
+	GK_DYN_SHARED_AL(unsigned char, sh);
+	bf_t *sk = reinterpret_cast<bf_t *>(sh), *sv = sk + R * P;   /* [R][P] */
+	bf_t *sq = sv + R * P, *sdo = sq + FK * P;                     /* [FK][P] */
+	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, NB = fl_shape<HD>::NB;
+	float *f32 = reinterpret_cast<float *>(sdo + FK * P);          /* per warp: */
+	float *sst = f32 + w * 2 * 16 * FK, *sdpt = sst + 16 * FK;      /* S^T, dP^T [16][FK] */
+	bf_t *b16 = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * FK);
+	bf_t *spt = b16 + w * 2 * 16 * FK, *sdst = spt + 16 * FK;       /* P^T, dS^T [16][FK] */
+	float *sl = reinterpret_cast<float *>(b16 + NB * 2 * 16 * FK), *sd = sl + FK;
+	int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z, G = H / KV; /* key tile 0 has most work */
+	int k0 = kt * R, wk = 16 * w, kr = lane >> 1, half = lane & 1;
+	facc ak[P / 16], av[P / 16];
+	for (int n = 0; n < P / 16; n++) {
+		wmma::fill_fragment(ak[n], 0.f);
+		wmma::fill_fragment(av[n], 0.f);
+	}
+	fl_load<HD>(sk, k, b, T, KV, g, k0, R);
+	fl_load<HD>(sv, v, b, T, KV, g, k0, R);
+	int nqt = (T + FK - 1) / FK;
 	for (int hh = g * G; hh < (g + 1) * G; hh++)
-		for (int qt = kt; qt < nqt; qt++) {
-			int q0 = qt * FB;
-			fl_load<HD>(sq, q, b, T, H, hh, q0);
-			fl_load<HD>(sdo, dO, b, T, H, hh, q0);
-			if (threadIdx.x < FB) {
+		for (int qt = k0 / FK; qt < nqt; qt++) {
+			int q0 = qt * FK;
+			__syncthreads();    /* sq, sdo, sl, sd free */
+			fl_load<HD>(sq, q, b, T, H, hh, q0, FK);
+			fl_load<HD>(sdo, dO, b, T, H, hh, q0, FK);
+			if (threadIdx.x < FK) {
 				int t = q0 + threadIdx.x;
 				size_t ri = ((size_t)b * H + hh) * T + t;
 				sl[threadIdx.x] = t < T ? lse[ri] : 0.f;
 				sd[threadIdx.x] = t < T ? D[ri] : 0.f;
 			}
 			__syncthreads();
-			bool see[FB / 8];
-			for (int j = 0; j < FB / 8; j++)
-				see[j] = fl_sees(seg, b, T, q0 + r, k0 + l + 8 * j);
-			float p[FB / 8], ds[FB / 8];
-			fl_pds<HD>(sq, sdo, sk, sv, sl[r], sd[r], see, r, l, scale, p, ds);
-			for (int j = 0; j < FB / 8; j++) {
-				sp[r * FB + l + 8 * j] = p[j];
-				sds[r * FB + l + 8 * j] = ds[j];
+			if (k0 + wk > q0 + FK - 1)
+				continue;       /* no query of the tile sees this warp's keys */
+			fl_scores<P>(sst, sk + wk * P, sq);
+			fl_scores<P>(sdpt, sv + wk * P, sdo);
+			__syncwarp();
+			for (int j = 0; j < FK / 2; j++) {
+				int c = half * (FK / 2) + j, e = kr * FK + c;
+				bool see = fl_sees(seg, b, T, q0 + c, k0 + wk + kr);
+				float p = see ? expf(scale * sst[e] - sl[c]) : 0.f;
+				spt[e] = __float2bfloat16_rn(p);
+				sdst[e] = __float2bfloat16_rn(see ? p * (sdpt[e] - sd[c]) : 0.f);
 			}
-			__syncthreads();
-			for (int j = 0; j < HD / 8; j++) {
-				int i = l + 8 * j;
-				float a = av[j], c = ak[j];
-				for (int qr = 0; qr < FB; qr++) {
-					a += sp[qr * FB + r] * __bfloat162float(sdo[qr * HD + i]);
-					c += sds[qr * FB + r] * __bfloat162float(sq[qr * HD + i]);
-				}
-				av[j] = a;
-				ak[j] = c;
-			}
-			__syncthreads();
+			__syncwarp();
+			fl_accum<P>(av, spt, sdo);
+			fl_accum<P>(ak, sdst, sq);
 		}
-	int t = k0 + r;
-	if (t >= T)
-		return;
-	for (int j = 0; j < HD / 8; j++) {
-		size_t e = (((size_t)b * T + t) * KV + g) * HD + l + 8 * j;
-		dk[e] = ak[j] * scale;
-		dv[e] = av[j];
-	}
+	fl_store<HD>(dk, ak, sst, scale, b, T, KV, g, k0 + wk);
+	fl_store<HD>(dv, av, sst, 1.f, b, T, KV, g, k0 + wk);
 }
 
-/* one block: query tile qt of head h of batch row b; thread t owns query
- * row t / 8 of dQ; key tiles in order */
+/* one block: query tile (16 NB queries) of head h of batch row b; warp w
+ * owns queries 16w..16w+15 and their dQ (in registers); key tiles in
+ * order */
 template <int HD>
 __global__ void k_flash_bwd_q(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 							  const gk_bf16 *dO, const float *lse, const float *D,
 							  const int *seg, float *dq, int T, int H, int KV, float scale)
 {
-	GK_DYN_SHARED(float, sh);
-	float *sds = sh;
-	bf_t *sq = reinterpret_cast<bf_t *>(sds + FB * FB);
-	bf_t *sdo = sq + FB * HD, *sk = sdo + FB * HD, *sv = sk + FB * HD;
-	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-	int g = h / (H / KV), r = threadIdx.x >> 3, l = threadIdx.x & 7, q0 = qt * FB, t = q0 + r;
-	float acc[HD / 8];
-	for (int j = 0; j < HD / 8; j++)
-		acc[j] = 0.f;
+	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
+	GK_DYN_SHARED_AL(unsigned char, sh);
+	bf_t *sq = reinterpret_cast<bf_t *>(sh), *sdo = sq + R * P;  /* [R][P] */
+	bf_t *sk = sdo + R * P, *sv = sk + FK * P;                    /* [FK][P] */
+	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, NB = fl_shape<HD>::NB;
+	float *f32 = reinterpret_cast<float *>(sv + FK * P);            /* per warp: */
+	float *ss = f32 + w * 2 * 16 * FK, *sdp = ss + 16 * FK;         /* S, dP [16][FK] */
+	bf_t *sds = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * FK) + w * 16 * FK; /* dS */
+	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long tiles first */
+	int g = h / (H / KV), q0 = qt * R, wq = 16 * w, rr = lane >> 1, half = lane & 1;
+	int t = q0 + wq + rr;
 	size_t ri = ((size_t)b * H + h) * T + t;
 	float lr = t < T ? lse[ri] : 0.f, Dr = t < T ? D[ri] : 0.f;
-	fl_load<HD>(sq, q, b, T, H, h, q0);
-	fl_load<HD>(sdo, dO, b, T, H, h, q0);
-	for (int kt = 0; kt <= qt; kt++) {
-		int k0 = kt * FB;
-		fl_load<HD>(sk, k, b, T, KV, g, k0);
-		fl_load<HD>(sv, v, b, T, KV, g, k0);
+	facc acc[P / 16];
+	for (int n = 0; n < P / 16; n++)
+		wmma::fill_fragment(acc[n], 0.f);
+	fl_load<HD>(sq, q, b, T, H, h, q0, R);
+	fl_load<HD>(sdo, dO, b, T, H, h, q0, R);
+	int nkt = (min(q0 + R, T) + FK - 1) / FK;
+	for (int kt = 0; kt < nkt; kt++) {
+		int k0 = kt * FK;
+		__syncthreads();        /* sk, sv free */
+		fl_load<HD>(sk, k, b, T, KV, g, k0, FK);
+		fl_load<HD>(sv, v, b, T, KV, g, k0, FK);
 		__syncthreads();
-		bool see[FB / 8];
-		for (int j = 0; j < FB / 8; j++)
-			see[j] = fl_sees(seg, b, T, t, k0 + l + 8 * j);
-		float p[FB / 8], ds[FB / 8];
-		fl_pds<HD>(sq, sdo, sk, sv, lr, Dr, see, r, l, scale, p, ds);
-		for (int j = 0; j < FB / 8; j++)
-			sds[r * FB + l + 8 * j] = ds[j];
-		__syncthreads();
-		for (int j = 0; j < HD / 8; j++) {
-			int i = l + 8 * j;
-			float a = acc[j];
-			for (int c = 0; c < FB; c++)
-				a += sds[r * FB + c] * __bfloat162float(sk[c * HD + i]);
-			acc[j] = a;
+		if (k0 > q0 + wq + 15)
+			continue;
+		fl_scores<P>(ss, sq + wq * P, sk);
+		fl_scores<P>(sdp, sdo + wq * P, sv);
+		__syncwarp();
+		for (int j = 0; j < FK / 2; j++) {
+			int c = half * (FK / 2) + j, e = rr * FK + c;
+			bool see = fl_sees(seg, b, T, t, k0 + c);
+			float p = see ? expf(scale * ss[e] - lr) : 0.f;
+			sds[e] = __float2bfloat16_rn(see ? p * (sdp[e] - Dr) : 0.f);
 		}
-		__syncthreads();
+		__syncwarp();
+		fl_accum<P>(acc, sds, sk);
 	}
-	if (t >= T)
-		return;
-	for (int j = 0; j < HD / 8; j++)
-		dq[(((size_t)b * T + t) * H + h) * HD + l + 8 * j] = acc[j] * scale;
+	fl_store<HD>(dq, acc, ss, scale, b, T, H, h, q0 + wq);
 }
 
 template <int HD>
@@ -257,10 +342,10 @@ static cudaError_t flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
 							 float *lse, const int *seg, int B, int T, int H, int KV,
 							 cudaStream_t st)
 {
-	dim3 grid((unsigned)((T + FB - 1) / FB), (unsigned)H, (unsigned)B);
-	size_t shm = FB * FB * 4 + 3 * FB * HD * 2;
-	GK_LAUNCH(k_flash_fwd<HD>, grid, FT, shm, st)(q, k, v, o, lse, seg, T, H, KV,
-												   1.0f / sqrtf((float)HD));
+	typedef fl_shape<HD> F;
+	dim3 grid((unsigned)((T + 16 * F::NF - 1) / (16 * F::NF)), (unsigned)H, (unsigned)B);
+	GK_LAUNCH(k_flash_fwd<HD>, grid, 32 * F::NF, F::fwd_shm, st)(q, k, v, o, lse, seg, T, H, KV,
+																  1.0f / sqrtf((float)HD));
 	return GK_LAST_ERROR();
 }
 
@@ -270,14 +355,13 @@ static cudaError_t flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
 							 const int *seg, float *dq, float *dk, float *dv, int B, int T,
 							 int H, int KV, cudaStream_t st)
 {
-	unsigned nt = (unsigned)((T + FB - 1) / FB);
+	typedef fl_shape<HD> F;
+	unsigned nd = (unsigned)((T + FB - 1) / FB), nt = (unsigned)((T + 16 * F::NB - 1) / (16 * F::NB));
 	float sc = 1.0f / sqrtf((float)HD);
-	GK_LAUNCH(k_flash_dsum<HD>, dim3(nt, (unsigned)H, (unsigned)B), FT, 0, st)(o, dO, D, T, H);
-	size_t shkv = 2 * FB * FB * 4 + 2 * FB * 4 + 4 * FB * HD * 2;
-	GK_LAUNCH(k_flash_bwd_kv<HD>, dim3(nt, (unsigned)KV, (unsigned)B), FT, shkv, st)(
+	GK_LAUNCH(k_flash_dsum<HD>, dim3(nd, (unsigned)H, (unsigned)B), FT, 0, st)(o, dO, D, T, H);
+	GK_LAUNCH(k_flash_bwd_kv<HD>, dim3(nt, (unsigned)KV, (unsigned)B), 32 * F::NB, F::kv_shm, st)(
 		q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, sc);
-	size_t shq = FB * FB * 4 + 4 * FB * HD * 2;
-	GK_LAUNCH(k_flash_bwd_q<HD>, dim3(nt, (unsigned)H, (unsigned)B), FT, shq, st)(
+	GK_LAUNCH(k_flash_bwd_q<HD>, dim3(nt, (unsigned)H, (unsigned)B), 32 * F::NB, F::q_shm, st)(
 		q, k, v, dO, lse, D, seg, dq, T, H, KV, sc);
 	return GK_LAST_ERROR();
 }

@@ -101,11 +101,25 @@ struct fiber {
 	int st;
 };
 
+/* dynamic shared memory in 128-byte pieces: aligned as a GPU's (wmma
+ * wants 32 bytes) */
+struct alignas(128) dyn_piece {
+	unsigned char b[128];
+};
+
+/* what a lane brings to a warp-collective wmma call (gk_emu_wmma.h) */
+struct wmma_slot {
+	const void *p;
+	unsigned ldm;
+};
+
 struct state {
 	context sched;
 	std::vector<fiber> f;
 	std::vector<float> shfl;
-	std::vector<unsigned char> dyn;
+	std::vector<wmma_slot> wm;       /* a lane's pointer and ldm */
+	std::vector<float> wma, wmb;     /* a warp's mma operands, 256 each */
+	std::vector<dyn_piece> dyn;
 	std::vector<unsigned> q;        /* runnable threads, in resume order */
 	size_t qh;                      /* head of q (forward, reverse) */
 	const std::function<void()> *body;
@@ -257,15 +271,21 @@ inline void yield_as(int st)
 /* __syncthreads: wait until every thread of the block has arrived */
 inline void sync() { yield_as(AT_BLOCK); }
 
-/* the warp barrier of a full-mask shuffle: all 32 lanes must be there */
-inline void warp_sync()
+/* the warp barrier of a full-mask shuffle (or of op): all 32 lanes must
+ * be there */
+inline void warp_sync(const char *op = "__shfl_xor_sync")
 {
 	unsigned w = S.cur / 32;
-	if ((w + 1) * 32 > S.nt)
-		fail("full-mask __shfl_xor_sync in a partial warp (block size not a multiple of 32)");
+	char why[160];
+	if ((w + 1) * 32 > S.nt) {
+		snprintf(why, sizeof why, "full-mask %s in a partial warp (block size not a multiple of 32)", op);
+		fail(why);
+	}
 	for (unsigned t = w * 32; t < w * 32 + 32; t++)
-		if (S.f[t].st == DONE)
-			fail("full-mask __shfl_xor_sync in a warp where a lane has returned");
+		if (S.f[t].st == DONE) {
+			snprintf(why, sizeof why, "full-mask %s in a warp where a lane has returned", op);
+			fail(why);
+		}
 	yield_as(AT_WARP);
 }
 
@@ -282,7 +302,7 @@ inline void *dyn() { return S.dyn.data(); }
 inline void run_block(unsigned nt)
 {
 	memset(__start_gk_emu_shared, 0xff, (size_t)(__stop_gk_emu_shared - __start_gk_emu_shared));
-	std::fill(S.dyn.begin(), S.dyn.end(), (unsigned char)0xff);
+	memset(static_cast<void *>(S.dyn.data()), 0xff, S.dyn.size() * sizeof(dyn_piece));
 	S.q.clear();
 	S.qh = 0;
 	for (unsigned t = 0; t < nt; t++)
@@ -368,7 +388,10 @@ struct launch {
 			S.f.resize(nt);
 		S.nt = nt;
 		S.shfl.assign(nt, 0.f);
-		S.dyn.assign(sh ? sh : 1, 0);
+		S.wm.assign(nt, wmma_slot{nullptr, 0});
+		S.wma.assign((nt + 31) / 32 * 256, 0.f);
+		S.wmb.assign((nt + 31) / 32 * 256, 0.f);
+		S.dyn.assign(sh ? (sh + sizeof(dyn_piece) - 1) / sizeof(dyn_piece) : 1, dyn_piece{});
 		S.body = &body;
 		blockDim = b;
 		gridDim = g;
@@ -419,10 +442,20 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int o)
 	return r;
 }
 
+static inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+	if (mask != 0xffffffffu)
+		gk_emu::fail("__syncwarp with a partial mask (the emulation knows full warps only)");
+	gk_emu::warp_sync("__syncwarp");
+}
+
 #define GK_LAUNCH(k, grid, block, shmem, st) \
 	(llmt_emu_stream_use(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
 #define GK_DYN_SHARED(T, name) T *name = static_cast<T *>(gk_emu::dyn())
 #define GK_LAST_ERROR() gk_emu::take_error()
 #define GK_EMU_POINT() gk_emu::point()
+#define GK_DYN_SHARED_AL(T, name) GK_DYN_SHARED(T, name)
+
+#include "gk_emu_wmma.h"
 
 #endif

@@ -1,7 +1,7 @@
 /* test_flash_emu.cc: the fused attention kernels (runtime/gpu/dev_flash.cu)
  * through the emulation against a double-precision causal attention on
  * the same bf16 inputs: GQA and plain, head dims 64 and 128 (and 8, the
- * small model's), T not a multiple of the tile, segments. Each case runs
+ * small model's, padded to the tensor cores' 16), T not a multiple of the tile, segments. Each case runs
  * in forward, reverse and shuffled thread orders, whose results must be
  * the same bits. `test_flash_emu dump DIR` writes one case's inputs and
  * outputs for flash_ref.py (PyTorch). Exit 0 when all hold. */
@@ -194,14 +194,16 @@ static void one(const fcase &c)
 	run(c, x);
 	fref r;
 	reference(c, x, r);
-	/* the output is bf16 (half an ulp: 2^-9); the rest fp32 sums of
-	 * fp32 products: measured lse <= 1.1e-7, gradients <= 4.4e-7 */
+	/* the output is bf16 (half an ulp: 2^-9); lse an fp32 sum
+	 * (measured <= 1.1e-7); the gradients are tensor-core products of
+	 * bf16 P and dS (as FlashAttention-2 rounds them), summed in fp32:
+	 * measured <= 2.4e-3 */
 	double eo = rel(x.o, r.o), el = rel(x.lse, r.lse);
 	double eq = rel(x.dq, r.dq), ek = rel(x.dk, r.dk), ev = rel(x.dv, r.dv);
 	snprintf(what, sizeof what,
 			 "B=%d T=%d H=%d KV=%d hd=%d seg=%d: o %.2g lse %.2g dq %.2g dk %.2g dv %.2g", c.B,
 			 c.T, c.H, c.KV, c.hd, c.nseg, eo, el, eq, ek, ev);
-	check(what, eo <= 4e-3 && el <= 1e-6 && eq <= 5e-6 && ek <= 5e-6 && ev <= 5e-6);
+	check(what, eo <= 4e-3 && el <= 1e-6 && eq <= 5e-3 && ek <= 5e-3 && ev <= 5e-3);
 	int orders[3][2] = {{gk_emu::REVERSE, 1}, {gk_emu::SHUFFLE, 1}, {gk_emu::SHUFFLE, 2}};
 	for (auto &od : orders) {
 		fio y = x;
