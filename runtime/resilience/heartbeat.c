@@ -1,7 +1,8 @@
 /* heartbeat.c: heartbeat writer (its node's channel under a Slurm step,
  * hbchannel.h, else its own rank file) with a refresh thread for phases in
  * which the main thread may block for long (checkpoint I/O, startup) and
- * for waits in communication that the watchdog bounds. */
+ * for waits in communication that the watchdog bounds. The node file is
+ * flushed at most every quarter period, except a phase change: at once. */
 #include "heartbeat.h"
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@ static struct {
 	double period;
 	long long written;   /* time of the last write (ns) */
 	int node;            /* the node channel (ch) instead of the rank file */
+	int flushed_phase;   /* the phase of this rank's last flush of the node file */
 	struct llmt_hbc ch;
 } hb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
@@ -78,6 +80,15 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* called with hb.mu held: flushes the node file when due (rate-limited
+ * to a quarter period, refreshed every ten) or at once when forced; notes
+ * which phase reached the file */
+static void flush_node(long long t_ns, int force)
+{
+	if (llmt_hbc_flush(&hb.ch, t_ns, hb.period / 4, 10 * hb.period, force) == 1)
+		hb.flushed_phase = (int)hb.phase;
+}
+
 /* called with hb.mu held */
 static void write_locked(void)
 {
@@ -94,7 +105,9 @@ static void write_locked(void)
 
 	if (hb.node) {
 		llmt_hbc_write(&hb.ch, hb.written, line);
-		llmt_hbc_flush(&hb.ch, hb.written, hb.period / 4, 10 * hb.period, 0);
+		/* a phase change is news the wrapper must see at once (a rank
+		 * frozen right after it would show its old phase) */
+		flush_node(hb.written, (int)hb.phase != hb.flushed_phase);
 		return;
 	}
 	f = fopen(hb.tmp, "w");
@@ -140,7 +153,7 @@ static void *ticker(void *arg)
 		if (hb.phase == LLMT_HB_TRAIN ? waiting_in_comm(&last_seq) && due : hb.phase != LLMT_HB_DONE && due)
 			write_locked();
 		else if (hb.node)   /* the node's other ranks' news, if none of them flushed it */
-			llmt_hbc_flush(&hb.ch, now_ns(), hb.period / 4, 10 * hb.period, 0);
+			flush_node(now_ns(), 0);
 	}
 	pthread_mutex_unlock(&hb.mu);
 	return NULL;
@@ -193,6 +206,7 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 	hb.timing[0] = 0;
 	hb.period = period_s > 0.05 ? period_s : 0.05;
 	hb.stop = 0;
+	hb.flushed_phase = LLMT_HB_INIT;   /* where every rank starts: not a change */
 	node = open_channel(dir, rank);
 	hb.node = node > 0;
 	if (node < 0) {
@@ -202,7 +216,7 @@ int llmt_hb_start(const char *dir, int rank, double period_s)
 	}
 	write_locked();
 	if (hb.node && hb.ch.created)   /* the node's file exists from the first rank on */
-		llmt_hbc_flush(&hb.ch, hb.written, 0, 0, 1);
+		flush_node(hb.written, 1);
 	pthread_mutex_unlock(&hb.mu);
 	if (!hb.node) {
 		FILE *f = fopen(hb.path, "r");

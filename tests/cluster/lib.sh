@@ -12,7 +12,8 @@
 # cluster_sbatch_wait JOBID [TIMEOUT], cluster_job_state JOBID,
 # cluster_job_field JOBID FIELD, cluster_wait_idle [TIMEOUT], cluster_nodes,
 # cluster_node_kill NODE, cluster_node_crash NODE, cluster_node_restart NODE,
-# cluster_node_state NODE, cluster_cleanup.
+# cluster_node_state NODE, cluster_cleanup; and for a plain mpirun on this
+# host, no cluster: mpi_local [--tcp] COMMAND...
 # After cluster_need, CLUSTER_DIR names the cluster's directory and
 # CLUSTER_WORK a scratch directory (removed at exit unless the test failed).
 # A test that sets its own EXIT trap must call `cluster_cleanup $?` from it.
@@ -141,6 +142,21 @@ cluster_is_up() {
 ompi_null_crash() {
 	grep -q 'Failing at address: (nil)' "$1" 2>/dev/null &&
 		[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$1")" = 1 ]
+}
+
+# mpi_local [--tcp] COMMAND...: runs COMMAND (timeout ... mpirun ..., or
+# VAR=VALUE words first, as env takes them) with what a plain mpirun on
+# this host needs, no cluster: Open MPI allowed to run as root (CI does);
+# --tcp also the cluster's transport (cluster_env): self and TCP on
+# loopback, slots oversubscribed.
+mpi_local() {
+	_ml_tcp=
+	if [ "${1:-}" = --tcp ]; then
+		_ml_tcp="OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,tcp"
+		_ml_tcp="$_ml_tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo"
+		shift
+	fi
+	env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $_ml_tcp "$@"
 }
 
 # cluster_env [DIR]: export what Slurm clients and MPI jobs need.

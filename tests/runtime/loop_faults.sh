@@ -94,9 +94,19 @@ case $beat in "2 "*" train "*) ;; *) fail "heartbeat '$beat': want step 2, phase
 scancel -n llmt-hang
 wait $srun_pid
 echo "hang: heartbeat stayed at '$beat'"
-LLM_TRAIN_FAULT=crash@2:1 train 1 1 2 --steps 5 --micro-batch 2 --ckpt-dir "$W/c"
+crash() { rm -rf "$W/c"; LLM_TRAIN_FAULT=crash@2:1 train 1 1 2 --steps 5 --micro-batch 2 --ckpt-dir "$W/c"; }
+crash
 rc=$?
 [ $rc != 0 ] || fail "crash fault: the job succeeded"
+# the known Open MPI 4.1.4 wire-up crash (rtrain's one stated exception)
+# can come before the injected one: then the case runs once more
+if ! grep -q "injected fault crash@2" "$W/last.out" && ompi_null_crash "$W/last.out"; then
+	LLMT_RETRIES=$((LLMT_RETRIES + 1))
+	echo "RETRY $LLMT_RETRIES: launch failed (exit $rc) in Open MPI's wire-up (one frame at address (nil): the known 4.1.4 crash) before the injected crash; running again"
+	crash
+	rc=$?
+	[ $rc != 0 ] || fail "crash fault: the job succeeded"
+fi
 grep -q "injected fault crash@2" "$W/last.out" || fail "crash fault did not fire"
 echo "crash: job failed with $rc"
 

@@ -7,6 +7,7 @@
 # --recompute full in the first K layers (--recompute-layers) too, between
 # none and all; bad input exits 64 naming the value.
 set -u
+. "$top_srcdir/tests/cluster/lib.sh"   # mpi_local
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
 EMU=$top_builddir/tests/gpu/llm-train-emu
@@ -81,7 +82,7 @@ fi
 if command -v mpirun >/dev/null 2>&1; then
 	"$LT" memory --model "$MODEL" --tp 2 $opts --threads 1 >"$W/tp2" || fail "llm-train memory --tp 2 exited $?"
 	plan2=$(field "CPU rank (1 threads):" <"$W/tp2")
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 2 \
+	mpi_local timeout 120 mpirun -np 2 \
 		-x LLM_TRAIN_TP=2 -x OMP_NUM_THREADS "$LT" --model "$MODEL" --data "$W/data" --steps 2 $opts \
 		--ckpt-dir "$W/ck2" >"$W/run2" 2>&1 || { cat "$W/run2"; fail "the tp=2 run exited"; }
 	for r in 0 1; do

@@ -10,14 +10,13 @@
 # replicas every step (--sdc-interval 1): the weights all-gathered from
 # the shares agree. A 34M-parameter model, 2 steps.
 set -u
+. "$top_srcdir/tests/cluster/lib.sh"   # mpi_local
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
 command -v mpirun >/dev/null 2>&1 || fail "mpirun missing (openmpi-bin is a dependency)"
 W=$(mktemp -d /tmp/llmt-memshard.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,tcp
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMP_NUM_THREADS=1
 cat >"$W/m.yaml" <<'EOF'
 vocab_size: 256
 d_model: 1024
@@ -34,7 +33,7 @@ opts="--micro-batch 1 --seq 16"
 n=$(sed -n 's/^stage 0 of 1 .*: \([0-9]*\) parameters per rank/\1/p' "$W/plan")
 plan=$(sed -n 's/.*CPU rank (1 threads): \([0-9.]*\) MiB.*/\1/p' "$W/plan")
 for dp in 1 2; do
-	timeout 240 mpirun -np $dp -x LLM_TRAIN_DP=$dp -x OMP_NUM_THREADS "$LT" --model "$W/m.yaml" \
+	mpi_local --tcp timeout 240 mpirun -np $dp -x LLM_TRAIN_DP=$dp -x OMP_NUM_THREADS "$LT" --model "$W/m.yaml" \
 		--data "$W/data" --steps 2 --sdc-interval 1 $opts >"$W/run$dp" 2>&1 || { cat "$W/run$dp"; fail "dp=$dp run exited"; }
 	grep "memory rank" "$W/run$dp"
 done

@@ -8,6 +8,7 @@
 # 4; of a stage's 2 at pp=2: 1); a bad mode or K exits 64 naming it. The
 # estimate's side: test_memest, memplan.sh.
 set -u
+. "$top_srcdir/tests/cluster/lib.sh"   # mpi_local
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
 CMP="/usr/bin/python3 $top_srcdir/tests/runtime/ckpt_compare.py"
@@ -47,9 +48,8 @@ same fp32-none fp32-full-1
 
 command -v mpirun >/dev/null 2>&1 || fail "mpirun missing (openmpi-bin is a dependency)"
 for r in none attn full "full --recompute-layers 1"; do
-	run "par-$r" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
-		timeout 300 mpirun -np 4 --oversubscribe -x LLM_TRAIN_TP=2 -x LLM_TRAIN_PP=2 -x OMP_NUM_THREADS \
-		"$LT" $args --recompute $r
+	run "par-$r" mpi_local OMP_NUM_THREADS=1 timeout 300 mpirun -np 4 --oversubscribe \
+		-x LLM_TRAIN_TP=2 -x LLM_TRAIN_PP=2 -x OMP_NUM_THREADS "$LT" $args --recompute $r
 done
 same par-none par-attn
 same par-none par-full

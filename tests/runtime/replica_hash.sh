@@ -7,16 +7,15 @@
 # (2d06800538d394c2, which every rank wrote before: a vacuous "agree"
 # that the wrapper's rollback trusts). Tiny model, 2 steps.
 set -u
+. "$top_srcdir/tests/cluster/lib.sh"   # mpi_local
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
 command -v mpirun >/dev/null 2>&1 || fail "mpirun missing (openmpi-bin is a dependency)"
 W=$(mktemp -d /tmp/llmt-rhash.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,tcp
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMP_NUM_THREADS=1
 "$LT" tokenize "$top_srcdir/LICENSE" "$W/data" >/dev/null || fail "tokenize"
-timeout 240 mpirun -np 2 -x LLM_TRAIN_DP=2 -x OMP_NUM_THREADS "$LT" --model "$top_srcdir/configs/tiny.yaml" \
+mpi_local --tcp timeout 240 mpirun -np 2 -x LLM_TRAIN_DP=2 -x OMP_NUM_THREADS "$LT" --model "$top_srcdir/configs/tiny.yaml" \
 	--data "$W/data" --steps 2 --seq 32 --micro-batch 1 --ckpt-dir "$W/ck" --ckpt-interval 2 >"$W/run" 2>&1 ||
 	{ cat "$W/run"; fail "dp=2 run exited"; }
 /usr/bin/python3 - "$W/ck/step_00000002/manifest.json" <<'PY' || fail "replica hashes"

@@ -9,7 +9,8 @@
  * folded over ranks into one attempt's step time and checkpoint stall.
  * Under a Slurm step: the node channel, one node file and no rank file,
  * read back by the wrapper's directory reader; LLM_TRAIN_HEARTBEAT_CHANNEL
- * rank keeps the rank file, a bad value is refused. */
+ * rank keeps the rank file, a bad value is refused; a phase change
+ * reaches the node file at once, an ordinary beat waits its turn. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -272,6 +273,52 @@ static void test_node_channel(void **st)
 	unsetenv("SLURMD_NODENAME");
 }
 
+/* the node file as on disk now: rank 6's record (step, phase) */
+static void assert_on_disk(const char *dir, long step, int phase)
+{
+	struct wr_hb out[8];
+
+	memset(out, 0, sizeof(out));
+	assert_int_equal(wr_hb_read_dir(dir, out, 8, NULL), 0);
+	assert_true(out[6].valid);
+	assert_int_equal(out[6].step, step);
+	assert_int_equal(out[6].phase, phase);
+}
+
+/* node channel: a phase change is flushed at once, an ordinary beat waits
+ * for the quarter period (10 s here; the test takes milliseconds), so a
+ * rank frozen right after a phase change never shows its old phase */
+static void test_node_phase_flush(void **st)
+{
+	char dir[] = "/tmp/llmt-hbp.XXXXXX", path[300];
+	(void)st;
+
+	assert_non_null(mkdtemp(dir));
+	setenv("SLURMD_NODENAME", "gpu022", 1);
+	setenv("SLURM_JOB_ID", "4243", 1);
+	setenv("SLURM_STEP_ID", "0", 1);
+	setenv("SLURM_LOCALID", "0", 1);
+	assert_int_equal(llmt_hb_start(dir, 6, 40), 0);
+	assert_on_disk(dir, 0, PH_INIT);
+	llmt_hb_set(0, LLMT_HB_LOAD, 0);
+	assert_on_disk(dir, 0, PH_LOAD);
+	llmt_hb_set(1, LLMT_HB_TRAIN, 0.5);
+	assert_on_disk(dir, 1, PH_TRAIN);
+	llmt_hb_set(2, LLMT_HB_TRAIN, 0.5);   /* an ordinary beat: still rate-limited */
+	assert_on_disk(dir, 1, PH_TRAIN);
+	llmt_hb_set(2, LLMT_HB_SAVE, 0.5);
+	assert_on_disk(dir, 2, PH_SAVE);
+	llmt_hb_stop(LLMT_HB_DONE);
+	assert_on_disk(dir, 2, PH_DONE);
+	snprintf(path, sizeof(path), "%s/node_gpu022", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("SLURM_STEP_ID");
+	unsetenv("SLURM_LOCALID");
+	unsetenv("SLURMD_NODENAME");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_timing),
 		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_node_channel),
+		cmocka_unit_test(test_node_phase_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
