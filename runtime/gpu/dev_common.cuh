@@ -16,6 +16,7 @@
 #define GK_DYN_SHARED_AL(T, name) extern __shared__ __align__(128) T name[]
 #define GK_LAST_ERROR() cudaGetLastError()
 #define GK_EMU_POINT() ((void)0)
+#define GK_EMU_ALIGNED(p, n) ((void)0)
 #endif
 #include "dev_kernels.h"
 

@@ -71,6 +71,7 @@ __device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int 
 {
 	constexpr int P = fl_shape<HD>::P, V = P / 8;
 	const bf_t *p = reinterpret_cast<const bf_t *>(src);
+	GK_EMU_ALIGNED(p, 16);
 	for (int e = threadIdx.x; e < n * V; e += blockDim.x) {
 		int r = e / V, i = (e % V) * 8, t = r0 + r;
 		uint4 u = make_uint4(0u, 0u, 0u, 0u);

@@ -454,6 +454,9 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu)
 #define GK_DYN_SHARED(T, name) T *name = static_cast<T *>(gk_emu::dyn())
 #define GK_LAST_ERROR() gk_emu::take_error()
 #define GK_EMU_POINT() gk_emu::point()
+/* p must be n-byte aligned (a GPU faults on a misaligned vector load) */
+#define GK_EMU_ALIGNED(p, n) \
+	((uintptr_t)(p) % (n) ? gk_emu::fail("a vector load or store through a misaligned pointer") : (void)0)
 #define GK_DYN_SHARED_AL(T, name) GK_DYN_SHARED(T, name)
 
 #include "gk_emu_wmma.h"
