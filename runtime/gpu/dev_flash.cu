@@ -30,12 +30,12 @@ typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> facc;
  * memory hold (no opt-in needed) */
 template <int HD> struct fl_shape {
 	static constexpr int P = HD < 16 ? 16 : HD;
-	static constexpr int NF = P > 64 ? 2 : 4;
+	static constexpr int NF = 4;
 	static constexpr int NB = P > 32 ? 2 : 4;
-	/* forward: q [16NF][P], k and v [FK][P] (bf16); o [16NF][P], s
-	 * [16NF][FK] (fp32); p [16NF][FK] (bf16) */
+	/* forward: q [16NF][P], k and v [FK][P] (bf16); s [16NF][FK] (fp32);
+	 * p [16NF][FK] (bf16); row numbers [16][16] and a factor a row (fp32) */
 	static constexpr size_t fwd_shm = (size_t)16 * NF * P * 2 + 2 * FK * P * 2 +
-									  (size_t)16 * NF * P * 4 + 16 * NF * FK * 4 + 16 * NF * FK * 2;
+									  16 * NF * FK * (4 + 2) + 256 * 4 + 16 * NF * 4;
 	/* dK, dV: k and v [16NB][P], q and dO [FK][P]; per warp two [16][FK]
 	 * fp32 and two bf16; lse and D of the query tile */
 	static constexpr size_t kv_shm = (size_t)2 * 16 * NB * P * 2 + 2 * FK * P * 2 +
@@ -83,52 +83,64 @@ __device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int 
 	}
 }
 
-/* c (+)= a b over the warp's 16 rows: a [16][K] row-major at lda, b [K][16]
- * (col-major at ldb when BT: b is the transpose of a row-major [16][K]) */
-template <int K, bool BT>
-__device__ __forceinline__ void fl_mma(facc &c, const bf_t *a, int lda, const bf_t *b, int ldb)
-{
-	for (int kc = 0; kc < K / 16; kc++) {
-		fa_row fa;
-		wmma::load_matrix_sync(fa, a + kc * 16, lda);
-		if (BT) {
-			fb_col fb;
-			wmma::load_matrix_sync(fb, b + kc * 16, ldb);
-			wmma::mma_sync(c, fa, fb, c);
-		} else {
-			fb_row fb;
-			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * ldb, ldb);
-			wmma::mma_sync(c, fa, fb, c);
-		}
-	}
-}
-
 /* out [16][FK] fp32 (ld FK) = a [16][P] times the transpose of b [FK][P]
- * (a warp's scores: its 16 rows against FK rows of the other side) */
+ * (a warp's scores: its 16 rows against FK rows of the other side); each
+ * fragment of a loaded once */
 template <int P>
 __device__ __forceinline__ void fl_scores(float *out, const bf_t *a, const bf_t *b)
 {
-	for (int n = 0; n < FK / 16; n++) {
-		facc c;
-		wmma::fill_fragment(c, 0.f);
-		fl_mma<P, true>(c, a, P, b + n * 16 * P, P);
-		wmma::store_matrix_sync(out + n * 16, c, FK, wmma::mem_row_major);
+	facc c[FK / 16];
+	for (int n = 0; n < FK / 16; n++)
+		wmma::fill_fragment(c[n], 0.f);
+	for (int kc = 0; kc < P / 16; kc++) {
+		fa_row fa;
+		wmma::load_matrix_sync(fa, a + kc * 16, P);
+		for (int n = 0; n < FK / 16; n++) {
+			fb_col fb;
+			wmma::load_matrix_sync(fb, b + n * 16 * P + kc * 16, P);
+			wmma::mma_sync(c[n], fa, fb, c[n]);
+		}
 	}
+	for (int n = 0; n < FK / 16; n++)
+		wmma::store_matrix_sync(out + n * 16, c[n], FK, wmma::mem_row_major);
 }
 
-/* acc[n] += a [16][FK] (bf16, ld FK) times b [FK][P] (ld P), n over P/16 */
+/* acc[n] += a [16][FK] (bf16, ld FK) times b [FK][P] (ld P), n over P/16;
+ * a loaded once */
 template <int P>
 __device__ __forceinline__ void fl_accum(facc *acc, const bf_t *a, const bf_t *b)
 {
+	fa_row fa[FK / 16];
+	for (int kc = 0; kc < FK / 16; kc++)
+		wmma::load_matrix_sync(fa[kc], a + kc * 16, FK);
 	for (int n = 0; n < P / 16; n++)
-		fl_mma<FK, false>(acc[n], a, FK, b + n * 16, P);
+		for (int kc = 0; kc < FK / 16; kc++) {
+			fb_row fb;
+			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * P + n * 16, P);
+			wmma::mma_sync(acc[n], fa[kc], fb, acc[n]);
+		}
 }
 
+/* acc[n] *= f[row] for each element, its row from rowof (an accumulator
+ * loaded from a [16][16] matrix of row numbers: wmma's element layout is
+ * opaque, but the same in every accumulator of one type) */
+template <int P>
+__device__ __forceinline__ void fl_rowscale(facc *acc, const facc &rowof, const float *f)
+{
+	for (int n = 0; n < P / 16; n++)
+		for (int i = 0; i < facc::num_elements; i++)
+			acc[n].x[i] *= f[(int)rowof.x[i]];
+}
+
+__device__ __forceinline__ void fl_put(float *d, size_t i, float v) { d[i] = v; }
+__device__ __forceinline__ void fl_put(gk_bf16 *d, size_t i, float v) { st_bf(d, i, v); }
+
 /* write a warp's [16][P] accumulators (rows t0.., scaled by sc) to the
- * token-major fp32 [B*T][nh][HD] tensor dst, through stage (16 x 16 fp32) */
-template <int HD>
-__device__ __forceinline__ void fl_store(float *dst, const facc *acc, float *stage, float sc,
-										 int b, int T, int nh, int hh, int t0)
+ * token-major [B*T][nh][HD] tensor dst (fp32 or bf16), through stage
+ * (16 x 16 fp32) */
+template <int HD, class O>
+__device__ __forceinline__ void fl_store(O *dst, const facc *acc, float *stage, float sc, int b,
+										 int T, int nh, int hh, int t0)
 {
 	int lane = threadIdx.x & 31;
 	for (int n = 0; n < fl_shape<HD>::P / 16; n++) {
@@ -137,14 +149,15 @@ __device__ __forceinline__ void fl_store(float *dst, const facc *acc, float *sta
 		for (int e = lane; e < 256; e += 32) {
 			int r = e / 16, i = n * 16 + e % 16, t = t0 + r;
 			if (t < T && i < HD)
-				dst[(((size_t)b * T + t) * nh + hh) * HD + i] = stage[e] * sc;
+				fl_put(dst, (((size_t)b * T + t) * nh + hh) * HD + i, stage[e] * sc);
 		}
 		__syncwarp();
 	}
 }
 
 /* one block: query tile qt (16 NF rows) of head h of batch row b; warp w
- * owns rows 16w..16w+15, lane l row l/2 and half l%2 of its columns */
+ * owns rows 16w..16w+15 and their output (in registers), lane l row l/2
+ * and half l%2 of the columns of the softmax */
 template <int HD>
 __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
 							float *lse, const int *seg, int T, int H, int KV, float scale)
@@ -153,20 +166,26 @@ __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v
 	GK_DYN_SHARED_AL(unsigned char, sh);
 	bf_t *sq = reinterpret_cast<bf_t *>(sh);           /* [R][P] */
 	bf_t *sk = sq + R * P, *sv = sk + FK * P;           /* [FK][P] */
-	float *so = reinterpret_cast<float *>(sv + FK * P); /* [R][P] the output, unscaled */
-	float *ss = so + R * P;                             /* [R][FK] scores */
+	float *ss = reinterpret_cast<float *>(sv + FK * P); /* [R][FK] scores, then staging */
 	bf_t *sp = reinterpret_cast<bf_t *>(ss + R * FK);   /* [R][FK] probabilities */
+	float *sidx = reinterpret_cast<float *>(sp + R * FK); /* [16][16] row numbers */
+	float *srow = sidx + 256;                           /* [R] a factor a row */
 	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long tiles first */
 	int g = h / (H / KV), w = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	int q0 = qt * R, wr = 16 * w, rr = wr + (lane >> 1), half = lane & 1, tq = q0 + rr;
 	float mrow = -INFINITY, lrow = 0.f;
+	facc acc[P / 16], rowof;
+	for (int n = 0; n < P / 16; n++)
+		wmma::fill_fragment(acc[n], 0.f);
 	fl_load<HD>(sq, q, b, T, H, h, q0, R);
-	for (int i = half * P / 2; i < (half + 1) * P / 2; i++)
-		so[rr * P + i] = 0.f;
+	for (int e = threadIdx.x; e < 256; e += blockDim.x)
+		sidx[e] = (float)(e / 16);
+	__syncthreads();
+	wmma::load_matrix_sync(rowof, sidx, 16, wmma::mem_row_major);
 	int nkt = (min(q0 + R, T) + FK - 1) / FK;
 	for (int kt = 0; kt < nkt; kt++) {
 		int k0 = kt * FK;
-		__syncthreads();        /* sk, sv free */
+		__syncthreads();        /* sk, sv, sp, srow free */
 		fl_load<HD>(sk, k, b, T, KV, g, k0, FK);
 		fl_load<HD>(sv, v, b, T, KV, g, k0, FK);
 		__syncthreads();
@@ -189,23 +208,19 @@ __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v
 		}
 		lrow = lrow * alpha + (ps + __shfl_xor_sync(0xffffffffu, ps, 1));
 		mrow = mnew;
-		for (int i = half * P / 2; i < (half + 1) * P / 2; i++)
-			so[rr * P + i] *= alpha;
+		if (!half)
+			srow[rr] = alpha;
 		__syncwarp();
-		for (int n = 0; n < P / 16; n++) {
-			facc c;
-			wmma::load_matrix_sync(c, so + wr * P + n * 16, P, wmma::mem_row_major);
-			fl_mma<FK, false>(c, sp + wr * FK, FK, sv + n * 16, P);
-			wmma::store_matrix_sync(so + wr * P + n * 16, c, P, wmma::mem_row_major);
-		}
-		__syncwarp();
+		fl_rowscale<P>(acc, rowof, srow + wr);
+		fl_accum<P>(acc, sp + wr * FK, sv);
 	}
-	if (tq >= T)
-		return;
-	float inv = lrow > 0.f ? 1.f / lrow : 0.f;
-	for (int i = half * HD / 2; i < (half + 1) * HD / 2; i++)
-		st_bf(o, (((size_t)b * T + tq) * H + h) * HD + i, so[rr * P + i] * inv);
+	__syncwarp();               /* the last tile's srow is read */
 	if (!half)
+		srow[rr] = lrow > 0.f ? 1.f / lrow : 0.f;
+	__syncwarp();
+	fl_rowscale<P>(acc, rowof, srow + wr);
+	fl_store<HD>(o, acc, ss + wr * FK, 1.f, b, T, H, h, q0 + wr);
+	if (!half && tq < T)
 		lse[((size_t)b * H + h) * T + tq] = mrow + logf(lrow);
 }
 
