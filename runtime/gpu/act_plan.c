@@ -17,7 +17,7 @@ void gact_plan_make(const gact_shape *s, gact_plan *p)
 	p->bytes[GA_RSTD1] = M * 4;
 	p->bytes[GA_RSTD2] = M * 4;
 	if (s->qk_norm) {
-		p->bytes[GA_QKV] = M * Wq * 4;
+		p->bytes[GA_QKV] = M * Wq * (s->fused ? 2 : 4);   /* bf16 on the fused path */
 		p->bytes[GA_QR] = M * s->Hl * 4;
 		p->bytes[GA_KR] = M * s->KVl * 4;
 	}

@@ -6,18 +6,20 @@
  * head/token layout changes. Same arithmetic as kernels.c. */
 #include "dev_common.cuh"
 
-__global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int T, int H,
+/* TM: token-major q, k, v (the fused attention's layout), qkv bf16; else
+ * head-major with KV heads repeated, qkv fp32 */
+template <bool TM>
+__global__ void k_prep_fwd(const typename gk_io<TM>::t *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int T, int H,
 						   int KV, int hd, const float *qw, const float *kw, float *qr, float *kr,
-						   float eps, const float *cos_t, const float *sin_t, const int32_t *pos,
-						   int tm)
+						   float eps, const float *cos_t, const float *sin_t, const int32_t *pos)
 {
 	GK_DYN_SHARED(float, sv);
 	int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
 	int b = m / T, t = m % T, W = (H + 2 * KV) * hd, G = H / KV;
 	int rt = pos ? pos[m] : t; /* rotary row: the position in its sample */
-	const float *row = qkv + (size_t)m * W;
+	const typename gk_io<TM>::t *row = qkv + (size_t)m * W;
 	int isq = hh < H, g = hh - H;
-	float val = i < hd ? row[(size_t)hh * hd + i] : 0.f;
+	float val = i < hd ? gk_ld(row, (size_t)hh * hd + i) : 0.f;
 	const float *w = isq ? qw : kw;
 	if (w) {
 		float ss = block_sum(val * val);
@@ -45,24 +47,24 @@ __global__ void k_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v,
 		out = sv[i] * c + sv[i - h2] * s;
 	}
 	if (isq) {
-		st_bf(q, tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i,
+		st_bf(q, TM ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i,
 			  out);
 		return;
 	}
-	float vv = row[(size_t)(H + KV + g) * hd + i];
-	if (tm) {
+	float vv = gk_ld(row, (size_t)(H + KV + g) * hd + i);
+	if (TM) {
 		st_bf(k, ((size_t)m * KV + g) * hd + i, out);
 		st_bf(v, ((size_t)m * KV + g) * hd + i, vv);
-		return;
-	}
-	for (int j = 0; j < G; j++) {
-		size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
-		st_bf(k, o, out);
-		st_bf(v, o, vv);
+	} else {
+		for (int j = 0; j < G; j++) {
+			size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
+			st_bf(k, o, out);
+			st_bf(v, o, vv);
+		}
 	}
 }
 
-extern "C" cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k,
+extern "C" cudaError_t gk_attn_prep_fwd_tm(const void *qkv, gk_bf16 *q, gk_bf16 *k,
 										   gk_bf16 *v, int B, int T, int H, int KV, int hd,
 										   const float *qw, const float *kw, float *qr,
 										   float *kr, float eps, const float *cos_t,
@@ -70,8 +72,14 @@ extern "C" cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16
 										   cudaStream_t st)
 {
 	dim3 g((unsigned)(B * T), (unsigned)(H + KV));
-	GK_LAUNCH(k_prep_fwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-		qkv, q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t, sin_t, pos, tm);
+	if (tm)
+		GK_LAUNCH(k_prep_fwd<true>, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+			static_cast<const gk_bf16 *>(qkv), q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t,
+			sin_t, pos);
+	else
+		GK_LAUNCH(k_prep_fwd<false>, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+			static_cast<const float *>(qkv), q, k, v, T, H, KV, hd, qw, kw, qr, kr, eps, cos_t,
+			sin_t, pos);
 	return GK_LAST_ERROR();
 }
 
@@ -84,11 +92,15 @@ extern "C" cudaError_t gk_attn_prep_fwd(const float *qkv, gk_bf16 *q, gk_bf16 *k
 							   NULL, 0, st);
 }
 
-__global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk_bf16 *dqkv,
-						   const float *qkv, int T, int H, int KV, int hd, const float *qw,
-						   const float *kw, const float *qr, const float *kr, float *contrib,
-						   const float *cos_t, const float *sin_t, int M, const int32_t *pos,
-						   int tm)
+/* TM: dq, dk, dv token-major with KV heads once and bf16 as qkv (the
+ * fused attention's); else head-major, KV heads repeated, fp32 */
+template <bool TM>
+__global__ void k_prep_bwd(const typename gk_io<TM>::t *dq, const typename gk_io<TM>::t *dk,
+						   const typename gk_io<TM>::t *dv, gk_bf16 *dqkv,
+						   const typename gk_io<TM>::t *qkv, int T, int H, int KV, int hd,
+						   const float *qw, const float *kw, const float *qr, const float *kr,
+						   float *contrib, const float *cos_t, const float *sin_t, int M,
+						   const int32_t *pos)
 {
 	GK_DYN_SHARED(float, sv);
 	int m = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, h2 = hd / 2;
@@ -98,15 +110,16 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
 	float gval = 0.f, gv = 0.f;
 	if (i < hd) {
 		if (isq) {
-			gval = dq[tm ? ((size_t)m * H + hh) * hd + i : (((size_t)b * H + hh) * T + t) * hd + i];
-		} else if (tm) {
-			gval = dk[((size_t)m * KV + g) * hd + i];
-			gv = dv[((size_t)m * KV + g) * hd + i];
+			gval = gk_ld(dq, TM ? ((size_t)m * H + hh) * hd + i
+							   : (((size_t)b * H + hh) * T + t) * hd + i);
+		} else if (TM) {
+			gval = gk_ld(dk, ((size_t)m * KV + g) * hd + i);
+			gv = gk_ld(dv, ((size_t)m * KV + g) * hd + i);
 		} else {
 			for (int j = 0; j < G; j++) {
 				size_t o = (((size_t)b * H + g * G + j) * T + t) * hd + i;
-				gval += dk[o];
-				gv += dv[o];
+				gval += gk_ld(dk, o);
+				gv += gk_ld(dv, o);
 			}
 		}
 		sv[i] = gval;
@@ -123,7 +136,7 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
 	}
 	const float *w = isq ? qw : kw;
 	if (w) {
-		float x = i < hd ? qkv[(size_t)m * W + (size_t)hh * hd + i] : 0.f;
+		float x = i < hd ? gk_ld(qkv, (size_t)m * W + (size_t)hh * hd + i) : 0.f;
 		float r = isq ? qr[(size_t)m * H + hh] : kr[(size_t)m * KV + g];
 		float wi = i < hd ? w[i] : 0.f;
 		float dot = block_sum(gval * wi * x);
@@ -141,8 +154,8 @@ __global__ void k_prep_bwd(const float *dq, const float *dk, const float *dv, gk
 		st_bf(dqkv, (size_t)m * W + (size_t)(H + KV + g) * hd + i, gv);
 }
 
-extern "C" cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
-										   gk_bf16 *dqkv, const float *qkv, int B, int T, int H,
+extern "C" cudaError_t gk_attn_prep_bwd_tm(const void *dq, const void *dk, const void *dv,
+										   gk_bf16 *dqkv, const void *qkv, int B, int T, int H,
 										   int KV, int hd, const float *qw, const float *kw,
 										   const float *qr, const float *kr, float *dqw,
 										   float *dkw, float *contrib, float *part,
@@ -151,8 +164,16 @@ extern "C" cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, con
 {
 	int M = B * T;
 	dim3 g((unsigned)M, (unsigned)(H + KV));
-	GK_LAUNCH(k_prep_bwd, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
-		dq, dk, dv, dqkv, qkv, T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos, tm);
+	typedef const gk_bf16 *B16;
+	typedef const float *F32;
+	if (tm)
+		GK_LAUNCH(k_prep_bwd<true>, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+			static_cast<B16>(dq), static_cast<B16>(dk), static_cast<B16>(dv), dqkv,
+			static_cast<B16>(qkv), T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos);
+	else
+		GK_LAUNCH(k_prep_bwd<false>, g, gk_row_threads(hd), (size_t)hd * sizeof(float), st)(
+			static_cast<F32>(dq), static_cast<F32>(dk), static_cast<F32>(dv), dqkv,
+			static_cast<F32>(qkv), T, H, KV, hd, qw, kw, qr, kr, contrib, cos_t, sin_t, M, pos);
 	if (qw) {
 		gk_colsum_rows(contrib, M * H, hd, part, dqw, st);
 		gk_colsum_rows(contrib + (size_t)M * H * hd, M * KV, hd, part, dkw, st);

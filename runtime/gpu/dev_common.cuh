@@ -33,6 +33,17 @@ __device__ __forceinline__ void st_bf(gk_bf16 *p, size_t i, float v)
 	reinterpret_cast<bf_t *>(p)[i] = __float2bfloat16_rn(v);
 }
 
+/* a tensor read as fp32 from fp32 or bf16 storage; gk_io<bf>::t the
+ * storage type of a kernel built for either */
+__device__ __forceinline__ float gk_ld(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float gk_ld(const gk_bf16 *p, size_t i) { return ld_bf(p, i); }
+template <bool BF> struct gk_io {
+	typedef float t;
+};
+template <> struct gk_io<true> {
+	typedef gk_bf16 t;
+};
+
 /* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
  * thread gets the result. The order is fixed by the thread layout. */
 __device__ __forceinline__ float block_sum(float v)

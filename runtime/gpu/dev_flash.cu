@@ -247,7 +247,7 @@ __global__ void k_flash_dsum(const gk_bf16 *o, const gk_bf16 *dO, float *D, int 
 template <int HD>
 __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 							   const gk_bf16 *dO, const float *lse, const float *D,
-							   const int *seg, float *dk, float *dv, int T, int H, int KV,
+							   const int *seg, gk_bf16 *dk, gk_bf16 *dv, int T, int H, int KV,
 							   float scale)
 {
 	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
@@ -309,7 +309,7 @@ __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16
 template <int HD>
 __global__ void k_flash_bwd_q(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 							  const gk_bf16 *dO, const float *lse, const float *D,
-							  const int *seg, float *dq, int T, int H, int KV, float scale)
+							  const int *seg, gk_bf16 *dq, int T, int H, int KV, float scale)
 {
 	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
 	GK_DYN_SHARED_AL(unsigned char, sh);
@@ -368,7 +368,7 @@ static cudaError_t flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
 template <int HD>
 static cudaError_t flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 							 const gk_bf16 *o, const gk_bf16 *dO, const float *lse, float *D,
-							 const int *seg, float *dq, float *dk, float *dv, int B, int T,
+							 const int *seg, gk_bf16 *dq, gk_bf16 *dk, gk_bf16 *dv, int B, int T,
 							 int H, int KV, cudaStream_t st)
 {
 	typedef fl_shape<HD> F;
@@ -402,7 +402,7 @@ extern "C" cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk
 
 extern "C" cudaError_t gk_flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
 									const gk_bf16 *o, const gk_bf16 *dO, const float *lse,
-									float *D, const int *seg, float *dq, float *dk, float *dv,
+									float *D, const int *seg, gk_bf16 *dq, gk_bf16 *dk, gk_bf16 *dv,
 									int B, int T, int H, int KV, int hd, cudaStream_t st)
 {
 	if (B < 1 || T < 1 || KV < 1 || H % KV)

@@ -48,14 +48,15 @@ cudaError_t gk_attn_prep_bwd(const float *dq, const float *dk, const float *dv, 
 /* the same with packed samples and a layout: token m takes rotary row
  * pos[m] (device [B*T]; NULL: its position t); tm = 1: token-major q
  * [B*T][H][hd], k and v [B*T][KV][hd] (KV heads once: the fused
- * attention's layout), and the backward reads dq, dk, dv in that layout
- * (tm = 0: head-major as above) */
-cudaError_t gk_attn_prep_fwd_tm(const float *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
+ * attention's layout), and the backward reads dq, dk, dv in that layout;
+ * then qkv, dq, dk and dv are bf16 (the fused path's). tm = 0: head-major
+ * as above, and they are fp32 */
+cudaError_t gk_attn_prep_fwd_tm(const void *qkv, gk_bf16 *q, gk_bf16 *k, gk_bf16 *v, int B,
                                 int T, int H, int KV, int hd, const float *qw, const float *kw,
                                 float *qr, float *kr, float eps, const float *cos_t,
                                 const float *sin_t, const int32_t *pos, int tm, cudaStream_t st);
-cudaError_t gk_attn_prep_bwd_tm(const float *dq, const float *dk, const float *dv,
-                                gk_bf16 *dqkv, const float *qkv, int B, int T, int H, int KV,
+cudaError_t gk_attn_prep_bwd_tm(const void *dq, const void *dk, const void *dv,
+                                gk_bf16 *dqkv, const void *qkv, int B, int T, int H, int KV,
                                 int hd, const float *qw, const float *kw, const float *qr,
                                 const float *kr, float *dqw, float *dkw, float *contrib,
                                 float *part, const float *cos_t, const float *sin_t,
@@ -91,8 +92,8 @@ cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, g
                          float *lse, const int *seg, int B, int T, int H, int KV, int hd,
                          cudaStream_t st);
 cudaError_t gk_flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, const gk_bf16 *o,
-                         const gk_bf16 *dO, const float *lse, float *D, const int *seg, float *dq,
-                         float *dk, float *dv, int B, int T, int H, int KV, int hd,
+                         const gk_bf16 *dO, const float *lse, float *D, const int *seg, gk_bf16 *dq,
+                         gk_bf16 *dk, gk_bf16 *dv, int B, int T, int H, int KV, int hd,
                          cudaStream_t st);
 
 cudaError_t gk_swiglu_fwd(const gk_bf16 *gu, gk_bf16 *a, int M, int F, cudaStream_t st);

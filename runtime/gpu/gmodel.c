@@ -133,15 +133,15 @@ static int alloc_dev(llmt_gmodel *g)
 	size_t big = M * (d > Hh ? d : Hh);
 	size_t wide = d > Wq ? d : Wq;
 	wide = wide > Fl ? wide : Fl;
-	A(g->qkv_s, M * Wq * 4);
+	A(g->qkv_s, M * Wq * (g->fused ? 2 : 4));  /* fused: bf16 q, k, v and their gradients */
 	A(g->y, M * d * 4);
 	A(g->dx, M * d * 4);
 	A(g->dh, M * d * 4);
 	A(g->da, M * Fl * 4);
-	A(g->dq, BH * T * hd * 4);
+	A(g->dq, BH * T * hd * (g->fused ? 2 : 4));
 	if (g->fused) {
-		A(g->dk, M * (size_t)h->KVl * hd * 4);
-		A(g->dv, M * (size_t)h->KVl * hd * 4);
+		A(g->dk, M * (size_t)h->KVl * hd * 2);
+		A(g->dv, M * (size_t)h->KVl * hd * 2);
 		A(g->Dsc, BH * T * 4);
 	} else {
 		A(g->S, BH * C * T * 4);    /* one query chunk */

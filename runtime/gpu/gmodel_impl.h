@@ -18,7 +18,8 @@ struct glayer_act {
 	float *x_mid;
 	gk_bf16 *h1, *h2;
 	float *rstd1, *rstd2;
-	float *qkv, *qr, *kr;
+	void *qkv;                    /* fp32; bf16 on the fused path */
+	float *qr, *kr;
 	gk_bf16 *q, *k, *v, *P, *att, *gu, *a;
 	float *lse;                   /* fused attention: logsumexp [B][H][T] */
 };
@@ -57,7 +58,9 @@ struct llmt_gmodel {
 	gk_bf16 *wc;
 	float *cos_t, *sin_t;
 	struct gslot *slots;
-	float *qkv_s, *S, *y, *dx, *dh, *da, *datt, *dP, *dq, *dk, *dv, *logits, *lossrow;
+	void *qkv_s;                  /* fp32; bf16 on the fused path */
+	float *S, *y, *dx, *dh, *da, *datt, *dP, *logits, *lossrow;
+	float *dq, *dk, *dv;          /* bf16 on the fused path */
 	float *part, *contrib;
 	double *sumsq;
 	gk_bf16 *O, *dyact, *dgu, *dO, *dS, *dqkv;

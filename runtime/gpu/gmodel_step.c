@@ -152,8 +152,8 @@ static int layer_fwd(llmt_gmodel *g, struct gslot *sl, int l)
 	cudaStream_t st = g->st;
 
 	CK(gk_rmsnorm_fwd(x, gw32(g, lo->ln1), a->h1, a->rstd1, M, d, eps, st), "rmsnorm");
-	float *qkv = c->qk_norm ? a->qkv : g->qkv_s;
-	if (lin_fwd(g, a->h1, lo->qkv, qkv, F32, M, h->Wq, d))
+	void *qkv = c->qk_norm ? a->qkv : g->qkv_s;   /* bf16 on the fused path */
+	if (lin_fwd(g, a->h1, lo->qkv, qkv, g->fused ? BF : F32, M, h->Wq, d))
 		return -1;
 	CK(gk_attn_prep_fwd_tm(qkv, a->q, a->k, a->v, h->B, T, h->Hl, h->KVl, hd,
 						   c->qk_norm ? gw32(g, lo->qn) : NULL,
@@ -348,8 +348,8 @@ static int layer_bwd(llmt_gmodel *g, struct gslot *sl, int l)
 		if (lin_bwd_t(g, g->dyact, a->att, lo->o, g->dO, BF, M, d, Hh, 1.0f))
 			return -1;
 		CK(gk_flash_bwd(a->q, a->k, a->v, a->att, g->dO, a->lse, g->Dsc, sl->packed ? sl->lo : NULL,
-						g->dq, g->dk,
-						g->dv, h->B, T, h->Hl, h->KVl, hd, st), "fused attention backward");
+						(gk_bf16 *)g->dq, (gk_bf16 *)g->dk, (gk_bf16 *)g->dv, h->B, T, h->Hl,
+						h->KVl, hd, st), "fused attention backward");
 	} else {
 		if (lin_bwd(g, g->dyact, a->att, lo->o, g->datt, M, d, Hh, 1.0f))
 			return -1;

@@ -128,10 +128,10 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		double share = n / l->dp;
 		e->optimizer = share * 12 + GPU_SUMSQ_BLOCKS * 8 + (cut ? share * 4 : 0);
 	}
-	/* the attention's scratch: fused, dk dv of the KV heads and D;
+	/* the attention's scratch: fused, dk dv of the KV heads (bf16) and D;
 	 * chunked, S and dP of one chunk, datt, dk dv of every head, O, dS */
 	if (fused)
-		attn_scratch = 2 * M * KVl * hd * 4 + BH * T * 4;
+		attn_scratch = 2 * M * KVl * hd * 2 + BH * T * 4;
 	else
 		attn_scratch = 2 * BH * C * T * 4 + M * Hh * 4 + 2 * BH * T * hd * 4 +
 			BH * T * hd * 2 + BH * C * T * 2;
@@ -150,8 +150,9 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 	pw = GPU_COLSUM_CHUNKS * wide > GPU_COLSUM_MAX * hd ? GPU_COLSUM_CHUNKS * wide
 							   : GPU_COLSUM_MAX * hd;
 	/* qkv_s, y dx dh, da, dq, dO, dyact, dgu, dqkv, colsum partials,
-	 * head contributions, sumsq, and the attention's own */
-	e->scratch = M * Wq * 4 + 3 * M * d * 4 + M * Fl * 4 + BH * T * hd * 4 +
+	 * head contributions, sumsq, and the attention's own (qkv_s and dq
+	 * bf16 on the fused path) */
+	e->scratch = M * Wq * (fused ? 2 : 4) + 3 * M * d * 4 + M * Fl * 4 + BH * T * hd * (fused ? 2 : 4) +
 		BH * T * hd * 2 + M * (d > Hh ? d : Hh) * 2 + attn_scratch +
 		2 * M * Fl * 2 + M * Wq * 2 + pw * 4 + M * (Hl + KVl) * hd * 4 +
 		GPU_SUMSQ_BLOCKS * 8 + (c->qk_norm && l->tp > 1 ? 2 * hd * 4 : 0) +

@@ -53,15 +53,16 @@ static int kernel(int B, int T, int H, int KV, int hd, int reps)
 {
 	size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * KV * hd, nr = (size_t)B * H * T;
 	gk_bf16 *q = dev_rand(nq), *k = dev_rand(nk), *v = dev_rand(nk), *dO = dev_rand(nq), *o;
-	float *lse, *D, *dq, *dk, *dv;
+	float *lse, *D;
+	gk_bf16 *dq, *dk, *dv;
 	if (!q || !k || !v || !dO || cudaMalloc((void **)&o, nq * 2) ||
 	    cudaMalloc((void **)&lse, nr * 4) || cudaMalloc((void **)&D, nr * 4) ||
-	    cudaMalloc((void **)&dq, nq * 4) || cudaMalloc((void **)&dk, nk * 4) ||
-	    cudaMalloc((void **)&dv, nk * 4)) {
+	    cudaMalloc((void **)&dq, nq * 2) || cudaMalloc((void **)&dk, nk * 2) ||
+	    cudaMalloc((void **)&dv, nk * 2)) {
 		fprintf(stderr, "bench_flash: out of device memory\n");
 		return 1;
 	}
-	float *dq1 = malloc(nq * 4), *dq2 = malloc(nq * 4);
+	gk_bf16 *dq1 = malloc(nq * 2), *dq2 = malloc(nq * 2);
 	double tf = 0, tb = 0;
 	for (int r = 0; r <= reps; r++) {       /* r = 0 warms up */
 		cudaDeviceSynchronize();
@@ -78,13 +79,13 @@ static int kernel(int B, int T, int H, int KV, int hd, int reps)
 			tb += now_s() - t1;
 		}
 		if (r < 2)
-			cudaMemcpy(r ? dq2 : dq1, dq, nq * 4, cudaMemcpyDeviceToHost);
+			cudaMemcpy(r ? dq2 : dq1, dq, nq * 2, cudaMemcpyDeviceToHost);
 	}
 	if (cudaGetLastError() != cudaSuccess)
 		return 1;
 	/* causal: half the T x T square; forward 2 products, backward 5 */
 	double fl = 2.0 * B * H * (double)T * T * hd;
-	int same = !memcmp(dq1, dq2, nq * 4);
+	int same = !memcmp(dq1, dq2, nq * 2);
 	printf("bench-flash kernel B=%d T=%d H=%d KV=%d hd=%d: forward %.3f ms (%.1f TFLOPS), "
 	       "backward %.3f ms (%.1f TFLOPS); rerun dq bits %s\n", B, T, H, KV, hd,
 	       1e3 * tf / reps, fl / (tf / reps) / 1e12, 1e3 * tb / reps,

@@ -4,10 +4,10 @@
 # attention with GQA and segment masks in float64 autograd on the same
 # bf16 inputs, every case of test_flash_emu. Limits: the output is bf16
 # (rel <= 4e-3: half an ulp is 2^-9; measured 3.1e-3), lse rel <= 1e-5
-# (an fp32 sum: measured 7.9e-8), dq, dk and dv rel <= 6e-3 (tensor-core
-# products of bf16 P and dS, as FlashAttention-2 rounds them, and D =
-# rowsum(dO o) from the bf16 output: measured 3.8e-3). SKIP (77) without
-# CUDA in the build (no emulation).
+# (an fp32 sum: measured 7.9e-8), dq, dk and dv rel <= 8e-3 (bf16:
+# tensor-core products of bf16 P and dS, as FlashAttention-2 rounds them,
+# and D = rowsum(dO o) from the bf16 output: measured 5.1e-3). SKIP (77)
+# without CUDA in the build (no emulation).
 import os, subprocess, sys, tempfile
 top_builddir = os.environ.get('top_builddir', os.path.join(os.path.dirname(__file__), '..', '..'))
 drv = os.path.join(top_builddir, 'tests', 'gpu', 'test_flash_emu')
@@ -63,7 +63,7 @@ for case in range(4):
             'dk': rel(load(d, 'dk', (B, T, KV, hd)), k.grad),
             'dv': rel(load(d, 'dv', (B, T, KV, hd)), v.grad),
         }
-        lim = {'o': 4e-3, 'lse': 1e-5, 'dv': 6e-3, 'dq': 6e-3, 'dk': 6e-3}
+        lim = {'o': 4e-3, 'lse': 1e-5, 'dv': 8e-3, 'dq': 8e-3, 'dk': 8e-3}
         bad = [n for n, e in errs.items() if not e <= lim[n]]
         print('%s case %d (B=%d T=%d H=%d KV=%d hd=%d%s): %s' % (
             'FAIL' if bad else 'ok', case, B, T, H, KV, hd,

@@ -49,8 +49,8 @@ struct fcase {
 };
 
 struct fio {
-	std::vector<gk_bf16> q, k, v, o, dO;
-	std::vector<float> lse, D, dq, dk, dv;
+	std::vector<gk_bf16> q, k, v, o, dO, dq, dk, dv;
+	std::vector<float> lse, D;
 	std::vector<int> seg;
 };
 
@@ -82,9 +82,9 @@ static void run(const fcase &c, fio &x)
 	x.o.assign(nq, 0);
 	x.lse.assign(nr, NAN);
 	x.D.assign(nr, NAN);
-	x.dq.assign(nq, NAN);
-	x.dk.assign(nk, NAN);
-	x.dv.assign(nk, NAN);
+	x.dq.assign(nq, 0xffff);   /* NaN */
+	x.dk.assign(nk, 0xffff);
+	x.dv.assign(nk, 0xffff);
 	const int *seg = x.seg.empty() ? nullptr : x.seg.data();
 	cudaError_t e1 = gk_flash_fwd(x.q.data(), x.k.data(), x.v.data(), x.o.data(), x.lse.data(),
 								  seg, c.B, c.T, c.H, c.KV, c.hd, 0);
@@ -180,9 +180,7 @@ template <class A> static double rel(const A &a, const std::vector<double> &b)
 static bool same_bits(const fio &a, const fio &b)
 {
 	return a.o == b.o && !memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4) &&
-		   !memcmp(a.dq.data(), b.dq.data(), a.dq.size() * 4) &&
-		   !memcmp(a.dk.data(), b.dk.data(), a.dk.size() * 4) &&
-		   !memcmp(a.dv.data(), b.dv.data(), a.dv.size() * 4);
+		   a.dq == b.dq && a.dk == b.dk && a.dv == b.dv;
 }
 
 static void one(const fcase &c)
@@ -196,14 +194,14 @@ static void one(const fcase &c)
 	reference(c, x, r);
 	/* the output is bf16 (half an ulp: 2^-9); lse an fp32 sum
 	 * (measured <= 1.1e-7); the gradients are tensor-core products of
-	 * bf16 P and dS (as FlashAttention-2 rounds them), summed in fp32:
-	 * measured <= 2.4e-3 */
+	 * bf16 P and dS (as FlashAttention-2 rounds them), summed in fp32,
+	 * stored bf16: measured <= 5.3e-3 */
 	double eo = rel(x.o, r.o), el = rel(x.lse, r.lse);
 	double eq = rel(x.dq, r.dq), ek = rel(x.dk, r.dk), ev = rel(x.dv, r.dv);
 	snprintf(what, sizeof what,
 			 "B=%d T=%d H=%d KV=%d hd=%d seg=%d: o %.2g lse %.2g dq %.2g dk %.2g dv %.2g", c.B,
 			 c.T, c.H, c.KV, c.hd, c.nseg, eo, el, eq, ek, ev);
-	check(what, eo <= 4e-3 && el <= 1e-6 && eq <= 5e-3 && ek <= 5e-3 && ev <= 5e-3);
+	check(what, eo <= 4e-3 && el <= 1e-6 && eq <= 8e-3 && ek <= 8e-3 && ev <= 8e-3);
 	int orders[3][2] = {{gk_emu::REVERSE, 1}, {gk_emu::SHUFFLE, 1}, {gk_emu::SHUFFLE, 2}};
 	for (auto &od : orders) {
 		fio y = x;
@@ -238,16 +236,13 @@ static int dump(const char *dir, const fcase &c)
 			o[i] = bf2f(v[i]);
 		return o;
 	};
-	const char *nb[] = {"q", "k", "v", "o", "dO"};
-	const std::vector<gk_bf16> *vb[] = {&x.q, &x.k, &x.v, &x.o, &x.dO};
-	for (int i = 0; i < 5; i++) {
+	const char *nb[] = {"q", "k", "v", "o", "dO", "dq", "dk", "dv"};
+	const std::vector<gk_bf16> *vb[] = {&x.q, &x.k, &x.v, &x.o, &x.dO, &x.dq, &x.dk, &x.dv};
+	for (int i = 0; i < 8; i++) {
 		auto o = f32(*vb[i]);
 		put(d + "/" + nb[i], o.data(), o.size() * 4);
 	}
 	put(d + "/lse", x.lse.data(), x.lse.size() * 4);
-	put(d + "/dq", x.dq.data(), x.dq.size() * 4);
-	put(d + "/dk", x.dk.data(), x.dk.size() * 4);
-	put(d + "/dv", x.dv.data(), x.dv.size() * 4);
 	if (!x.seg.empty())
 		put(d + "/seg", x.seg.data(), x.seg.size() * 4);
 	FILE *f = fopen((d + "/shape").c_str(), "w");
