@@ -3,7 +3,8 @@
  * backward (head-major with KV heads repeated for the chunked path, or
  * token-major with KV heads once for the fused one: tm), the causal
  * softmax forward and backward on materialised score rows, and the
- * head/token layout changes. Same arithmetic as kernels.c. */
+ * head/token layout changes. Same arithmetic as kernels.c, except that
+ * the fused path's prep reads bf16 (its q/k/v product and gradients). */
 #include "dev_common.cuh"
 
 /* TM: token-major q, k, v (the fused attention's layout), qkv bf16; else

@@ -11,7 +11,12 @@
  * not there before the host synchronises; a pinned source changed before
  * that stops the program, and so do a device source changed by a stream
  * that does not wait for the copy, and an NCCL call on a stream that does
- * not wait for the work just queued on another. Exit 0 when all hold. */
+ * not wait for the work just queued on another. wmma (gk_emu_wmma.h):
+ * a product is exact against fused multiply-adds in k order, in both
+ * operand layouts; a lane that reads another lane's part of a store
+ * without __syncwarp reads a stale value; a misaligned pointer, an ldm that
+ * is not 16 bytes' multiple, lanes with different pointers and a call in
+ * a warp where a lane returned stop the program. Exit 0 when all hold. */
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +27,8 @@
 extern "C" {
 #include "gpu/comm_nccl.h"
 }
+
+using namespace nvcuda;
 
 static int fails;
 static void check(const char *what, bool ok)
@@ -128,6 +135,108 @@ static int in_child(void (*fn)())
 	waitpid(p, &st, 0);
 	return st;
 }
+
+/* c = a b + c of one 16 x 16 x 16 tile (b column-major when bcol; c
+ * loaded and stored column-major when ccol), by one warp, through shared
+ * memory, read back shifted by one element; sync 0 leaves out the
+ * __syncwarp between the store and those reads */
+__global__ void k_wmma(const gk_bf16 *a, const gk_bf16 *b, float *c, int bcol, int ccol, int sync,
+					   int shift, int ldm, int vary)
+{
+	__shared__ __attribute__((aligned(128))) bf_t sa[256 + 64], sb[256];
+	__shared__ __attribute__((aligned(128))) float sc[256];
+	int l = threadIdx.x;
+	for (int e = l; e < 256; e += 32) {
+		sa[e] = reinterpret_cast<const bf_t *>(a)[e];
+		sb[e] = reinterpret_cast<const bf_t *>(b)[e];
+		sc[e] = c[e];
+	}
+	__syncwarp();
+	if (vary < 0 && l == 5)
+		return;     /* a lane gone before the warp's call */
+	wmma::fragment<wmma::matrix_a, 16, 16, 16, bf_t, wmma::row_major> fa;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+	wmma::load_matrix_sync(fa, sa + shift + (vary > 0 && (l & 1) ? 16 : 0), (unsigned)ldm);
+	wmma::load_matrix_sync(fc, sc, 16, ccol ? wmma::mem_col_major : wmma::mem_row_major);
+	if (bcol) {
+		wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::col_major> fb;
+		wmma::load_matrix_sync(fb, sb, 16);
+		wmma::mma_sync(fc, fa, fb, fc);
+	} else {
+		wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::row_major> fb;
+		wmma::load_matrix_sync(fb, sb, 16);
+		wmma::mma_sync(fc, fa, fb, fc);
+	}
+	wmma::store_matrix_sync(sc, fc, 16, ccol ? wmma::mem_col_major : wmma::mem_row_major);
+	if (sync)
+		__syncwarp();
+	for (int e = l; e < 256; e += 32)
+		c[e] = sc[(e + 1) % 256];       /* another lane's part (a fragment's layout is opaque) */
+}
+
+static gk_bf16 bf_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return (gk_bf16)(u >> 16);      /* exact for the small integers used */
+}
+
+/* the tile product against fmaf in k order on the host: the same bits */
+static void wmma_product()
+{
+	gk_bf16 a[256], b[256];
+	float c[256], want[256];
+	for (int i = 0; i < 256; i++) {
+		a[i] = bf_of((float)((i * 7) % 13 - 6) / 8.f);
+		b[i] = bf_of((float)((i * 5) % 11 - 5) / 4.f);
+	}
+	for (int bcol = 0; bcol < 2; bcol++)
+		for (int ccol = 0; ccol < 2; ccol++) {
+			for (int i = 0; i < 256; i++)
+				c[i] = (float)(i % 17) / 3.f;
+			for (int m = 0; m < 16; m++)
+				for (int n = 0; n < 16; n++) {
+					float s = c[ccol ? n * 16 + m : m * 16 + n];
+					for (int k = 0; k < 16; k++) {
+						uint32_t ua = (uint32_t)a[m * 16 + k] << 16;
+						uint32_t ub = (uint32_t)b[bcol ? n * 16 + k : k * 16 + n] << 16;
+						float fa, fb;
+						memcpy(&fa, &ua, 4);
+						memcpy(&fb, &ub, 4);
+						s = fmaf(fa, fb, s);
+					}
+					want[ccol ? n * 16 + m : m * 16 + n] = s;
+				}
+			float c0[256], got[256];
+			memcpy(c0, c, sizeof c);
+			GK_LAUNCH(k_wmma, 1, 32, 0, 0)(a, b, c, bcol, ccol, 1, 0, 16, 0);
+			for (int i = 0; i < 256; i++)
+				got[(i + 1) % 256] = c[i];
+			char what[120];
+			snprintf(what, sizeof what, "wmma: a 16x16x16 product (b %s, c %s) is fmaf in k order",
+					 bcol ? "col-major" : "row-major", ccol ? "col-major" : "row-major");
+			check(what, !memcmp(got, want, sizeof got));
+			if (bcol || ccol)
+				continue;
+			int stale = 0;
+			memcpy(c, c0, sizeof c);
+			GK_LAUNCH(k_wmma, 1, 32, 0, 0)(a, b, c, 0, 0, 0, 0, 16, 0);
+			for (int i = 0; i < 256; i++)
+				stale += c[i] != want[(i + 1) % 256];
+			check("wmma: another lane's part of a store read without __syncwarp is stale", stale > 0);
+		}
+}
+
+static void wmma_at(int shift, int ldm, int vary)
+{
+	gk_bf16 a[256] = {0}, b[256] = {0};
+	float c[256] = {0};
+	GK_LAUNCH(k_wmma, 1, 32, 0, 0)(a, b, c, 0, 0, 1, shift, ldm, vary);
+}
+static void wmma_misaligned() { wmma_at(1, 16, 0); }
+static void wmma_bad_ldm() { wmma_at(0, 12, 0); }
+static void wmma_lanes_differ() { wmma_at(0, 16, 1); }
+static void wmma_lane_gone() { wmma_at(0, 16, -1); }
 
 /* fn() must end the process with abort() (the emulation's message) */
 static void dies(const char *what, void (*fn)())
@@ -355,6 +464,11 @@ int main()
 	orders();
 	memory_and_limits();
 	streams();
+	wmma_product();
+	dies("wmma: a pointer not 32-byte aligned stops the program", wmma_misaligned);
+	dies("wmma: an ldm of 12 bf16 (24 bytes) stops the program", wmma_bad_ldm);
+	dies("wmma: lanes of a warp with different pointers stop the program", wmma_lanes_differ);
+	dies("wmma: a call in a warp where a lane returned stops the program", wmma_lane_gone);
 	dies("a full-mask shuffle in a partial warp (48 threads) stops the program", partial_warp);
 	dies("a __syncthreads after a thread returned stops the program", sync_after_return);
 	dies("a pinned source changed before its stream was synchronised stops the program",
