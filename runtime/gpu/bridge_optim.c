@@ -97,6 +97,8 @@ static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 		bits ^= 1u << 22;
 		memcpy(&x, &bits, 4);
 		return llmt_gopt_put(d->go, LLMT_GBUF_MASTER, *at, 1, &x);
+	case LLMT_POKE_MASTERFLIP:  /* the device's share is not checked (share_check NULL) */
+		return -1;
 	}
 	return -1;
 }
@@ -192,6 +194,7 @@ static void d_free(llmt_trainopt *o)
 
 static const struct llmt_trainopt_ops dev_ops = {
 	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
+	NULL,   /* share_check: the device share is not checked yet */
 };
 
 /* The norm runs: consecutive tensors counted in the global norm (as the

@@ -146,6 +146,14 @@ const float *llmt_model_replica_weights(llmt_model *m, float *buf);
  * element at: in the master when this rank holds it (the compute copies
  * follow), else in its fp32 copy (the bf16 copy follows) or its bf16 copy. */
 void llmt_model_flip_bit(llmt_model *m, size_t at, int bit);
+/* a share (llmt_model_create_share): flip bit `bit` of the share's first
+ * fp32 master element alone (the bf16 weights and fp32 copies keep the
+ * old value: a memory fault at rest); *at its flat index */
+int llmt_model_flip_master(llmt_model *m, int bit, size_t *at);
+/* a share: the bf16 weights of [mlo, mhi) that are not the rounding of
+ * their master element, plus the fp32 copies that are not its bits (both
+ * follow from the master after every step); 0 without a share */
+size_t llmt_model_share_check(const llmt_model *m);
 /* Zero the gradients. The first backward after it writes the gradients of
  * the matrix products instead of adding them to the zeros (the same
  * result without reading the buffer), so nothing else may add to the

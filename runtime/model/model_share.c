@@ -1,8 +1,9 @@
 /* model_share.c: a CPU model whose fp32 master weights are a ZeRO-1 share
  * (llmt_model_create_share): the fp32 copies of the tensors kernels read
  * in fp32 (embedding, norm weights), the init that fills the share and
- * the whole compute copies, and the views the optimizer and the SDC check
- * take of the weights every DP replica holds. */
+ * the whole compute copies, the views the optimizer and the SDC check
+ * take of the weights every DP replica holds, and the share's own check
+ * (its bf16 weights and fp32 copies follow from it). */
 #include <stdint.h>
 #include <string.h>
 #include "bf16.h"
@@ -106,6 +107,40 @@ static void flip(void *x, size_t bytes, int bit)
 	memcpy(&u, x, bytes);
 	u ^= 1u << bit;
 	memcpy(x, &u, bytes);
+}
+
+int llmt_model_flip_master(llmt_model *m, int bit, size_t *at)
+{
+	if (!m->mshare || m->mhi <= m->mlo)
+		return -1;
+	*at = m->mlo;
+	flip(m->master, 4, bit);
+	return 0;
+}
+
+size_t llmt_model_share_check(const llmt_model *m)
+{
+	size_t bad = 0, lo = m->mlo, hi = m->mhi;
+
+	if (!m->mshare)
+		return 0;
+	/* the conversion of llmt_model_sync_compute, chunk for chunk (its
+	 * vector path flushes subnormals, the scalar one rounds them) */
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+	for (size_t i = 0; i < hi - lo; i += 4096) {
+		bf16 t[4096];
+		size_t c = hi - lo - i < 4096 ? hi - lo - i : 4096;
+		f32_to_bf16_n(t, m->master + i, c);
+		for (size_t k = 0; k < c; k++)
+			bad += t[k] != m->wc[lo + i + k];
+	}
+	for (int k = 0; k < m->nwf; k++) {
+		size_t a = m->wf_flat[k] > lo ? m->wf_flat[k] : lo;
+		size_t z = m->wf_flat[k] + m->wf_n[k] < hi ? m->wf_flat[k] + m->wf_n[k] : hi;
+		for (size_t i = a; i < z; i++)
+			bad += memcmp(m->wf + m->wf_at[k] + (i - m->wf_flat[k]), m->master + (i - lo), 4) != 0;
+	}
+	return bad;
 }
 
 void llmt_model_flip_bit(llmt_model *m, size_t at, int bit)

@@ -113,7 +113,7 @@ typedef struct {
 	llmt_comm *all;       /* the gradient norm is summed here (NULL: one process) */
 } llmt_opt_env;
 
-typedef enum { LLMT_POKE_NAN, LLMT_POKE_SPIKE, LLMT_POKE_BITFLIP } llmt_poke;
+typedef enum { LLMT_POKE_NAN, LLMT_POKE_SPIKE, LLMT_POKE_BITFLIP, LLMT_POKE_MASTERFLIP } llmt_poke;
 
 typedef struct llmt_trainopt llmt_trainopt;
 struct llmt_trainopt_ops {
@@ -125,7 +125,9 @@ struct llmt_trainopt_ops {
 	int (*step)(llmt_trainopt *o, double lr, double norm);
 	/* faults: NAN and SPIKE (before finish) poison or scale x1000 this
 	 * rank's gradients; BITFLIP (after step) flips bit 22 of the first
-	 * parameter; *at: the element touched */
+	 * parameter; MASTERFLIP (before finish) flips bit 30 of the first
+	 * element of this rank's fp32 master share alone, as a memory fault
+	 * at rest would (a host share only); *at: the element touched */
 	int (*poke)(llmt_trainopt *o, llmt_poke what, size_t *at);
 	/* the current master weights in host memory (a download on a device;
 	 * with dp > 1 there the fp32 master is a ZeRO-1 share: the bf16
@@ -142,6 +144,10 @@ struct llmt_trainopt_ops {
 	int (*load_into)(llmt_trainopt *o, int with_state, llmt_opt_state *s);
 	int (*loaded)(llmt_trainopt *o, long t, int with_state);
 	void (*free)(llmt_trainopt *o);
+	/* elements of this rank's fp32 master share whose bf16 weights (or
+	 * fp32 copies) no longer follow from it: corruption at rest since the
+	 * last step (0 without a share; NULL: not checked, the device's) */
+	size_t (*share_check)(llmt_trainopt *o);
 };
 struct llmt_trainopt {
 	const struct llmt_trainopt_ops *ops;

@@ -128,8 +128,17 @@ static int h_poke(llmt_trainopt *b, llmt_poke what, size_t *at)
 		*at = np ? pi[0].offset : 0;
 		llmt_model_flip_bit(h->m, *at, 22);
 		break;
+	case LLMT_POKE_MASTERFLIP:
+		return h->share ? llmt_model_flip_master(h->m, 30, at) : -1;
 	}
 	return 0;
+}
+
+static size_t h_share_check(llmt_trainopt *b)
+{
+	host_opt *h = (host_opt *)b;
+
+	return h->share ? llmt_model_share_check(h->m) : 0;
 }
 
 /* a share: the weights the replicas hold, in the gradient buffer (free
@@ -192,6 +201,7 @@ static void h_free(llmt_trainopt *b)
 
 static const struct llmt_trainopt_ops host_ops = {
 	h_finish, h_step, h_poke, h_master, h_snapshot, h_saved, h_state, h_loaded, h_free,
+	h_share_check,
 };
 
 llmt_trainopt *llmt_trainopt_host(llmt_model *m, const llmt_opt_env *e)

@@ -1,6 +1,7 @@
 /* sdc.c: the silent-data-corruption check: a checksum of each rank's
  * parameters, compared across DP replicas (every rank gets all checksums,
- * so all reach the same verdict), and CKPT_DIR/sdc.json on a mismatch. */
+ * so all reach the same verdict), the verdict on a ZeRO-1 master share
+ * found inconsistent by its owner, and CKPT_DIR/sdc.json for either. */
 #include "sdc.h"
 #include <errno.h>
 #include <jansson.h>
@@ -48,9 +49,12 @@ int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects)
 	return ns;
 }
 
+/* sums: per replica, the checksums (cause "replicas") or the master
+ * share's mismatches (cause "master_share") */
 static int write_sdc(const llmt_grid *l, long step, char (*hosts)[LLMT_HOSTLEN], const char *dir,
-	const uint64_t *sums, const int *sus, int ns)
+	const char *cause, const uint64_t *sums, const int *sus, int ns)
 {
+	int share = !strcmp(cause, "master_share");
 	char path[4096], tmp[4200];
 	json_t *o = json_object(), *cs = json_array(), *sa = json_array();
 	int rc = 0;
@@ -58,7 +62,7 @@ static int write_sdc(const llmt_grid *l, long step, char (*hosts)[LLMT_HOSTLEN],
 	for (int r = 0; r < l->dp; r++) {
 		char hex[24];
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)sums[r]);
-		json_array_append_new(cs, json_string(hex));
+		json_array_append_new(cs, share ? json_integer((json_int_t)sums[r]) : json_string(hex));
 	}
 	for (int i = 0; i < ns; i++) {
 		json_t *s = json_object(), *hl = json_array();
@@ -77,7 +81,8 @@ static int write_sdc(const llmt_grid *l, long step, char (*hosts)[LLMT_HOSTLEN],
 	}
 	json_object_set_new(o, "step", json_integer(step));
 	json_object_set_new(o, "dp", json_integer(l->dp));
-	json_object_set_new(o, "checksums", cs);
+	json_object_set_new(o, "cause", json_string(cause));
+	json_object_set_new(o, share ? "mismatches" : "checksums", cs);
 	json_object_set_new(o, "suspects", sa);
 	if (!dir) {
 		char *s = json_dumps(o, JSON_COMPACT);
@@ -126,7 +131,7 @@ int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step, char (
 		if (l->rank == 0) {
 			fprintf(stderr, "llm-train: step %lld: DP replicas disagree (%d suspect replica(s)): silent data corruption suspected\n",
 				(long long)step, ns);
-			write_sdc(l, step, hosts, dir, rep, sus, ns);
+			write_sdc(l, step, hosts, dir, "replicas", rep, sus, ns);
 		}
 		rc = LLMT_EXIT_SDC;
 	}
@@ -137,3 +142,40 @@ out:
 	return rc;
 }
 
+
+int llmt_sdc_share_verdict(llmt_parallel *p, uint64_t bad, long step, char (*hosts)[LLMT_HOSTLEN],
+	const char *dir)
+{
+	const llmt_grid *l = &p->l;
+	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)l->world);
+	uint64_t *rep = calloc((size_t)l->dp, sizeof(uint64_t));
+	int *sus = malloc(sizeof(int) * (size_t)l->dp), ns = 0, rc = LLMT_EXIT_SDC;
+
+	if (!all || !rep || !sus) {
+		rc = LLMT_EXIT_SOFTWARE;
+		goto out;
+	}
+	if (llmt_comm_allgather_bytes(p->all, &bad, all, sizeof(bad))) {
+		rc = LLMT_EXIT_TRANSIENT;
+		goto out;
+	}
+	for (int r = 0; r < l->dp; r++) {
+		for (int pr = 0; pr < l->pp; pr++)
+			for (int tr = 0; tr < l->tp; tr++)
+				rep[r] += all[llmt_grid_rank(l, tr, pr, r)];
+		if (rep[r])
+			sus[ns++] = r;
+	}
+	if (l->rank == 0) {
+		fprintf(stderr, "llm-train: step %lld: the fp32 master share of %d replica(s) no longer matches the "
+			"weights it gave the replicas (%s%d, %llu element(s)): memory corruption at rest suspected\n",
+			(long long)step, ns, ns ? "dp rank " : "", ns ? sus[0] : -1,
+			(unsigned long long)(ns ? rep[sus[0]] : 0));
+		write_sdc(l, step, hosts, dir, "master_share", rep, sus, ns);
+	}
+out:
+	free(all);
+	free(rep);
+	free(sus);
+	return rc;
+}

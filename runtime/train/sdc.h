@@ -22,5 +22,12 @@ int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects);
  * hosts (hosts: every rank's node name, by RANK); 75 on a comm failure. */
 int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step,
 	char (*hosts)[LLMT_HOSTLEN], const char *dir);
+/* Collective over p->all, after some rank found its fp32 master share
+ * inconsistent with the weights it gave the replicas (bad: its count of
+ * such elements): rank 0 writes dir/sdc.json with "cause":"master_share",
+ * the replicas whose ranks found any as suspects and the counts as
+ * "mismatches". LLMT_EXIT_SDC; 75 on a comm failure. */
+int llmt_sdc_share_verdict(llmt_parallel *p, uint64_t bad, long step, char (*hosts)[LLMT_HOSTLEN],
+	const char *dir);
 
 #endif

@@ -186,6 +186,33 @@ static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 	}
 }
 
+/* masterflip@N:r: a memory fault at rest in rank r's fp32 master share,
+ * during step N before its update (the share check must see it) */
+static void inject_master_flip(trainer *t, long stepno)
+{
+	llmt_grid *l = &t->p->l;
+	size_t at;
+
+	if (!llmt_fault_at(&t->faults, LLMT_FAULT_MASTERFLIP, stepno, l->rank))
+		return;
+	if (t->opt->ops->poke(t->opt, LLMT_POKE_MASTERFLIP, &at))
+		fprintf(stderr, "llm-train: rank %d: the masterflip fault could not reach a master share (dp 1, fp32 or a GPU)\n", l->rank);
+	else
+		fprintf(stderr, "llm-train: rank %d: injected fault masterflip@%ld (element %zu)\n", l->rank, stepno, at);
+}
+
+/* this rank's master share against its bf16 weights and fp32 copies,
+ * before the update consumes it (with the SDC check on: --sdc-interval,
+ * dp > 1, a host share): the mismatches */
+static double share_mismatches(trainer *t)
+{
+	const llmt_grid *l = &t->p->l;
+
+	if (t->o->sdc_interval <= 0 || l->dp < 2 || !t->opt->ops->share_check)
+		return 0;
+	return (double)t->opt->ops->share_check(t->opt);
+}
+
 static void inject_bitflip(trainer *t, long stepno)
 {
 	llmt_grid *l = &t->p->l;
@@ -371,7 +398,8 @@ static int loop(trainer *t)
 	t->last_save_time = llmt_tr_now();
 	while (t->st.step < o->steps) {
 		long stepno = (long)t->st.step + 1;
-		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[3], lr, comm_s, ckpt_s = 0;
+		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[4], lr, comm_s, ckpt_s = 0;
+		double share_bad;
 		double scale = 1.0 / (o->A * l->dp);
 		uint64_t ntrained = (uint64_t)t->G * (uint64_t)o->T;
 		int bad, sync_ckpt, due;
@@ -394,6 +422,7 @@ static int loop(trainer *t)
 		}
 		my_loss = !first_stage_loss ? 0 : t->ld.masked ? loss_sum * scale : loss_sum / o->A / l->dp;
 		inject_grad_faults(t, stepno, &my_loss);
+		inject_master_flip(t, stepno);
 		if (t->opt->ops->finish(t->opt, &norm)) {
 			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
 			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
@@ -402,8 +431,14 @@ static int loop(trainer *t)
 		v[0] = my_loss;
 		v[1] = g_signal ? 1 : 0;
 		v[2] = l->rank == 0 && ckpt_due_time(t, llmt_tr_now());
-		if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 3))
+		v[3] = share_bad = share_mismatches(t);
+		if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 4))
 			return LLMT_EXIT_TRANSIENT;
+		/* a master share that no longer matches the weights it gave the
+		 * replicas: never update from it (nor save it) */
+		if (v[3] > 0 && (rc = llmt_sdc_share_verdict(t->p, (uint64_t)share_bad, (long)t->st.step,
+				t->hosts, o->ckpt_dir ? o->ckpt_dir : o->run_dir)))
+			break;
 		lr = llmt_schedule_lr(&sch, stepno - 1);
 		if ((rc = update(t, stepno, v[0], norm, lr, &bad)))
 			return rc;

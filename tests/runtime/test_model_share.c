@@ -3,7 +3,8 @@
  * whole-master model: its share, its replica weights (bf16 widened, fp32
  * copies of embedding and norms), its loss and gradients; a bit flip
  * reaches the weights the replicas compare whether or not the rank owns
- * the element. Fails on a share model whose copies are not the master's. */
+ * the element; the share's own check sees a flip of the master alone.
+ * Fails on a share model whose copies are not the master's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,51 @@ static void test_share(void **st)
 	same_as_whole(1, 0, 3, 2);
 }
 
+/* the share's own check: its bf16 weights and fp32 copies follow from
+ * it after init and after a sync; a flip of the master alone (a memory
+ * fault at rest) is seen, in the sign and exponent always, in the lowest
+ * mantissa bit where an fp32 copy holds the element; flip_bit (which
+ * keeps the copies) is not the check's to see */
+static void share_check(int dp, int r)
+{
+	llmt_config c;
+	llmt_par par = { 1, 0, 1, 0, NULL };
+	size_t lo, hi, at;
+	config(&c, 1, 0);
+	llmt_model *w = llmt_model_create_rc(&c, &par, LLMT_BF16, B, T, 1, LLMT_RECOMPUTE_NONE);
+	assert_non_null(w);
+	llmt_zero1_range(llmt_model_nparams(w), dp, r, &lo, &hi);
+	llmt_model_free(w);
+	llmt_model *s = llmt_model_create_share(&c, &par, LLMT_BF16, B, T, 1, LLMT_RECOMPUTE_NONE, lo, hi);
+	assert_non_null(s);
+	assert_int_equal(llmt_model_share_check(s), 0);
+	llmt_model_sync_compute(s);
+	assert_int_equal(llmt_model_share_check(s), 0);
+	assert_int_equal(llmt_model_flip_master(s, 30, &at), 0);
+	assert_int_equal(at, lo);
+	/* its bf16 weight, and its fp32 copy where it has one */
+	assert_int_equal(llmt_model_share_check(s), 1 + (llmt_model_w32(s, lo) != NULL));
+	assert_int_equal(llmt_model_flip_master(s, 30, &at), 0);
+	assert_int_equal(llmt_model_share_check(s), 0);
+	if (lo == 0) {          /* the embedding: an fp32 copy, compared bit for bit */
+		assert_int_equal(llmt_model_flip_master(s, 0, &at), 0);
+		assert_true(llmt_model_share_check(s) >= 1);     /* and the bf16 rounding, at a tie */
+		assert_int_equal(llmt_model_flip_master(s, 0, &at), 0);
+		assert_int_equal(llmt_model_share_check(s), 0);
+	}
+	llmt_model_flip_bit(s, lo + 5, 22);
+	assert_int_equal(llmt_model_share_check(s), 0);
+	llmt_model_free(s);
+}
+
+static void test_share_check(void **st)
+{
+	(void)st;
+	share_check(2, 0);
+	share_check(2, 1);
+	share_check(3, 2);
+}
+
 /* fp32 has no compute copy: the master stays whole */
 static void test_fp32_whole(void **st)
 {
@@ -126,6 +172,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_fp32_whole),
+		cmocka_unit_test(test_share_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
