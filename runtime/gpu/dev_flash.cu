@@ -19,31 +19,36 @@ using namespace nvcuda;
 #define FB 32           /* dsum: rows a block */
 #define FT (FB * 8)     /* dsum: threads, 8 a row */
 #define FK 32           /* the inner tile: keys (forward, dQ) or queries (dK, dV) */
+/* row strides in shared memory, padded off the 128-byte bank period (wmma
+ * reads 8 rows at once: unpadded, they share 4 banks): bf16 tiles P + 8,
+ * fp32 scores SL, bf16 probabilities PL (legal ldm: 16-byte multiples) */
+#define SL (FK + 4)
+#define PL (FK + 8)
 
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf_t, wmma::row_major> fa_row;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::row_major> fb_row;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::col_major> fb_col;
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> facc;
 
-/* head dim HD padded to P (a multiple of 16, zeros past HD); warps a
- * block forward (NF) and backward (NB), as many as 48 KiB of shared
- * memory hold (no opt-in needed) */
+/* head dim HD padded to P (a multiple of 16, zeros past HD), rows PS
+ * apart; warps a block forward (NF) and backward (NB), as many as 48 KiB
+ * of shared memory hold (no opt-in needed) */
 template <int HD> struct fl_shape {
-	static constexpr int P = HD < 16 ? 16 : HD;
-	static constexpr int NF = 4;
+	static constexpr int P = HD < 16 ? 16 : HD, PS = P + 8;
+	static constexpr int NF = P > 64 ? 2 : 4;
 	static constexpr int NB = P > 32 ? 2 : 4;
-	/* forward: q [16NF][P], k and v [FK][P] (bf16); s [16NF][FK] (fp32);
-	 * p [16NF][FK] (bf16); row numbers [16][16] and a factor a row (fp32) */
-	static constexpr size_t fwd_shm = (size_t)16 * NF * P * 2 + 2 * FK * P * 2 +
-									  16 * NF * FK * (4 + 2) + 256 * 4 + 16 * NF * 4;
-	/* dK, dV: k and v [16NB][P], q and dO [FK][P]; per warp two [16][FK]
-	 * fp32 and two bf16; lse and D of the query tile */
-	static constexpr size_t kv_shm = (size_t)2 * 16 * NB * P * 2 + 2 * FK * P * 2 +
-									 (size_t)NB * 16 * FK * (4 + 4 + 2 + 2) + 2 * FK * 4;
-	/* dQ: q and dO [16NB][P], k and v [FK][P]; per warp two [16][FK] fp32
-	 * and one bf16 */
-	static constexpr size_t q_shm = (size_t)2 * 16 * NB * P * 2 + 2 * FK * P * 2 +
-									(size_t)NB * 16 * FK * (4 + 4 + 2);
+	/* forward: q [16NF][PS], k and v [FK][PS] (bf16); s [16NF][SL] (fp32);
+	 * p [16NF][PL] (bf16); row numbers [16][16] and a factor a row (fp32) */
+	static constexpr size_t fwd_shm = (size_t)16 * NF * PS * 2 + 2 * FK * PS * 2 +
+									  16 * NF * (SL * 4 + PL * 2) + 256 * 4 + 16 * NF * 4;
+	/* dK, dV: k and v [16NB][PS], q and dO [FK][PS]; per warp two [16][SL]
+	 * fp32 and two [16][PL] bf16 */
+	static constexpr size_t kv_shm = (size_t)2 * 16 * NB * PS * 2 + 2 * FK * PS * 2 +
+									 (size_t)NB * 16 * (2 * SL * 4 + 2 * PL * 2);
+	/* dQ: q and dO [16NB][PS], k and v [FK][PS]; per warp two [16][SL]
+	 * fp32 and one [16][PL] bf16 */
+	static constexpr size_t q_shm = (size_t)2 * 16 * NB * PS * 2 + 2 * FK * PS * 2 +
+									(size_t)NB * 16 * (2 * SL * 4 + PL * 2);
 	static_assert(fwd_shm <= 48 * 1024 && kv_shm <= 48 * 1024 && q_shm <= 48 * 1024,
 				  "flash tiles beyond 48 KiB of shared memory");
 };
@@ -63,13 +68,13 @@ __device__ __forceinline__ float fl_sum8(float v)
 }
 
 /* rows r0 .. r0+n-1 of a token-major [B*T][nh][HD] bf16 tensor, head hh,
- * into s[n][P] (zeros past T and past HD), 16 bytes a load (HD is a
- * multiple of 8, the tensor 16-byte aligned) */
+ * into s[n][PS] (zeros past T and past HD up to P), 16 bytes a load (HD
+ * is a multiple of 8, the tensor 16-byte aligned) */
 template <int HD>
 __device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int T, int nh,
 										int hh, int r0, int n)
 {
-	constexpr int P = fl_shape<HD>::P, V = P / 8;
+	constexpr int PS = fl_shape<HD>::PS, V = fl_shape<HD>::P / 8;
 	const bf_t *p = reinterpret_cast<const bf_t *>(src);
 	GK_EMU_ALIGNED(p, 16);
 	for (int e = threadIdx.x; e < n * V; e += blockDim.x) {
@@ -79,13 +84,13 @@ __device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int 
 			GK_EMU_POINT();
 			u = *reinterpret_cast<const uint4 *>(p + (((size_t)b * T + t) * nh + hh) * HD + i);
 		}
-		*reinterpret_cast<uint4 *>(s + r * P + i) = u;
+		*reinterpret_cast<uint4 *>(s + r * PS + i) = u;
 	}
 }
 
-/* out [16][FK] fp32 (ld FK) = a [16][P] times the transpose of b [FK][P]
- * (a warp's scores: its 16 rows against FK rows of the other side); each
- * fragment of a loaded once */
+/* out [16][FK] fp32 (ld SL) = a [16][P] times the transpose of b [FK][P]
+ * (both ld P + 8: a warp's scores, its 16 rows against FK rows of the
+ * other side); each fragment of a loaded once */
 template <int P>
 __device__ __forceinline__ void fl_scores(float *out, const bf_t *a, const bf_t *b)
 {
@@ -94,29 +99,29 @@ __device__ __forceinline__ void fl_scores(float *out, const bf_t *a, const bf_t 
 		wmma::fill_fragment(c[n], 0.f);
 	for (int kc = 0; kc < P / 16; kc++) {
 		fa_row fa;
-		wmma::load_matrix_sync(fa, a + kc * 16, P);
+		wmma::load_matrix_sync(fa, a + kc * 16, P + 8);
 		for (int n = 0; n < FK / 16; n++) {
 			fb_col fb;
-			wmma::load_matrix_sync(fb, b + n * 16 * P + kc * 16, P);
+			wmma::load_matrix_sync(fb, b + n * 16 * (P + 8) + kc * 16, P + 8);
 			wmma::mma_sync(c[n], fa, fb, c[n]);
 		}
 	}
 	for (int n = 0; n < FK / 16; n++)
-		wmma::store_matrix_sync(out + n * 16, c[n], FK, wmma::mem_row_major);
+		wmma::store_matrix_sync(out + n * 16, c[n], SL, wmma::mem_row_major);
 }
 
-/* acc[n] += a [16][FK] (bf16, ld FK) times b [FK][P] (ld P), n over P/16;
- * a loaded once */
+/* acc[n] += a [16][FK] (bf16, ld PL) times b [FK][P] (ld P + 8), n over
+ * P/16; a loaded once */
 template <int P>
 __device__ __forceinline__ void fl_accum(facc *acc, const bf_t *a, const bf_t *b)
 {
 	fa_row fa[FK / 16];
 	for (int kc = 0; kc < FK / 16; kc++)
-		wmma::load_matrix_sync(fa[kc], a + kc * 16, FK);
+		wmma::load_matrix_sync(fa[kc], a + kc * 16, PL);
 	for (int n = 0; n < P / 16; n++)
 		for (int kc = 0; kc < FK / 16; kc++) {
 			fb_row fb;
-			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * P + n * 16, P);
+			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * (P + 8) + n * 16, P + 8);
 			wmma::mma_sync(acc[n], fa[kc], fb, acc[n]);
 		}
 }
@@ -162,13 +167,13 @@ template <int HD>
 __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
 							float *lse, const int *seg, int T, int H, int KV, float scale)
 {
-	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NF;
+	constexpr int P = fl_shape<HD>::P, PS = fl_shape<HD>::PS, R = 16 * fl_shape<HD>::NF;
 	GK_DYN_SHARED_AL(unsigned char, sh);
-	bf_t *sq = reinterpret_cast<bf_t *>(sh);           /* [R][P] */
-	bf_t *sk = sq + R * P, *sv = sk + FK * P;           /* [FK][P] */
-	float *ss = reinterpret_cast<float *>(sv + FK * P); /* [R][FK] scores, then staging */
-	bf_t *sp = reinterpret_cast<bf_t *>(ss + R * FK);   /* [R][FK] probabilities */
-	float *sidx = reinterpret_cast<float *>(sp + R * FK); /* [16][16] row numbers */
+	bf_t *sq = reinterpret_cast<bf_t *>(sh);             /* [R][PS] */
+	bf_t *sk = sq + R * PS, *sv = sk + FK * PS;           /* [FK][PS] */
+	float *ss = reinterpret_cast<float *>(sv + FK * PS);  /* [R][SL] scores, then staging */
+	bf_t *sp = reinterpret_cast<bf_t *>(ss + R * SL);     /* [R][PL] probabilities */
+	float *sidx = reinterpret_cast<float *>(sp + R * PL); /* [16][16] row numbers */
 	float *srow = sidx + 256;                           /* [R] a factor a row */
 	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long tiles first */
 	int g = h / (H / KV), w = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -191,19 +196,19 @@ __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v
 		__syncthreads();
 		if (k0 > q0 + wr + 15)
 			continue;           /* no row of this warp sees these keys */
-		fl_scores<P>(ss + wr * FK, sq + wr * P, sk);
+		fl_scores<P>(ss + wr * SL, sq + wr * PS, sk);
 		__syncwarp();
 		float s[FK / 2], mx = -INFINITY;
 		for (int j = 0; j < FK / 2; j++) {
 			int c = half * (FK / 2) + j;
-			s[j] = fl_sees(seg, b, T, tq, k0 + c) ? scale * ss[rr * FK + c] : -INFINITY;
+			s[j] = fl_sees(seg, b, T, tq, k0 + c) ? scale * ss[rr * SL + c] : -INFINITY;
 			mx = fmaxf(mx, s[j]);
 		}
 		float mnew = fmaxf(mrow, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)));
 		float alpha = mnew == -INFINITY ? 1.f : expf(mrow - mnew), ps = 0.f;
 		for (int j = 0; j < FK / 2; j++) {
 			float p = s[j] == -INFINITY ? 0.f : expf(s[j] - mnew);
-			sp[rr * FK + half * (FK / 2) + j] = __float2bfloat16_rn(p);
+			sp[rr * PL + half * (FK / 2) + j] = __float2bfloat16_rn(p);
 			ps += p;
 		}
 		lrow = lrow * alpha + (ps + __shfl_xor_sync(0xffffffffu, ps, 1));
@@ -212,14 +217,14 @@ __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v
 			srow[rr] = alpha;
 		__syncwarp();
 		fl_rowscale<P>(acc, rowof, srow + wr);
-		fl_accum<P>(acc, sp + wr * FK, sv);
+		fl_accum<P>(acc, sp + wr * PL, sv);
 	}
 	__syncwarp();               /* the last tile's srow is read */
 	if (!half)
 		srow[rr] = lrow > 0.f ? 1.f / lrow : 0.f;
 	__syncwarp();
 	fl_rowscale<P>(acc, rowof, srow + wr);
-	fl_store<HD>(o, acc, ss + wr * FK, 1.f, b, T, H, h, q0 + wr);
+	fl_store<HD>(o, acc, ss + wr * SL, 1.f, b, T, H, h, q0 + wr);
 	if (!half && tq < T)
 		lse[((size_t)b * H + h) * T + tq] = mrow + logf(lrow);
 }
@@ -250,16 +255,15 @@ __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16
 							   const int *seg, gk_bf16 *dk, gk_bf16 *dv, int T, int H, int KV,
 							   float scale)
 {
-	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
+	constexpr int P = fl_shape<HD>::P, PS = fl_shape<HD>::PS, R = 16 * fl_shape<HD>::NB;
 	GK_DYN_SHARED_AL(unsigned char, sh);
-	bf_t *sk = reinterpret_cast<bf_t *>(sh), *sv = sk + R * P;   /* [R][P] */
-	bf_t *sq = sv + R * P, *sdo = sq + FK * P;                     /* [FK][P] */
+	bf_t *sk = reinterpret_cast<bf_t *>(sh), *sv = sk + R * PS;  /* [R][PS] */
+	bf_t *sq = sv + R * PS, *sdo = sq + FK * PS;                   /* [FK][PS] */
 	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, NB = fl_shape<HD>::NB;
-	float *f32 = reinterpret_cast<float *>(sdo + FK * P);          /* per warp: */
-	float *sst = f32 + w * 2 * 16 * FK, *sdpt = sst + 16 * FK;      /* S^T, dP^T [16][FK] */
-	bf_t *b16 = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * FK);
-	bf_t *spt = b16 + w * 2 * 16 * FK, *sdst = spt + 16 * FK;       /* P^T, dS^T [16][FK] */
-	float *sl = reinterpret_cast<float *>(b16 + NB * 2 * 16 * FK), *sd = sl + FK;
+	float *f32 = reinterpret_cast<float *>(sdo + FK * PS);         /* per warp: */
+	float *sst = f32 + w * 2 * 16 * SL, *sdpt = sst + 16 * SL;      /* S^T, dP^T [16][SL] */
+	bf_t *b16 = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * SL);
+	bf_t *spt = b16 + w * 2 * 16 * PL, *sdst = spt + 16 * PL;       /* P^T, dS^T [16][PL] */
 	int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z, G = H / KV; /* key tile 0 has most work */
 	int k0 = kt * R, wk = 16 * w, kr = lane >> 1, half = lane & 1;
 	facc ak[P / 16], av[P / 16];
@@ -273,27 +277,24 @@ __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16
 	for (int hh = g * G; hh < (g + 1) * G; hh++)
 		for (int qt = k0 / FK; qt < nqt; qt++) {
 			int q0 = qt * FK;
-			__syncthreads();    /* sq, sdo, sl, sd free */
+			__syncthreads();    /* sq, sdo free */
 			fl_load<HD>(sq, q, b, T, H, hh, q0, FK);
 			fl_load<HD>(sdo, dO, b, T, H, hh, q0, FK);
-			if (threadIdx.x < FK) {
-				int t = q0 + threadIdx.x;
-				size_t ri = ((size_t)b * H + hh) * T + t;
-				sl[threadIdx.x] = t < T ? lse[ri] : 0.f;
-				sd[threadIdx.x] = t < T ? D[ri] : 0.f;
-			}
 			__syncthreads();
 			if (k0 + wk > q0 + FK - 1)
 				continue;       /* no query of the tile sees this warp's keys */
-			fl_scores<P>(sst, sk + wk * P, sq);
-			fl_scores<P>(sdpt, sv + wk * P, sdo);
+			fl_scores<P>(sst, sk + wk * PS, sq);
+			fl_scores<P>(sdpt, sv + wk * PS, sdo);
 			__syncwarp();
+			/* lse and D of the lane's queries: cached reads (no room in
+			 * shared memory at head dim 128) */
+			const float *lq = lse + ((size_t)b * H + hh) * T, *dq0 = D + ((size_t)b * H + hh) * T;
 			for (int j = 0; j < FK / 2; j++) {
-				int c = half * (FK / 2) + j, e = kr * FK + c;
+				int c = half * (FK / 2) + j, e = kr * SL + c, e2 = kr * PL + c;
 				bool see = fl_sees(seg, b, T, q0 + c, k0 + wk + kr);
-				float p = see ? expf(scale * sst[e] - sl[c]) : 0.f;
-				spt[e] = __float2bfloat16_rn(p);
-				sdst[e] = __float2bfloat16_rn(see ? p * (sdpt[e] - sd[c]) : 0.f);
+				float p = see ? expf(scale * sst[e] - lq[q0 + c]) : 0.f;
+				spt[e2] = __float2bfloat16_rn(p);
+				sdst[e2] = __float2bfloat16_rn(see ? p * (sdpt[e] - dq0[q0 + c]) : 0.f);
 			}
 			__syncwarp();
 			fl_accum<P>(av, spt, sdo);
@@ -311,14 +312,14 @@ __global__ void k_flash_bwd_q(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 
 							  const gk_bf16 *dO, const float *lse, const float *D,
 							  const int *seg, gk_bf16 *dq, int T, int H, int KV, float scale)
 {
-	constexpr int P = fl_shape<HD>::P, R = 16 * fl_shape<HD>::NB;
+	constexpr int P = fl_shape<HD>::P, PS = fl_shape<HD>::PS, R = 16 * fl_shape<HD>::NB;
 	GK_DYN_SHARED_AL(unsigned char, sh);
-	bf_t *sq = reinterpret_cast<bf_t *>(sh), *sdo = sq + R * P;  /* [R][P] */
-	bf_t *sk = sdo + R * P, *sv = sk + FK * P;                    /* [FK][P] */
+	bf_t *sq = reinterpret_cast<bf_t *>(sh), *sdo = sq + R * PS; /* [R][PS] */
+	bf_t *sk = sdo + R * PS, *sv = sk + FK * PS;                  /* [FK][PS] */
 	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, NB = fl_shape<HD>::NB;
-	float *f32 = reinterpret_cast<float *>(sv + FK * P);            /* per warp: */
-	float *ss = f32 + w * 2 * 16 * FK, *sdp = ss + 16 * FK;         /* S, dP [16][FK] */
-	bf_t *sds = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * FK) + w * 16 * FK; /* dS */
+	float *f32 = reinterpret_cast<float *>(sv + FK * PS);           /* per warp: */
+	float *ss = f32 + w * 2 * 16 * SL, *sdp = ss + 16 * SL;         /* S, dP [16][SL] */
+	bf_t *sds = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * SL) + w * 16 * PL; /* dS [16][PL] */
 	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long tiles first */
 	int g = h / (H / KV), q0 = qt * R, wq = 16 * w, rr = lane >> 1, half = lane & 1;
 	int t = q0 + wq + rr;
@@ -338,19 +339,71 @@ __global__ void k_flash_bwd_q(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 
 		__syncthreads();
 		if (k0 > q0 + wq + 15)
 			continue;
-		fl_scores<P>(ss, sq + wq * P, sk);
-		fl_scores<P>(sdp, sdo + wq * P, sv);
+		fl_scores<P>(ss, sq + wq * PS, sk);
+		fl_scores<P>(sdp, sdo + wq * PS, sv);
 		__syncwarp();
 		for (int j = 0; j < FK / 2; j++) {
-			int c = half * (FK / 2) + j, e = rr * FK + c;
+			int c = half * (FK / 2) + j, e = rr * SL + c;
 			bool see = fl_sees(seg, b, T, t, k0 + c);
 			float p = see ? expf(scale * ss[e] - lr) : 0.f;
-			sds[e] = __float2bfloat16_rn(see ? p * (sdp[e] - Dr) : 0.f);
+			sds[rr * PL + c] = __float2bfloat16_rn(see ? p * (sdp[e] - Dr) : 0.f);
 		}
 		__syncwarp();
 		fl_accum<P>(acc, sds, sk);
 	}
 	fl_store<HD>(dq, acc, ss, scale, b, T, H, h, q0 + wq);
+}
+
+/* The forward's per-row rescale (fl_rowscale) takes each accumulator
+ * element's row from an accumulator loaded from a matrix of row numbers:
+ * right only if a product's result and a loaded accumulator share wmma's
+ * (opaque) element layout, as on sm_90 with CUDA 13 (read off its
+ * machine code). One warp checks it on the device at hand: a product
+ * whose result is each element's row number (A[m][0] = m, B[0][n] = 1)
+ * against the loaded matrix; lane l writes its mismatches to bad[l]. */
+__global__ void k_flash_layout(int *bad)
+{
+	GK_DYN_SHARED_AL(unsigned char, sh);
+	float *sidx = reinterpret_cast<float *>(sh);        /* [16][16] */
+	bf_t *sa = reinterpret_cast<bf_t *>(sidx + 256), *sb = sa + 256;
+	int l = threadIdx.x, mism = 0;
+	for (int e = l; e < 256; e += 32) {
+		sidx[e] = (float)(e / 16);
+		sa[e] = __float2bfloat16_rn(e % 16 == 0 ? (float)(e / 16) : 0.f);
+		sb[e] = __float2bfloat16_rn(e / 16 == 0 ? 1.f : 0.f);
+	}
+	__syncwarp();
+	facc rowof, c;
+	fa_row fa;
+	fb_row fb;
+	wmma::load_matrix_sync(rowof, sidx, 16, wmma::mem_row_major);
+	wmma::load_matrix_sync(fa, sa, 16);
+	wmma::load_matrix_sync(fb, sb, 16);
+	wmma::fill_fragment(c, 0.f);
+	wmma::mma_sync(c, fa, fb, c);
+	for (int i = 0; i < facc::num_elements; i++)
+		mism += c.x[i] != rowof.x[i];
+	bad[l] = mism;
+}
+
+extern "C" int gk_flash_layout_ok(cudaStream_t st)
+{
+	int *d = NULL, h[32];
+	if (cudaMalloc((void **)&d, sizeof h) != cudaSuccess)
+		return -1;
+	GK_LAUNCH(k_flash_layout, 1, 32, 1024 + 2 * 512, st)(d);
+	cudaError_t e = GK_LAST_ERROR();
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, st);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(st);
+	cudaFree(d);
+	if (e != cudaSuccess)
+		return -1;
+	for (int i = 0; i < 32; i++)
+		if (h[i])
+			return 0;
+	return 1;
 }
 
 template <int HD>

@@ -91,6 +91,10 @@ cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int
 cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
                          float *lse, const int *seg, int B, int T, int H, int KV, int hd,
                          cudaStream_t st);
+/* 1 when this device's wmma keeps one element layout for a product's
+ * result and a loaded accumulator (what gk_flash_fwd's rescale needs), 0
+ * when not, -1 when the check could not run */
+int gk_flash_layout_ok(cudaStream_t st);
 cudaError_t gk_flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, const gk_bf16 *o,
                          const gk_bf16 *dO, const float *lse, float *D, const int *seg, gk_bf16 *dq,
                          gk_bf16 *dk, gk_bf16 *dv, int B, int T, int H, int KV, int hd,

@@ -231,6 +231,14 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 		fprintf(stderr, "llm-train: %s='%s' is not fused or chunked\n", LLMT_ENV_GPU_ATTN, am);
 		goto fail;
 	}
+	/* the fused kernels' rescale rests on a wmma layout property the API
+	 * does not promise: checked once per model on this device */
+	if (g->fused && gk_flash_layout_ok(g->st) != 1) {
+		fprintf(stderr, "llm-train: the fused attention's tensor-core layout check failed on this GPU: "
+				"running the chunked attention (set %s=chunked to say so; llm-train memory "
+				"assumed the fused one)\n", LLMT_ENV_GPU_ATTN);
+		g->fused = 0;
+	}
 	if (alloc_dev(g)) {
 		fprintf(stderr, "llm-train: out of GPU memory building the model (B=%d T=%d slots=%d)\n",
 				B, T, nslots);

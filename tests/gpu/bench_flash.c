@@ -86,10 +86,12 @@ static int kernel(int B, int T, int H, int KV, int hd, int reps)
 	/* causal: half the T x T square; forward 2 products, backward 5 */
 	double fl = 2.0 * B * H * (double)T * T * hd;
 	int same = !memcmp(dq1, dq2, nq * 2);
+	int lay = gk_flash_layout_ok(0);
 	printf("bench-flash kernel B=%d T=%d H=%d KV=%d hd=%d: forward %.3f ms (%.1f TFLOPS), "
-	       "backward %.3f ms (%.1f TFLOPS); rerun dq bits %s\n", B, T, H, KV, hd,
-	       1e3 * tf / reps, fl / (tf / reps) / 1e12, 1e3 * tb / reps,
-	       2.5 * fl / (tb / reps) / 1e12, same ? "identical" : "DIFFER");
+	       "backward %.3f ms (%.1f TFLOPS); rerun dq bits %s; wmma layout check %s\n", B, T, H,
+	       KV, hd, 1e3 * tf / reps, fl / (tf / reps) / 1e12, 1e3 * tb / reps,
+	       2.5 * fl / (tb / reps) / 1e12, same ? "identical" : "DIFFER",
+	       lay == 1 ? "ok" : lay == 0 ? "FAILED (the fused attention would fall back)" : "not run");
 	cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(dO); cudaFree(o); cudaFree(lse);
 	cudaFree(D); cudaFree(dq); cudaFree(dk); cudaFree(dv);
 	free(dq1);

@@ -274,6 +274,8 @@ int main(int argc, char **argv)
 		one(c);
 	std::vector<gk_bf16> z(64);
 	std::vector<float> zf(64);
+	check("the wmma layout check passes (the emulation keeps one layout)",
+		  gk_flash_layout_ok(0) == 1);
 	check("head dim 48 is refused", gk_flash_fwd(z.data(), z.data(), z.data(), z.data(),
 												 zf.data(), nullptr, 1, 1, 1, 1, 48, 0) ==
 										cudaErrorInvalidValue);
