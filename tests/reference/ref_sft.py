@@ -7,8 +7,10 @@
 # sample) and rotary positions restarting per sample (llama_ref.forward's
 # seg). Tolerances are ref_model.py's:
 #  fp32: logits and every gradient rel <= 1e-5 (measured <= 1.4e-6), loss
-#        <= 6e-8 relative: one float32 ulp, as the loss leaves the model as
-#        a float and is rescaled by B*T / trained (measured 2.5e-8).
+#        <= 2.4e-7 relative: two float32 ulps at worst (2 x 2^-23), as the
+#        loss leaves the model as a float and is rescaled by B*T / trained
+#        (measured 2.5e-8 on one VM; 7.96e-8 on another, one ulp at 5.40,
+#        where 6e-8 failed the old code too: below one ulp, not a limit).
 #  bf16 (and the fallback without AVX-512 BF16): at most 2x PyTorch's own
 #        bf16 autocast error against float64 (measured at most 1.78x), loss
 #        within 2e-3.
@@ -69,7 +71,7 @@ for cfgname, T in (('configs/tiny.yaml', 128), ('tests/reference/ref-gqa.yaml', 
             check('%s T=%d: logits without the boundaries differ' % (tag, T), rel(lw, l32), 1e-3, True)
             check('%s fp32 logits' % tag, rel(ours, l32), 1e-5)
             check('%s fp32 masked loss (%.6f vs %.6f)' % (tag, losses[0], loss32),
-                  abs(losses[0] - loss32) / loss32, 6e-8)
+                  abs(losses[0] - loss32) / loss32, 2.4e-7)
             worst = 0.0
             for n, shape, off, numel, _ in params:
                 r = rel(torch.tensor(grads[off:off + numel]).view(shape), g32[n])
