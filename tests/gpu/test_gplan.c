@@ -322,7 +322,8 @@ static void test_act_plan(void **st)
 			assert_int_equal(p.bytes[GA_P] > 0, !fused);
 			assert_int_equal(p.bytes[GA_LSE] > 0, fused);
 			assert_int_equal(p.bytes[GA_ATT], 2 * 16 * 4 * 8 * 2);
-			assert_int_equal(p.bytes[GA_QKV], 2 * 16 * (4 + 2 * 2) * 8 * 4);   /* QK-norm */
+			/* QK-norm: the q/k/v product, bf16 on the fused path */
+			assert_int_equal(p.bytes[GA_QKV], 2 * 16 * (4 + 2 * 2) * 8 * (fused ? 2 : 4));
 			core += fused ? p.bytes[GA_LSE] : p.bytes[GA_P];
 			assert_int_equal(gact_bytes(&p, 1), rc == 0 ? 0 : rc == 1 ? core : all);
 			for (int i = 0; i < GA_N; i++)
