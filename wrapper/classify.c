@@ -140,7 +140,7 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		case LLMT_EXIT_SDC:
 			v->nodes = e->sdc_suspects;
 			set(v, WR_SDC, e->sdc_suspects.n ? e->sdc_suspects.name[0] : "",
-			    "exit %d: replicas disagree, %d suspect node(s)", code, e->sdc_suspects.n);
+			    "exit %d: silent data corruption, %d suspect node(s)", code, e->sdc_suspects.n);
 			return;
 		case LLMT_EXIT_REQUEUE:
 			set(v, WR_PREEMPTED, "", "exit %d: preempted, checkpoint written", code);

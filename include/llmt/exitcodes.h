@@ -12,7 +12,8 @@
 #define LLMT_EXIT_IO         74  /* EX_IOERR: checkpoint or output I/O failed */
 #define LLMT_EXIT_TRANSIENT  75  /* EX_TEMPFAIL: lost peer, communication error: restart */
 #define LLMT_EXIT_ROLLBACK   85  /* numerical fault persisted: roll back further, skip data */
-#define LLMT_EXIT_SDC        86  /* DP replicas disagree: silent data corruption suspected */
+#define LLMT_EXIT_SDC        86  /* silent data corruption suspected: DP replicas disagree, or a
+                                     * master share no longer matches its weights */
 #define LLMT_EXIT_REQUEUE    87  /* preempted (SIGUSR1/SIGTERM): checkpoint written, requeue */
 #define LLMT_EXIT_BADNODE    88  /* selftest: a node computed wrong answers or is too slow (named in its report) */
 
