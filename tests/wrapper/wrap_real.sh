@@ -13,6 +13,9 @@
 #   killed, restart, bit-identical weights;
 # - one bit flipped in one DP replica (exit 86): rollback to the last
 #   checkpoint whose replicas agreed, bit-identical weights;
+# - one rank's fp32 master share corrupted at rest (the replicas agree;
+#   its own check says so, exit 86, cause master_share, one suspect):
+#   requeue without that node, resume, bit-identical weights;
 # - NaN in three steps in a row (the runtime gives up: exit 85): rollback
 #   and data skip, the job finishes (weights differ: data was skipped);
 # - preemption (SIGUSR1 to the batch shell): checkpoint, exit 87, requeue,
@@ -99,6 +102,21 @@ ledger sdc "launches=2 failures=sdc restarts=1 requeues=0"
 [ "$(count failure "$W/sdc/ledger.jsonl" '"class":"sdc"')" = 1 ] || fail "sdc: no sdc failure"
 grep '"event":"launch"' "$W/sdc/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":8' ||
 	fail "sdc: not resumed from step 8"
+
+j=$(LLM_TRAIN_FAULT=masterflip@10:1; export LLM_TRAIN_FAULT; job msdc) || fail "sbatch msdc"
+finish msdc "$j" same
+ledger msdc "launches=2 failures=sdc restarts=0 requeues=1"
+/usr/bin/python3 - "$W/msdc" <<'PY' || fail "msdc: the report, the excluded node or the resume step"
+import json, sys
+d = sys.argv[1]
+o = json.load(open(d + '/sdc.json'))
+assert o['cause'] == 'master_share' and o['mismatches'][0] == 0 and o['mismatches'][1] >= 1, o
+assert [s['dp_rank'] for s in o['suspects']] == [1], o
+ev = [json.loads(l) for l in open(d + '/ledger.jsonl') if l.strip()]
+rq = [e for e in ev if e['event'] == 'requeue']
+assert len(rq) == 1 and rq[0]['exclude'] == o['suspects'][0]['hosts'], (rq, o)
+assert [e['resume_step'] for e in ev if e['event'] == 'launch'][-1] == 8, ev
+PY
 
 j=$(LLM_TRAIN_FAULT=nan@14,nan@15,nan@16; export LLM_TRAIN_FAULT; job nan --rollback-steps 4 --skip-batches 2 -- --max-bad-steps 3) ||
 	fail "sbatch nan"
