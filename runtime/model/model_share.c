@@ -131,8 +131,9 @@ size_t llmt_model_share_check(const llmt_model *m)
 		bf16 t[4096];
 		size_t c = hi - lo - i < 4096 ? hi - lo - i : 4096;
 		f32_to_bf16_n(t, m->master + i, c);
-		for (size_t k = 0; k < c; k++)
-			bad += t[k] != m->wc[lo + i + k];
+		if (memcmp(t, m->wc + lo + i, c * sizeof(bf16)))   /* the rare case: count */
+			for (size_t k = 0; k < c; k++)
+				bad += t[k] != m->wc[lo + i + k];
 	}
 	for (int k = 0; k < m->nwf; k++) {
 		size_t a = m->wf_flat[k] > lo ? m->wf_flat[k] : lo;
