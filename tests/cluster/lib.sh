@@ -135,13 +135,17 @@ cluster_is_up() {
 }
 
 # ompi_null_crash FILE: FILE (a launch's output) shows Open MPI 4.1.4's TCP
-# wire-up crash (cluster_env says what it is): the report "Failing at
-# address: (nil)" with exactly one frame, in Open MPI's own handler. A
-# crash of llm-train's own code prints its frames (llm-train, libllmtrain)
-# and is never this. The one stated exception the cluster tests tolerate.
+# wire-up crash (cluster_env says what it is) and no other: every crash
+# report in it (one per crashed process: two ranks of a node can both hit
+# it) says "Failing at address: (nil)" and has exactly one frame, [ 0], in
+# Open MPI's own handler. A crash of llm-train's own code prints its
+# frames (llm-train, libllmtrain) and is never this. The one stated
+# exception the cluster tests tolerate.
 ompi_null_crash() {
-	grep -q 'Failing at address: (nil)' "$1" 2>/dev/null &&
-		[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$1")" = 1 ]
+	_onc=$(grep -c 'Failing at address: (nil)' "$1" 2>/dev/null) || return 1
+	[ "$(grep -c 'Failing at address:' "$1")" = "$_onc" ] &&
+		[ "$(grep -cE '^\[[^]]*\] \[ *[0-9]+\] ' "$1")" = "$_onc" ] &&
+		[ "$(grep -cE '^\[[^]]*\] \[ *0\] ' "$1")" = "$_onc" ]
 }
 
 # mpi_local [--tcp] COMMAND...: runs COMMAND (timeout ... mpirun ..., or
