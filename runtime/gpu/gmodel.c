@@ -173,6 +173,25 @@ static int alloc_dev(llmt_gmodel *g)
 	return 0;
 }
 
+/* fused or chunked attention (LLM_TRAIN_GPU_ATTN, the head dim); the
+ * fused kernels' rescale rests on a wmma layout property the API does not
+ * promise: checked once per model on this device. 0 or -1 (a bad value) */
+static int gattn_choose(llmt_gmodel *g)
+{
+	const char *am = getenv(LLMT_ENV_GPU_ATTN);
+	if ((g->fused = gattn_fused(g->h->hd, am)) < 0) {
+		fprintf(stderr, "llm-train: %s='%s' is not fused or chunked\n", LLMT_ENV_GPU_ATTN, am);
+		return -1;
+	}
+	if (g->fused && gk_flash_layout_ok(g->st) != 1) {
+		fprintf(stderr, "llm-train: the fused attention's tensor-core layout check failed on this GPU: "
+				"running the chunked attention (set %s=chunked to say so; llm-train memory "
+				"assumed the fused one)\n", LLMT_ENV_GPU_ATTN);
+		g->fused = 0;
+	}
+	return 0;
+}
+
 static int building;        /* the host mirror is being built (on the CPU) */
 
 int llmt_gmodel_building(void) { return building; }
@@ -226,19 +245,8 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 		gcheck(cudaEventCreateWithFlags(&g->ev_snap_done, cudaEventDisableTiming), "event"))
 		goto fail;
 	g->attn_chunk = gattn_chunk(T);
-	const char *am = getenv(LLMT_ENV_GPU_ATTN);
-	if ((g->fused = gattn_fused(h->hd, am)) < 0) {
-		fprintf(stderr, "llm-train: %s='%s' is not fused or chunked\n", LLMT_ENV_GPU_ATTN, am);
+	if (gattn_choose(g))
 		goto fail;
-	}
-	/* the fused kernels' rescale rests on a wmma layout property the API
-	 * does not promise: checked once per model on this device */
-	if (g->fused && gk_flash_layout_ok(g->st) != 1) {
-		fprintf(stderr, "llm-train: the fused attention's tensor-core layout check failed on this GPU: "
-				"running the chunked attention (set %s=chunked to say so; llm-train memory "
-				"assumed the fused one)\n", LLMT_ENV_GPU_ATTN);
-		g->fused = 0;
-	}
 	if (alloc_dev(g)) {
 		fprintf(stderr, "llm-train: out of GPU memory building the model (B=%d T=%d slots=%d)\n",
 				B, T, nslots);
