@@ -186,19 +186,22 @@ static void inject_grad_faults(trainer *t, long stepno, double *my_loss)
 	}
 }
 
-/* masterflip@N:r: a memory fault at rest in rank r's fp32 master share,
- * during step N before its update (the share check must see it) */
-static void inject_master_flip(trainer *t, long stepno)
+/* a fault that flips a bit through the optimizer's poke, when due on this
+ * rank: bitflip (after the update: a replica diverges) or masterflip
+ * (before it: a memory fault at rest in the fp32 master share, which the
+ * share check must see); miss says what it could not reach */
+static void inject_flip(trainer *t, long stepno, llmt_fault_kind kind, llmt_poke what,
+	const char *name, const char *miss)
 {
 	llmt_grid *l = &t->p->l;
 	size_t at;
 
-	if (!llmt_fault_at(&t->faults, LLMT_FAULT_MASTERFLIP, stepno, l->rank))
+	if (!llmt_fault_at(&t->faults, kind, stepno, l->rank))
 		return;
-	if (t->opt->ops->poke(t->opt, LLMT_POKE_MASTERFLIP, &at))
-		fprintf(stderr, "llm-train: rank %d: the masterflip fault could not reach a master share (dp 1, fp32 or a GPU)\n", l->rank);
+	if (t->opt->ops->poke(t->opt, what, &at))
+		fprintf(stderr, "llm-train: rank %d: the %s fault could not reach %s\n", l->rank, name, miss);
 	else
-		fprintf(stderr, "llm-train: rank %d: injected fault masterflip@%ld (element %zu)\n", l->rank, stepno, at);
+		fprintf(stderr, "llm-train: rank %d: injected fault %s@%ld (element %zu)\n", l->rank, name, stepno, at);
 }
 
 /* this rank's master share against its bf16 weights and fp32 copies,
@@ -211,19 +214,6 @@ static double share_mismatches(trainer *t)
 	if (t->o->sdc_interval <= 0 || l->dp < 2 || !t->opt->ops->share_check)
 		return 0;
 	return (double)t->opt->ops->share_check(t->opt);
-}
-
-static void inject_bitflip(trainer *t, long stepno)
-{
-	llmt_grid *l = &t->p->l;
-	size_t at;
-
-	if (!llmt_fault_at(&t->faults, LLMT_FAULT_BITFLIP, stepno, l->rank))
-		return;
-	if (t->opt->ops->poke(t->opt, LLMT_POKE_BITFLIP, &at))
-		fprintf(stderr, "llm-train: rank %d: the bitflip fault could not reach the weights\n", l->rank);
-	else
-		fprintf(stderr, "llm-train: rank %d: injected fault bitflip@%ld (element %zu)\n", l->rank, stepno, at);
 }
 
 static int ckpt_due_time(trainer *t, double now)
@@ -422,7 +412,8 @@ static int loop(trainer *t)
 		}
 		my_loss = !first_stage_loss ? 0 : t->ld.masked ? loss_sum * scale : loss_sum / o->A / l->dp;
 		inject_grad_faults(t, stepno, &my_loss);
-		inject_master_flip(t, stepno);
+		inject_flip(t, stepno, LLMT_FAULT_MASTERFLIP, LLMT_POKE_MASTERFLIP, "masterflip",
+			"a master share (dp 1, fp32 or a GPU)");
 		if (t->opt->ops->finish(t->opt, &norm)) {
 			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
 			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
@@ -443,7 +434,7 @@ static int loop(trainer *t)
 		if ((rc = update(t, stepno, v[0], norm, lr, &bad)))
 			return rc;
 		comm_s = t->pl.comm_s + t->opt->comm_s; /* p2p, reduce-scatter, norm, all-gather */
-		inject_bitflip(t, stepno);
+		inject_flip(t, stepno, LLMT_FAULT_BITFLIP, LLMT_POKE_BITFLIP, "bitflip", "the weights");
 		t->st.step = stepno;
 		t->st.pos += t->G;
 		if (o->sdc_interval > 0 && l->dp > 1 && stepno % o->sdc_interval == 0 && (rc = llmt_tr_sdc_check(t)))

@@ -230,6 +230,24 @@ static void test_refresh(void **st)
 	rmdir(dir);
 }
 
+/* a task of step STEP of job JOB on NODE, local task LOCAL (the node
+ * channel's key), and its end */
+static void step_env(const char *node, const char *job, const char *step, const char *local)
+{
+	setenv("SLURMD_NODENAME", node, 1);
+	setenv("SLURM_JOB_ID", job, 1);
+	setenv("SLURM_STEP_ID", step, 1);
+	setenv("SLURM_LOCALID", local, 1);
+}
+
+static void step_unenv(void)
+{
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("SLURM_STEP_ID");
+	unsetenv("SLURM_LOCALID");
+	unsetenv("SLURMD_NODENAME");
+}
+
 static void test_node_channel(void **st)
 {
 	char dir[] = "/tmp/llmt-hbc.XXXXXX", path[300];
@@ -238,10 +256,7 @@ static void test_node_channel(void **st)
 	(void)st;
 
 	assert_non_null(mkdtemp(dir));
-	setenv("SLURMD_NODENAME", "gpu021", 1);
-	setenv("SLURM_JOB_ID", "4242", 1);
-	setenv("SLURM_STEP_ID", "3", 1);
-	setenv("SLURM_LOCALID", "1", 1);
+	step_env("gpu021", "4242", "3", "1");
 	assert_int_equal(llmt_hb_start(dir, 6, 0.05), 0);
 	llmt_hb_set_timing("timing 1 1700000000000000000 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
 	llmt_hb_set(12, LLMT_HB_TRAIN, 0.5);
@@ -267,10 +282,7 @@ static void test_node_channel(void **st)
 	llmt_hb_stop(LLMT_HB_DONE);
 	assert_int_equal(rmdir(dir), 0);
 	unsetenv("LLM_TRAIN_HEARTBEAT_CHANNEL");
-	unsetenv("SLURM_JOB_ID");
-	unsetenv("SLURM_STEP_ID");
-	unsetenv("SLURM_LOCALID");
-	unsetenv("SLURMD_NODENAME");
+	step_unenv();
 }
 
 /* the node file as on disk now: rank 6's record (step, phase) */
@@ -294,10 +306,7 @@ static void test_node_phase_flush(void **st)
 	(void)st;
 
 	assert_non_null(mkdtemp(dir));
-	setenv("SLURMD_NODENAME", "gpu022", 1);
-	setenv("SLURM_JOB_ID", "4243", 1);
-	setenv("SLURM_STEP_ID", "0", 1);
-	setenv("SLURM_LOCALID", "0", 1);
+	step_env("gpu022", "4243", "0", "0");
 	assert_int_equal(llmt_hb_start(dir, 6, 40), 0);
 	assert_on_disk(dir, 0, PH_INIT);
 	llmt_hb_set(0, LLMT_HB_LOAD, 0);
@@ -313,10 +322,7 @@ static void test_node_phase_flush(void **st)
 	snprintf(path, sizeof(path), "%s/node_gpu022", dir);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
-	unsetenv("SLURM_JOB_ID");
-	unsetenv("SLURM_STEP_ID");
-	unsetenv("SLURM_LOCALID");
-	unsetenv("SLURMD_NODENAME");
+	step_unenv();
 }
 
 int main(void)
