@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "ranktimes.h"
+#include "llmt/heartbeat.h"
 
 enum wr_phase { PH_NONE = 0, PH_INIT, PH_LOAD, PH_TRAIN, PH_SAVE, PH_DONE };
 
@@ -54,7 +55,7 @@ double wr_hang_timeout(const struct wr_hang_cfg *c, const struct wr_steptimes *s
  * heartbeat appeared), until some rank has finished a step of this
  * attempt. No heartbeat at all: nothing to judge. The stalled rank is the
  * one silent the longest; *stale gets its silence. */
-#define WR_PAUSE_BEHIND_S 10.0   /* 4 of the runtime's refresh bounds (1.25 x 2 s) */
+#define WR_PAUSE_BEHIND_S (4 * LLMT_HB_MAX_AGE_S)   /* 10 s: 4 refresh bounds */
 int wr_hang_find(const struct wr_hb *hb, int n, double now, double since,
                  double timeout, double startup_s, double pause_cap_s, double *stale);
 
@@ -64,8 +65,8 @@ int wr_straggler(const struct wr_hb *hb, int n, double factor, double min_s, dou
 
 /* After a rank exited 75 from the communication watchdog: the rank its
  * peers waited for. A rank waiting in a call under the watchdog's deadline
- * has its heartbeat rewritten every few seconds (at most 2.5 s old with
- * llm-train); a rank stuck outside communication has not written one since
+ * has its heartbeat rewritten every few seconds (at most LLMT_HB_MAX_AGE_S
+ * old with llm-train); a rank stuck outside communication has not written one since
  * its step began, at least the deadline before the watchdog fired. So the
  * stuck rank is the one whose heartbeat is older than every other rank's
  * by more than margin_s. Returns it, or -1: margin_s <= 0, fewer than two
@@ -75,8 +76,8 @@ int wr_straggler(const struct wr_hb *hb, int n, double factor, double min_s, dou
  * longer that is than the next rank's. */
 int wr_stuck_find(const struct wr_hb *hb, int n, double now, double margin_s, double *silent, double *gap);
 
-/* A vouched heartbeat's greatest age (2.5 s) with some slack. */
-#define WR_STUCK_FLOOR_S 3.0
+/* A vouched heartbeat's greatest age (2.5 s) with some slack (3 s). */
+#define WR_STUCK_FLOOR_S (LLMT_HB_MAX_AGE_S + 0.5)
 /* The margin for wr_stuck_find from the deadline LLM_TRAIN_COMM_TIMEOUT
  * (seconds): half of it, so that ranks merely out of step by up to half a
  * deadline are not blamed, and at least WR_STUCK_FLOOR_S; 0 when the

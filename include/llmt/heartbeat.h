@@ -18,5 +18,12 @@
 /* its line: step, unix time in ns, phase (init load train save done),
  * seconds of the last step; then " host" when known, and a newline */
 #define LLMT_HB_LINE_FMT "%ld %lld %s %.6f"
+/* llm-train's refresh period (seconds) in load/save and while a rank waits
+ * in a call under the watchdog's deadline (a short deadline makes it
+ * shorter), and the greatest age of a refreshed heartbeat when read: the
+ * writer ticks at a quarter period and writes once a period. The wrapper's
+ * pause and stuck-rank margins are built on these (wrapper/hang.h). */
+#define LLMT_HB_PERIOD_S 2.0
+#define LLMT_HB_MAX_AGE_S (1.25 * LLMT_HB_PERIOD_S)
 
 #endif

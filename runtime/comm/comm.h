@@ -42,7 +42,10 @@ int llmt_comm_allreduce_sum_f32(llmt_comm *c, float *buf, size_t n);
 int llmt_comm_allreduce_max_f64(llmt_comm *c, double *buf, size_t n);
 int llmt_comm_allreduce_sum_f64(llmt_comm *c, double *buf, size_t n);
 /* rank r receives the sum of block r (n elements per rank) of every
- * member's send buffer (size n * size). */
+ * member's send buffer (size n * size), summed in rank order; moved in
+ * rounds of LLMT_RS_ROUND elements per block (the receive scratch: that
+ * many elements per member; memest.c counts it). */
+#define LLMT_RS_ROUND ((size_t)1 << 22)
 int llmt_comm_reduce_scatter_sum_f32(llmt_comm *c, const float *send, float *recv, size_t n);
 /* every member's n elements, concatenated by rank into recv (n * size). */
 int llmt_comm_allgather_f32(llmt_comm *c, const float *send, float *recv, size_t n);

@@ -172,41 +172,48 @@ static void block(size_t n, int p, int r, size_t *off, size_t *len)
 	*len = base + ((size_t)r < rem ? 1 : 0);
 }
 
+static size_t min_z(size_t a, size_t b) { return a < b ? a : b; }
+
 /* Deterministic reduce-scatter of send[0..n) (vector split by block()):
- * block `rank` summed in rank order into out (len of own block). dsize is
- * the element size (4 float, 8 double). */
+ * block `rank` summed in rank order into out (len of own block). In rounds
+ * of at most LLMT_RS_ROUND elements of each block, so the receive scratch
+ * is at most LLMT_RS_ROUND x size elements, not the whole vector; each
+ * element is summed as in one round, so the bits do not depend on it. */
 #define DEFINE_RS(NAME, T, MT)                                                   \
 static int NAME(llmt_comm *c, const T *send, T *out, size_t n)                    \
 {                                                                                 \
 	int p = c->size;                                                              \
-	size_t moff, mlen;                                                            \
+	size_t moff, mlen, big = n / (size_t)p + (n % (size_t)p != 0);               \
 	block(n, p, c->rank, &moff, &mlen);                                           \
-	T *rbuf = scratch(c, (mlen ? mlen : 1) * (size_t)p * sizeof(T));              \
-	int *sc = malloc(sizeof(int) * 4 * (size_t)p);                                \
+	T *rbuf = scratch(c, (big ? min_z(big, LLMT_RS_ROUND) : 1) * (size_t)p * sizeof(T)); \
+	int *sc = malloc(sizeof(int) * 4 * (size_t)p), e = 0;                         \
 	if (!rbuf || !sc) {                                                           \
 		free(sc);                                                                 \
 		fprintf(stderr, "llm-train: out of memory in reduction\n");              \
 		return -1;                                                                \
 	}                                                                             \
 	int *sd = sc + p, *rc = sc + 2 * p, *rd = sc + 3 * p;                         \
-	for (int r = 0; r < p; r++) {                                                 \
-		size_t off, len;                                                          \
-		block(n, p, r, &off, &len);                                               \
-		sc[r] = (int)len; sd[r] = (int)off;                                       \
-		rc[r] = (int)mlen; rd[r] = (int)(mlen * (size_t)r);                       \
-	}                                                                             \
-	int e = WATCHED(c, "MPI_Alltoallv", -1, n * sizeof(T),                        \
+	for (size_t k = 0; k < big && !e; k += LLMT_RS_ROUND) {                       \
+		size_t mine = mlen > k ? min_z(mlen - k, LLMT_RS_ROUND) : 0, bytes = 0;   \
+		for (int r = 0; r < p; r++) {                                             \
+			size_t off, len;                                                      \
+			block(n, p, r, &off, &len);                                           \
+			sc[r] = (int)(len > k ? min_z(len - k, LLMT_RS_ROUND) : 0);           \
+			sd[r] = (int)(off + (len > k ? k : 0));                               \
+			rc[r] = (int)mine; rd[r] = (int)(mine * (size_t)r);                   \
+			bytes += (size_t)sc[r] * sizeof(T);                                   \
+		}                                                                         \
+		e = WATCHED(c, "MPI_Alltoallv", -1, bytes,                                \
 					MPI_Alltoallv(send, sc, sd, MT, rbuf, rc, rd, MT, c->comm));  \
-	free(sc);                                                                     \
-	if (e)                                                                        \
-		return -1;                                                                \
-	for (size_t i = 0; i < mlen; i++) {                                           \
-		T s = rbuf[i];                                                            \
-		for (int r = 1; r < p; r++)                                               \
-			s += rbuf[(size_t)r * mlen + i];                                      \
-		out[i] = s;                                                               \
+		for (size_t i = 0; i < mine && !e; i++) {                                 \
+			T s = rbuf[i];                                                        \
+			for (int r = 1; r < p; r++)                                           \
+				s += rbuf[(size_t)r * mine + i];                                  \
+			out[k + i] = s;                                                       \
+		}                                                                         \
 	}                                                                             \
-	return 0;                                                                     \
+	free(sc);                                                                     \
+	return e ? -1 : 0;                                                            \
 }
 DEFINE_RS(rs_f32, float, MPI_FLOAT)
 DEFINE_RS(rs_f64, double, MPI_DOUBLE)

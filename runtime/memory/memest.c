@@ -9,6 +9,7 @@
 #include <string.h>
 #include "gpu/host_plan.h"
 #include "train/optim.h"
+#include "comm/comm.h"
 #include "llmt/env.h"
 
 #define ATTN_QB 64 /* attn_int.h QB: the blocked kernel's query/key block */
@@ -78,8 +79,10 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 	else /* oneDNN: S and dP squares in fp32, O, dO, dq, dk, dv */
 		e->scratch += 2 * BH * T * T * 4 + 3 * BH * T * hd * 4 + 2 * BH * T * hd * es;
 	e->pipeline = 2 * M * 4 + (l->pp > 1 ? (slots + 3) * M * d * 4 : 0);
-	/* the deterministic reduce-scatter receives every member's block */
-	e->comm = l->dp > 1 ? shard * l->dp * 4 : 0;
+	/* the deterministic reduce-scatter receives every member's block, in
+	 * rounds of at most LLMT_RS_ROUND elements of it (comm.h) */
+	double round = (double)LLMT_RS_ROUND, rblk = shard < round ? shard : round;
+	e->comm = l->dp > 1 ? rblk * l->dp * 4 : 0;
 	/* the save copies this rank's share: 1/dp of the master, its m and v */
 	e->snapshot = ckpt ? shard * 4 * 3 : 0;
 	e->total = e->params + e->optimizer + e->activations + e->scratch + e->pipeline + e->comm +

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "llmt/exitcodes.h"
+#include "llmt/heartbeat.h"
 #include "gpu/bridge.h"
 #include "resilience/watchdog.h"
 
@@ -410,10 +411,12 @@ static int setup_dirs(trainer *t)
 		if (!o->hb_dir)
 			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
 		rc = mkdir_p(hb, err, el);
-		/* every 2 s, or a quarter of a short watchdog deadline: a rank
-		 * waiting for a stuck peer must look fresher than the peer by
-		 * the wrapper's margin (half the deadline, at least 3 s) */
-		double wd = llmt_wd_timeout(), per = wd > 0 && wd < 8 ? wd / 4 : 2.0;
+		/* every LLMT_HB_PERIOD_S, or a quarter of a short watchdog
+		 * deadline: a rank waiting for a stuck peer must look fresher
+		 * than the peer by the wrapper's margin (half the deadline, at
+		 * least WR_STUCK_FLOOR_S) */
+		double wd = llmt_wd_timeout();
+		double per = wd > 0 && wd < 4 * LLMT_HB_PERIOD_S ? wd / 4 : LLMT_HB_PERIOD_S;
 		if (!rc && llmt_hb_start(hb, rank, per < 0.25 ? 0.25 : per))
 			rc = LLMT_EXIT_IO;
 		else if (rc)

@@ -1,7 +1,8 @@
 /* test_model_comm.c: the MPI backend of comm.h under mpirun (any size):
  * all-reduce sums equal a rank-ordered sum and are the same bits on every
  * member (odd lengths, so blocks are uneven), reduce-scatter, all-gather,
- * broadcast, send/recv, split groups, max. Exit 0 pass, 1 fail. */
+ * broadcast, send/recv, split groups, max; reductions of more than one
+ * round (LLMT_RS_ROUND). Exit 0 pass, 1 fail. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,45 @@ static float val(int rank, size_t i)
 {
 	/* values of mixed magnitude so the summation order matters */
 	return (float)(sin((double)(i * 7 + rank * 13)) * pow(10.0, (double)((i + rank) % 7) - 3));
+}
+
+/* val's mixed magnitudes without its cost, for the long vectors */
+static float cheap(int rank, size_t i)
+{
+	static const float mag[7] = {1e-3f, 1e-2f, 1e-1f, 1, 10, 100, 1000};
+	return (float)((long)((i * 2654435761u + (size_t)rank * 40503u) % 2001) - 1000) * mag[(i + (size_t)rank) % 7];
+}
+
+/* The reduce-scatter moves LLMT_RS_ROUND elements of each block a round:
+ * a block of two rounds (the second short), and an all-reduce whose
+ * uneven blocks leave the last rank without a second round while the
+ * others have one element in it; both equal the rank-ordered sum. */
+static int rounds(llmt_comm *w, int r, int p)
+{
+	size_t blk = LLMT_RS_ROUND + 3, n = LLMT_RS_ROUND * (size_t)p + (size_t)p - 1;
+	float *send = malloc(blk * (size_t)p * 4), *recv = malloc(blk * 4), *a = malloc(n * 4);
+	int bad = !send || !recv || !a;
+	for (size_t i = 0; !bad && i < blk * (size_t)p; i++)
+		send[i] = cheap(r, i);
+	for (size_t i = 0; !bad && i < n; i++)
+		a[i] = cheap(r, i);
+	if (bad || llmt_comm_reduce_scatter_sum_f32(w, send, recv, blk) || llmt_comm_allreduce_sum_f32(w, a, n))
+		bad = 1;
+	for (size_t i = 0; !bad && i < blk + n; i++) {
+		size_t at = i < blk ? (size_t)r * blk + i : i - blk;
+		float s = cheap(0, at), got = i < blk ? recv[i] : a[at];
+		for (int q = 1; q < p; q++)
+			s += cheap(q, at);
+		if (s != got) {
+			fprintf(stderr, "rank %d: %s[%zu] %.9g != %.9g\n", r, i < blk ? "reduce_scatter" : "allreduce",
+				i < blk ? i : at, got, s);
+			bad = 1;
+		}
+	}
+	free(send);
+	free(recv);
+	free(a);
+	return bad;
 }
 
 int main(int argc, char **argv)
@@ -61,6 +101,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	bad += rounds(w, r, p);
 	/* max, broadcast, split, send/recv */
 	double mx = r * 1.5, sd = r + 0.25;
 	if (llmt_comm_allreduce_max_f64(w, &mx, 1) || mx != (p - 1) * 1.5)
