@@ -46,7 +46,8 @@ int wr_http_addr(const char *s, char *host, size_t hostlen, int *port)
 	const char *ps = colon ? colon + 1 : s;
 	char *end;
 	long p = strtol(ps, &end, 10);
-	if (!*ps || *end || p < 0 || p > 65535)
+	/* digits only: strtol alone takes " 80", "+80" and "-0" */
+	if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5 || *end || p > 65535)
 		return -1;
 	size_t hl = colon ? (size_t)(colon - s) : 0;
 	if (colon && (hl == 0 || hl >= hostlen))

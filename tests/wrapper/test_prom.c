@@ -76,7 +76,9 @@ static void test_addr(void **state)
 	assert_int_equal(port, 0);
 	assert_int_equal(wr_http_addr("::1:8080", host, sizeof host, &port), 0);
 	assert_string_equal(host, "::1");
-	const char *bad[] = { "", "x", "65536", "-1", ":80", "1.2.3.4:", "80x" };
+	/* strtol alone took " 80", "+80", "-0" (port 0: any) and "127.0.0.1: 80" */
+	const char *bad[] = { "", "x", "65536", "-1", ":80", "1.2.3.4:", "80x", " 80", "+80", "-0",
+	                      "127.0.0.1: 80", "99999999999999999999" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (wr_http_addr(bad[i], host, sizeof host, &port) == 0)
 			fail_msg("'%s' accepted", bad[i]);
