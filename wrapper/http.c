@@ -1,8 +1,9 @@
 /* http: the /metrics server thread (see http.h). One connection at a time:
  * a scrape is a few kilobytes, served from memory; each connection has 2 s
- * for its request head and 5 s for the answer in all, so a slow or stuck
- * client (any user of the node can connect) delays the next by that much
- * at most, and wr_http_stop ends a connection at once. */
+ * for its request head (0.2 s while another waits to connect) and 5 s for
+ * the answer in all, so a slow, silent or stuck client (any user of the
+ * node can connect) delays the next by that much at most, and
+ * wr_http_stop ends a connection at once. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -30,6 +31,7 @@ struct wr_http {
 
 #define HEAD_MS 2000    /* the whole request head */
 #define SEND_MS 5000    /* the whole answer */
+#define YIELD_MS 200    /* then a waiting client ends a slow request head */
 
 static long long now_ms(void)
 {
@@ -38,19 +40,22 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* 1 when fd is ready for events before the deadline, 0 on timeout, on
- * wr_http_stop or on an error: one client never holds the thread longer. */
-static int wait_fd(struct wr_http *h, int fd, short events, long long deadline)
+/* 1 when fd is ready for events before the deadline, 0 on timeout, -1 on
+ * wr_http_stop, an error or a connection waiting on rival (the listening
+ * socket; -1: none): one client never holds the thread longer. */
+static int wait_fd(struct wr_http *h, int fd, short events, long long deadline, int rival)
 {
 	for (;;) {
 		long long left = deadline - now_ms();
 		if (left <= 0)
 			return 0;
-		struct pollfd p[2] = { { fd, events, 0 }, { h->stop_pipe[0], POLLIN, 0 } };
-		int r = poll(p, 2, (int)left);
+		struct pollfd p[3] = { { fd, events, 0 }, { h->stop_pipe[0], POLLIN, 0 }, { rival, POLLIN, 0 } };
+		int r = poll(p, 3, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
-		return r > 0 && !p[1].revents && (p[0].revents & (events | POLLHUP | POLLERR));
+		if (r < 0 || p[1].revents || p[2].revents)
+			return -1;
+		return r > 0 && (p[0].revents & (events | POLLHUP | POLLERR)) ? 1 : 0;
 	}
 }
 
@@ -59,7 +64,7 @@ static void send_all(struct wr_http *h, int fd, const char *p, size_t n, long lo
 	while (n > 0) {
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (!wait_fd(h, fd, POLLOUT, deadline))
+			if (wait_fd(h, fd, POLLOUT, deadline, -1) != 1)
 				return;
 			continue;
 		}
@@ -70,14 +75,20 @@ static void send_all(struct wr_http *h, int fd, const char *p, size_t n, long lo
 	}
 }
 
-/* Reads the request head (up to a blank line, 4 KiB, 2 s in all) into buf. */
+/* Reads the request head (up to a blank line, 4 KiB, 2 s in all) into buf.
+ * After YIELD_MS a client still sending gives way to one waiting to
+ * connect: silent connections made first cost a scrape 0.2 s each. */
 static int read_head(struct wr_http *h, int fd, char *buf, size_t cap)
 {
 	size_t n = 0;
-	long long deadline = now_ms() + HEAD_MS;
+	long long start = now_ms(), deadline = start + HEAD_MS;
 	while (n + 1 < cap) {
-		if (!wait_fd(h, fd, POLLIN, deadline))
+		int early = now_ms() < start + YIELD_MS;
+		int w = wait_fd(h, fd, POLLIN, early ? start + YIELD_MS : deadline, early ? -1 : h->fd);
+		if (w < 0 || (w == 0 && !early))
 			return -1;
+		if (w == 0)
+			continue;
 		ssize_t r = recv(fd, buf + n, cap - 1 - n, MSG_DONTWAIT);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 			continue;

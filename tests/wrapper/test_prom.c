@@ -203,6 +203,31 @@ static void test_server_stuck_reader(void **state)
 	free(doc);
 }
 
+/* Before (with the 2 s head deadline alone): twelve silent connections
+ * made first cost 2 s each, and the scrape queued behind them waited
+ * 24 s, past Prometheus' 10 s scrape timeout. */
+static void test_server_flood(void **state)
+{
+	(void)state;
+	int port = 0, silent[12];
+	char buf[4096];
+	struct wr_http *h = wr_http_start("127.0.0.1", 0, &port);
+	assert_non_null(h);
+	wr_http_set(h, "x 1\n", 4);
+	for (int i = 0; i < 12; i++)
+		silent[i] = dial(port);
+	usleep(100 * 1000);
+	double t0 = now_s();
+	get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof buf);
+	double took = now_s() - t0;
+	assert_non_null(strstr(buf, "200 OK"));
+	if (took > 5.0)
+		fail_msg("a scrape waited %.1f s behind 12 silent connections", took);
+	for (int i = 0; i < 12; i++)
+		close(silent[i]);
+	wr_http_stop(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_server),
 		cmocka_unit_test(test_server_slowloris),
 		cmocka_unit_test(test_server_stuck_reader),
+		cmocka_unit_test(test_server_flood),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
