@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,6 +229,52 @@ static void test_server_flood(void **state)
 	wr_http_stop(h);
 }
 
+static void fill_text(FILE *f, void *arg)
+{
+	fputs(arg, f);
+}
+
+/* Before: --metrics-textfile (e.g. in node_exporter's shared textfile
+ * directory) was written through PATH.tmp.PID, opened with fopen "w":
+ * another user who made that name a link (or their own file) first had
+ * the wrapper truncate and write the link's target, a file of the job's
+ * user (~/.bashrc here). Now the temporary name is unpredictable and
+ * created exclusively, never through a link. */
+static void test_write_atomic_planted_tmp(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/llmt-wa.XXXXXX", path[300], tmp[400], victim[300], buf[64] = "";
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/job.prom", dir);
+	snprintf(victim, sizeof victim, "%s/bashrc", dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+	FILE *v = fopen(victim, "w");
+	assert_non_null(v);
+	fputs("precious\n", v);
+	fclose(v);
+	assert_int_equal(symlink(victim, tmp), 0);
+	assert_int_equal(wr_write_atomic(path, fill_text, "x 1\n"), 0);
+	v = fopen(victim, "r");
+	assert_non_null(v);
+	assert_non_null(fgets(buf, sizeof buf, v));
+	fclose(v);
+	assert_string_equal(buf, "precious\n");
+	v = fopen(path, "r");
+	assert_non_null(v);
+	assert_non_null(fgets(buf, sizeof buf, v));
+	fclose(v);
+	assert_string_equal(buf, "x 1\n");
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	mode_t um = umask(0);
+	umask(um);
+	assert_int_equal(st.st_mode & 0777, 0666 & ~um);    /* as fopen made it */
+	unlink(tmp);
+	unlink(path);
+	unlink(victim);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_server_slowloris),
 		cmocka_unit_test(test_server_stuck_reader),
 		cmocka_unit_test(test_server_flood),
+		cmocka_unit_test(test_write_atomic_planted_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
