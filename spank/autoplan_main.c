@@ -47,10 +47,27 @@ static int pos(const char *opt, const char *s, double max, double *out)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v > max)
+	if (errno || end == s || *end || !(v > 0))
 		return bad(opt, s, "want a positive number");
+	if (v > max) {
+		char why[64];
+		snprintf(why, sizeof(why), "want a positive number up to %.15g", max);
+		return bad(opt, s, why);
+	}
 	*out = v;
 	return 0;
+}
+
+/* pos, and at least lo (a figure the planner divides by) */
+static int pos_min(const char *opt, const char *s, double max, double lo, double *out)
+{
+	int rc = pos(opt, s, max, out);
+	if (!rc && *out < lo) {
+		char why[64];
+		snprintf(why, sizeof(why), "below %.15g", lo);
+		rc = bad(opt, s, why);
+	}
+	return rc;
 }
 
 /* a whole number in [1, max] */
@@ -216,9 +233,9 @@ static int parse(int argc, char **argv, llmt_autoplan_in *in, const char **model
 		case O_MEM: rc = pos("--mem-per-rank", optarg, 1 << 20, &v); in->mem_limit = v * 1073741824.0; break;
 		case O_OVH: rc = pos("--overhead", optarg, 1 << 24, ovh_mib); break;
 		case O_MARGIN: rc = pos("--margin", optarg, 1, &in->margin); break;
-		case O_GF: rc = pos("--gflops", optarg, 1e9, gflops) || (*gflops < 1e-3 && bad("--gflops", optarg, "below 0.001")); break;
-		case O_INTRA: rc = pos("--intra-gbps", optarg, 1e6, &gbps[0]) || (gbps[0] < 1e-3 && bad("--intra-gbps", optarg, "below 0.001")); break;
-		case O_INTER: rc = pos("--inter-gbps", optarg, 1e6, &gbps[1]) || (gbps[1] < 1e-3 && bad("--inter-gbps", optarg, "below 0.001")); break;
+		case O_GF: rc = pos_min("--gflops", optarg, 1e9, 1e-3, gflops); break;
+		case O_INTRA: rc = pos_min("--intra-gbps", optarg, 1e6, 1e-3, &gbps[0]); break;
+		case O_INTER: rc = pos_min("--inter-gbps", optarg, 1e6, 1e-3, &gbps[1]); break;
 		case O_TOP: rc = whole("--top", optarg, 1000, top); break;
 		case O_TP: rc = whole("--tp", optarg, 1 << 24, &in->fix_tp); break;
 		case O_PP: rc = whole("--pp", optarg, 1 << 24, &in->fix_pp); break;

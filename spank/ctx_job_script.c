@@ -222,6 +222,31 @@ static void check_klog(const struct llmt_policy *p, const char *node, struct ver
 	v->failed = 1;
 }
 
+/* The self-test's TMPDIR, where Open MPI keeps its session directory: a
+ * private directory in the state dir. Never /tmp: a user who made
+ * /tmp/ompi.<node>.0 first would have root create, truncate and delete
+ * files in a directory of theirs, where a symlink can be swapped in. */
+static int selftest_tmp(char *path, size_t len, char *err, size_t errlen)
+{
+	int dfd = state_dir_open(err, errlen);
+	if (dfd < 0)
+		return -1;
+	struct stat st;
+	int fd = -1;
+	if (mkdirat(dfd, "selftest", 0700) == 0 || errno == EEXIST)
+		fd = openat(dfd, "selftest", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int w = snprintf(path, len, "%s/selftest", llmt_conf.state_dir);
+	int ok = fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077) &&
+		 w > 0 && (size_t)w < len;
+	if (!ok)
+		snprintf(err, errlen, "%s/selftest: not a private directory of uid %u", llmt_conf.state_dir,
+			 (unsigned)geteuid());
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return ok ? 0 : -1;
+}
+
 /* The policy's prolog self-test: bounded in time, drains only on wrong
  * answers (slowness, a timeout or a failure to run are logged). */
 static void check_selftest(const struct llmt_policy *p, const char *node, struct verdict *v)
@@ -229,9 +254,13 @@ static void check_selftest(const struct llmt_policy *p, const char *node, struct
 	if (!p->health.selftest.enabled)
 		return;
 	static char out[16384];
-	char err[LLMT_ERRLEN], detail[300];
-	int rc = llmt_selftest_run(p->health.selftest_cmd, timeout_ms(&p->health.selftest), out, sizeof(out),
-				   err, sizeof(err));
+	char err[LLMT_ERRLEN], detail[300], tmp[LLMT_PATH_MAX + 16];
+	if (selftest_tmp(tmp, sizeof(tmp), err, sizeof(err)) != 0) {
+		slurm_error(LLMT_MSG "self-test on %s skipped: %s", node, err);
+		return;
+	}
+	int rc = llmt_selftest_run(p->health.selftest_cmd, tmp, timeout_ms(&p->health.selftest), out,
+				   sizeof(out), err, sizeof(err));
 	if (rc < 0) {
 		slurm_error(LLMT_MSG "self-test on %s not judged: %s", node, err);
 		return;

@@ -59,10 +59,12 @@ int llmt_run_bounded(char *const argv[], int timeout_ms, char *err, size_t errle
 
 /* The prolog's self-test: `cmd selftest --size small` (cmd an absolute
  * path, the admin's llm-train) in its own process group with the fixed
- * environment (plus what Open MPI needs to start as root), its stdout
+ * environment (plus what Open MPI needs to start as root, and TMPDIR=tmpdir,
+ * a root-only directory: Open MPI's session directory), its stdout
  * copied to out (at most outlen - 1 bytes, NUL-terminated), the group
  * killed after timeout_ms. Returns its exit status, or -1 with err set
  * (not run, killed by a signal, timed out). health_selftest.c. */
-int llmt_selftest_run(const char *cmd, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen);
+int llmt_selftest_run(const char *cmd, const char *tmpdir, int timeout_ms, char *out, size_t outlen,
+		      char *err, size_t errlen);
 
 #endif

@@ -1,9 +1,11 @@
 /* health_selftest.c: the prolog's self-test run (health_io.h's
  * llmt_selftest_run): the admin's llm-train in a child of its own process
- * group, the fixed environment, its stdout read bounded in bytes and time,
+ * group, the fixed environment (TMPDIR the caller's private directory),
+ * its stdout read bounded in bytes and time,
  * the whole group killed at the deadline. */
 #define _GNU_SOURCE
 #include "health_io.h"
+#include "llmt_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +24,14 @@ static int64_t ms_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void child(const char *cmd, int wfd)
+static void child(const char *cmd, const char *tmpdir, int wfd)
 {
-	/* Open MPI starts as a singleton; as root only when told it may */
+	/* Open MPI starts as a singleton; as root only when told it may; its
+	 * session directory in the caller's private tmpdir, not /tmp */
+	char tmp[LLMT_PATH_MAX + 32];
+	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", tmpdir);
 	char *env[] = { llmt_child_env[0], llmt_child_env[1], "OMPI_ALLOW_RUN_AS_ROOT=1",
-	                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMP_NUM_THREADS=1", NULL };
+	                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMP_NUM_THREADS=1", tmp, NULL };
 	char *argv[] = { (char *)cmd, "selftest", "--size", "small", NULL };
 	setpgid(0, 0);
 	int nul = open("/dev/null", O_RDWR);
@@ -39,11 +44,16 @@ static void child(const char *cmd, int wfd)
 	_exit(127);
 }
 
-int llmt_selftest_run(const char *cmd, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen)
+int llmt_selftest_run(const char *cmd, const char *tmpdir, int timeout_ms, char *out, size_t outlen,
+		      char *err, size_t errlen)
 {
 	int p[2];
 	if (!cmd || cmd[0] != '/' || outlen < 1) {
 		snprintf(err, errlen, "self-test command %s is not an absolute path", cmd ? cmd : "(null)");
+		return -1;
+	}
+	if (!tmpdir || tmpdir[0] != '/' || strlen(tmpdir) >= LLMT_PATH_MAX + 16) {
+		snprintf(err, errlen, "self-test TMPDIR %s is not an absolute path", tmpdir ? tmpdir : "(null)");
 		return -1;
 	}
 	if (pipe2(p, O_CLOEXEC) != 0) {
@@ -58,7 +68,7 @@ int llmt_selftest_run(const char *cmd, int timeout_ms, char *out, size_t outlen,
 		return -1;
 	}
 	if (pid == 0)
-		child(cmd, p[1]);
+		child(cmd, tmpdir, p[1]);
 	setpgid(pid, pid);
 	close(p[1]);
 	size_t n = 0;

@@ -1,5 +1,9 @@
 /* http: the /metrics server thread (see http.h). One connection at a time:
- * a scrape is a few kilobytes, served from memory. */
+ * a scrape is a few kilobytes, served from memory; each connection has 2 s
+ * for its request head (0.2 s while another waits to connect) and 5 s for
+ * the answer in all, so a slow, silent or stuck client (any user of the
+ * node can connect) delays the next by that much at most, and
+ * wr_http_stop ends a connection at once. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct wr_http {
@@ -24,12 +29,45 @@ struct wr_http {
 	size_t len;
 };
 
-static void send_all(int fd, const char *p, size_t n)
+#define HEAD_MS 2000    /* the whole request head */
+#define SEND_MS 5000    /* the whole answer */
+#define YIELD_MS 200    /* then a waiting client ends a slow request head */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 when fd is ready for events before the deadline, 0 on timeout, -1 on
+ * wr_http_stop, an error or a connection waiting on rival (the listening
+ * socket; -1: none): one client never holds the thread longer. */
+static int wait_fd(struct wr_http *h, int fd, short events, long long deadline, int rival)
+{
+	for (;;) {
+		long long left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p[3] = { { fd, events, 0 }, { h->stop_pipe[0], POLLIN, 0 }, { rival, POLLIN, 0 } };
+		int r = poll(p, 3, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || p[1].revents || p[2].revents)
+			return -1;
+		return r > 0 && (p[0].revents & (events | POLLHUP | POLLERR)) ? 1 : 0;
+	}
+}
+
+static void send_all(struct wr_http *h, int fd, const char *p, size_t n, long long deadline)
 {
 	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (wait_fd(h, fd, POLLOUT, deadline, -1) != 1)
+				return;
 			continue;
+		}
 		if (w <= 0)
 			return;
 		p += w;
@@ -37,16 +75,22 @@ static void send_all(int fd, const char *p, size_t n)
 	}
 }
 
-/* Reads the request head (up to a blank line, 4 KiB, 2 s) into buf. */
-static int read_head(int fd, char *buf, size_t cap)
+/* Reads the request head (up to a blank line, 4 KiB, 2 s in all) into buf.
+ * After YIELD_MS a client still sending gives way to one waiting to
+ * connect: silent connections made first cost a scrape 0.2 s each. */
+static int read_head(struct wr_http *h, int fd, char *buf, size_t cap)
 {
 	size_t n = 0;
+	long long start = now_ms(), deadline = start + HEAD_MS;
 	while (n + 1 < cap) {
-		struct pollfd p = { fd, POLLIN, 0 };
-		if (poll(&p, 1, 2000) <= 0)
+		int early = now_ms() < start + YIELD_MS;
+		int w = wait_fd(h, fd, POLLIN, early ? start + YIELD_MS : deadline, early ? -1 : h->fd);
+		if (w < 0 || (w == 0 && !early))
 			return -1;
-		ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
-		if (r < 0 && errno == EINTR)
+		if (w == 0)
+			continue;
+		ssize_t r = recv(fd, buf + n, cap - 1 - n, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 			continue;
 		if (r <= 0)
 			return -1;
@@ -58,25 +102,37 @@ static int read_head(int fd, char *buf, size_t cap)
 	return 0;
 }
 
+/* The answer is sent from a copy, outside the lock: a client that does
+ * not read never blocks wr_http_set (the wrapper's main loop). */
 static void serve(struct wr_http *h, int c)
 {
 	char req[4096], hdr[256];
-	if (read_head(c, req, sizeof req) != 0)
+	if (read_head(h, c, req, sizeof req) != 0)
 		return;
+	long long deadline = now_ms() + SEND_MS;
 	int ok = (strncmp(req, "GET /metrics ", 13) == 0 || strncmp(req, "GET /metrics?", 13) == 0 ||
 	          strncmp(req, "GET / ", 6) == 0);
 	if (!ok) {
 		static const char nf[] = "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nnot found\n";
-		send_all(c, nf, sizeof nf - 1);
+		send_all(h, c, nf, sizeof nf - 1, deadline);
 		return;
 	}
 	pthread_mutex_lock(&h->mu);
-	int n = snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-	                 "Content-Length: %zu\r\nConnection: close\r\n\r\n", h->len);
-	send_all(c, hdr, (size_t)n);
-	if (h->body)
-		send_all(c, h->body, h->len);
+	size_t len = h->len;
+	char *body = len ? malloc(len) : NULL;
+	if (body)
+		memcpy(body, h->body, len);
 	pthread_mutex_unlock(&h->mu);
+	if (len && !body) {
+		static const char busy[] = "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n";
+		send_all(h, c, busy, sizeof busy - 1, deadline);
+		return;
+	}
+	int n = snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+	                 "Content-Length: %zu\r\nConnection: close\r\n\r\n", len);
+	send_all(h, c, hdr, (size_t)n, deadline);
+	send_all(h, c, body, len, deadline);
+	free(body);
 }
 
 static void *loop(void *arg)

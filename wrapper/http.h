@@ -1,7 +1,8 @@
 /* http: a minimal HTTP/1.0 server for one document (the job's Prometheus
  * text on /metrics): a thread accepts on a loopback (or given) address,
  * answers GET /metrics with the newest text and anything else with 404.
- * Requests are read with a deadline, so a silent client cannot stall it. */
+ * Each connection has a deadline for its request and one for its answer,
+ * so a slow, silent or non-reading client cannot stall it or its caller. */
 #ifndef LLMT_WRAP_HTTP_H
 #define LLMT_WRAP_HTTP_H
 

@@ -98,9 +98,10 @@ void wr_job_begin(struct wr_job *j)
 		h->past[h->npast < WR_HIST_MAX ? h->npast++ : h->npast - 1] = (struct wr_past){ WR_TRANSIENT, "" };
 		h->failures++;
 	}
-	wr_ledger_event(j->led, "start", json_pack("{s:i,s:s,s:s,s:i,s:i,s:i,s:s}", "run", s->run, "job", s->job,
-	                "nodes", s->nodelist ? s->nodelist : "", "nnodes", s->nalloc, "tasks_per_node",
-	                s->tasks_per_node, "pid", (int)getpid(), "command", j->o->cmd[0]));
+	wr_ledger_event(j->led, "start", json_pack("{s:i,s:o,s:o,s:i,s:i,s:i,s:o}", "run", s->run, "job",
+	                wr_json_text(s->job), "nodes", wr_json_text(s->nodelist), "nnodes", s->nalloc,
+	                "tasks_per_node", s->tasks_per_node, "pid", (int)getpid(), "command",
+	                wr_json_text(j->o->cmd[0])));
 	auto_event(j);
 }
 
@@ -203,8 +204,8 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	wr_job_launch_cfg(j, &lc);
 	int ws = lc.ntasks > 0 || j->site->in_slurm ? 1 : (int)wr_env_num("WORLD_SIZE", 1, 1, 1e7);
 	int nranks = wr_job_nranks(j, &lc, ws);
-	wr_ledger_event(j->led, "launch", json_pack("{s:i,s:i,s:s,s:I,s:I,s:o,s:i,s:i,s:s,s:i}", "attempt", j->attempt,
-	                "run", j->site->run, "resume", j->resume, "resume_step", (json_int_t)j->resume_step,
+	wr_ledger_event(j->led, "launch", json_pack("{s:i,s:i,s:o,s:I,s:I,s:o,s:i,s:i,s:s,s:i}", "attempt", j->attempt,
+	                "run", j->site->run, "resume", wr_json_text(j->resume), "resume_step", (json_int_t)j->resume_step,
 	                "skip_batches", (json_int_t)j->skip, "exclude", wr_nodes_json(&j->excluded), "nodes",
 	                lc.nodes, "ntasks", nranks, "ckpt_interval", j->interval,
 	                "dp", j->dp_now > 0 ? j->dp_now : j->pol.dp));
@@ -270,9 +271,9 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 	                "step_s", wo->step_s, "ckpt_s", wo->ckpt_s, "class", wr_class_name(v->cls)));
 	fprintf(stderr, PROG ": attempt %d ended: %s: %s\n", j->attempt, wr_class_name(v->cls), v->why);
 	if (v->cls != WR_DONE)
-		wr_ledger_event(j->led, "failure", json_pack("{s:i,s:s,s:s,s:i,s:i,s:s,s:I,s:f}", "attempt", j->attempt,
-		                "class", wr_class_name(v->cls), "node", v->node, "exit_code", code, "signal",
-		                wo->e.task_signal ? wo->e.task_signal : wo->e.term_signal, "why", v->why, "step",
+		wr_ledger_event(j->led, "failure", json_pack("{s:i,s:s,s:o,s:i,s:i,s:o,s:I,s:f}", "attempt", j->attempt,
+		                "class", wr_class_name(v->cls), "node", wr_json_text(v->node), "exit_code", code, "signal",
+		                wo->e.task_signal ? wo->e.task_signal : wo->e.term_signal, "why", wr_json_text(v->why), "step",
 		                (json_int_t)wo->last_step, "attempt_s", wo->t_end - wo->t_launch));
 	return sdc_step;
 }

@@ -122,7 +122,7 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln && rc != 127; ln = strtok_r(NULL, "\n", &save)) {
 		fprintf(stderr, "llm-train-wrap: checkpoint skipped: %s\n", ln);
 		if (l && rc == 0)
-			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s}", "why", ln));
+			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:o}", "why", wr_json_text(ln)));
 	}
 	if (rc == 127)
 		return -2;   /* no such tool */
@@ -170,7 +170,7 @@ int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
 		if (need_agree && wr_ckpt_agree(c[i].path) != 1) {
 			fprintf(stderr, "llm-train-wrap: %s: replicas did not agree, not used\n", c[i].path);
 			if (l)
-				wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:s,s:s}", "path", c[i].path,
+				wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:o,s:s}", "path", wr_json_text(c[i].path),
 				                "why", "replicas_agree is not true"));
 			continue;
 		}

@@ -4,6 +4,7 @@
 #include "ledger.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -76,8 +77,24 @@ json_t *wr_nodes_json(const struct wr_nodes *s)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < s->n; i++)
-		json_array_append_new(a, json_string(s->name[i]));
+		json_array_append_new(a, wr_json_text(s->name[i]));
 	return a;
+}
+
+json_t *wr_json_text(const char *s)
+{
+	json_t *j = json_string(s ? s : "");
+	if (j)
+		return j;
+	char *c = strdup(s);
+	if (!c)
+		return json_string("");
+	for (unsigned char *p = (unsigned char *)c; *p; p++)
+		if (*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j;
 }
 
 static enum wr_class class_of(const char *name)

@@ -31,6 +31,10 @@ void wr_ledger_verbose(bool on);
 /* json array of node names */
 json_t *wr_nodes_json(const struct wr_nodes *s);
 
+/* A JSON string of s (NULL: ""); bytes that are not UTF-8 become '?'
+ * (jansson refuses them, and json_pack would drop the whole event). */
+json_t *wr_json_text(const char *s);
+
 #define WR_HIST_MAX 512
 
 struct wr_history {

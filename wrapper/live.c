@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +47,8 @@ int wr_http_addr(const char *s, char *host, size_t hostlen, int *port)
 	const char *ps = colon ? colon + 1 : s;
 	char *end;
 	long p = strtol(ps, &end, 10);
-	if (!*ps || *end || p < 0 || p > 65535)
+	/* digits only: strtol alone takes " 80", "+80" and "-0" */
+	if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5 || *end || p > 65535)
 		return -1;
 	size_t hl = colon ? (size_t)(colon - s) : 0;
 	if (colon && (hl == 0 || hl >= hostlen))
@@ -59,10 +61,18 @@ int wr_http_addr(const char *s, char *host, size_t hostlen, int *port)
 int wr_write_atomic(const char *path, void (*fill)(FILE *f, void *arg), void *arg)
 {
 	char tmp[4300];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
+	/* an unpredictable name, created exclusively (mkstemp): the path may
+	 * be in a directory others write (node_exporter's textfile
+	 * directory), where a planted link would be followed */
+	snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+	mode_t um = umask(0);
+	umask(um);
+	int fd = mkstemp(tmp);
+	FILE *f = fd < 0 || fchmod(fd, 0666 & ~um) != 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
 		fprintf(stderr, "llm-train-wrap: cannot write %s: %s\n", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(tmp);
 		return -1;
 	}
 	fill(f, arg);

@@ -47,8 +47,9 @@ const char *wr_live_textfile(const struct wr_live *l);
 /* Stops the server, frees l (NULL: nothing). */
 void wr_live_close(struct wr_live *l);
 
-/* Writes path through path.tmp.PID and rename (a reader never sees half
- * of it): fill writes the content. 0, or -1 with a message. */
+/* Writes path through path.tmp.XXXXXX (mkstemp, mode 0666 less the umask)
+ * and rename (a reader never sees half of it): fill writes the content.
+ * 0, or -1 with a message. */
 int wr_write_atomic(const char *path, void (*fill)(FILE *f, void *arg), void *arg);
 
 /* Pure: parses "[HOST:]PORT" (HOST default 127.0.0.1, PORT 0-65535). 0 or -1. */

@@ -20,8 +20,8 @@
 void wr_job_log_action(struct wr_job *j, const struct wr_action *a, const char *source)
 {
 	static const char *const acts[] = { "stop", "restart", "requeue" };
-	json_t *ev = json_pack("{s:i,s:s,s:s,s:f,s:o,s:b,s:i,s:i,s:I,s:I,s:b,s:i}", "attempt",
-	                j->attempt, "act", acts[a->act], "why", a->why, "delay_s", a->delay_s, "exclude",
+	json_t *ev = json_pack("{s:i,s:s,s:o,s:f,s:o,s:b,s:i,s:i,s:I,s:I,s:b,s:i}", "attempt",
+	                j->attempt, "act", acts[a->act], "why", wr_json_text(a->why), "delay_s", a->delay_s, "exclude",
 	                wr_nodes_json(&a->exclude), "counts", a->counts, "nodes", a->nodes, "ntasks", a->ntasks,
 	                "max_resume_step", (json_int_t)a->max_resume_step, "skip_until_step",
 	                (json_int_t)a->skip_until_step, "need_agree", a->need_agree, "exit_code", a->exit_code);

@@ -44,7 +44,8 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* maps the segment; the creator initialises it, the others wait for it */
+/* maps the segment; the creator initialises it, the others wait for it;
+ * -2 when it is someone else's */
 static int map_segment(struct llmt_hbc *c, char *err, size_t errlen)
 {
 	int fd = shm_open(c->shm, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -64,7 +65,7 @@ static int map_segment(struct llmt_hbc *c, char *err, size_t errlen)
 		snprintf(err, errlen, "heartbeat segment %s: not this user's own (uid %u, mode %04o): refused", c->shm,
 			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		close(fd);
-		return -1;
+		return -2;
 	}
 	if (c->created && ftruncate(fd, sizeof(*c->g))) {
 		snprintf(err, errlen, "heartbeat segment %s: %s", c->shm, strerror(errno));
@@ -104,8 +105,9 @@ int llmt_hbc_open(struct llmt_hbc *c, const char *dir, const char *host, const c
 	snprintf(c->shm, sizeof(c->shm), "/llmt-hb-%u-%.60s-%.63s-%08x", (unsigned)getuid(), key, host, dir_tag(dir));
 	snprintf(c->path, sizeof(c->path), LLMT_HB_NODE_PATH_FMT, dir, host);
 	snprintf(c->tmp, sizeof(c->tmp), "%s.tmp.%d", c->path, rank);
-	if (map_segment(c, err, errlen))
-		return -1;
+	int rc = map_segment(c, err, errlen);
+	if (rc)
+		return rc;
 	atomic_fetch_add(&c->g->attached, 1);
 	return 0;
 }

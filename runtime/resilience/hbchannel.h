@@ -23,7 +23,8 @@ int llmt_hbc_wanted(const char *value, char *err, size_t errlen);
 
 /* Attaches rank (its node host, already made safe) for the step named by
  * key (SLURM_JOB_ID.SLURM_STEP_ID) at local slot slot; dir is the
- * heartbeat directory. 0, or -1 (message in err). */
+ * heartbeat directory. 0, or -1 (message in err); -2 when the segment
+ * is another user's (or open to others): refused. */
 int llmt_hbc_open(struct llmt_hbc *c, const char *dir, const char *host, const char *key, int slot, int rank,
 	char *err, size_t errlen);
 

@@ -160,7 +160,8 @@ static void *ticker(void *arg)
 }
 
 /* Under a Slurm step, the node channel (unless LLM_TRAIN_HEARTBEAT_CHANNEL
- * is rank): 1 on, 0 rank files, -1 a bad value or no segment. */
+ * is rank): 1 on, 0 rank files (also when the segment is someone
+ * else's), -1 a bad value or no segment. */
 static int open_channel(const char *dir, int rank)
 {
 	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -178,11 +179,14 @@ static int open_channel(const char *dir, int rank)
 		return -1;
 	}
 	snprintf(key, sizeof(key), "%.40s.%.40s", job, step);
-	if (llmt_hbc_open(&hb.ch, dir, hb.host, key, slot, rank, err, sizeof(err))) {
+	int rc = llmt_hbc_open(&hb.ch, dir, hb.host, key, slot, rank, err, sizeof(err));
+	/* a segment another user made first (the name can be guessed): this
+	 * rank's own file instead, so that they cannot fail the job */
+	if (rc == -2)
+		fprintf(stderr, "llm-train: %s: writing the rank file instead\n", err);
+	else if (rc)
 		fprintf(stderr, "llm-train: %s\n", err);
-		return -1;
-	}
-	return 1;
+	return rc == -2 ? 0 : rc ? -1 : 1;
 }
 
 int llmt_hb_start(const char *dir, int rank, double period_s)

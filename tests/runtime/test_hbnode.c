@@ -205,7 +205,8 @@ static void test_channel(void **st)
 
 /* a segment of this job's name that another user made, or opened to
  * others, is refused: whoever can write it could forge the heartbeats
- * (it was opened whatever its owner and mode) */
+ * (it was opened whatever its owner and mode); -2 says which refusal
+ * (heartbeat.c then writes the rank file) */
 static void test_foreign_segment(void **st)
 {
 	char dir[] = "/tmp/llmt-hbn.XXXXXX", err[256], shm[300], path[300];
@@ -216,12 +217,12 @@ static void test_foreign_segment(void **st)
 	assert_int_equal(llmt_hbc_open(&a, dir, "gpu8", "78.0", 0, 0, err, sizeof(err)), 0);
 	snprintf(shm, sizeof(shm), "/dev/shm%s", a.shm);
 	assert_int_equal(chmod(shm, 0666), 0);
-	assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -1);
+	assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -2);
 	assert_non_null(strstr(err, "refused"));
 	assert_int_equal(chmod(shm, 0600), 0);
 	if (geteuid() == 0) {   /* root: another owner */
 		assert_int_equal(chown(shm, 65534, 65534), 0);
-		assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -1);
+		assert_int_equal(llmt_hbc_open(&b, dir, "gpu8", "78.0", 1, 1, err, sizeof(err)), -2);
 		assert_non_null(strstr(err, "uid 65534"));
 		assert_int_equal(chown(shm, 0, 0), 0);
 	}

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <glob.h>
 #include <math.h>
@@ -325,6 +327,39 @@ static void test_node_phase_flush(void **st)
 	step_unenv();
 }
 
+/* Before: another user of the node who made this step's segment first
+ * (/dev/shm is shared, the name guessable: uid, job and step ids, node,
+ * a hash of the heartbeat dir) had every rank of the node refuse it and
+ * exit (LLMT_EXIT_IO): one user failed another's job, every retry too.
+ * Now the rank warns and writes its rank file, which the wrapper reads. */
+static void test_node_channel_foreign_segment(void **st)
+{
+	char dir[] = "/tmp/llmt-hbf.XXXXXX", shm[400], path[300];
+	struct wr_hb out[8];
+	unsigned h = 2166136261u;   /* hbchannel.c's tag of the directory */
+	(void)st;
+
+	assert_non_null(mkdtemp(dir));
+	for (const char *p = dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(shm, sizeof(shm), "/dev/shm/llmt-hb-%u-4244.0-gpu023-%08x", (unsigned)getuid(), h);
+	int fd = open(shm, O_CREAT | O_EXCL | O_RDWR, 0666);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0666), 0);   /* "another user's": open to all */
+	close(fd);
+	step_env("gpu023", "4244", "0", "0");
+	assert_int_equal(llmt_hb_start(dir, 6, 0.05), 0);
+	llmt_hb_set(3, LLMT_HB_TRAIN, 0.5);
+	llmt_hb_stop(LLMT_HB_DONE);
+	assert_int_equal(wr_hb_read_dir(dir, out, 8, NULL), 0);
+	assert_true(out[6].valid && out[6].step == 3 && out[6].phase == PH_DONE);
+	snprintf(path, sizeof(path), "%s/rank_00006", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(unlink(shm), 0);
+	assert_int_equal(rmdir(dir), 0);
+	step_unenv();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_node_channel),
 		cmocka_unit_test(test_node_phase_flush),
+		cmocka_unit_test(test_node_channel_foreign_segment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

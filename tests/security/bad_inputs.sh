@@ -46,6 +46,10 @@ row "option layout tp=3 on 4 tasks" 64 "tp" "${P[@]}" tp=3,pp=1,dp=1
 row "option nccl profile unknown to the policy" 64 "nope" "${P[@]}" nccl=nope
 row "node list n[1- (malformed)" 64 "n\[1-" "$plan" --no-policy --nodes 'n[1-' --layout tp=1
 row "node list of 10^7 hosts" 64 "bad hostlist" "$plan" --no-policy --nodes 'n[1-10000000]' --layout tp=1
+# ---- llm-train-plan --auto (its figures: exit 64 like every other bad value) ----
+A=("$plan" --auto --model "$top_srcdir/configs/tiny.yaml" --nodes 1 --tasks-per-node 1 --mem-per-rank 4)
+row "planner --gflops 1e308 (above its 1e9)" 64 "gflops 1e308: want a positive number up to 1000000000" "${A[@]}" --gflops 1e308
+row "planner --intra-gbps 0.0001" 64 "intra-gbps 0.0001: below 0.001" "${A[@]}" --intra-gbps 0.0001
 # ---- admin policy ----
 pol() { printf '%b' "$2" >"$d/$1"; chmod 644 "$d/$1"; }
 pol unknown.yaml 'defaults:\n  tp: 1\n  colour: red\n'

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /* test_cb_script.c: the plugin's job-script context (prolog, epilog) and
  * the submit-time space check against the fake spank_*: Xid drains and
- * spoofs, GPU count, symlinked logs. */
+ * spoofs, GPU count, symlinked logs, the self-test's private TMPDIR. */
 #include "cb_harness.h"
 
 /* ---- job script (prolog/epilog) ---------------------------------------- */
@@ -241,6 +241,40 @@ static void test_low_space_refused_at_submit(void **state)
 	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, AC, AV), 0);
 }
 
+/* Before: the prolog's self-test (root, Open MPI singleton) got no TMPDIR,
+ * so Open MPI kept its session directory in /tmp/ompi.<node>.0: a user who
+ * made that directory first (0777, theirs) had root mkdir, create
+ * (O_CREAT|O_TRUNC, links followed) and later delete files inside it,
+ * where they can swap a symlink in. Now TMPDIR is a private directory
+ * under the state dir (root-only, checked like the state dir). */
+static void test_prolog_selftest_private_tmp(void **state)
+{
+	(void)state;
+	char cmd[600], pol[1400], seen[600], got[600] = "", want[700];
+	snprintf(cmd, sizeof(cmd), "%s/fake-llm-train", tmpdir);
+	snprintf(seen, sizeof(seen), "%s/selftest-tmpdir", tmpdir);
+	char script[1400];
+	snprintf(script, sizeof(script), "#!/bin/sh\nprintf '%%s' \"$TMPDIR\" > '%s'\n"
+		 "echo 'node n1: ok (answers ok)'\n", seen);
+	write_file(cmd, script, 0755);
+	snprintf(pol, sizeof(pol), "health:\n  selftest: {timeout: 10, command: %s}\n", cmd);
+	write_file(policy_path, pol, 0644);
+	start_script("/nonexistent-klog", "/dev");
+	setenv("SPANK_LLM_TRAIN", "1", 1);
+	setenv("SLURMD_NODENAME", "n1", 1);
+	assert_int_equal(slurm_spank_job_prolog(FAKE_SP, AC, AV), 0);
+	assert_int_equal(read_text(seen, got, sizeof(got)), 0);
+	snprintf(want, sizeof(want), "%s/state/selftest", tmpdir);
+	if (strcmp(got, want) != 0)
+		fail_msg("the self-test's TMPDIR is '%s' (want %s): Open MPI falls back to /tmp", got, want);
+	struct stat st;
+	assert_int_equal(lstat(want, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_mode & 077, 0);
+	unsetenv("SPANK_LLM_TRAIN");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +285,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prolog_refuses_symlinked_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prolog_spoofs_do_not_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_low_space_refused_at_submit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prolog_selftest_private_tmp, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -355,7 +355,8 @@ static void test_selftest_verdict(void **state)
 }
 
 /* The prolog's self-test run: stdout kept, a hang killed at the deadline
- * with its whole process group, the fixed environment, absolute paths only */
+ * with its whole process group, the fixed environment (TMPDIR the
+ * caller's), absolute paths only */
 static void test_selftest_run(void **state)
 {
 	(void)state;
@@ -365,24 +366,27 @@ static void test_selftest_run(void **state)
 	const char *sh = "#!/bin/sh\n[ \"$1 $2 $3\" = 'selftest --size small' ] || exit 64\n"
 			 "[ -z \"$LLMT_PLANTED\" ] || exit 65\n"
 			 "[ \"$OMPI_ALLOW_RUN_AS_ROOT\" = 1 ] || exit 66\n"
+			 "[ \"$TMPDIR\" = /tmp/llmt-st-tmp ] || exit 67\n"
 			 "case $0 in *hang*) sleep 30 & sleep 30;; esac\n"
 			 "echo 'node n1: wrong (answers wrong) and a long tail past the buffer .......'\nexit 88\n";
 	assert_true(write(fd, sh, strlen(sh)) == (ssize_t)strlen(sh));
 	close(fd);
 	chmod(path, 0755);
 	setenv("LLMT_PLANTED", "x", 1);
-	assert_int_equal(llmt_selftest_run(path, 5000, out, sizeof(out), err, sizeof(err)), 88);
+	assert_int_equal(llmt_selftest_run(path, "/tmp/llmt-st-tmp", 5000, out, sizeof(out), err, sizeof(err)), 88);
 	unsetenv("LLMT_PLANTED");
 	assert_int_equal(strlen(out), sizeof(out) - 1);    /* bounded */
 	assert_non_null(strstr(out, "(answers wrong)"));
 	char hang[64];
 	snprintf(hang, sizeof(hang), "%s-hang", path);
 	assert_int_equal(symlink(path, hang), 0);
-	assert_int_equal(llmt_selftest_run(hang, 300, out, sizeof(out), err, sizeof(err)), -1);
+	assert_int_equal(llmt_selftest_run(hang, "/tmp/llmt-st-tmp", 300, out, sizeof(out), err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "timed out"));
-	assert_int_equal(llmt_selftest_run("llm-train", 300, out, sizeof(out), err, sizeof(err)), -1);
+	assert_int_equal(llmt_selftest_run("llm-train", "/tmp/llmt-st-tmp", 300, out, sizeof(out), err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "absolute"));
-	assert_int_equal(llmt_selftest_run("/nonexistent/llm-train", 2000, out, sizeof(out), err, sizeof(err)), 127);
+	assert_int_equal(llmt_selftest_run(path, "tmp", 300, out, sizeof(out), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "TMPDIR tmp is not an absolute path"));
+	assert_int_equal(llmt_selftest_run("/nonexistent/llm-train", "/tmp/llmt-st-tmp", 2000, out, sizeof(out), err, sizeof(err)), 127);
 	unlink(hang);
 	unlink(path);
 }

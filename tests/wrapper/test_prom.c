@@ -2,7 +2,9 @@
  * exposition of a view (labels escaped, NaN, per-rank series only for
  * ranks with timings), a metrics.jsonl line read back, [HOST:]PORT, and
  * the /metrics server answering GET /metrics with the document and
- * anything else with 404. */
+ * anything else with 404, and staying up for other clients (any user of
+ * the node can connect) while one trickles its request a byte at a time
+ * or never reads the answer. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +13,15 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <math.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wrapper/http.h"
@@ -71,7 +77,9 @@ static void test_addr(void **state)
 	assert_int_equal(port, 0);
 	assert_int_equal(wr_http_addr("::1:8080", host, sizeof host, &port), 0);
 	assert_string_equal(host, "::1");
-	const char *bad[] = { "", "x", "65536", "-1", ":80", "1.2.3.4:", "80x" };
+	/* strtol alone took " 80", "+80", "-0" (port 0: any) and "127.0.0.1: 80" */
+	const char *bad[] = { "", "x", "65536", "-1", ":80", "1.2.3.4:", "80x", " 80", "+80", "-0",
+	                      "127.0.0.1: 80", "99999999999999999999" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (wr_http_addr(bad[i], host, sizeof host, &port) == 0)
 			fail_msg("'%s' accepted", bad[i]);
@@ -111,12 +119,172 @@ static void test_server(void **state)
 	wr_http_stop(h);
 }
 
+static int dial(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(s >= 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+	return s;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Before: each recv had its own 2 s deadline and none the request, so a
+ * client sending a byte a second held the one-at-a-time server for over
+ * an hour (4 KiB) and every scrape waited behind it. */
+static void test_server_slowloris(void **state)
+{
+	(void)state;
+	int port = 0;
+	char buf[4096];
+	struct wr_http *h = wr_http_start("127.0.0.1", 0, &port);
+	assert_non_null(h);
+	wr_http_set(h, "x 1\n", 4);
+	int slow = dial(port);
+	pid_t pid = fork();
+	if (pid == 0) {    /* the trickler: "GET " and a byte every 0.5 s for 8 s */
+		for (int i = 0; i < 16 && send(slow, "G", 1, MSG_NOSIGNAL) == 1; i++)
+			usleep(500 * 1000);
+		_exit(0);
+	}
+	usleep(200 * 1000);
+	double t0 = now_s();
+	get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof buf);
+	double took = now_s() - t0;
+	assert_non_null(strstr(buf, "200 OK"));
+	if (took > 4.0)
+		fail_msg("a scrape waited %.1f s behind a slow client", took);
+	close(slow);
+	waitpid(pid, NULL, 0);
+	wr_http_stop(h);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char m[] = "the server blocked the caller behind a client that does not read\n";
+	if (write(2, m, sizeof m - 1) < 0) { /* exiting anyway */ }
+	_exit(1);
+}
+
+/* Before: the answer was sent while holding the document's lock, with no
+ * deadline: a client that asks and never reads (a large document fills
+ * the socket buffers) blocked wr_http_set, i.e. the wrapper's main loop,
+ * and wr_http_stop at the job's end, forever. */
+static void test_server_stuck_reader(void **state)
+{
+	(void)state;
+	int port = 0;
+	char buf[4096];
+	size_t big = 16u << 20;
+	char *doc = malloc(big);
+	assert_non_null(doc);
+	memset(doc, 'x', big);
+	struct wr_http *h = wr_http_start("127.0.0.1", 0, &port);
+	assert_non_null(h);
+	wr_http_set(h, doc, big);
+	int stuck = dial(port);
+	assert_int_equal(send(stuck, "GET /metrics HTTP/1.0\r\n\r\n", 25, 0), 25);
+	usleep(300 * 1000);
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	wr_http_set(h, "y 2\n", 4);    /* the main loop's next update */
+	get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof buf);
+	assert_non_null(strstr(buf, "\r\n\r\ny 2\n"));
+	wr_http_stop(h);
+	alarm(0);
+	close(stuck);
+	free(doc);
+}
+
+/* Before (with the 2 s head deadline alone): twelve silent connections
+ * made first cost 2 s each, and the scrape queued behind them waited
+ * 24 s, past Prometheus' 10 s scrape timeout. */
+static void test_server_flood(void **state)
+{
+	(void)state;
+	int port = 0, silent[12];
+	char buf[4096];
+	struct wr_http *h = wr_http_start("127.0.0.1", 0, &port);
+	assert_non_null(h);
+	wr_http_set(h, "x 1\n", 4);
+	for (int i = 0; i < 12; i++)
+		silent[i] = dial(port);
+	usleep(100 * 1000);
+	double t0 = now_s();
+	get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof buf);
+	double took = now_s() - t0;
+	assert_non_null(strstr(buf, "200 OK"));
+	if (took > 5.0)
+		fail_msg("a scrape waited %.1f s behind 12 silent connections", took);
+	for (int i = 0; i < 12; i++)
+		close(silent[i]);
+	wr_http_stop(h);
+}
+
+static void fill_text(FILE *f, void *arg)
+{
+	fputs(arg, f);
+}
+
+/* Before: --metrics-textfile (e.g. in node_exporter's shared textfile
+ * directory) was written through PATH.tmp.PID, opened with fopen "w":
+ * another user who made that name a link (or their own file) first had
+ * the wrapper truncate and write the link's target, a file of the job's
+ * user (~/.bashrc here). Now the temporary name is unpredictable and
+ * created exclusively, never through a link. */
+static void test_write_atomic_planted_tmp(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/llmt-wa.XXXXXX", path[300], tmp[400], victim[300], buf[64] = "";
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/job.prom", dir);
+	snprintf(victim, sizeof victim, "%s/bashrc", dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+	FILE *v = fopen(victim, "w");
+	assert_non_null(v);
+	fputs("precious\n", v);
+	fclose(v);
+	assert_int_equal(symlink(victim, tmp), 0);
+	assert_int_equal(wr_write_atomic(path, fill_text, "x 1\n"), 0);
+	v = fopen(victim, "r");
+	assert_non_null(v);
+	assert_non_null(fgets(buf, sizeof buf, v));
+	fclose(v);
+	assert_string_equal(buf, "precious\n");
+	v = fopen(path, "r");
+	assert_non_null(v);
+	assert_non_null(fgets(buf, sizeof buf, v));
+	fclose(v);
+	assert_string_equal(buf, "x 1\n");
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	mode_t um = umask(0);
+	umask(um);
+	assert_int_equal(st.st_mode & 0777, 0666 & ~um);    /* as fopen made it */
+	unlink(tmp);
+	unlink(path);
+	unlink(victim);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exposition),
 		cmocka_unit_test(test_addr),
 		cmocka_unit_test(test_server),
+		cmocka_unit_test(test_server_slowloris),
+		cmocka_unit_test(test_server_stuck_reader),
+		cmocka_unit_test(test_server_flood),
+		cmocka_unit_test(test_write_atomic_planted_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
