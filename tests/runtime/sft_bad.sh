@@ -53,6 +53,9 @@ sft "$tmp/long.jsonl" "$tmp/d" --tokenizer "$tmp/t512.model" --template llama2 -
 	{ cat "$tmp/out"; fail "tokenize-sft of a long sample: exit $?"; }
 cat "$tmp/out"
 grep -q "2 samples (1 longer than --seq 64, cut to it)" "$tmp/out" || fail "the cut sample is not counted"
+# --help: the usage on stdout, exit 0 (was "unrecognized option", exit 64)
+"$LT" tokenize-sft --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: .*tokenize-sft IN.jsonl OUTDIR" "$tmp/out" &&
+	[ ! -s "$tmp/err" ] || { cat "$tmp/out" "$tmp/err"; fail "tokenize-sft --help: no usage, or not exit 0"; }
 # an OUTDIR with shards: refused, the shards kept
 cp "$tmp/d/train_000000.bin" "$tmp/keep.bin"
 expect 64 "holds token shards already (train_000000.*): not overwritten" \
