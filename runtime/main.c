@@ -38,6 +38,7 @@ static const char usage[] =
 	"         [--tokenizer FILE [--bos] [--eos] [--block-bytes N]]\n"
 	"       llm-train tokenizer-train IN.txt OUT.model --vocab N [--type bpe|unigram]\n"
 	"       llm-train tokenize-sft IN.jsonl OUTDIR --tokenizer FILE --template plain|llama2|chatml [--seq N]\n"
+	"         [--shard-tokens N] (--help)\n"
 	"       llm-train ckpt-verify DIR | ckpt-list [--quick] CKPT_DIR\n"
 	"       llm-train export [--dtype bf16|fp32] CKPT OUTDIR | import HFDIR CKPT_DIR [--tokenizer FILE]\n"
 	"       llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE] --prompt TEXT [--max-new N]\n"

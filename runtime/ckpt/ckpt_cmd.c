@@ -332,9 +332,9 @@ static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_con
 	}
 	if (rc)
 		return rc;
-	if (t.vocab != c->vocab_size) {
-		ck_fmt(err, errlen, "tokenizer %s has %d tokens; %s/config.json's vocab_size is %d", tokfile, t.vocab,
-		       hfdir, c->vocab_size);
+	if (t.vocab > c->vocab_size) {  /* fewer: padding rows (Qwen) */
+		ck_fmt(err, errlen, "tokenizer %s has %d tokens, more than %s/config.json's vocab_size %d", tokfile,
+		       t.vocab, hfdir, c->vocab_size);
 		rc = LLMT_EXIT_USAGE;
 	}
 	llmt_tokseam_close(&t);

@@ -217,12 +217,14 @@ static int special_id(const llmt_bpe *b, json_t *v)
 }
 
 /* BOS/EOS/pad: tokenizer_config.json beside the file, else the
- * post-processor's first special token for BOS, else the usual names */
+ * post-processor's first special token for BOS, else the usual names; a
+ * token the config sets to null (Qwen's "bos_token": null) is none */
 static void load_specials(llmt_bpe *b, const char *path, json_t *root)
 {
 	char cfgpath[4096];
 	const char *slash = strrchr(path, '/');
 	json_t *cfg, *single;
+	int bos_null = 0, eos_null = 0;
 	static const char *const bos_names[] = { "<|begin_of_text|>", "<s>", "<|endoftext|>", NULL };
 	static const char *const eos_names[] = { "<|end_of_text|>", "</s>", "<|endoftext|>", NULL };
 
@@ -233,15 +235,17 @@ static void load_specials(llmt_bpe *b, const char *path, json_t *root)
 		b->bos = special_id(b, json_object_get(cfg, "bos_token"));
 		b->eos = special_id(b, json_object_get(cfg, "eos_token"));
 		b->pad = special_id(b, json_object_get(cfg, "pad_token"));
+		bos_null = json_is_null(json_object_get(cfg, "bos_token"));
+		eos_null = json_is_null(json_object_get(cfg, "eos_token"));
 		json_decref(cfg);
 	}
 	single = json_object_get(json_object_get(root, "post_processor"), "single");
-	if (b->bos < 0 && json_array_size(single) > 1)
+	if (b->bos < 0 && !bos_null && json_array_size(single) > 1)
 		b->bos = name_id(b, json_string_value(json_object_get(
 			json_object_get(json_array_get(single, 0), "SpecialToken"), "id")));
-	for (int i = 0; b->bos < 0 && bos_names[i]; i++)
+	for (int i = 0; b->bos < 0 && !bos_null && bos_names[i]; i++)
 		b->bos = name_id(b, bos_names[i]);
-	for (int i = 0; b->eos < 0 && eos_names[i]; i++)
+	for (int i = 0; b->eos < 0 && !eos_null && eos_names[i]; i++)
 		b->eos = name_id(b, eos_names[i]);
 }
 

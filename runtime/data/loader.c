@@ -69,11 +69,6 @@ static int open_mask(llmt_loader *ld, int i, const char *bin, char *err, size_t 
 			path, ld->masks[i].seq, ld->T);
 		return LLMT_EXIT_DATA;
 	}
-	if (ld->masked && ld->shards[i].vocab != (uint32_t)ld->vocab) {
-		snprintf(err, errlen, "%s: tokenized with a vocabulary of %u ids; the model's vocab_size is %d: not the model's tokenizer",
-			bin, ld->shards[i].vocab, ld->vocab);
-		return LLMT_EXIT_DATA;
-	}
 	return 0;
 }
 

@@ -255,12 +255,15 @@ static int write_out(const char *dir, const pack *p, int T, size_t per_rows, uin
 	return rc;
 }
 
+#define SFT_USAGE "usage: " CMD " IN.jsonl OUTDIR --tokenizer FILE --template plain|llama2|chatml [--seq N] [--shard-tokens N]\n"
+
+/* the options into the pointers: 0, an exit code, or -1 after --help */
 static int parse(int argc, char **argv, const char **tokf, const char **tmpl, long *T, long *per)
 {
 	static const struct option opts[] = {
 		{ "tokenizer", required_argument, NULL, 'k' }, { "template", required_argument, NULL, 'm' },
 		{ "seq", required_argument, NULL, 's' }, { "shard-tokens", required_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 	char *end;
@@ -281,11 +284,13 @@ static int parse(int argc, char **argv, const char **tokf, const char **tmpl, lo
 				return LLMT_EXIT_USAGE;
 			}
 		} else {
-			return LLMT_EXIT_USAGE;
+			if (c == 'h')
+				printf(SFT_USAGE);
+			return c == 'h' ? -1 : LLMT_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2 || !*tokf || !*tmpl) {
-		fprintf(stderr, "usage: " CMD " IN.jsonl OUTDIR --tokenizer FILE --template plain|llama2|chatml [--seq N] [--shard-tokens N]\n");
+		fprintf(stderr, SFT_USAGE);
 		return LLMT_EXIT_USAGE;
 	}
 	if (!llmt_sft_template_known(*tmpl)) {
@@ -305,7 +310,7 @@ int llmt_tokenize_sft_main(int argc, char **argv)
 	int rc = parse(argc, argv, &tokf, &tmpl, &T, &per), count = 0;
 
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc;
 	if ((rc = llmt_tok_open(&t, tokf, err, sizeof(err))) ||
 		(rc = llmt_sft_template_check(t, tmpl, err, sizeof(err)))) {
 		fprintf(stderr, CMD ": %s\n", err);

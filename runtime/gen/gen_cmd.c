@@ -200,9 +200,10 @@ int llmt_generate_main(int argc, char **argv)
 	          : llmt_ckpt_gather(o.ckpt, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err);
 	if (!rc)
 		rc = llmt_tokseam_open(o.tokfile, &tok, err, sizeof err);
-	if (!rc && tok.vocab != cfg.vocab_size) {
-		snprintf(err, sizeof err, "tokenizer %s has %d tokens; the model's vocab_size is %d%s",
-		         o.tokfile ? o.tokfile : "byte", tok.vocab, cfg.vocab_size, o.tokfile ? "" : " (give --tokenizer)");
+	if (!rc && (tok.vocab > cfg.vocab_size || (!o.tokfile && tok.vocab != cfg.vocab_size))) {
+		snprintf(err, sizeof err, "tokenizer %s has %d tokens, %s the model's vocab_size %d%s",
+		         o.tokfile ? o.tokfile : "byte", tok.vocab, tok.vocab > cfg.vocab_size ? "more than" : "not",
+		         cfg.vocab_size, o.tokfile ? "" : " (give --tokenizer)");
 		rc = LLMT_EXIT_USAGE;
 	}
 	if (!rc)

@@ -2,8 +2,9 @@
 # refuse a Hugging Face directory that does not match its config.json:
 # tensors missing (a file holding only model.norm.weight), unknown names,
 # a wrong shape, a dtype other than torch_dtype, lm_head.weight in a tied
-# model, none in an untied one, a tokenizer whose vocabulary is not
-# vocab_size, an existing non-empty CKPT_DIR. Each: exit 64 or 65, one
+# model, none in an untied one, a tokenizer with more ids than
+# vocab_size (fewer is a padded embedding: tests/runtime/sft_padvocab.sh),
+# an existing non-empty CKPT_DIR. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
@@ -137,10 +138,10 @@ with tempfile.TemporaryDirectory() as W:
     write_dir(untied, untied_cfg, tensors(CFG))
     refused('untied, no lm_head', untied, (65,), ['missing', 'lm_head.weight'])
 
-    big = dict(CFG, vocab_size=300)
-    voc = os.path.join(W, 'vocab300')
-    write_dir(voc, big, tensors(big))
-    refused('tokenizer vocabulary', voc, (64,), ['256 tokens', 'vocab_size is 300'], ('--tokenizer', 'byte'))
+    small = dict(CFG, vocab_size=200)
+    voc = os.path.join(W, 'vocab200')
+    write_dir(voc, small, tensors(small))
+    refused('tokenizer vocabulary', voc, (64,), ['256 tokens, more than', 'vocab_size 200'], ('--tokenizer', 'byte'))
     refused('missing tokenizer', good, (66,), ['/nonexistent.model'], ('--tokenizer', '/nonexistent.model'))
 
     # an existing checkpoint directory is never written into

@@ -6,8 +6,8 @@
 # template the tokenizer lacks tokens for (chatml without <|im_start|>),
 # an OUTDIR that holds shards already (kept byte for byte), a data dir
 # mixing masked and plain shards, shards packed for another --seq than
-# the run's, and shards of a tokenizer whose
-# vocabulary differs from the model's (the checkpoint dir untouched). A
+# the run's, and shards of a tokenizer with more ids than the model's
+# vocab_size (the checkpoint dir untouched). A
 # sample longer than --seq is cut to it and counted.
 # Fails on the old code: no tokenize-sft.
 set -u
@@ -18,8 +18,7 @@ command -v bible >/dev/null 2>&1 || fail "bible not found: install bible-kjv (sc
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 bible -l0 "gen1:1-gen50:26" >"$tmp/gen.txt"
-"$LT" tokenizer-train "$tmp/gen.txt" "$tmp/t512.model" --vocab 512 >/dev/null 2>&1 &&
-	"$LT" tokenizer-train "$tmp/gen.txt" "$tmp/t400.model" --vocab 400 >/dev/null 2>&1 || fail "tokenizer-train"
+"$LT" tokenizer-train "$tmp/gen.txt" "$tmp/t512.model" --vocab 512 >/dev/null 2>&1 || fail "tokenizer-train"
 
 # expect CODE PATTERN CMD...: exit CODE, one stderr line matching PATTERN
 expect() {
@@ -54,6 +53,9 @@ sft "$tmp/long.jsonl" "$tmp/d" --tokenizer "$tmp/t512.model" --template llama2 -
 	{ cat "$tmp/out"; fail "tokenize-sft of a long sample: exit $?"; }
 cat "$tmp/out"
 grep -q "2 samples (1 longer than --seq 64, cut to it)" "$tmp/out" || fail "the cut sample is not counted"
+# --help: the usage on stdout, exit 0 (was "unrecognized option", exit 64)
+"$LT" tokenize-sft --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: .*tokenize-sft IN.jsonl OUTDIR" "$tmp/out" &&
+	[ ! -s "$tmp/err" ] || { cat "$tmp/out" "$tmp/err"; fail "tokenize-sft --help: no usage, or not exit 0"; }
 # an OUTDIR with shards: refused, the shards kept
 cp "$tmp/d/train_000000.bin" "$tmp/keep.bin"
 expect 64 "holds token shards already (train_000000.*): not overwritten" \
@@ -61,15 +63,17 @@ expect 64 "holds token shards already (train_000000.*): not overwritten" \
 cmp -s "$tmp/d/train_000000.bin" "$tmp/keep.bin" || fail "an existing shard was overwritten"
 
 # training refusals: a shard without its mask among masked ones; a
-# tokenizer of another vocabulary than the model's
+# tokenizer of more ids than the model's vocab_size (fewer: a padded
+# embedding, tests/runtime/sft_padvocab.sh)
 cfg=$top_srcdir/tests/runtime/sft-tiny.yaml
 mkdir -p "$tmp/ck/step_00000007" && echo keep >"$tmp/ck/step_00000007/marker"
 train() { OMP_NUM_THREADS=1 "$LT" --model "$cfg" --data "$1" --seq "${SEQ:-64}" --micro-batch 1 --steps 1 --ckpt-dir "$tmp/ck" --quiet; }
 cp "$tmp/d/train_000000.bin" "$tmp/d/train_000001.bin"
 expect 65 "train_000001.bin has no loss mask .* mix of instruction and plain data" train "$tmp/d"
 rm "$tmp/d/train_000001.bin"
-sft "$tmp/long.jsonl" "$tmp/d400" --tokenizer "$tmp/t400.model" --template plain --seq 64 >/dev/null || fail "tokenize-sft t400"
-expect 65 "tokenized with a vocabulary of 400 ids; the model's vocab_size is 512" train "$tmp/d400"
+sed 's/^vocab_size: 512$/vocab_size: 400/' "$cfg" >"$tmp/v400.yaml"
+cfg=$tmp/v400.yaml expect 65 "train_000000.bin: tokenized with a vocabulary of 512 ids, larger than the model's vocab_size 400" \
+	train "$tmp/d"
 SEQ=32 expect 65 "train_000000.mask: packed for sequences of 64 tokens (tokenize-sft --seq); this run's --seq is 32" train "$tmp/d"
 [ "$(find "$tmp/ck" -type f)" = "$tmp/ck/step_00000007/marker" ] || fail "a refused run wrote into the checkpoint dir"
 echo PASS

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/runtime/tok_bad.sh: bad input to the tokenizer commands: a
 # missing, corrupt or unsupported tokenizer file, a --vocab the text
-# cannot fill, options without --tokenizer, a model that lacks BOS, and
+# cannot fill, options without --tokenizer, a model that lacks BOS (also
+# one whose tokenizer_config.json says "bos_token": null), and
 # shards of a larger vocabulary than the model's: one line naming the
 # value, the exit code of include/llmt/exitcodes.h, nothing written.
 set -u
@@ -56,6 +57,15 @@ expect 64 "--vocab 50000" "$LT" tokenizer-train "$tmp/in.txt" "$tmp/m.model" --v
 cmp -s "$tmp/m.model" "$tmp/keep.model" && echo "ok: the model saved before is kept" || { echo "FAIL: m.model changed"; fail=1; }
 printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}}' >"$tmp/nobos.json"
 expect 64 "has no BOS" "$LT" tokenize "$tmp/in.txt" "$tmp/o8" --tokenizer "$tmp/nobos.json" --bos
+# Qwen 2/3: tokenizer_config.json says "bos_token": null, so <|endoftext|>
+# is no BOS (it was taken by its name: generate put it before every prompt,
+# which transformers does not)
+mkdir "$tmp/qwen"
+printf '{"added_tokens": [{"id": 1, "content": "<|endoftext|>", "special": true}], "model": {"type": "BPE", "vocab": {"a": 0, "<|endoftext|>": 1}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}}' >"$tmp/qwen/tokenizer.json"
+printf '{"bos_token": null, "eos_token": "<|endoftext|>"}' >"$tmp/qwen/tokenizer_config.json"
+printf 'aaaa' >"$tmp/a.txt"
+"$LT" tokenize "$tmp/a.txt" "$tmp/o12" --tokenizer "$tmp/qwen/tokenizer.json" --eos >/dev/null 2>&1 || { echo "FAIL: tokenize --eos with qwen/tokenizer.json"; fail=1; }
+expect 64 "has no BOS" "$LT" tokenize "$tmp/a.txt" "$tmp/o11" --tokenizer "$tmp/qwen/tokenizer.json" --bos
 
 # shards of a 300-id vocabulary for a model of 256 ids: refused at start
 "$LT" tokenize "$tmp/in.txt" "$tmp/data" --tokenizer "$tmp/m.model" >/dev/null || { echo "FAIL: tokenize"; exit 1; }
