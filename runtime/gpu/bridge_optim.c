@@ -2,7 +2,8 @@
  * optim.h interface, made by llmt_dev_optim): ZeRO-1 over NCCL on device
  * buffers (the reduce-scatter overlaps the step's last backward, gmodel.h),
  * norm partials, clipping and fused AdamW on the device and the weight
- * all-gather (gmodel_opt.h); only scalars (the norm), the tied embedding
+ * all-gather (gmodel_opt.h), the share's SDC check; only scalars (the
+ * norm, the share check's count), the tied embedding
  * gradient (pp > 1) and checkpoint snapshots cross to the host. The
  * checkpoint layout is the host optimizer's (AdamW state over this DP
  * rank's llmt_zero1_range), so GPU and CPU runs resume each other. */
@@ -97,10 +98,26 @@ static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 		bits ^= 1u << 22;
 		memcpy(&x, &bits, 4);
 		return llmt_gopt_put(d->go, LLMT_GBUF_MASTER, *at, 1, &x);
-	case LLMT_POKE_MASTERFLIP:  /* the device's share is not checked (share_check NULL) */
-		return -1;
+	case LLMT_POKE_MASTERFLIP:  /* this rank's fp32 share alone: a fault at rest */
+		*at = llmt_gopt_first(d->go);
+		if (!d->dp || *at >= d->n || llmt_gmodel_dp_wait(d->g) ||
+			llmt_gopt_get(d->go, LLMT_GBUF_SHARE, *at, 1, &x))
+			return -1;
+		memcpy(&bits, &x, 4);
+		bits ^= 1u << 30;
+		memcpy(&x, &bits, 4);
+		return llmt_gopt_put(d->go, LLMT_GBUF_SHARE, *at, 1, &x);
 	}
 	return -1;
+}
+
+/* the ZeRO-1 share against the weights it gave the replicas (a share
+ * only with dp > 1) */
+static int d_share_check(llmt_trainopt *o, size_t *bad)
+{
+	dev_opt *d = (dev_opt *)o;
+	*bad = 0;
+	return d->dp ? llmt_gopt_share_check(d->go, bad) : 0;
 }
 
 static const float *d_master(llmt_trainopt *o)
@@ -194,7 +211,7 @@ static void d_free(llmt_trainopt *o)
 
 static const struct llmt_trainopt_ops dev_ops = {
 	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
-	NULL,   /* share_check: the device share is not checked yet */
+	d_share_check,
 };
 
 /* The norm runs: consecutive tensors counted in the global norm (as the

@@ -1,7 +1,9 @@
 /* dev_elem.cu: element-wise and row kernels of the GPU model: SwiGLU,
  * embedding (deterministic backward from a sorted plan), cross-entropy
- * fused with z-loss, residual add, bf16 conversion and the fused AdamW
- * (fp32 master and state, bf16 compute copy refreshed in the same pass). */
+ * fused with z-loss, residual add, bf16 conversion, the fused AdamW
+ * (fp32 master and state, bf16 compute copy refreshed in the same pass)
+ * and the SDC check of a ZeRO-1 master share against the weights it gave
+ * the replicas. */
 #include "dev_common.cuh"
 
 #define GRID_LOOP(e, n) \
@@ -223,5 +225,82 @@ extern "C" cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk
 	int vec = al16(p) && al16(g) && al16(m) && al16(v) && ((uintptr_t)wc & 7) == 0;
 	GK_LAUNCH(k_adamw, gk_blocks(vec ? n / 4 + 1 : n, 256), 256, 0, st)(
 		p, g, m, v, wc, n, gscale, gscale != 1.0f, b1, b2, omb1, omb2, keep, step, bc2s, eps, vec);
+	return GK_LAST_ERROR();
+}
+
+/* bits of the bf16 roundings the update writes (k_adamw: __floats2bfloat162_rn
+ * in groups, __float2bfloat16_rn one by one: the same rounding) */
+__device__ __forceinline__ unsigned short bf_bits(float x)
+{
+	return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+/* an fp32 copy against master: the same bits, +0 and -0 alike (a copy is
+ * a sum over DP of the owner's value and zeros, where -0 + 0 is +0) */
+__device__ __forceinline__ unsigned f32_bad(float m, float c)
+{
+	unsigned a, b;
+	memcpy(&a, &m, 4);
+	memcpy(&b, &c, 4);
+	return a != b && ((a | b) & 0x7fffffffu) != 0;
+}
+
+/* four elements from 16-byte (master, fp32 copy) and 8-byte (bf16) loads */
+__device__ __forceinline__ unsigned share_bad4(const float *m, const void *ref, int bf, size_t e)
+{
+	GK_EMU_ALIGNED(m + 4 * e, 16);
+	float4 a = reinterpret_cast<const float4 *>(m)[e];
+	if (!bf) {
+		GK_EMU_ALIGNED(reinterpret_cast<const float *>(ref) + 4 * e, 16);
+		float4 c = reinterpret_cast<const float4 *>(ref)[e];
+		return f32_bad(a.x, c.x) + f32_bad(a.y, c.y) + f32_bad(a.z, c.z) + f32_bad(a.w, c.w);
+	}
+	GK_EMU_ALIGNED(reinterpret_cast<const gk_bf16 *>(ref) + 4 * e, 8);
+	ushort4 w = reinterpret_cast<const ushort4 *>(ref)[e];
+	__nv_bfloat162 lo = __floats2bfloat162_rn(a.x, a.y), hi = __floats2bfloat162_rn(a.z, a.w);
+	return (__bfloat16_as_ushort(lo.x) != w.x) + (__bfloat16_as_ushort(lo.y) != w.y) +
+		   (__bfloat16_as_ushort(hi.x) != w.z) + (__bfloat16_as_ushort(hi.y) != w.w);
+}
+
+/* block (x, j): range j, grid-stride; the elements before master's first
+ * 16-byte boundary and the n % 4 tail one by one, groups of 4 between
+ * when the reference is aligned there too (else all one by one). A thread
+ * that found mismatches adds its count: an integer atomic, none at all in
+ * a healthy share, a total that does not depend on the order */
+__global__ void k_share_check(gk_share_ranges r, unsigned long long *bad)
+{
+	int j = blockIdx.y, bf = r.is_bf16[j];
+	const float *m = r.m[j];
+	const void *ref = r.ref[j];
+	size_t n = r.n[j], h = ((16 - ((uintptr_t)m & 15)) & 15) / 4;
+	h = h < n ? h : n;
+	const char *rh = reinterpret_cast<const char *>(ref) + h * (bf ? 2 : 4);
+	size_t n4 = ((uintptr_t)rh & (bf ? 7 : 15)) == 0 ? (n - h) / 4 : 0;
+	if (!n4)
+		h = 0;
+	unsigned long long c = 0;
+	GRID_LOOP(e, n4) c += share_bad4(m + h, rh, bf, e);
+	/* one by one: [0, h) and [h + 4 n4, n) */
+	GRID_LOOP(k, n - 4 * n4) {
+		size_t i = k < h ? k : 4 * n4 + k;
+		c += bf ? bf_bits(m[i]) != reinterpret_cast<const gk_bf16 *>(ref)[i]
+				: f32_bad(m[i], reinterpret_cast<const float *>(ref)[i]);
+	}
+	if (c) {
+		GK_EMU_POINT();
+		atomicAdd(bad, c);
+	}
+}
+
+extern "C" cudaError_t gk_share_check(const gk_share_ranges *r, unsigned long long *bad,
+									  cudaStream_t st)
+{
+	size_t mx = 0;
+	for (int j = 0; j < r->nr; j++)
+		mx = r->n[j] > mx ? r->n[j] : mx;
+	if (!mx)
+		return cudaSuccess;
+	dim3 g(gk_blocks(mx / 4 + 1, 256), (unsigned)r->nr);
+	GK_LAUNCH(k_share_check, g, 256, 0, st)(*r, bad);
 	return GK_LAST_ERROR();
 }

@@ -1,9 +1,11 @@
 /* dev_kernels.h: C entry points of the CUDA kernels of the GPU model (gk_*.cu):
  * every layer's non-matmul forward and backward mirroring kernels.h
  * (bf16 storage, fp32 accumulation), cross-entropy with z-loss, fused
- * AdamW. All launch on the given stream and return cudaGetLastError(). No
- * atomics: every reduction has a fixed order, so results are the same bits
- * on every run and every data-parallel replica. */
+ * AdamW, the master-share check. All launch on the given stream and return
+ * cudaGetLastError(). No floating-point atomics: every reduction has a
+ * fixed order, so results are the same bits on every run and every
+ * data-parallel replica (the share check's integer count is the one atomic:
+ * its total does not depend on the order). */
 #ifndef LLMT_GK_H
 #define LLMT_GK_H
 #include <stddef.h>
@@ -125,6 +127,23 @@ cudaError_t gk_f32_to_bf16(const float *src, gk_bf16 *dst, size_t n, cudaStream_
 cudaError_t gk_adamw(float *p, const float *g, float *m, float *v, gk_bf16 *wc, size_t n,
                      float gscale, float b1, float b2, float omb1, float omb2, float keep,
                      float step, float bc2s, float eps, cudaStream_t st);
+
+/* The SDC check of a ZeRO-1 master share (dev_elem.cu): *bad += the
+ * elements i < n[j] of the nr ranges whose fp32 master m[j][i] no longer
+ * gives ref[j][i]: with is_bf16[j], the bf16 weights (gk_bf16), compared with
+ * the bf16 rounding gk_adamw writes; else an fp32 copy, compared bit for
+ * bit (+0 and -0 alike: such a copy is a sum over DP of its owner's value
+ * and zeros). 16-byte loads where master and the reference are aligned
+ * alike. *bad is not zeroed here. */
+#define GK_SHARE_RANGES 32
+typedef struct {
+	const float *m[GK_SHARE_RANGES];
+	const void *ref[GK_SHARE_RANGES];
+	size_t n[GK_SHARE_RANGES];
+	int is_bf16[GK_SHARE_RANGES];  /* ref is gk_bf16 (else float) */
+	int nr;
+} gk_share_ranges;
+cudaError_t gk_share_check(const gk_share_ranges *r, unsigned long long *bad, cudaStream_t st);
 
 /* Sum of squares: partial[b] for b < GK_SUMSQ_BLOCKS in double (the host
  * adds them in order): block b sums a fixed range with 16-byte loads

@@ -118,6 +118,13 @@ int ggrads_settle(llmt_gmodel *g);
 /* ---- the fp32 master and its share (gmodel_shard.c) ----
  * packed index of flat element flat (flat itself when whole) */
 size_t gsh_at(const llmt_gmodel *g, size_t flat);
+/* 1 when the flat range [at, at + n) lies in one part of this rank's
+ * share (sharded) or in the buffer (whole) */
+int gsh_has(const llmt_gmodel *g, size_t at, size_t n);
+/* sharded, master made: the SDC check of the share queued on the compute
+ * stream: *bad (device) = its elements whose bf16 rounding differs from
+ * the bf16 copy, plus those whose fp32 copy differs from them */
+int gsh_check(llmt_gmodel *g, unsigned long long *bad);
 /* the table and buffer of fp32 copies (embedding, norm weights); gw32: the
  * fp32 copy of flat element flat (kernels read weights there, not master) */
 int gwf_plan(llmt_gmodel *g);

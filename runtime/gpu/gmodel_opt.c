@@ -2,7 +2,7 @@
  * gmodel_opt.h): share, norm partials, update and all-gather, element
  * copies, checkpoint snapshot and restore. Reads the GPU model's private
  * layout (gmodel_impl.h): its buffers, streams, buckets and the snapshot
- * events that the fused AdamW already waits on. */
+ * events that the fused AdamW already waits on; the share's SDC check. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,8 @@ struct llmt_gopt {
 	int nsq;
 	size_t sq_n;                  /* their total length */
 	float *sq_buf;                /* the ranges packed (one sum launch) */
-	double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials */
+	double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials (sq_d: also the
+	                               * share check's count, after the norm) */
 	size_t ck_lo, ck_hi;
 	float *pin;                   /* snapshot: master n, m and v ck_hi - ck_lo each */
 };
@@ -118,6 +119,23 @@ size_t llmt_gopt_first(const llmt_gopt *o)
 	return o->nsq ? o->sq_lo[0] : o->n;
 }
 
+int llmt_gopt_share_check(llmt_gopt *o, size_t *bad)
+{
+	llmt_gmodel *g = o->g;
+	unsigned long long h = 0, *cnt = (unsigned long long *)(void *)o->sq_d;
+	*bad = 0;
+	if (!g->sh_lo)
+		return 0;
+	/* the weight all-gather wrote the other ranks' blocks and the fp32
+	 * copies; the forward waited for it on the compute stream */
+	if (gmaster_need(g) || gag_finish(g) || gsh_check(g, cnt))
+		return -1;
+	CK(cudaMemcpyAsync(&h, cnt, sizeof h, cudaMemcpyDeviceToHost, g->st), "share check");
+	CK(cudaStreamSynchronize(g->st), "share check");
+	*bad = (size_t)h;
+	return 0;
+}
+
 int llmt_gopt_sumsq(llmt_gopt *o, double *out)
 {
 	llmt_gmodel *g = o->g;
@@ -197,6 +215,14 @@ int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *hos
 	if (at > o->n || n > o->n - at || gag_finish(g) ||
 		(which == LLMT_GBUF_GRADS && ggrads_settle(g)))
 		return -1;
+	if (which == LLMT_GBUF_SHARE) {
+		if (!gsh_has(g, at, n) || gmaster_need(g))
+			return -1;
+		CK(cudaMemcpyAsync(host, g->master + gsh_at(g, at), n * 4, cudaMemcpyDeviceToHost, g->st),
+		   "download");
+		CK(cudaStreamSynchronize(g->st), "download");
+		return 0;
+	}
 	if (which == LLMT_GBUF_MASTER && g->sh_lo) {
 		/* a ZeRO-1 share: the replicated bf16 copy, widened */
 		uint16_t *b = malloc(n * 2 + 2);
@@ -223,7 +249,12 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
 	if (at > o->n || n > o->n - at || gag_finish(g) ||
 		(which == LLMT_GBUF_GRADS && ggrads_settle(g)))   /* the rest stays zero */
 		return -1;
-	if (which == LLMT_GBUF_MASTER) {
+	if (which == LLMT_GBUF_SHARE) {
+		if (!gsh_has(g, at, n) || gmaster_need(g) || gsnap_fence(g))
+			return -1;
+		CK(cudaMemcpyAsync(g->master + gsh_at(g, at), host, n * 4, cudaMemcpyHostToDevice, g->st),
+		   "upload");
+	} else if (which == LLMT_GBUF_MASTER) {
 		/* staged in the gradient buffer (between steps: it is free) to
 		 * master, its bf16 copy and fp32 copies */
 		if (gsnap_fence(g))

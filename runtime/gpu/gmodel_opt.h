@@ -2,8 +2,8 @@
  * (bridge_optim.c drives it): this rank's ZeRO-1 share of the flat buffer
  * (the bucket blocks of llmt_gmodel_set_dp, or all of it without data
  * parallelism), its gradient sum of squares, its clipped AdamW update and
- * the weight all-gather, element copies for fault injection and the tied
- * embedding, and the checkpoint snapshot / restore of master and AdamW
+ * the weight all-gather, the share's SDC check, element copies for fault
+ * injection and the tied embedding, and the checkpoint snapshot / restore of master and AdamW
  * state. Everything runs on the model's compute stream (the snapshot copy
  * on its copy stream) and returns 0 or -1 after a message on stderr. */
 #ifndef LLMT_GMODEL_OPT_H
@@ -30,6 +30,12 @@ int llmt_gopt_sumsq(llmt_gopt *o, double *out);
 int llmt_gopt_update(llmt_gopt *o, double lr, double gscale, const llmt_adamw_cfg *cfg, long t);
 /* The first element of the share counted in the norm (n: none). */
 size_t llmt_gopt_first(const llmt_gopt *o);
+/* The SDC check of a ZeRO-1 share (dp > 1; 0 without one), after the
+ * passes, before the update: *bad = its elements whose bf16 rounding is
+ * no longer the bf16 weight this rank gave the replicas, plus those whose
+ * fp32 copy (embedding, norm weights) differs from them (one kernel pass
+ * over the share; the norm scratch holds the count). */
+int llmt_gopt_share_check(llmt_gopt *o, size_t *bad);
 
 /* The reduced gradient over [lo, hi) made whole on every DP rank (the
  * buckets that overlap it all-gathered). */
@@ -37,8 +43,10 @@ int llmt_gopt_grads_whole(llmt_gopt *o, size_t lo, size_t hi);
 
 /* Synchronous copies of n elements at flat offset at between a device
  * buffer and host memory; a master write refreshes its bf16 copy and
- * waits for a checkpoint snapshot in flight first. */
-typedef enum { LLMT_GBUF_MASTER, LLMT_GBUF_GRADS } llmt_gbuf;
+ * waits for a checkpoint snapshot in flight first. SHARE: this rank's
+ * fp32 master alone ([at, at + n) inside one part of its share, else -1),
+ * nothing refreshed: what a memory fault at rest does. */
+typedef enum { LLMT_GBUF_MASTER, LLMT_GBUF_GRADS, LLMT_GBUF_SHARE } llmt_gbuf;
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host);
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host);
 

@@ -4,7 +4,8 @@
  * fp32 copies of the tensors kernels read in fp32 (embedding, norm
  * weights); moving weights between host, share, bf16 copy and those
  * copies through the gradient buffer as scratch (between steps only); and
- * the weight all-gather after a ZeRO-1 update, off the critical path. */
+ * the weight all-gather after a ZeRO-1 update, off the critical path; the
+ * share's SDC check against the bf16 weights and fp32 copies it gave. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,16 @@ size_t gsh_at(const llmt_gmodel *g, size_t flat)
 		if (flat >= g->sh_lo[i] && flat < g->sh_hi[i])
 			return g->sh_at[i] + (flat - g->sh_lo[i]);
 	return flat;
+}
+
+int gsh_has(const llmt_gmodel *g, size_t at, size_t n)
+{
+	if (!g->sh_lo)
+		return at <= g->h->n && n <= g->h->n - at;
+	for (int i = 0; i < g->nsh_parts; i++)
+		if (at >= g->sh_lo[i] && n <= g->sh_hi[i] - at && at < g->sh_hi[i])
+			return 1;
+	return 0;
 }
 
 int gwf_plan(llmt_gmodel *g)
@@ -79,6 +90,44 @@ static int to_master(llmt_gmodel *g, const float *src, size_t at, size_t n, enum
 			CK(cudaMemcpyAsync(g->master + g->sh_at[i] + (x - g->sh_lo[i]), src + x, (y - x) * 4,
 							   k, g->st), "master copy");
 	return 0;
+}
+
+/* the share check's ranges, GK_SHARE_RANGES to a launch: one more (n
+ * elements of master at m against ref), the last launch when m is NULL */
+static int check_add(llmt_gmodel *g, gk_share_ranges *r, unsigned long long *bad, const float *m,
+					 const void *ref, size_t n, int is_bf16)
+{
+	if (r->nr == GK_SHARE_RANGES || (!m && r->nr)) {
+		CK(gk_share_check(r, bad, g->st), "master-share check");
+		r->nr = 0;
+	}
+	if (m && n) {
+		r->m[r->nr] = m;
+		r->ref[r->nr] = ref;
+		r->n[r->nr] = n;
+		r->is_bf16[r->nr++] = is_bf16;
+	}
+	return 0;
+}
+
+int gsh_check(llmt_gmodel *g, unsigned long long *bad)
+{
+	gk_share_ranges r;
+	size_t x, y;
+	r.nr = 0;
+	CK(cudaMemsetAsync(bad, 0, sizeof *bad, g->st), "memset");
+	for (int p = 0; p < g->nsh_parts; p++) {
+		size_t lo = g->sh_lo[p], hi = g->sh_hi[p];
+		const float *m = g->master + g->sh_at[p];
+		if (check_add(g, &r, bad, m, g->wc + lo, hi - lo, 1))
+			return -1;
+		for (int i = 0; i < g->nwf; i++)
+			if (meet(lo, hi, g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y) &&
+				check_add(g, &r, bad, m + (x - lo), g->wf + g->wf_at[i] + (x - g->wf_flat[i]),
+						  y - x, 0))
+				return -1;
+	}
+	return check_add(g, &r, bad, NULL, NULL, 0, 0);
 }
 
 int gmaster_need(llmt_gmodel *g)

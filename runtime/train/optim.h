@@ -127,7 +127,8 @@ struct llmt_trainopt_ops {
 	 * rank's gradients; BITFLIP (after step) flips bit 22 of the first
 	 * parameter; MASTERFLIP (before finish) flips bit 30 of the first
 	 * element of this rank's fp32 master share alone, as a memory fault
-	 * at rest would (a host share only); *at: the element touched */
+	 * at rest would (dp > 1: a host share, bf16, or the device's, there
+	 * its first element counted in the norm); *at: the element touched */
 	int (*poke)(llmt_trainopt *o, llmt_poke what, size_t *at);
 	/* the current master weights in host memory (a download on a device;
 	 * with dp > 1 there the fp32 master is a ZeRO-1 share: the bf16
@@ -144,10 +145,11 @@ struct llmt_trainopt_ops {
 	int (*load_into)(llmt_trainopt *o, int with_state, llmt_opt_state *s);
 	int (*loaded)(llmt_trainopt *o, long t, int with_state);
 	void (*free)(llmt_trainopt *o);
-	/* elements of this rank's fp32 master share whose bf16 weights (or
-	 * fp32 copies) no longer follow from it: corruption at rest since the
-	 * last step (0 without a share; NULL: not checked, the device's) */
-	size_t (*share_check)(llmt_trainopt *o);
+	/* *bad: elements of this rank's fp32 master share whose bf16 weights
+	 * (or fp32 copies) no longer follow from it: corruption at rest since
+	 * the last step (0 without a share); 0, or -1 when the check could not
+	 * run (a device error) */
+	int (*share_check)(llmt_trainopt *o, size_t *bad);
 };
 struct llmt_trainopt {
 	const struct llmt_trainopt_ops *ops;

@@ -134,11 +134,12 @@ static int h_poke(llmt_trainopt *b, llmt_poke what, size_t *at)
 	return 0;
 }
 
-static size_t h_share_check(llmt_trainopt *b)
+static int h_share_check(llmt_trainopt *b, size_t *bad)
 {
 	host_opt *h = (host_opt *)b;
 
-	return h->share ? llmt_model_share_check(h->m) : 0;
+	*bad = h->share ? llmt_model_share_check(h->m) : 0;
+	return 0;
 }
 
 /* a share: the weights the replicas hold, in the gradient buffer (free

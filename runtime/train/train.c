@@ -206,14 +206,21 @@ static void inject_flip(trainer *t, long stepno, llmt_fault_kind kind, llmt_poke
 
 /* this rank's master share against its bf16 weights and fp32 copies,
  * before the update consumes it (with the SDC check on: --sdc-interval,
- * dp > 1, a host share): the mismatches */
+ * dp > 1, a share on the host or the device): the mismatches; a check
+ * that cannot run (a device error) ends the job, 75 */
 static double share_mismatches(trainer *t)
 {
 	const llmt_grid *l = &t->p->l;
+	size_t bad = 0;
 
-	if (t->o->sdc_interval <= 0 || l->dp < 2 || !t->opt->ops->share_check)
+	if (t->o->sdc_interval <= 0 || l->dp < 2)
 		return 0;
-	return (double)t->opt->ops->share_check(t->opt);
+	if (t->opt->ops->share_check(t->opt, &bad)) {
+		fprintf(stderr, "llm-train: rank %d: the master-share check could not run\n", l->rank);
+		llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
+		exit(LLMT_EXIT_TRANSIENT);      /* MPI_Abort does not return */
+	}
+	return (double)bad;
 }
 
 static int ckpt_due_time(trainer *t, double now)
@@ -413,7 +420,7 @@ static int loop(trainer *t)
 		my_loss = !first_stage_loss ? 0 : t->ld.masked ? loss_sum * scale : loss_sum / o->A / l->dp;
 		inject_grad_faults(t, stepno, &my_loss);
 		inject_flip(t, stepno, LLMT_FAULT_MASTERFLIP, LLMT_POKE_MASTERFLIP, "masterflip",
-			"a master share (dp 1, fp32 or a GPU)");
+			"a master share (dp 1 or fp32)");
 		if (t->opt->ops->finish(t->opt, &norm)) {
 			fprintf(stderr, "llm-train: rank %d: step %ld: gradient reduction failed\n", l->rank, stepno);
 			llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);

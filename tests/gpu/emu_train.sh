@@ -32,7 +32,10 @@
 #   host<->device bytes per step (counted by the emulation) stay under a
 #   tenth of the fp32 weights;
 # - faults on the device: spike and nan steps are skipped, a bit flipped
-#   in one replica is found by the SDC check (exit 86, sdc.json).
+#   in one replica is found by the SDC check (exit 86, sdc.json); bit 30
+#   of one rank's device fp32 master share flipped alone (masterflip)
+#   is found by that rank's share check before the update (exit 86,
+#   cause master_share, no checkpoint after the fault).
 # SKIP without CUDA in the build (no llm-train-emu), Slurm or bible-kjv.
 set -u
 EMU=$top_builddir/tests/gpu/llm-train-emu
@@ -186,4 +189,23 @@ grep -q 'step 3: non-finite loss or gradient' "$W/gf.out" || { cat "$W/gf.out"; 
 [ -s "$W/gf/sdc.json" ] || fail "faults: no sdc.json after the bitflip"
 grep -q '"step":3' "$W/gf/sdc.json" || fail "faults: sdc.json is not about step 3: $(cat "$W/gf/sdc.json")"
 echo "faults on the device: spike and nan steps skipped, bitflip found by the SDC check at step 3"
+# masterflip: rank 1's device master share corrupted at rest during step 3
+# (after its step-2 update and checkpoint): the replicas' bf16 weights
+# still agree; the share check (every step at dp > 1 with --sdc-interval)
+# sees it before the update: 86, cause master_share, suspect dp rank 1
+# alone, the step-2 checkpoint the last
+LLM_TRAIN_FAULT=masterflip@3:1 go gm gpu 1 1 2 --steps 6
+rc=$?
+[ $rc = 86 ] || { cat "$W/gm.out"; fail "masterflip: want exit 86, got $rc"; }
+grep -q "injected fault masterflip@3" "$W/gm.out" || { cat "$W/gm.out"; fail "masterflip: the fault did not fire"; }
+grep -q "memory corruption at rest suspected" "$W/gm.out" || { cat "$W/gm.out"; fail "masterflip: no message"; }
+$py - "$W/gm/sdc.json" <<'PY' || fail "masterflip: sdc.json content: $(cat "$W/gm/sdc.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["cause"] == "master_share" and o["step"] == 2 and o["dp"] == 2, o
+assert o["mismatches"][0] == 0 and o["mismatches"][1] >= 1, o
+assert [s["dp_rank"] for s in o["suspects"]] == [1] and o["suspects"][0]["hosts"], o
+PY
+[ "$("$CPU" ckpt-list "$W/gm" | cut -d' ' -f1 | tr '\n' ' ')" = "2 " ] || fail "masterflip: a checkpoint after the corruption was written"
+echo "masterflip on the device: exit 86, sdc.json $(cat "$W/gm/sdc.json")"
 echo PASS

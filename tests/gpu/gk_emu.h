@@ -449,6 +449,16 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu)
 	gk_emu::warp_sync("__syncwarp");
 }
 
+/* integer atomics: a block's threads are fibers on one OS thread, switched
+ * at barriers and GK_EMU_POINT only, and blocks run one after another, so
+ * a read-modify-write is never interrupted */
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{
+	unsigned long long o = *p;
+	*p = o + v;
+	return o;
+}
+
 #define GK_LAUNCH(k, grid, block, shmem, st) \
 	(llmt_emu_stream_use(st), gk_emu::launch(dim3(grid), dim3(block), (shmem)))(k)
 #define GK_DYN_SHARED(T, name) T *name = static_cast<T *>(gk_emu::dyn())

@@ -216,6 +216,102 @@ static void test_vector_kernels(void **st)
 	free(x); free(r); free(y); free(b);
 }
 
+/* one bit of x flipped */
+static void flip32(float *x, int bit)
+{
+	uint32_t u;
+	memcpy(&u, x, 4);
+	u ^= 1u << bit;
+	memcpy(x, &u, 4);
+}
+
+/* the master-share check (gk_share_check) over 16 ranges of 37 elements,
+ * master and reference at every pair of offsets 0..3 elements from
+ * 16-byte boundaries (the 16-byte groups where both line up, one by one
+ * where not), and one range of 100,003 elements (many blocks): a
+ * consistent share counts 0; bit 30 flipped at the same element of every
+ * range counts each once, wherever it falls (head, groups, tail); the
+ * lowest mantissa bit counts against an fp32 copy (bit for bit) and not
+ * against a bf16 weight whose rounding it leaves alone (the element is
+ * kept away from a rounding tie; such a flip changes no weight a replica
+ * computes with); -0 against a +0 copy is no mismatch (a copy is a sum
+ * over DP); the count adds to what *bad held */
+static void share_ranges(int bf, size_t big, float **mb, void **rb, gk_share_ranges *r)
+{
+	r->nr = 17;
+	for (int j = 0; j < r->nr; j++) {
+		size_t n = j < 16 ? 37 : big, om = j < 16 ? (size_t)(j % 4) : 0, orr = j < 16 ? (size_t)(j / 4) : 1;
+		mb[j] = aligned_alloc(64, (n + 4 + 15) / 16 * 64);
+		rb[j] = aligned_alloc(64, (n + 4 + 15) / 16 * 64);
+		float *m = mb[j] + om;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t u;
+			do {        /* away from a rounding tie (low 16 bits near 0x8000) */
+				m[i] = frand();
+				memcpy(&u, &m[i], 4);
+			} while ((u & 0xffffu) - 0x7ff0u < 0x20u);
+		}
+		r->m[j] = m;
+		r->n[j] = n;
+		r->is_bf16[j] = bf;
+		if (bf) {
+			bf16 *w = (bf16 *)rb[j] + orr;
+			assert_int_equal(gk_f32_to_bf16(m, w, n, 0), 0);   /* the device's rounding */
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(w[i], f32_to_bf16(m[i]));
+			r->ref[j] = w;
+		} else {
+			memcpy((float *)rb[j] + orr, m, n * 4);
+			r->ref[j] = (float *)rb[j] + orr;
+		}
+	}
+}
+
+static unsigned long long share_count(const gk_share_ranges *r)
+{
+	unsigned long long bad = 0;
+	assert_int_equal(gk_share_check(r, &bad, 0), 0);
+	return bad;
+}
+
+static void test_share_check(void **st)
+{
+	(void)st;
+	float *mb[GK_SHARE_RANGES + 1];
+	void *rb[GK_SHARE_RANGES + 1];
+	gk_share_ranges r;
+	assert_true(GK_SHARE_RANGES >= 17);
+	for (int bf = 0; bf < 2; bf++) {
+		share_ranges(bf, 100003, mb, rb, &r);
+		assert_int_equal(share_count(&r), 0);
+		for (size_t i = 0; i < 37; i++) {
+			size_t at[2] = {i, 100003 - 37 + i};          /* and the big range's end */
+			for (int j = 0; j < r.nr; j++)
+				flip32((float *)r.m[j] + at[j == 16], 30);
+			assert_int_equal(share_count(&r), 17);
+			for (int j = 0; j < r.nr; j++)
+				flip32((float *)r.m[j] + at[j == 16], 30);
+		}
+		for (int j = 0; j < r.nr; j++)
+			flip32((float *)r.m[j] + 5, 0);
+		assert_int_equal(share_count(&r), bf ? 0 : 17);
+		for (int j = 0; j < r.nr; j++)
+			flip32((float *)r.m[j] + 5, 0);
+		unsigned long long bad = 5;
+		assert_int_equal(gk_share_check(&r, &bad, 0), 0);
+		assert_int_equal(bad, 5);
+		for (int j = 0; j < r.nr; j++) {
+			free(mb[j]);
+			free(rb[j]);
+		}
+	}
+	float z = -0.0f, pz = 0.0f;
+	gk_share_ranges zr = {{&z}, {&pz}, {1}, {0}, 1};
+	assert_int_equal(share_count(&zr), 0);
+	pz = 1.0f;
+	assert_int_equal(share_count(&zr), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_adamw_sumsq),
 		cmocka_unit_test(test_vector_kernels),
+		cmocka_unit_test(test_share_check),
 	};
 	omp_set_num_threads(1);   /* the CPU model's side is tiny: no spinning threads */
 	/* every GPU model of these tests, unless a test says fused */

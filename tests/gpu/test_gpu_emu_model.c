@@ -7,6 +7,7 @@
  * where the CPU model rounds them to bf16, so limits at bf16 level); the
  * model.h bridge, ZeRO-1, refusals. The kernels are test_gpu_emu.c. */
 #include "test_gpu_emu.h"
+#include "gpu/gmodel_opt.h"
 
 /* one stage (pp_rank of pp) on the emulated GPU vs the CPU model;
  * chunk > 0: attention in query chunks of that many rows */
@@ -435,6 +436,117 @@ static void test_snapshot_overlap(void **st)
 	llmt_gmodel_free(g);
 }
 
+/* bit `bit` of this rank's fp32 master share at flat element at, alone
+ * (LLMT_GBUF_SHARE: the bf16 copy and fp32 copies keep the old value) */
+static void share_flip(llmt_gopt *o, size_t at, int bit)
+{
+	float x;
+	uint32_t u;
+	assert_int_equal(llmt_gopt_get(o, LLMT_GBUF_SHARE, at, 1, &x), 0);
+	memcpy(&u, &x, 4);
+	u ^= 1u << bit;
+	memcpy(&x, &u, 4);
+	assert_int_equal(llmt_gopt_put(o, LLMT_GBUF_SHARE, at, 1, &x), 0);
+}
+
+static size_t share_bad(llmt_gopt *o)
+{
+	size_t bad = 99;
+	assert_int_equal(llmt_gopt_share_check(o, &bad), 0);
+	return bad;
+}
+
+/* an element of t whose low 16 bits are away from the bf16 rounding tie
+ * (its lowest bit flipped leaves the rounding alone) */
+static size_t off_tie(llmt_gopt *o, const llmt_param_info *t)
+{
+	for (size_t k = 0; k < t->numel; k++) {
+		float x;
+		uint32_t u;
+		assert_int_equal(llmt_gopt_get(o, LLMT_GBUF_SHARE, t->offset + k, 1, &x), 0);
+		memcpy(&u, &x, 4);
+		if ((u & 0xffffu) - 0x7ff0u >= 0x20u)
+			return t->offset + k;
+	}
+	fail_msg("no element away from a rounding tie in %s", t->name);
+	return 0;
+}
+
+/* The SDC check of the device's ZeRO-1 share (llmt_gopt_share_check, the
+ * bucketed share of a one-rank group: its parts packed in bucket order,
+ * not flat order): 0 before and after each of two ZeRO-1 steps (and with
+ * the update's all-gather still in flight); bit 30 of one master element
+ * flipped alone counts 1 for a weight (its bf16 rounding), 2 for a norm
+ * weight (its fp32 copy too), 0 once flipped back; the lowest mantissa
+ * bit counts 1 for a norm weight (its fp32 copy, bit for bit) and 0 for
+ * a weight whose bf16 rounding it leaves alone: below bf16 precision a
+ * fault at rest changes no weight any replica computes with, and the
+ * check does not see it (doc/contracts.md); outside the share a flip is
+ * refused */
+static void test_share_check(void **st)
+{
+	(void)st;
+	llmt_config c;
+	small_cfg(&c, 1);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, 6, 1);
+	llmt_nccl *dp = llmt_nccl_create(NULL, 0);
+	assert_non_null(g);
+	assert_int_equal(llmt_gmodel_set_dp(g, dp, 300), 0);
+	int np;
+	const llmt_param_info *pi = llmt_model_params(llmt_gmodel_host(g), &np), *w = NULL, *nw = NULL;
+	size_t n = llmt_model_nparams(llmt_gmodel_host(g)), lo = 0, hi = n;
+	for (int i = 0; i < np; i++) {
+		if (!w && pi[i].ndim == 2 && !strstr(pi[i].name, "embed_tokens"))
+			w = &pi[i];
+		if (!nw && pi[i].ndim == 1)
+			nw = &pi[i];
+	}
+	assert_non_null(w);
+	assert_non_null(nw);
+	llmt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.1, 0};
+	llmt_gopt *o = llmt_gopt_create(g, &ac, &lo, &hi, 1, 0, n);
+	assert_non_null(o);
+	int32_t tok[6] = {3, 1, 4, 1, 5, 9}, tgt[6] = {1, 4, 1, 5, 9, 2};
+	assert_int_equal(share_bad(o), 0);
+	for (int step = 1; step <= 2; step++) {
+		float l;
+		double ss;
+		assert_int_equal(llmt_gmodel_zero_grad(g), 0);
+		assert_int_equal(llmt_gmodel_forward(g, 0, tok, NULL, tgt, NULL, &l), 0);
+		assert_int_equal(llmt_gmodel_backward_dp(g, 0, NULL, NULL, 1.0f, 1), 0);
+		assert_int_equal(llmt_gmodel_dp_wait(g), 0);
+		assert_int_equal(llmt_gopt_sumsq(o, &ss), 0);
+		assert_int_equal(share_bad(o), 0);      /* where the training loop checks */
+		assert_int_equal(llmt_gopt_update(o, 1e-2, llmt_clip_scale(sqrt(ss), 1.0), &ac, step), 0);
+		assert_int_equal(share_bad(o), 0);
+	}
+	size_t at = w->offset + 3, an = nw->offset + 1;
+	share_flip(o, at, 30);
+	assert_int_equal(share_bad(o), 1);
+	share_flip(o, at, 30);
+	assert_int_equal(share_bad(o), 0);
+	share_flip(o, an, 30);
+	assert_int_equal(share_bad(o), 2);
+	share_flip(o, an, 30);
+	assert_int_equal(share_bad(o), 0);
+	at = off_tie(o, w);
+	an = off_tie(o, nw);
+	share_flip(o, at, 0);
+	assert_int_equal(share_bad(o), 0);
+	share_flip(o, an, 0);
+	assert_int_equal(share_bad(o), 1);
+	share_flip(o, at, 0);
+	share_flip(o, an, 0);
+	assert_int_equal(share_bad(o), 0);
+	float x = 0;
+	assert_int_equal(llmt_gopt_get(o, LLMT_GBUF_SHARE, n, 1, &x), -1);
+	assert_int_equal(llmt_gopt_put(o, LLMT_GBUF_SHARE, n - 1, 2, &x), -1);
+	llmt_gopt_free(o);
+	llmt_gmodel_free(g);
+	llmt_nccl_free(dp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_grad_writes_qknorm),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_snapshot_overlap),
+		cmocka_unit_test(test_share_check),
 	};
 	/* the random inputs as when these tests ran after test_gpu_emu.c's in
 	 * one program: frand's state after those (the limits are measured
