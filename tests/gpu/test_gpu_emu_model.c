@@ -398,6 +398,17 @@ static void test_refusals(void **st)
 	llmt_gmodel_free(g);
 }
 
+/* the small model (small_cfg) on one rank, one sequence of T tokens */
+static llmt_gmodel *one_rank(int gqa, int T)
+{
+	llmt_config c;
+	small_cfg(&c, gqa);
+	llmt_par par = {1, 0, 1, 0, NULL};
+	llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, T, 1);
+	assert_non_null(g);
+	return g;
+}
+
 /* a checkpoint snapshot in flight on the copy stream while the optimizer
  * writes master on the compute stream: the copy holds the weights from
  * before the update (the update waits for it: gsnap_fence; without that
@@ -405,11 +416,7 @@ static void test_refusals(void **st)
 static void test_snapshot_overlap(void **st)
 {
 	(void)st;
-	llmt_config c;
-	small_cfg(&c, 0);
-	llmt_par par = {1, 0, 1, 0, NULL};
-	llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, 4, 1);
-	assert_non_null(g);
+	llmt_gmodel *g = one_rank(0, 4);
 	llmt_model *h = llmt_gmodel_host(g);
 	size_t n = llmt_model_nparams(h);
 	float *before = dup(llmt_model_master(h), n), *after;
@@ -486,12 +493,8 @@ static size_t off_tie(llmt_gopt *o, const llmt_param_info *t)
 static void test_share_check(void **st)
 {
 	(void)st;
-	llmt_config c;
-	small_cfg(&c, 1);
-	llmt_par par = {1, 0, 1, 0, NULL};
-	llmt_gmodel *g = llmt_gmodel_create(&c, &par, 1, 6, 1);
+	llmt_gmodel *g = one_rank(1, 6);
 	llmt_nccl *dp = llmt_nccl_create(NULL, 0);
-	assert_non_null(g);
 	assert_int_equal(llmt_gmodel_set_dp(g, dp, 300), 0);
 	int np;
 	const llmt_param_info *pi = llmt_model_params(llmt_gmodel_host(g), &np), *w = NULL, *nw = NULL;

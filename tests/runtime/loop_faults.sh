@@ -77,19 +77,7 @@ echo "bitflip: exit 86, sdc.json $(cat "$W/s/sdc.json")"
 # step: --sdc-interval only has to be on)
 LLM_TRAIN_FAULT=masterflip@3:1 train 1 1 2 --steps 6 --micro-batch 2 --sdc-interval 100 \
 	--ckpt-dir "$W/mf" --ckpt-interval 2
-rc=$?
-[ $rc = 86 ] || { cat "$W/last.out"; fail "masterflip: want exit 86, got $rc"; }
-grep -q "injected fault masterflip@3" "$W/last.out" || fail "masterflip: the fault did not fire"
-grep -q "memory corruption at rest suspected" "$W/last.out" || fail "masterflip: no message"
-$py - "$W/mf/sdc.json" <<'PY' || fail "masterflip: sdc.json content"
-import json, sys
-o = json.load(open(sys.argv[1]))
-assert o["cause"] == "master_share" and o["step"] == 2 and o["dp"] == 2, o
-assert o["mismatches"][0] == 0 and o["mismatches"][1] >= 1, o
-assert [s["dp_rank"] for s in o["suspects"]] == [1] and o["suspects"][0]["hosts"], o
-PY
-[ "$("$LT" ckpt-list "$W/mf" | cut -d' ' -f1 | tr '\n' ' ')" = "2 " ] || fail "masterflip: a checkpoint after the corruption was written"
-echo "masterflip: exit 86, sdc.json $(cat "$W/mf/sdc.json")"
+masterflip_check masterflip $? "$W/last.out" "$W/mf" "$LT"
 
 # ---- hang: the heartbeat stops (the wrapper's hang detection), crash: abort
 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2 LLM_TRAIN_FAULT=hang@3 timeout 120 srun -J llmt-hang \

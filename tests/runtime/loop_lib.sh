@@ -96,3 +96,24 @@ hb_line() {
 		[ -r "$_f" ] && sed -n "s/^r$2 //p" "$_f"
 	done | head -n 1
 }
+
+# masterflip_check WHAT RC OUT CKPT LISTER: a run under
+# LLM_TRAIN_FAULT=masterflip@3:1 at dp=2 (checkpoints every 2 steps)
+# ended 86 with the at-rest message, sdc.json names dp rank 1 alone with
+# cause master_share at step 2, and no checkpoint after step 2 was written
+masterflip_check() {
+	_w=$1 _rc=$2 _out=$3 _ck=$4 _ls=$5
+	[ "$_rc" = 86 ] || { cat "$_out"; fail "$_w: want exit 86, got $_rc"; }
+	grep -q "injected fault masterflip@3" "$_out" || { cat "$_out"; fail "$_w: the fault did not fire"; }
+	grep -q "memory corruption at rest suspected" "$_out" || { cat "$_out"; fail "$_w: no message"; }
+	/usr/bin/python3 - "$_ck/sdc.json" <<'PY' || fail "$_w: sdc.json content: $(cat "$_ck/sdc.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["cause"] == "master_share" and o["step"] == 2 and o["dp"] == 2, o
+assert o["mismatches"][0] == 0 and o["mismatches"][1] >= 1, o
+assert [s["dp_rank"] for s in o["suspects"]] == [1] and o["suspects"][0]["hosts"], o
+PY
+	[ "$("$_ls" ckpt-list "$_ck" | cut -d' ' -f1 | tr '\n' ' ')" = "2 " ] ||
+		fail "$_w: a checkpoint after the corruption was written"
+	echo "$_w: exit 86, sdc.json $(cat "$_ck/sdc.json")"
+}

@@ -11,24 +11,10 @@
 # sample longer than --seq is cut to it and counted.
 # Fails on the old code: no tokenize-sft.
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=$top_builddir/runtime/llm-train
-[ -x "$LT" ] || fail "$LT is not built"
-command -v bible >/dev/null 2>&1 || fail "bible not found: install bible-kjv (scripts/install-deps)"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/runtime/expect_lib.sh"
 bible -l0 "gen1:1-gen50:26" >"$tmp/gen.txt"
 "$LT" tokenizer-train "$tmp/gen.txt" "$tmp/t512.model" --vocab 512 >/dev/null 2>&1 || fail "tokenizer-train"
 
-# expect CODE PATTERN CMD...: exit CODE, one stderr line matching PATTERN
-expect() {
-	_code=$1 _pat=$2; shift 2
-	"$@" >"$tmp/out" 2>"$tmp/err"; _rc=$?
-	[ $_rc = "$_code" ] || { cat "$tmp/err"; fail "$*: exit $_rc, want $_code"; }
-	grep -q -- "$_pat" "$tmp/err" || { cat "$tmp/err"; fail "$*: no message matching: $_pat"; }
-	[ "$(grep -c . "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "$*: more than one line on stderr"; }
-	echo "exit $_rc: $(cat "$tmp/err")"
-}
 sft() { "$LT" tokenize-sft "$@"; }
 good='{"prompt": "What does the word ark mean?", "response": "a boat"}'
 printf '%s\n{"prompt": "x" "response": "y"}\n' "$good" >"$tmp/syntax.jsonl"

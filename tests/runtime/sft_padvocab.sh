@@ -12,12 +12,7 @@
 # 340-piece tokenizer ("has 340 tokens; ... vocab_size is 352", "not the
 # model's tokenizer").
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=$top_builddir/runtime/llm-train
-[ -x "$LT" ] || fail "$LT is not built"
-command -v bible >/dev/null 2>&1 || fail "bible not found: install bible-kjv (scripts/install-deps)"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/runtime/expect_lib.sh"
 export OMP_NUM_THREADS=1
 bible -l0 "gen1:1-gen20:18" >"$tmp/gen.txt"
 for v in 340 400; do
@@ -26,14 +21,6 @@ done
 printf 'vocab_size: 352\nd_model: 32\nn_layers: 1\nn_heads: 2\nd_ff: 64\nmax_seq: 64\ntie_embeddings: false\n' \
 	>"$tmp/m.yaml"
 
-# expect CODE PATTERN CMD...: exit CODE, one stderr line matching PATTERN
-expect() {
-	_code=$1 _pat=$2; shift 2
-	"$@" >"$tmp/out" 2>"$tmp/err"; _rc=$?
-	[ $_rc = "$_code" ] || { cat "$tmp/err"; fail "$*: exit $_rc, want $_code"; }
-	grep -q -- "$_pat" "$tmp/err" || { cat "$tmp/err"; fail "$*: no message matching: $_pat"; }
-	[ "$(grep -c . "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "$*: more than one line on stderr"; }
-}
 ok() { "$@" >"$tmp/out" 2>"$tmp/err"; _rc=$?; [ $_rc = 0 ] || { cat "$tmp/err"; fail "$*: exit $_rc"; }; }
 
 # the HF directory: a model of vocab_size 352 exported, the 340-piece tokenizer beside it
