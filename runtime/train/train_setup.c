@@ -418,6 +418,7 @@ static int ckpt_dir_start(trainer *t)
 		printf("llm-train: %s holds no complete checkpoint: the incomplete %s ignored; %s%s\n", o->ckpt_dir,
 			inc, o->init_from ? "starting from --init-from " : "fresh start (LLM_TRAIN_RESUME empty)",
 			o->init_from ? o->init_from : "");
+	fflush(stdout);   /* said even when the run dies in its first step */
 	return 0;
 }
 

@@ -10,6 +10,9 @@
 #   --init-from HFDIR: starts from its weights (the same first loss as
 #   --init-from in an empty CKPT_DIR), says so; --resume CKPT_DIR: 66 naming
 #   the incomplete steps;
+# - under llm-train-wrap (--no-srun), the same directory after a crash in
+#   the first save: the wrapper's LLM_TRAIN_RESUME= restarts in place from
+#   scratch, the attempt after a crash too, and the job completes;
 # - --init-from with a complete checkpoint in CKPT_DIR (a requeue, same
 #   command line): resumes, and rank 0 says --init-from is not used;
 # - --model naming a missing file (train and memory): 66 naming the path;
@@ -29,7 +32,10 @@ command -v mpirun >/dev/null 2>&1 || fail "mpirun missing (openmpi-bin is a depe
 W=$(mktemp -d /tmp/llmt-start.XXXXXX) || exit 1
 trap 'rm -rf "$W"' EXIT
 export OMP_NUM_THREADS=1
-unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT
+unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT \
+	SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW
+WRAP=$top_builddir/wrapper/llm-train-wrap
+[ -x "$WRAP" ] || fail "$WRAP is not built"
 MODEL=$top_srcdir/configs/tiny.yaml
 mkdir "$W/data"
 /usr/bin/python3 - "$W/data/s.bin" <<'PY' || fail "no token shard"
@@ -47,7 +53,7 @@ run() {  # run NAME [options...]: one tiny run; output in $W/NAME.out, .err
 first_loss() { head -n 1 "$1" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["loss"])'; }
 
 # a trained model and its export (the weights a user brings)
-run base --steps 2 --ckpt-dir "$W/base" || { cat "$W/base.err"; fail "base run: exit $?"; }
+run base --steps 2 --ckpt-dir "$W/base" || { rc=$?; cat "$W/base.err"; fail "base run: exit $rc"; }
 "$LT" export --dtype fp32 "$W/base" "$W/hf" >/dev/null || fail "export: exit $?"
 # an import cut short: the temporary step directory with a part of its shard
 mkdir -p "$W/cut/.tmp.step_00000000.k1"
@@ -74,22 +80,34 @@ run resume --steps 1 --resume "$W/cut" --ckpt-dir "$W/r"; rc=$?
 
 # ---- LLM_TRAIN_RESUME= (the wrapper's deliberate fresh start): trains ------
 LLM_TRAIN_RESUME= run fresh --steps 1 --ckpt-dir "$W/cut" ||
-	{ cat "$W/fresh.err"; fail "LLM_TRAIN_RESUME= on an incomplete CKPT_DIR: exit $?"; }
+	{ rc=$?; cat "$W/fresh.err"; fail "LLM_TRAIN_RESUME= on an incomplete CKPT_DIR: exit $rc"; }
 grep -q "the incomplete \.tmp\.step_00000000\.k1 ignored; fresh start (LLM_TRAIN_RESUME empty)" "$W/fresh.out" ||
 	{ cat "$W/fresh.out"; fail "LLM_TRAIN_RESUME=: no line saying the incomplete step is ignored"; }
 [ -d "$W/cut/step_00000001" ] || fail "LLM_TRAIN_RESUME=: no checkpoint saved"
 
+# ---- the wrapper: a crash in the first save, restarts in place ----------
+mkdir -p "$W/wr/.tmp.step_00000002.k2"
+head -c 4096 "$W/base/step_00000002/rank_00000.bin" >"$W/wr/.tmp.step_00000002.k2/rank_00000.bin"
+LLM_TRAIN_FAULT=crash@1 "$WRAP" --no-srun --ckpt-dir "$W/wr" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$LT" --model "$MODEL" --data "$W/data" --seq 16 --micro-batch 1 --steps 2 --quiet >"$W/wrap.out" 2>&1 ||
+	{ rc=$?; cat "$W/wrap.out"; fail "wrapper after a crash in the first save: exit $rc"; }
+[ "$(grep -c '"event":"launch"' "$W/wr/ledger.jsonl")" = 2 ] || { cat "$W/wrap.out"; fail "wrapper: not 2 launches"; }
+grep -q "the incomplete \.tmp\.step_00000002\.k2 ignored; fresh start" "$W/wrap.out" &&
+	[ -d "$W/wr/step_00000002" ] || { cat "$W/wrap.out"; fail "wrapper: the restart did not start fresh and finish"; }
+
 # ---- --init-from and only incomplete steps: its weights, said ------------
-run iref --steps 1 --init-from "$W/hf" --ckpt-dir "$W/iref" || { cat "$W/iref.err"; fail "--init-from: exit $?"; }
+run iref --steps 1 --init-from "$W/hf" --ckpt-dir "$W/iref" ||
+	{ rc=$?; cat "$W/iref.err"; fail "--init-from: exit $rc"; }
 run init --steps 1 --init-from "$W/hf" --ckpt-dir "$W/cut0" ||
-	{ cat "$W/init.err"; fail "--init-from on an incomplete CKPT_DIR: exit $?"; }
+	{ rc=$?; cat "$W/init.err"; fail "--init-from on an incomplete CKPT_DIR: exit $rc"; }
 grep -q "$W/cut0 holds no complete checkpoint: the incomplete \.tmp\.step_00000000\.k1 ignored; starting from --init-from $W/hf" \
 	"$W/init.out" || { cat "$W/init.out"; fail "--init-from: no line saying the incomplete step is ignored"; }
 [ "$(first_loss "$W/cut0/metrics.jsonl")" = "$(first_loss "$W/iref/metrics.jsonl")" ] ||
 	fail "--init-from on an incomplete CKPT_DIR: first loss differs from --init-from's (not its weights)"
 
 # ---- --init-from with a complete checkpoint: resumed, and said -----------
-run requeue --steps 3 --init-from "$W/hf" --ckpt-dir "$W/base" || { cat "$W/requeue.err"; fail "requeue: exit $?"; }
+run requeue --steps 3 --init-from "$W/hf" --ckpt-dir "$W/base" ||
+	{ rc=$?; cat "$W/requeue.err"; fail "requeue: exit $rc"; }
 grep -q "^llm-train: resuming from $W/base/step_00000002; --init-from $W/hf is not used (a checkpoint exists)$" \
 	"$W/requeue.out" || { cat "$W/requeue.out"; fail "--init-from ignored without a word"; }
 grep -q "resumed from $W/base/step_00000002 at step 2" "$W/requeue.out" || { cat "$W/requeue.out"; fail "not resumed"; }
