@@ -116,6 +116,11 @@ typedef struct llmt_ckpt llmt_ckpt;
  * creation time; sizes checked, checksums are checked by the load). 0, 66
  * when there is none, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+/* What in CKPT_DIR dir is not a complete checkpoint: a step_N directory
+ * whose manifest or files do not check (quick: sizes), and a .tmp.step_N.*
+ * directory a save or an import cut short left. Their count, their names
+ * comma-separated into names (cut with ", ..." when long). */
+int llmt_ckpt_incomplete(const char *dir, char *names, size_t len);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard
  * files too; checksums are verified by llmt_ckpt_load). NULL with *code

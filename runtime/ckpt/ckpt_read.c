@@ -2,6 +2,7 @@
  * valid step, parse the manifest) and loading this rank's buffers under
  * any layout, with the shard checksums verified by the ranks together. */
 #include "ckpt_int.h"
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +15,59 @@ struct llmt_ckpt {
 	int has_cfg;
 };
 
+/* The names of what is not a complete checkpoint, comma-separated. */
+typedef struct { char *buf; size_t len; int n; } inc_list;
+
+static void inc_add(inc_list *l, const char *name)
+{
+	size_t u = strlen(l->buf);
+
+	if (u + strlen(name) + 8 < l->len)
+		ck_fmt(l->buf + u, l->len - u, "%s%s", l->n ? ", " : "", name);
+	else if (u + 6 < l->len && !strstr(l->buf, ", ..."))
+		ck_fmt(l->buf + u, l->len - u, ", ...");
+	l->n++;
+}
+
+static void inc_report(const char *path, const char *why, void *arg)
+{
+	const char *slash = strrchr(path, '/');
+
+	(void)why;
+	inc_add(arg, slash ? slash + 1 : path);
+}
+
+int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
+{
+	inc_list l = { names, len, 0 };
+	char **paths, p[4300];
+	long *steps;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int n;
+
+	names[0] = '\0';
+	n = ck_list(dir, 1, &paths, &steps, inc_report, &l);
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(steps);
+	/* a save or an import cut short: its temporary step directory */
+	if (!(d = opendir(dir)))
+		return l.n;
+	while ((de = readdir(d))) {
+		ck_fmt(p, sizeof p, "%s/%s", dir, de->d_name);
+		if (!strncmp(de->d_name, ".tmp.step_", 10) && !stat(p, &st) && S_ISDIR(st.st_mode))
+			inc_add(&l, de->d_name);
+	}
+	closedir(d);
+	return l.n;
+}
+
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	char p[4300];
+	char p[4300], inc[1024];
 	struct stat st;
 	char **paths;
 	long *steps;
@@ -37,7 +88,10 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	if (n <= 0) {
 		free(paths);
 		free(steps);
-		ck_fmt(err, errlen, "%s: no complete checkpoint", path);
+		if (llmt_ckpt_incomplete(path, inc, sizeof inc) > 0)
+			ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
+		else
+			ck_fmt(err, errlen, "%s: no complete checkpoint", path);
 		return LLMT_EXIT_NOINPUT;
 	}
 	ck_fmt(out, outlen, "%s", paths[0]);

@@ -112,9 +112,9 @@ int llmt_memplan_main(int argc, char **argv)
 			usage);
 		return LLMT_EXIT_USAGE;
 	}
-	if (llmt_config_load(model, &c, err, sizeof(err)) || llmt_config_validate(&c, err, sizeof(err))) {
+	if ((rc = llmt_config_load(model, &c, err, sizeof(err))) || llmt_config_validate(&c, err, sizeof(err))) {
 		fprintf(stderr, "llm-train memory: %s\n", err);
-		return LLMT_EXIT_USAGE;
+		return rc == -2 ? LLMT_EXIT_NOINPUT : LLMT_EXIT_USAGE;
 	}
 	if (!T)
 		T = c.max_seq;

@@ -206,8 +206,10 @@ int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
 	 * small: a model config is a few lines (libyaml is quadratic in nesting) */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (fd < 0)
-		return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (fd < 0) {
+		fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -2;
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
 		close(fd);
 		return fail(err, errlen, "%s: not a regular file of at most 1 MiB", path);

@@ -29,7 +29,9 @@ void llmt_config_defaults(llmt_config *c);
 /* Read a YAML mapping of the keys above from path. Unknown keys, duplicate
  * keys, non-numeric or out-of-range values and missing required keys
  * (vocab_size, d_model, n_layers, n_heads, d_ff, max_seq) are refused:
- * returns -1 and writes "path:line: reason" into err. 0 on success. */
+ * returns -1 and writes "path:line: reason" into err; -2 when path cannot
+ * be opened (missing or unreadable: exit 66, EX_NOINPUT, for the caller).
+ * 0 on success. */
 int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen);
 /* Same from len bytes of text in memory (name in the messages). */
 int llmt_config_parse(const char *text, size_t len, const char *name, llmt_config *c, char *err,

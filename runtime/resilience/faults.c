@@ -15,7 +15,7 @@
 #include "llmt/env.h"
 
 static const char *kinds[] = { "nan", "spike", "bitflip", "crash", "exit75", "hang", "stall", "slowsave",
-	"wrongmath", "slow", "slowlink", "masterflip" };
+	"wrongmath", "slow", "slowlink", "masterflip", "sharefail" };
 
 /* Sleep s seconds on the monotonic clock, through signals. */
 static void sleep_s(double s)
@@ -65,7 +65,7 @@ int llmt_faults_parse(llmt_faults *fs, const char *spec, int attempt, const char
 			if (!strcmp(item, kinds[k]))
 				break;
 		if (k == LLMT_FAULT_NKINDS) {
-			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang stall slowsave wrongmath slow slowlink masterflip)", item);
+			snprintf(err, errlen, "LLM_TRAIN_FAULT: unknown kind '%s' (nan spike bitflip crash exit75 hang stall slowsave wrongmath slow slowlink masterflip sharefail)", item);
 			return -1;
 		}
 		colon = strchr(at + 1, ':');

@@ -1,7 +1,7 @@
 /* faults.h: test fault injection from LLM_TRAIN_FAULT=kind@step[:rank][/node]
  * (several separated by commas). Kinds: nan spike bitflip crash exit75
- * hang stall slowsave, and the bad-node kinds wrongmath slow slowlink
- * (active from their step on); a trailing '!' on the kind fires on every attempt,
+ * hang stall slowsave masterflip sharefail, and the bad-node kinds wrongmath
+ * slow slowlink (active from their step on); a trailing '!' on the kind fires on every attempt,
  * else only when LLM_TRAIN_ATTEMPT is unset or 0. rank omitted: every rank;
  * /node: only in ranks on that node (the heartbeat's host name). */
 #ifndef LLMT_FAULTS_H
@@ -11,7 +11,7 @@
 typedef enum { LLMT_FAULT_NAN, LLMT_FAULT_SPIKE, LLMT_FAULT_BITFLIP, LLMT_FAULT_CRASH,
 	LLMT_FAULT_EXIT75, LLMT_FAULT_HANG, LLMT_FAULT_STALL, LLMT_FAULT_SLOWSAVE,
 	LLMT_FAULT_WRONGMATH, LLMT_FAULT_SLOW, LLMT_FAULT_SLOWLINK, LLMT_FAULT_MASTERFLIP,
-	LLMT_FAULT_NKINDS } llmt_fault_kind;
+	LLMT_FAULT_SHAREFAIL, LLMT_FAULT_NKINDS } llmt_fault_kind;
 
 #define LLMT_MAX_FAULTS 8
 typedef struct {

@@ -204,25 +204,6 @@ static void inject_flip(trainer *t, long stepno, llmt_fault_kind kind, llmt_poke
 		fprintf(stderr, "llm-train: rank %d: injected fault %s@%ld (element %zu)\n", l->rank, name, stepno, at);
 }
 
-/* this rank's master share against its bf16 weights and fp32 copies,
- * before the update consumes it (with the SDC check on: --sdc-interval,
- * dp > 1, a share on the host or the device): the mismatches; a check
- * that cannot run (a device error) ends the job, 75 */
-static double share_mismatches(trainer *t)
-{
-	const llmt_grid *l = &t->p->l;
-	size_t bad = 0;
-
-	if (t->o->sdc_interval <= 0 || l->dp < 2)
-		return 0;
-	if (t->opt->ops->share_check(t->opt, &bad)) {
-		fprintf(stderr, "llm-train: rank %d: the master-share check could not run\n", l->rank);
-		llmt_comm_abort(t->p->world, LLMT_EXIT_TRANSIENT);
-		exit(LLMT_EXIT_TRANSIENT);      /* MPI_Abort does not return */
-	}
-	return (double)bad;
-}
-
 static int ckpt_due_time(trainer *t, double now)
 {
 	const llmt_train_opts *o = t->o;
@@ -381,6 +362,41 @@ static void report_step(trainer *t, const llmt_metrics *mt, int due)
 	fflush(stdout);
 }
 
+/* The step's one all-reduce (v[0] this rank's loss share): v[1] a
+ * preemption signal, v[2] a checkpoint due by time, v[3] the master-share
+ * mismatches, v[4] ranks whose share check could not run (a device error,
+ * the fault sharefail). The share is checked against its bf16 weights and
+ * fp32 copies before the update consumes it, with the SDC check on
+ * (--sdc-interval, dp > 1). 0, or the code every rank ends with: 75 for a
+ * check that could not run, the verdict's for a share that no longer
+ * matches the weights it gave the replicas (never updated from, nor saved). */
+static int step_reduce(trainer *t, long stepno, double *v)
+{
+	const llmt_grid *l = &t->p->l;
+	size_t bad = 0;
+	int check = t->o->sdc_interval > 0 && l->dp > 1;
+
+	v[1] = g_signal ? 1 : 0;
+	v[2] = l->rank == 0 && ckpt_due_time(t, llmt_tr_now());
+	v[4] = check && (llmt_fault_at(&t->faults, LLMT_FAULT_SHAREFAIL, stepno, l->rank) ||
+		t->opt->ops->share_check(t->opt, &bad));
+	if (v[4] > 0)
+		fprintf(stderr, "llm-train: rank %d: step %ld: the master-share check could not run\n", l->rank, stepno);
+	v[3] = v[4] > 0 ? 0 : (double)bad;
+	if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 5))
+		return LLMT_EXIT_TRANSIENT;
+	if (v[4] > 0) {
+		if (l->rank == 0)
+			fprintf(stderr, "llm-train: step %ld: the master-share check failed on %g rank(s): exit 75\n",
+				stepno, v[4]);
+		return LLMT_EXIT_TRANSIENT;
+	}
+	if (v[3] > 0)
+		return llmt_sdc_share_verdict(t->p, (uint64_t)bad, (long)t->st.step, t->hosts,
+			t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir);
+	return 0;
+}
+
 static int loop(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
@@ -395,8 +411,7 @@ static int loop(trainer *t)
 	t->last_save_time = llmt_tr_now();
 	while (t->st.step < o->steps) {
 		long stepno = (long)t->st.step + 1;
-		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[4], lr, comm_s, ckpt_s = 0;
-		double share_bad;
+		double t0 = llmt_tr_now(), loss_sum = 0, norm = 0, my_loss, v[5], lr, comm_s, ckpt_s = 0;
 		double scale = 1.0 / (o->A * l->dp);
 		uint64_t ntrained = (uint64_t)t->G * (uint64_t)o->T;
 		int bad, sync_ckpt, due;
@@ -427,16 +442,8 @@ static int loop(trainer *t)
 			return LLMT_EXIT_TRANSIENT;
 		}
 		v[0] = my_loss;
-		v[1] = g_signal ? 1 : 0;
-		v[2] = l->rank == 0 && ckpt_due_time(t, llmt_tr_now());
-		v[3] = share_bad = share_mismatches(t);
-		if (l->world > 1 && llmt_comm_allreduce_sum_f64(t->p->all, v, 4))
-			return LLMT_EXIT_TRANSIENT;
-		/* a master share that no longer matches the weights it gave the
-		 * replicas: never update from it (nor save it) */
-		if (v[3] > 0 && (rc = llmt_sdc_share_verdict(t->p, (uint64_t)share_bad, (long)t->st.step,
-				t->hosts, o->ckpt_dir ? o->ckpt_dir : o->run_dir)))
-			break;
+		if ((rc = step_reduce(t, stepno, v)))
+			return rc;
 		lr = llmt_schedule_lr(&sch, stepno - 1);
 		if ((rc = update(t, stepno, v[0], norm, lr, &bad)))
 			return rc;

@@ -222,6 +222,10 @@ static int resume(trainer *t, const char *from)
 		fprintf(stderr, "llm-train: resume from %s: %s\n", from, t->err);
 		return rc;
 	}
+	/* a requeue runs the same command line: the checkpoint wins, said */
+	if (t->p->l.rank == 0 && t->o->init_from)
+		printf("llm-train: resuming from %s; --init-from %s is not used (a checkpoint exists)\n", path,
+			t->o->init_from);
 	c = llmt_ckpt_open(path, &code, t->err, sizeof(t->err));
 	if (!c) {
 		fprintf(stderr, "llm-train: resume from %s: %s\n", path, t->err);
@@ -336,9 +340,11 @@ static int setup_config(trainer *t, const llmt_par *mp)
 	const llmt_train_opts *o = t->o;
 	char *err = t->err;
 	size_t el = sizeof(t->err);
-	int rc = 0;
+	int rc = llmt_config_load(o->model_path, &t->cfg, err, el);
 
-	if (llmt_config_load(o->model_path, &t->cfg, err, el) || llmt_config_validate(&t->cfg, err, el))
+	if (rc)   /* a --model that cannot be opened: 66 (EX_NOINPUT) */
+		rc = rc == -2 ? LLMT_EXIT_NOINPUT : LLMT_EXIT_USAGE;
+	else if (llmt_config_validate(&t->cfg, err, el))
 		rc = LLMT_EXIT_USAGE;
 	else if (llmt_model_check_layout(&t->cfg, mp, err, el))
 		rc = LLMT_EXIT_USAGE;
@@ -376,28 +382,56 @@ static int setup_data(trainer *t)
 	return llmt_tr_agree(t->p, rc);
 }
 
+/* What CKPT_DIR gives the start. LLM_TRAIN_RESUME unset (no wrapper):
+ * continue from its newest valid checkpoint. Set but empty: a fresh start
+ * the wrapper chose (e.g. no checkpoint fits a rollback); the checkpoints
+ * there are kept (a save never writes into an existing step directory).
+ * Only incomplete step directories there (an import or a first save cut
+ * short), LLM_TRAIN_RESUME unset: never random weights in their place, 66
+ * unless --init-from gives the weights. */
+static int ckpt_dir_start(trainer *t)
+{
+	const llmt_train_opts *o = t->o;
+	char path[4096], e2[1280], inc[1024];
+	int rank = t->p->l.rank;
+
+	if (!o->ckpt_dir || (o->resume && *o->resume))
+		return 0;
+	if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
+		if (!o->resume)
+			t->resume_from = o->ckpt_dir;
+		else if (rank == 0)
+			printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
+				o->ckpt_dir, path);
+		return 0;
+	}
+	if (llmt_ckpt_incomplete(o->ckpt_dir, inc, sizeof(inc)) <= 0)
+		return 0;
+	if (!o->resume && !o->init_from) {
+		if (rank == 0)
+			fprintf(stderr, "llm-train: %s holds no complete checkpoint, only the incomplete %s (an import or a save "
+				"cut short): not starting from random weights; remove them, or set LLM_TRAIN_RESUME= "
+				"(empty) to start fresh on purpose, or give --init-from HFDIR\n", o->ckpt_dir, inc);
+		return LLMT_EXIT_NOINPUT;
+	}
+	if (rank == 0)
+		printf("llm-train: %s holds no complete checkpoint: the incomplete %s ignored; %s%s\n", o->ckpt_dir,
+			inc, o->init_from ? "starting from --init-from " : "fresh start (LLM_TRAIN_RESUME empty)",
+			o->init_from ? o->init_from : "");
+	fflush(stdout);   /* said even when the run dies in its first step */
+	return 0;
+}
+
 /* The checkpoint dir (what to resume from, the writer) and the heartbeat. */
 static int setup_dirs(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
 	char *err = t->err;
 	size_t el = sizeof(t->err);
-	int rc = 0, rank = t->p->l.rank;
+	int rc = ckpt_dir_start(t), rank = t->p->l.rank;
 
-	/* LLM_TRAIN_RESUME unset (no wrapper): continue from CKPT_DIR when it
-	 * holds a valid checkpoint. Set but empty: a fresh start the wrapper
-	 * chose (e.g. no checkpoint fits a rollback); the checkpoints there are
-	 * kept (a save never writes into an existing step directory). */
-	if (o->ckpt_dir && (!o->resume || !*o->resume)) {
-		char path[4096], e2[256];
-		if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
-			if (!o->resume)
-				t->resume_from = o->ckpt_dir;
-			else if (rank == 0)
-				printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
-					o->ckpt_dir, path);
-		}
-	}
+	if (rc)
+		return llmt_tr_agree(t->p, rc);
 	if (o->ckpt_dir) {
 		rc = mkdir_p(o->ckpt_dir, err, el);
 		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))

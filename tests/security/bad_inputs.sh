@@ -92,6 +92,7 @@ cfg c_heads.yaml "${base/n_heads: 2/n_heads: 3}"
 row "model config: n_heads does not divide d_model" 64 "n_heads|head" "$lt" --model "$d/c_heads.yaml" --data "$d/data" --steps 1
 cfg c_list.yaml '- 1\n- 2\n'
 row "model config: a list, not a mapping" 64 "c_list.yaml" "$lt" --model "$d/c_list.yaml" --data "$d/data" --steps 1
+row "model config: missing file" 66 "c_missing.yaml: cannot open" "$lt" --model "$d/c_missing.yaml" --data "$d/data" --steps 1
 # ---- token shards (llm-train --data) ----
 cfg ok.yaml "$base"
 shard() {  # shard NAME MAGIC VERSION COUNT NTOK TOKEN
