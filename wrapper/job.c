@@ -83,12 +83,13 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 {
 	j->resume[0] = '\0';
 	j->resume_step = 0;
+	j->fresh_chosen = false;
 	if (n >= 0) {
 		int k = wr_ckpt_pick(ck, n, j->max_resume, j->need_agree, j->led);
 		if (k >= 0) {
 			snprintf(j->resume, sizeof j->resume, "%s", ck[k].path);
 			j->resume_step = ck[k].step;
-		} else if (n > 0 || j->max_resume >= 0 || j->need_agree) {
+		} else if ((j->fresh_chosen = n > 0 || j->max_resume >= 0 || j->need_agree)) {
 			fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s): fresh start\n",
 			        j->max_resume, j->need_agree ? ", replicas agree" : "");
 		}
@@ -105,7 +106,13 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 	memset(e, 0, sizeof *e);
 	snprintf(e->skip, sizeof e->skip, "%ld", j->skip);
 	snprintf(e->attempt, sizeof e->attempt, "%d", j->attempt);
-	e->set_resume = strcmp(j->ckpt_tool, "none") != 0;
+	/* LLM_TRAIN_RESUME: the checkpoint chosen, or empty for a fresh start
+	 * on purpose: no checkpoint fits, or a restart after this job's own
+	 * attempts (one may have died in its first save). The job's first
+	 * attempt with no checkpoint leaves it unset: the trainer then refuses
+	 * a CKPT_DIR holding only incomplete steps from before the job (a cut
+	 * import) rather than train from random weights. */
+	e->set_resume = strcmp(j->ckpt_tool, "none") != 0 && (j->resume[0] || j->fresh_chosen || j->attempt > 0);
 	if (j->dp_now > 0 && j->dp_now != j->pol.dp) {
 		snprintf(e->dp, sizeof e->dp, "%d", j->dp_now);
 		snprintf(e->batch_dp, sizeof e->batch_dp, "%d", j->pol.dp);

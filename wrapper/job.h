@@ -60,6 +60,7 @@ struct wr_job {
 	/* this attempt */
 	char resume[4096];
 	long resume_step, skip;
+	bool fresh_chosen;         /* checkpoints there, none fits: a fresh start on purpose */
 	char interval[64];         /* LLM_TRAIN_CKPT_INTERVAL chosen for it ("" : unchanged) */
 };
 
@@ -85,7 +86,7 @@ struct wr_attempt_env {
 	char skip[32], attempt[32];
 	char dp[16], batch_dp[16]; /* after a shrink: LLM_TRAIN_DP and LLM_TRAIN_BATCH_DP ("" : none) */
 	char interval[64];         /* "" : leave LLM_TRAIN_CKPT_INTERVAL as it is */
-	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume */
+	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume (unset: the trainer's CKPT_DIR rule) */
 	double ckpt_cost_s, mtbf_s;/* auto interval: its inputs (for the log line) */
 };
 /* ckpt_cost_s: median checkpoint write time so far (0: none); now. */

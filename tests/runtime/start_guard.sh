@@ -10,9 +10,11 @@
 #   --init-from HFDIR: starts from its weights (the same first loss as
 #   --init-from in an empty CKPT_DIR), says so; --resume CKPT_DIR: 66 naming
 #   the incomplete steps;
-# - under llm-train-wrap (--no-srun), the same directory after a crash in
-#   the first save: the wrapper's LLM_TRAIN_RESUME= restarts in place from
-#   scratch, the attempt after a crash too, and the job completes;
+# - under llm-train-wrap (--no-srun), after a crash in the first save (the
+#   job's own attempt left the incomplete step): the wrapper's
+#   LLM_TRAIN_RESUME= restarts in place from scratch and the job completes;
+#   the job's first attempt on a cut import (incomplete steps from before
+#   the job): LLM_TRAIN_RESUME unset, 66, not retried;
 # - --init-from with a complete checkpoint in CKPT_DIR (a requeue, same
 #   command line): resumes, and rank 0 says --init-from is not used;
 # - --model naming a missing file (train and memory): 66 naming the path;
@@ -86,14 +88,31 @@ grep -q "the incomplete \.tmp\.step_00000000\.k1 ignored; fresh start (LLM_TRAIN
 [ -d "$W/cut/step_00000001" ] || fail "LLM_TRAIN_RESUME=: no checkpoint saved"
 
 # ---- the wrapper: a crash in the first save, restarts in place ----------
-mkdir -p "$W/wr/.tmp.step_00000002.k2"
-head -c 4096 "$W/base/step_00000002/rank_00000.bin" >"$W/wr/.tmp.step_00000002.k2/rank_00000.bin"
+# (the job's first attempt crashes and leaves an incomplete step, as a
+# crash inside its save would: the restart is told LLM_TRAIN_RESUME=, a
+# fresh start on purpose)
 LLM_TRAIN_FAULT=crash@1 "$WRAP" --no-srun --ckpt-dir "$W/wr" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	sh -c 'd=$1 f=$2; shift 2; "$@" && exit 0; rc=$?; mkdir -p "$d/.tmp.step_00000002.k2" &&
+		head -c 4096 "$f" >"$d/.tmp.step_00000002.k2/rank_00000.bin"; exit $rc' sh "$W/wr" "$W/base/step_00000002/rank_00000.bin" \
 	"$LT" --model "$MODEL" --data "$W/data" --seq 16 --micro-batch 1 --steps 2 --quiet >"$W/wrap.out" 2>&1 ||
 	{ rc=$?; cat "$W/wrap.out"; fail "wrapper after a crash in the first save: exit $rc"; }
 [ "$(grep -c '"event":"launch"' "$W/wr/ledger.jsonl")" = 2 ] || { cat "$W/wrap.out"; fail "wrapper: not 2 launches"; }
 grep -q "the incomplete \.tmp\.step_00000002\.k2 ignored; fresh start" "$W/wrap.out" &&
 	[ -d "$W/wr/step_00000002" ] || { cat "$W/wrap.out"; fail "wrapper: the restart did not start fresh and finish"; }
+
+# ---- the wrapper's first attempt on a cut import: 66, not retried ---------
+# (the incomplete step was there before the job: LLM_TRAIN_RESUME stays
+# unset, the trainer's rule refuses; the wrapper does not retry 66)
+mkdir -p "$W/wc/.tmp.step_00000000.k3"
+"$WRAP" --no-srun --ckpt-dir "$W/wc" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$LT" --model "$MODEL" --data "$W/data" --seq 16 --micro-batch 1 --steps 2 --quiet >"$W/wc.out" 2>&1
+rc=$?
+[ $rc = 66 ] || { cat "$W/wc.out"; fail "wrapper on a cut import: exit $rc, want 66"; }
+[ "$(grep -c '"event":"launch"' "$W/wc/ledger.jsonl")" = 1 ] || { cat "$W/wc.out"; fail "wrapper on a cut import: retried"; }
+grep -q "holds no complete checkpoint, only the incomplete \.tmp\.step_00000000\.k3" "$W/wc.out" ||
+	{ cat "$W/wc.out"; fail "wrapper on a cut import: no line naming the incomplete step"; }
+ls "$W/wc" | grep -q '^step_' && fail "wrapper on a cut import: a checkpoint was written"
+echo "wrapper, first attempt on a cut import: exit 66, 1 launch"
 
 # ---- --init-from and only incomplete steps: its weights, said ------------
 run iref --steps 1 --init-from "$W/hf" --ckpt-dir "$W/iref" ||

@@ -113,6 +113,11 @@ static void pick_resume_point(void **st)
 	assert_string_equal(j.resume, "");
 	assert_int_equal(j.resume_step, 0);
 	assert_int_equal(j.skip, 28);
+	assert_true(j.fresh_chosen);
+	/* no checkpoint at all: nothing chosen */
+	j = job();
+	wr_job_pick(&j, ck, 0);
+	assert_false(j.fresh_chosen);
 	/* no checkpoint tool */
 	j = job();
 	wr_job_pick(&j, NULL, -1);
@@ -132,9 +137,23 @@ static void attempt_env(void **st)
 	assert_string_equal(e.attempt, "2");
 	assert_string_equal(e.interval, "");
 	assert_true(e.set_resume);
-	j.ckpt_tool = "none";
+	/* the job's first attempt: set with a checkpoint or a fresh start
+	 * chosen, else unset (the trainer's rule for CKPT_DIR) */
+	j.attempt = 0;
 	wr_job_env(&j, 0, 2000, &e);
 	assert_false(e.set_resume);
+	j.fresh_chosen = true;
+	wr_job_env(&j, 0, 2000, &e);
+	assert_true(e.set_resume);
+	j.fresh_chosen = false;
+	snprintf(j.resume, sizeof j.resume, "/ck/step_00000010");
+	wr_job_env(&j, 0, 2000, &e);
+	assert_true(e.set_resume);
+	j.ckpt_tool = "none";
+	j.attempt = 2;
+	wr_job_env(&j, 0, 2000, &e);
+	assert_false(e.set_resume);
+	j.resume[0] = '\0';
 
 	/* auto interval: no cost measured yet leaves it; a cost gives steps
 	 * when step times are known, else seconds */
