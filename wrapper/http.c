@@ -188,7 +188,9 @@ static struct conn *conn_slot(struct wr_http *h)
 }
 
 /* Accepts what waits (at most a table's worth per turn, so those in the
- * table are served in between). */
+ * table are served in between). Each is read at once: under a flood of
+ * connections a scrape's request is usually in its socket by its accept,
+ * and answered before the accepts after it can evict it. */
 static void accept_new(struct wr_http *h, long long now)
 {
 	for (int k = 0; k < HTTP_MAXCONN; k++) {
@@ -202,6 +204,7 @@ static void accept_new(struct wr_http *h, long long now)
 		}
 		struct conn *c = conn_slot(h);
 		*c = (struct conn){ .fd = fd, .seq = ++h->seq, .deadline = now + HEAD_MS };
+		conn_step(h, c, POLLIN, now);    /* a request already there is answered before any later accept can evict it */
 	}
 }
 
