@@ -7,12 +7,19 @@ prom URL RUNDIR JOB RANKS: queries a real Prometheus's HTTP API: the job's
   Prints the step it saw. Exit 0 / 1 (with a FAIL line) / 2 (no data yet).
 grafana URL JSON JOB: every panel of the Grafana dashboard (etc/grafana),
   its $job set to JOB, returns series from that Prometheus.
+flood PORT N STATUS: holds N silent connections to PORT (another user of
+  the node), each made again when the server closes it, until killed;
+  STATUS gets "held H renewed R" every round.
+scrapes URL STATUS N: the flood above held N connections (all of them,
+  and the server closed some: R > 0) while every scrape of the wrapper's
+  /metrics in the last 10 s succeeded (up 1) within 1 s (less than one
+  silent connection's 2 s for its request).
 dom DOMFILE RUNDIR [live]: the DOM that headless Chromium printed after the
   page's scripts ran: every series plotted with as many points as
   metrics.jsonl / eval.jsonl have finite values, the heatmaps filled,
   a failure in the event timeline, goodput by cause.
 """
-import html.parser, json, math, sys, urllib.error, urllib.parse, urllib.request
+import html.parser, json, math, os, select, socket, sys, time, urllib.error, urllib.parse, urllib.request
 
 def fail(msg):
     print("FAIL: " + msg)
@@ -161,8 +168,50 @@ def dom(path, rundir, live):
         fail("goodput by cause: %r" % d.causes)
     print("ok: %s; timeline: %s" % (", ".join("%s %d" % kv for kv in sorted(d.series.items())), fails[0].strip()))
 
+def flood(port, n, status):
+    def dial():
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:    # the wrapper not listening yet
+            return None
+    socks, renewed = [None] * n, 0
+    while True:
+        socks = [s or dial() for s in socks]
+        live = [s for s in socks if s]
+        with open(status + ".tmp", "w") as f:
+            f.write("held %d renewed %d\n" % (len(live), renewed))
+        os.replace(status + ".tmp", status)
+        if not live:
+            time.sleep(0.2)
+            continue
+        for s in select.select(live, [], [], 0.2)[0]:    # answered or closed by the server
+            socks[socks.index(s)] = None
+            s.close()
+            renewed += 1
+
+def scrapes(url, status, n):
+    try:
+        held, renewed = (int(x) for x in open(status).read().split()[1::2])
+    except (OSError, ValueError):
+        later("no flood status yet")
+    up = query(url, 'min_over_time(up{job="wrapper"}[10s])')
+    dur = query(url, 'max_over_time(scrape_duration_seconds{job="wrapper"}[10s])')
+    if not up or not dur:
+        later("no scrape of the wrapper yet")
+    u, d = float(up[0]["value"][1]), float(dur[0]["value"][1])
+    if held < n or renewed == 0 or u < 1:
+        later("flood held %d of %d, renewed %d; up %g" % (held, n, renewed, u))
+    if d >= 1.0:
+        fail("a scrape of the wrapper took %.3f s while %d silent connections were open" % (d, held))
+    print("ok: Prometheus scraped the wrapper in at most %.4f s (up 1) while %d silent connections were held "
+          "(%d closed by the server and made again)" % (d, held, renewed))
+
 if __name__ == "__main__":
-    if sys.argv[1] == "grafana":
+    if sys.argv[1] == "flood":
+        flood(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "scrapes":
+        scrapes(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "grafana":
         grafana(sys.argv[2], sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "prom":
         prom(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))

@@ -8,7 +8,9 @@
 # and the wrapper's own /metrics, both on loopback ports: during the run
 # its HTTP API returns the series with job, rank and node labels, and the
 # step, loss and grad norm of a scrape equal that step's metrics.jsonl
-# line. Headless Chromium (Debian's chromium) opens RUN_DIR/dashboard.html
+# line; meanwhile 30 silent connections to the wrapper's port (another
+# user of the node, each made again when the server closes it) leave
+# every scrape up and under 1 s. Headless Chromium (Debian's chromium) opens RUN_DIR/dashboard.html
 # from file:// during and after the run: the DOM after its script ran has
 # every series with metrics.jsonl's point count, both per-rank heatmaps,
 # the crash in the event timeline, checkpoints and goodput by cause; and
@@ -47,7 +49,10 @@ NPID=$!
 prometheus --config.file="$W/prom.yml" --storage.tsdb.path="$W/tsdb" \
 	--web.listen-address=127.0.0.1:$PP >"$W/prom.log" 2>&1 &
 PPID_=$!
-trap 'kill $NPID $PPID_ 2>/dev/null; wait $NPID $PPID_ 2>/dev/null' EXIT
+FLOOD=30
+/usr/bin/python3 "$CHECK" flood $PW $FLOOD "$W/flood.status" &
+FPID=$!
+trap 'kill $NPID $PPID_ $FPID 2>/dev/null; wait $NPID $PPID_ $FPID 2>/dev/null' EXIT
 URL=http://127.0.0.1:$PP
 
 dom() {  # OUT: the rendered DOM of the dashboard
@@ -80,6 +85,14 @@ while [ $i -lt 600 ]; do
 done
 [ -n "$seen" ] || { cat "$W/obs.out"; echo "$out"; fail "Prometheus saw no step of the restarted attempt while the job ran"; }
 echo "ok: Prometheus, while the job ran: step $seen, series and labels match metrics.jsonl"
+i=0
+until out=$(/usr/bin/python3 "$CHECK" scrapes "$URL" "$W/flood.status" $FLOOD); do
+	[ $? = 1 ] && { echo "$out"; fail "scrapes of the wrapper during a flood of silent connections"; }
+	i=$((i + 1)); [ $i -lt 60 ] || { echo "$out"; fail "no 10 s of good scrapes of the wrapper during the flood"; }
+	sleep 0.5
+done
+echo "$out"
+kill $FPID
 i=0
 until out=$(/usr/bin/python3 "$CHECK" grafana "$URL" "$top_srcdir/etc/grafana/llm-train.json" "$id"); do
 	[ $? = 1 ] && { echo "$out"; fail "the Grafana dashboard's queries"; }

@@ -33,6 +33,8 @@ import json, math, os, socket, sys, threading, time
 
 MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
+HB_PERIOD_S = 2.0    # include/llmt/heartbeat.h LLMT_HB_PERIOD_S: the heartbeat's refresh period
+# (both checked against the C headers by tests/wrapper/py_contract.py)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -56,7 +58,7 @@ def _host():
 class Job:
     """The job as the wrapper and the plugin describe it (environment)."""
 
-    def __init__(self, refresh_s=2.0):
+    def __init__(self, refresh_s=HB_PERIOD_S):
         self.rank = int(_env("RANK", _env("SLURM_PROCID", "0")))
         self.world_size = int(_env("WORLD_SIZE", _env("SLURM_NTASKS", "1")))
         self.local_rank = int(_env("LOCAL_RANK", _env("SLURM_LOCALID", "0")))

@@ -1,0 +1,39 @@
+#!/usr/bin/python3
+"""The llm_train Python module's copies of C contract values equal the C
+headers': Job's heartbeat refresh period (its refresh_s default and
+HB_PERIOD_S) is include/llmt/heartbeat.h's LLMT_HB_PERIOD_S, and
+EXIT_ROLLBACK is include/llmt/exitcodes.h's LLMT_EXIT_ROLLBACK.
+
+The module stays a plain source file (installed as is by automake's
+python_PYTHON, imported from the tree by the tests and copied by users),
+so it keeps literal copies and this test fails when they drift."""
+import inspect, os, re, sys
+
+top = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
+sys.path.insert(0, os.path.join(top, "wrapper/python"))
+import llm_train
+
+
+def define(header, name):
+    text = open(os.path.join(top, "include/llmt", header)).read()
+    m = re.search(r"^#define\s+%s\s+([0-9.]+)\b" % name, text, re.M)
+    if not m:
+        print("FAIL: no numeric #define %s in include/llmt/%s" % (name, header))
+        sys.exit(1)
+    return float(m.group(1))
+
+
+bad = 0
+period = define("heartbeat.h", "LLMT_HB_PERIOD_S")
+default = inspect.signature(llm_train.Job.__init__).parameters["refresh_s"].default
+for what, v in (("llm_train.HB_PERIOD_S", llm_train.HB_PERIOD_S), ("Job(refresh_s=) default", default)):
+    if v != period:
+        print("FAIL: %s is %r, LLMT_HB_PERIOD_S is %r" % (what, v, period))
+        bad = 1
+code = define("exitcodes.h", "LLMT_EXIT_ROLLBACK")
+if llm_train.EXIT_ROLLBACK != code:
+    print("FAIL: llm_train.EXIT_ROLLBACK is %r, LLMT_EXIT_ROLLBACK is %r" % (llm_train.EXIT_ROLLBACK, code))
+    bad = 1
+if not bad:
+    print("ok: heartbeat period %g s, rollback exit %d: the same in llm_train.py and the C headers" % (period, code))
+sys.exit(bad)
