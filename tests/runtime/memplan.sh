@@ -105,18 +105,18 @@ sum=$((s0 + 2 * s1 + s3)) want=$((all + V * d))
 echo "pp=4: $s0 + 2 x $s1 + $s3 = $sum parameters; whole model $all + tied copy $((V * d)) = $want"
 [ "$sum" = "$want" ] || fail "the stages hold $sum parameters, want $want"
 
-# bad input: exit 64, the bad value named
+# bad input: exit 64 (66 for a missing file: CODE=66), the bad value named
 bad() {
-	_want=$1; shift
+	_want=$1 _code=${CODE:-64}; shift
 	"$LT" memory "$@" >"$W/out" 2>"$W/err"; _rc=$?
-	[ $_rc = 64 ] || fail "llm-train memory $*: exit $_rc, want 64"
+	[ $_rc = "$_code" ] || fail "llm-train memory $*: exit $_rc, want $_code"
 	grep -q -- "$_want" "$W/err" || { cat "$W/err"; fail "llm-train memory $*: the message does not name $_want"; }
 	[ "$(wc -l <"$W/err")" -le 3 ] || fail "llm-train memory $*: more than one message"
 }
 bad "tp=3" --model "$MODEL" --tp 3
 bad "micro-batch 0" --model "$MODEL" --micro-batch 0
 bad "seq 100000" --model "$MODEL" --seq 100000
-bad "/nonexistent.yaml" --model /nonexistent.yaml
+CODE=66; bad "/nonexistent.yaml" --model /nonexistent.yaml; CODE=64
 bad "model is required" --tp 2
 bad "recompute-layers 5: a stage has 4 layers" --model "$MODEL" --recompute full --recompute-layers 5
 bad "recompute-layers 2: a stage has 1 layers" --model "$MODEL" --pp 4 --recompute attn --recompute-layers 2
