@@ -4,6 +4,7 @@
  * each step are job.c's. */
 #define _GNU_SOURCE
 #include "config.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -159,7 +160,7 @@ static const char *metrics_path(const char *run_dir, const char *ckpt_dir)
 static double ckpt_cost(const char *p)
 {
 	char line[8192];
-	FILE *f = fopen(p, "r");
+	FILE *f = wr_fopen_read(p);
 	if (!f)
 		return 0;
 	double v[WR_STEPTIMES];

@@ -3,6 +3,7 @@
  * here we only read the one manifest flag the recovery policy needs. */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -151,7 +152,7 @@ int wr_ckpt_agree(const char *dir)
 	char p[4200];
 	json_error_t err;
 	snprintf(p, sizeof p, "%s/manifest.json", dir);
-	json_t *m = json_load_file(p, 0, &err);
+	json_t *m = wr_json_load_file(p, &err);
 	if (!m) {
 		fprintf(stderr, "llm-train-wrap: %s: %s\n", p, err.text);
 		return -1;

@@ -3,6 +3,7 @@
  * textfile, the HTTP document, the ranks' samples and the dashboard. */
 #define _GNU_SOURCE
 #include "live.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -87,7 +88,7 @@ int wr_write_atomic(const char *path, void (*fill)(FILE *f, void *arg), void *ar
 /* Reads the complete lines appended to path since *off. */
 static void tail(const char *path, long *off, void (*line)(struct wr_live *l, const char *s), struct wr_live *l)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	char buf[8192];
 	if (!f)
 		return;
