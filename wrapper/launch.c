@@ -113,6 +113,14 @@ int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t 
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int newest_first(const void *a, const void *b)
+{
+	const struct wr_ckpt *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step < y->step ? 1 : -1;
+	return -strcmp(x->path, y->path);
+}
+
 int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
                  struct wr_ledger *l)
 {
@@ -144,6 +152,9 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 		snprintf(out[n].path, sizeof out[n].path, "%s", path);
 		n++;
 	}
+	/* newest first whatever the tool's order (a kept copy of an old
+	 * checkpoint must not be listed, and so resumed from, first) */
+	qsort(out, (size_t)n, sizeof *out, newest_first);
 	return n;
 }
 

@@ -276,6 +276,7 @@ def ckpt_list(d, out=sys.stdout, err=sys.stderr):
     """`ckpt-list DIR`: valid checkpoints newest first as "step path"."""
     if not os.path.isdir(d):
         return 0
+    good = []
     for name in sorted((n for n in os.listdir(d) if n.startswith("step_")), reverse=True):
         p = os.path.join(d, name)
         if not os.path.isdir(p):
@@ -284,7 +285,11 @@ def ckpt_list(d, out=sys.stdout, err=sys.stderr):
         if why:
             print("%s: %s" % (p, why), file=err)
         else:
-            print("%d %s" % (step_of(p), p), file=out)
+            good.append((step_of(p), p))
+    # newest by step, not by name: a kept copy (step_keep, step_00000010.bak)
+    # sorts after step_0... by name and would be resumed from
+    for step, p in sorted(good, key=lambda t: t[0], reverse=True):
+        print("%d %s" % (step, p), file=out)
     return 0
 
 
