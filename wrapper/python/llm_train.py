@@ -48,6 +48,20 @@ def _atomic_write(path, text):
     os.replace(tmp, path)
 
 
+def _mkdirs(path):
+    """mkdir -p, every directory made 0700 as llm-train makes its own (a
+    checkpoint holds the model; heartbeats say what the job does)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(os.path.normpath(path))
+    if parent and parent != path:
+        _mkdirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+
+
 def _host():
     h = _env("SLURMD_NODENAME", socket.gethostname()) or "unknown"
     return "".join(c if c.isalnum() or c in ".-_" else "_" for c in h)[:63]
@@ -70,7 +84,7 @@ class Job:
         self.skip_batches = int(_env("LLM_TRAIN_SKIP_BATCHES", "0"))
         self.attempt = int(_env("LLM_TRAIN_ATTEMPT", "0"))
         self.host = _host()
-        os.makedirs(self.hb_dir, exist_ok=True)
+        _mkdirs(self.hb_dir)
         self._hb = "%s/rank_%05d" % (self.hb_dir, self.rank)
         self._lock = threading.Lock()
         self._state = [self.resume_step, "init", 0.0]
@@ -183,7 +197,7 @@ class Job:
         def num(v):
             return v if isinstance(v, (int, float)) and math.isfinite(v) else None
         if self._metrics is None:
-            os.makedirs(self.run_dir, exist_ok=True)
+            _mkdirs(self.run_dir)
             self._metrics = open(self.run_dir + "/metrics.jsonl", "a")
         rec = {"step": step, "loss": num(loss), "grad_norm": num(norm), "lr": num(lr), "tokens_per_s": num(tps),
                "mfu": None, "step_time_s": dt, "comm_time_s": comm, "ckpt_time_s": ckpt,
@@ -212,7 +226,7 @@ class Job:
     # -- checkpoints ----------------------------------------------------
     def ckpt_dir_for(self, step):
         d = "%s/step_%08d" % (self.ckpt_dir, step)
-        os.makedirs(d, exist_ok=True)
+        _mkdirs(d)
         return d
 
     def ckpt_complete(self, step):
