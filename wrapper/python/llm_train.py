@@ -14,10 +14,12 @@ script in a few lines:
         ...
         job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
         if step % 10 == 0:
+            job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
             if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
             dist.barrier()
             job.ckpt_complete(step)       # the marker: now the wrapper may pick it
+            job.phase("train", step)
     job.done()
 
 job.step writes the rank's heartbeat (with its step time and, when given,
