@@ -264,6 +264,9 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 			snprintf(p, sizeof p, "%s/sdc.json", j->run_dir);
 		wr_sdc_suspects(p, &wo->e.sdc_suspects, &sdc_step);
 	}
+	if (wr_job_known_nodes(j->site, &wo->e) > 0)
+		fprintf(stderr, PROG ": a heartbeat or sdc.json names a node that is not one of the job's (%s): taken as node unknown\n",
+		        j->site->nodelist ? j->site->nodelist : "?");
 	wr_classify(&wo->e, j->h->past, j->h->npast, v);
 	wr_job_record(j, wo, v);
 	wr_ledger_event(j->led, "attempt", json_pack("{s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:s}", "attempt", j->attempt,
