@@ -95,10 +95,22 @@ static void tail(const char *path, long *off, void (*line)(struct wr_live *l, co
 	if (fseek(f, *off, SEEK_SET) == 0)
 		while (fgets(buf, sizeof buf, f)) {
 			size_t n = strlen(buf);
-			if (n == 0 || buf[n - 1] != '\n')
+			if (n > 0 && buf[n - 1] == '\n') {
+				*off += (long)n;
+				line(l, buf);
+				continue;
+			}
+			if (n + 1 < sizeof buf)
 				break;   /* being written: read it next time */
-			*off += (long)n;
-			line(l, buf);
+			/* longer than buf: skip it once complete (else it blocked
+			 * every line after it for the rest of the job) */
+			long skip = (long)n;
+			int ch;
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				skip++;
+			if (ch == EOF)
+				break;
+			*off += skip + 1;
 		}
 	fclose(f);
 }
