@@ -36,3 +36,16 @@ rc=$?
 case $rc in 124|137) cat "$T/out"; fail "the wrapper blocked on a FIFO (timeout, exit $rc)";; esac
 grep -q '"event":"hang"' "$T/ck/ledger.jsonl" || { cat "$T/out"; fail "no hang found (exit $rc)"; }
 echo "PASS: FIFOs in the heartbeat and run directories refused; the hang found (exit $rc)"
+# The PyTorch jobs' lister (llm-train-ckpt-torch, run by the wrapper before
+# every attempt) with a FIFO as a step's marker: it opened it and waited
+# for a writer forever, and the wrapper with it. Now: not a complete
+# checkpoint, said so, the others listed.
+CK=$top_builddir/wrapper/llm-train-ckpt-torch
+mkdir -p "$T/t/step_00000001" "$T/t/step_00000002" && mkfifo "$T/t/step_00000002/llm_train.complete"
+echo '{"step": 1, "files": {}}' >"$T/t/step_00000001/llm_train.complete"
+LLM_TRAIN_PYTHONPATH=$top_srcdir/wrapper/python timeout -k 5 20 "$CK" ckpt-list "$T/t" >"$T/list" 2>"$T/list.err"
+rc=$?
+[ $rc = 0 ] || { cat "$T/list.err"; fail "llm-train-ckpt-torch with a FIFO marker: exit $rc (124: blocked)"; }
+[ "$(cat "$T/list")" = "1 $T/t/step_00000001" ] || fail "ckpt-list: $(cat "$T/list")"
+grep -q "step_00000002: " "$T/list.err" || fail "the FIFO marker's step is not reported"
+echo "PASS: a FIFO as a checkpoint marker: refused by llm-train-ckpt-torch"

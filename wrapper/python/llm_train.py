@@ -31,7 +31,7 @@ stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
 marker (its files still of the sizes recorded) or, from
 torch.distributed.checkpoint, its .metadata (written last).
 """
-import json, math, os, socket, sys, threading, time
+import json, math, os, socket, stat, sys, threading, time
 
 MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
@@ -256,12 +256,23 @@ class Job:
             self._metrics.close()
 
 
+def _read_small(path, limit=1 << 24):
+    """A regular file's text, never blocking (a FIFO there waited for a
+    writer forever, and the wrapper with its checkpoint lister)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("%s: not a regular file" % path)
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
 def step_of(path):
     """The step of a checkpoint directory: its marker's, else its name's."""
     try:
-        with open(os.path.join(path, MARKER)) as f:
-            return int(json.load(f)["step"])
-    except (OSError, ValueError, KeyError):
+        return int(json.loads(_read_small(os.path.join(path, MARKER)))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     name = os.path.basename(os.path.normpath(path))
     return int(name[5:]) if name.startswith("step_") and name[5:].isdigit() else 0
@@ -272,9 +283,9 @@ def complete(path):
     m = os.path.join(path, MARKER)
     if os.path.exists(m):
         try:
-            with open(m) as f:
-                files = json.load(f)["files"]
-        except (OSError, ValueError, KeyError) as e:
+            files = json.loads(_read_small(m))["files"]
+            files = dict(files)
+        except (OSError, ValueError, KeyError, TypeError) as e:
             return "bad marker (%s)" % e.__class__.__name__
         for n, size in files.items():
             p = os.path.join(path, n)
