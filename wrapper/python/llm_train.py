@@ -119,7 +119,7 @@ class Job:
                 # in train only while one collective has been waiting since
                 # the last tick (ddp_hook): the rank its peers wait for is
                 # the one whose heartbeat goes stale, as with llm-train
-                if self._state[1] in ("init", "load", "save") or (op is not None and op == seen):
+                if self._state[1] in ("load", "save") or (op is not None and op == seen):
                     self._beat()
                 seen = op
 
