@@ -3,6 +3,7 @@
  * as dashboard_js.h). The data is thinned so the page stays small. */
 #define _GNU_SOURCE
 #include "dashboard.h"
+#include "rdfile.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -24,7 +25,7 @@ static const char *const series[] = { "loss", "grad_norm", "lr", "tokens_per_s",
 /* Calls fn for every JSON line of path that parses. */
 static void each_line(const char *path, void (*fn)(json_t *o, void *arg), void *arg)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	char line[1 << 16];
 	if (!f)
 		return;

@@ -1,6 +1,7 @@
 /* hbread: the heartbeat directory's reader (see hbread.h). */
 #define _GNU_SOURCE
 #include "hbread.h"
+#include "rdfile.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 /* a whole small file into buf (NUL-terminated); its length or -1 */
 static long slurp(const char *path, char *buf, size_t len)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	size_t n;
 
 	if (!f)

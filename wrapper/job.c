@@ -289,3 +289,41 @@ int wr_job_requeue_failed_code(int code)
 {
 	return code == 0 ? LLMT_EXIT_SOFTWARE : (code < 128 ? code : LLMT_EXIT_SOFTWARE);
 }
+
+/* node, or its NAME of NAME.domain, as an allocation name; false if none */
+static bool known_node(const struct wr_site *s, char *node, size_t len)
+{
+	if (!*node || s->nalloc <= 0)
+		return true;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < s->nalloc; i++) {
+			size_t n = strlen(s->alloc[i]);
+			if (pass == 0 ? strcmp(node, s->alloc[i]) == 0 : strncmp(node, s->alloc[i], n) == 0 && node[n] == '.') {
+				snprintf(node, len, "%s", s->alloc[i]);
+				return true;
+			}
+		}
+	return false;
+}
+
+int wr_job_known_nodes(const struct wr_site *s, struct wr_ending *e)
+{
+	char *one[] = { e->hung_node, e->stuck_node, e->straggler_node };
+	int dropped = 0;
+	for (size_t k = 0; k < sizeof one / sizeof one[0]; k++)
+		if (!known_node(s, one[k], WR_NODE_LEN)) {
+			one[k][0] = '\0';
+			dropped++;
+		}
+	struct wr_nodes keep = { 0 };
+	for (int i = 0; i < e->sdc_suspects.n; i++) {
+		char nm[WR_NODE_LEN];
+		snprintf(nm, sizeof nm, "%s", e->sdc_suspects.name[i]);
+		if (known_node(s, nm, sizeof nm))
+			wr_nodes_add(&keep, nm);
+		else
+			dropped++;
+	}
+	e->sdc_suspects = keep;
+	return dropped;
+}

@@ -127,4 +127,12 @@ void wr_job_layout(struct wr_job *j, const struct wr_action *a);
 /* The exit code when the requeue the action asked for failed */
 int wr_job_requeue_failed_code(int code);
 
+/* The nodes an ending names from the job's own bytes (a heartbeat's host
+ * field: hung, stuck and straggler node; sdc.json's suspects) kept only
+ * when they are nodes of the allocation; NAME.domain of a node NAME is
+ * NAME. Anything else becomes "" (node unknown): excluding it would make
+ * srun refuse every later step ("Invalid node name"). Outside Slurm (no
+ * allocation known) names are kept. Returns the names dropped. */
+int wr_job_known_nodes(const struct wr_site *s, struct wr_ending *e);
+
 #endif

@@ -4,6 +4,7 @@
  * each step are job.c's. */
 #define _GNU_SOURCE
 #include "config.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -159,7 +160,7 @@ static const char *metrics_path(const char *run_dir, const char *ckpt_dir)
 static double ckpt_cost(const char *p)
 {
 	char line[8192];
-	FILE *f = fopen(p, "r");
+	FILE *f = wr_fopen_read(p);
 	if (!f)
 		return 0;
 	double v[WR_STEPTIMES];
@@ -263,6 +264,9 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 			snprintf(p, sizeof p, "%s/sdc.json", j->run_dir);
 		wr_sdc_suspects(p, &wo->e.sdc_suspects, &sdc_step);
 	}
+	if (wr_job_known_nodes(j->site, &wo->e) > 0)
+		fprintf(stderr, PROG ": a heartbeat or sdc.json names a node that is not one of the job's (%s): taken as node unknown\n",
+		        j->site->nodelist ? j->site->nodelist : "?");
 	wr_classify(&wo->e, j->h->past, j->h->npast, v);
 	wr_job_record(j, wo, v);
 	wr_ledger_event(j->led, "attempt", json_pack("{s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:s}", "attempt", j->attempt,

@@ -3,6 +3,7 @@
  * here we only read the one manifest flag the recovery policy needs. */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +113,14 @@ int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t 
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int newest_first(const void *a, const void *b)
+{
+	const struct wr_ckpt *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step < y->step ? 1 : -1;
+	return -strcmp(x->path, y->path);
+}
+
 int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
                  struct wr_ledger *l)
 {
@@ -143,6 +152,9 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 		snprintf(out[n].path, sizeof out[n].path, "%s", path);
 		n++;
 	}
+	/* newest first whatever the tool's order (a kept copy of an old
+	 * checkpoint must not be listed, and so resumed from, first) */
+	qsort(out, (size_t)n, sizeof *out, newest_first);
 	return n;
 }
 
@@ -151,7 +163,7 @@ int wr_ckpt_agree(const char *dir)
 	char p[4200];
 	json_error_t err;
 	snprintf(p, sizeof p, "%s/manifest.json", dir);
-	json_t *m = json_load_file(p, 0, &err);
+	json_t *m = wr_json_load_file(p, &err);
 	if (!m) {
 		fprintf(stderr, "llm-train-wrap: %s: %s\n", p, err.text);
 		return -1;

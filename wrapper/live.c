@@ -3,6 +3,7 @@
  * textfile, the HTTP document, the ranks' samples and the dashboard. */
 #define _GNU_SOURCE
 #include "live.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -87,17 +88,29 @@ int wr_write_atomic(const char *path, void (*fill)(FILE *f, void *arg), void *ar
 /* Reads the complete lines appended to path since *off. */
 static void tail(const char *path, long *off, void (*line)(struct wr_live *l, const char *s), struct wr_live *l)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	char buf[8192];
 	if (!f)
 		return;
 	if (fseek(f, *off, SEEK_SET) == 0)
 		while (fgets(buf, sizeof buf, f)) {
 			size_t n = strlen(buf);
-			if (n == 0 || buf[n - 1] != '\n')
+			if (n > 0 && buf[n - 1] == '\n') {
+				*off += (long)n;
+				line(l, buf);
+				continue;
+			}
+			if (n + 1 < sizeof buf)
 				break;   /* being written: read it next time */
-			*off += (long)n;
-			line(l, buf);
+			/* longer than buf: skip it once complete (else it blocked
+			 * every line after it for the rest of the job) */
+			long skip = (long)n;
+			int ch;
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				skip++;
+			if (ch == EOF)
+				break;
+			*off += skip + 1;
 		}
 	fclose(f);
 }

@@ -3,6 +3,7 @@
  * wr_place) with their evidence in the ledger (preflight.h). */
 #define _GNU_SOURCE
 #include "config.h"
+#include "rdfile.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ static int selftest_run(const struct wr_job *j, const char *file, double *elapse
 
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	if (!f)
 		return NULL;
 	size_t cap = 1 << 16, n = 0;

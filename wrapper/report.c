@@ -3,6 +3,7 @@
  * to a temporary name and renamed so a scraper never reads half of it. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -18,7 +19,7 @@
 
 int wr_loss_points(const char *metrics_path, const char *dat_path)
 {
-	FILE *f = fopen(metrics_path, "r");
+	FILE *f = wr_fopen_read(metrics_path);
 	if (!f)
 		return -1;
 	size_t cap = 1024;

@@ -3,6 +3,7 @@
  * dir's ledger and metrics, as the wrapper wrote them at the job's end. */
 #define _GNU_SOURCE
 #include "report_cmd.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -20,7 +21,7 @@
 static void last_job(const char *path, char *job, size_t len)
 {
 	char line[1 << 16];
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	job[0] = '\0';
 	while (f && fgets(line, sizeof line, f)) {
 		json_t *o = json_loads(line, 0, NULL);

@@ -3,6 +3,7 @@
  * and the runtime's sdc.json suspects. Declared in watch.h. */
 #define _GNU_SOURCE
 #include "watch.h"
+#include "rdfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -100,7 +101,7 @@ int wr_node_states(const char *sinfo, const char *nodelist, struct wr_nodes *bad
 int wr_sdc_suspects(const char *path, struct wr_nodes *out, long *step)
 {
 	json_error_t err;
-	json_t *o = json_load_file(path, 0, &err);
+	json_t *o = wr_json_load_file(path, &err);
 	memset(out, 0, sizeof *out);
 	if (!o) {
 		fprintf(stderr, "llm-train-wrap: %s: %s\n", path, err.text);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "straggle.h"
+#include "rdfile.h"
 #include "watch.h"
 
 /* The newest checkpoint's step (CKPT_DIR/latest: "step_NNNNNNNN"), else dflt */
@@ -13,7 +14,7 @@ static long latest_ckpt(const char *dir, long dflt)
 	char p[4200];
 	long step = dflt;
 	snprintf(p, sizeof p, "%s/latest", dir ? dir : ".");
-	FILE *f = fopen(p, "r");
+	FILE *f = wr_fopen_read(p);
 	if (f) {
 		if (fscanf(f, "step_%ld", &step) != 1 || step < dflt)
 			step = dflt;

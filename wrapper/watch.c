@@ -41,6 +41,7 @@ struct ctx {
 	struct wr_hb *hb;
 	struct wr_hb *cur;        /* per rank: what this tick read (hbread.h) */
 	double *hb_seen;          /* per rank: when (our clock) its current heartbeat was first read */
+	double *hb_raw;           /* per rank: that heartbeat's content time, as written */
 	long *seen_step;          /* per rank: last step we sampled */
 	bool *straggler_told;
 	struct wr_strag strag;    /* compute-time stragglers (straggle.h) */
@@ -148,8 +149,13 @@ static void read_heartbeats(struct ctx *x)
 		/* not written yet: hang.c counts it from the launch */
 		struct wr_hb h = x->cur[r];
 		if (h.valid && h.time >= x->o->t_launch) {
-			if (!x->hb[r].valid || h.time != x->hb[r].time)
+			if (!x->hb[r].valid || h.time != x->hb_raw[r])
 				x->hb_seen[r] = now;
+			x->hb_raw[r] = h.time;
+			/* never newer than when first read: a time in the future (a
+			 * clock ahead, a wrong unit) would never go stale */
+			if (h.time > x->hb_seen[r])
+				h.time = x->hb_seen[r];
 			struct wr_rank_times before = x->hb[r].t;
 			x->hb[r] = h;
 			if (x->first_hb < 0 || h.time < x->first_hb)
@@ -303,12 +309,13 @@ static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_stept
 	x->hb = calloc((size_t)n, sizeof *x->hb);
 	x->cur = calloc((size_t)n, sizeof *x->cur);
 	x->hb_seen = calloc((size_t)n, sizeof *x->hb_seen);
+	x->hb_raw = calloc((size_t)n, sizeof *x->hb_raw);
 	x->seen_step = calloc((size_t)n, sizeof *x->seen_step);
 	x->straggler_told = calloc((size_t)n, sizeof *x->straggler_told);
 	x->strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x->strag.r),
 	                              .factor = c->straggler_factor, .k = c->straggler_steps };
 	x->strag_told = calloc((size_t)n, sizeof *x->strag_told);
-	if (!x->hb || !x->cur || !x->hb_seen || !x->seen_step || !x->straggler_told || !x->strag.r ||
+	if (!x->hb || !x->cur || !x->hb_seen || !x->hb_raw || !x->seen_step || !x->straggler_told || !x->strag.r ||
 	    !x->strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
@@ -333,6 +340,7 @@ static void ctx_free(struct ctx *x)
 	free(x->hb);
 	free(x->cur);
 	free(x->hb_seen);
+	free(x->hb_raw);
 	free(x->seen_step);
 	free(x->straggler_told);
 	free(x->strag.r);

@@ -4,11 +4,12 @@ llm_train module: resume point, data skip, heartbeat and metrics per step,
 checkpoints the wrapper can pick. A small regression model on synthetic
 data, so it runs anywhere:
 
-    #SBATCH -N 2 --ntasks-per-node=1
-    export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT=29500
-    llm-train-wrap --ckpt-tool llm-train-ckpt-torch -- python3 ddp_train.py --steps 200
+    #SBATCH -N 2 --ntasks-per-node=1 --llm-train=dp=auto --llm-ckpt-dir=/scratch/me/ddp
+    exec llm-train-wrap --ckpt-tool llm-train-ckpt-torch -- python3 ddp_train.py --steps 200
 
-The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+(MASTER_PORT from the job and step ids: a fixed 29500 collides when two
+jobs share a node) and LLM_TRAIN_CKPT_DIR, which llm_train.Job() needs.
 EXAMPLE_FAULT (first attempt only): kill@K:R kills rank R with SIGKILL after
 step K (the wrapper restarts the job from its last checkpoint); stop@K:R
 stops it (SIGSTOP: the wrapper finds the hang from its heartbeat and names

@@ -34,4 +34,20 @@ PY
 		if [ "$got" = "nobody 700" ]; then echo "ok: llm-train: $p: $got"; else echo "FAIL: llm-train: $p: $got (want nobody 700)"; fail=1; fi
 	done
 fi
+# the Python module of PyTorch jobs (wrapper/python/llm_train.py), as
+# nobody: it made CKPT_DIR's parents, heartbeat/, the run dir and the
+# step directories 0755 (os.makedirs) where llm-train makes them 0700
+py=$sec_dir/scratch/py/run2
+cp "${top_srcdir:?}/wrapper/python/llm_train.py" "$sec_dir/llm_train.py" && chmod 644 "$sec_dir/llm_train.py" || exit 1
+if ! out=$(cd "$sec_dir" && umask 022 && sec_as_nobody env PYTHONPATH="$sec_dir" LLM_TRAIN_CKPT_DIR="$py" \
+	LLM_TRAIN_RUN_DIR="$sec_dir/scratch/pyrun/r" /usr/bin/python3 -c '
+import llm_train
+j = llm_train.Job(); j.start(); j.step(1, loss=1.0)
+j.ckpt_dir_for(1); j.ckpt_complete(1); j.done()' 2>&1); then
+	echo "FAIL: the llm_train module as nobody: $out"; fail=1
+fi
+for p in "$sec_dir/scratch/py" "$py" "$py/heartbeat" "$py/step_00000001" "$sec_dir/scratch/pyrun" "$sec_dir/scratch/pyrun/r"; do
+	got=$(stat -c '%U %a' "$p" 2>&1)
+	if [ "$got" = "nobody 700" ]; then echo "ok: llm_train.py: $p: $got"; else echo "FAIL: llm_train.py: $p: $got (want nobody 700)"; fail=1; fi
+done
 exit $fail

@@ -14,10 +14,12 @@ script in a few lines:
         ...
         job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
         if step % 10 == 0:
+            job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
             if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
             dist.barrier()
             job.ckpt_complete(step)       # the marker: now the wrapper may pick it
+            job.phase("train", step)
     job.done()
 
 job.step writes the rank's heartbeat (with its step time and, when given,
@@ -29,7 +31,7 @@ stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
 marker (its files still of the sizes recorded) or, from
 torch.distributed.checkpoint, its .metadata (written last).
 """
-import json, math, os, socket, sys, threading, time
+import json, math, os, socket, stat, sys, threading, time
 
 MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
@@ -48,6 +50,20 @@ def _atomic_write(path, text):
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def _mkdirs(path):
+    """mkdir -p, every directory made 0700 as llm-train makes its own (a
+    checkpoint holds the model; heartbeats say what the job does)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(os.path.normpath(path))
+    if parent and parent != path:
+        _mkdirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
 
 
 def _host():
@@ -72,7 +88,7 @@ class Job:
         self.skip_batches = int(_env("LLM_TRAIN_SKIP_BATCHES", "0"))
         self.attempt = int(_env("LLM_TRAIN_ATTEMPT", "0"))
         self.host = _host()
-        os.makedirs(self.hb_dir, exist_ok=True)
+        _mkdirs(self.hb_dir)
         self._hb = "%s/rank_%05d" % (self.hb_dir, self.rank)
         self._lock = threading.Lock()
         self._state = [self.resume_step, "init", 0.0]
@@ -105,7 +121,7 @@ class Job:
                 # in train only while one collective has been waiting since
                 # the last tick (ddp_hook): the rank its peers wait for is
                 # the one whose heartbeat goes stale, as with llm-train
-                if self._state[1] in ("init", "load", "save") or (op is not None and op == seen):
+                if self._state[1] in ("load", "save") or (op is not None and op == seen):
                     self._beat()
                 seen = op
 
@@ -185,7 +201,7 @@ class Job:
         def num(v):
             return v if isinstance(v, (int, float)) and math.isfinite(v) else None
         if self._metrics is None:
-            os.makedirs(self.run_dir, exist_ok=True)
+            _mkdirs(self.run_dir)
             self._metrics = open(self.run_dir + "/metrics.jsonl", "a")
         rec = {"step": step, "loss": num(loss), "grad_norm": num(norm), "lr": num(lr), "tokens_per_s": num(tps),
                "mfu": None, "step_time_s": dt, "comm_time_s": comm, "ckpt_time_s": ckpt,
@@ -214,7 +230,7 @@ class Job:
     # -- checkpoints ----------------------------------------------------
     def ckpt_dir_for(self, step):
         d = "%s/step_%08d" % (self.ckpt_dir, step)
-        os.makedirs(d, exist_ok=True)
+        _mkdirs(d)
         return d
 
     def ckpt_complete(self, step):
@@ -242,12 +258,23 @@ class Job:
             self._metrics.close()
 
 
+def _read_small(path, limit=1 << 24):
+    """A regular file's text, never blocking (a FIFO there waited for a
+    writer forever, and the wrapper with its checkpoint lister)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("%s: not a regular file" % path)
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
 def step_of(path):
     """The step of a checkpoint directory: its marker's, else its name's."""
     try:
-        with open(os.path.join(path, MARKER)) as f:
-            return int(json.load(f)["step"])
-    except (OSError, ValueError, KeyError):
+        return int(json.loads(_read_small(os.path.join(path, MARKER)))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     name = os.path.basename(os.path.normpath(path))
     return int(name[5:]) if name.startswith("step_") and name[5:].isdigit() else 0
@@ -258,9 +285,9 @@ def complete(path):
     m = os.path.join(path, MARKER)
     if os.path.exists(m):
         try:
-            with open(m) as f:
-                files = json.load(f)["files"]
-        except (OSError, ValueError, KeyError) as e:
+            files = json.loads(_read_small(m))["files"]
+            files = dict(files)
+        except (OSError, ValueError, KeyError, TypeError) as e:
             return "bad marker (%s)" % e.__class__.__name__
         for n, size in files.items():
             p = os.path.join(path, n)
@@ -278,6 +305,7 @@ def ckpt_list(d, out=sys.stdout, err=sys.stderr):
     """`ckpt-list DIR`: valid checkpoints newest first as "step path"."""
     if not os.path.isdir(d):
         return 0
+    good = []
     for name in sorted((n for n in os.listdir(d) if n.startswith("step_")), reverse=True):
         p = os.path.join(d, name)
         if not os.path.isdir(p):
@@ -286,7 +314,11 @@ def ckpt_list(d, out=sys.stdout, err=sys.stderr):
         if why:
             print("%s: %s" % (p, why), file=err)
         else:
-            print("%d %s" % (step_of(p), p), file=out)
+            good.append((step_of(p), p))
+    # newest by step, not by name: a kept copy (step_keep, step_00000010.bak)
+    # sorts after step_0... by name and would be resumed from
+    for step, p in sorted(good, key=lambda t: t[0], reverse=True):
+        print("%d %s" % (step, p), file=out)
     return 0
 
 

@@ -1,0 +1,36 @@
+#!/bin/sh
+# tests/wrapper/wrap_ckpt_order.sh: the resume point is the newest
+# checkpoint whatever order the checkpoint tool lists them in. A user who
+# keeps a copy of an old checkpoint beside the others (`cp -r step_00000010
+# step_keep`, or `step_00000010.bak`) had llm-train-ckpt-torch list it
+# first (names sorted backwards: 'step_k' > 'step_0'), and the wrapper took
+# the first line: every restart resumed from step 10, the progress since
+# lost silently. Now the lister sorts by step and the wrapper sorts what
+# any tool prints (newest first).
+set -u
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+T=$(mktemp -d /tmp/llmt-wrap-order.XXXXXX) || exit 1
+trap 'rc=$?; [ $rc = 0 ] && rm -rf "$T" || echo "files kept in $T"; exit $rc' EXIT
+unset LLM_TRAIN_FAULT SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW LLM_TRAIN_CKPT_INTERVAL
+CK=$top_builddir/wrapper/llm-train-ckpt-torch
+export LLM_TRAIN_PYTHONPATH=$top_srcdir/wrapper/python
+mk() {  # DIR STEP: a complete checkpoint of the llm_train module
+	mkdir -p "$1" && echo "{\"step\": $2, \"files\": {}}" >"$1/llm_train.complete"
+}
+# 1. the torch lister: a kept copy of step 10 among steps 10..30
+for s in 10 20 30; do mk "$T/ck/step_$(printf %08d $s)" $s; done
+cp -r "$T/ck/step_00000010" "$T/ck/step_keep"
+cp -r "$T/ck/step_00000010" "$T/ck/step_00000010.bak"
+"$CK" ckpt-list "$T/ck" >"$T/list" 2>"$T/list.err" || fail "ckpt-list failed: $(cat "$T/list.err")"
+[ "$(head -n1 "$T/list")" = "30 $T/ck/step_00000030" ] || fail "ckpt-list: newest is not first: $(cat "$T/list")"
+[ "$(cut -d' ' -f1 "$T/list" | tr '\n' ' ')" = "30 20 10 10 10 " ] || fail "ckpt-list: not by step: $(cat "$T/list")"
+# 2. the wrapper, with a tool that lists out of order
+cat >"$T/tool" <<TOOL
+#!/bin/sh
+printf '10 $T/ck/step_keep\n30 $T/ck/step_00000030\n20 $T/ck/step_00000020\n'
+TOOL
+chmod +x "$T/tool"
+"$WRAP" --no-srun --ckpt-dir "$T/ck" --ckpt-tool "$T/tool" --tick 0.1 -- \
+	/bin/sh -c 'echo "$LLM_TRAIN_RESUME" >"$LLM_TRAIN_CKPT_DIR/resumed"' >"$T/out" 2>&1 || { cat "$T/out"; fail "the run failed"; }
+[ "$(cat "$T/ck/resumed")" = "$T/ck/step_00000030" ] || fail "resumed from '$(cat "$T/ck/resumed")', not step 30"
+echo "PASS: the newest checkpoint is picked whatever the listing order"
