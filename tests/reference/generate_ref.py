@@ -14,25 +14,17 @@
 #   top-p 1e-9 is greedy; --eos ID stops before the first ID;
 # - bad input: --max-new past max_position_embeddings, an empty prompt,
 #   neither --ckpt nor --hf, both: exit 64.
-import os, subprocess, sys, tempfile
+import os, sys, tempfile
 import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_ref
+from refcli import expect, failures, finish, lt, top_srcdir
 
-top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
-top_builddir = os.environ.get('top_builddir', top_srcdir)
-LT = os.path.join(top_builddir, 'runtime', 'llm-train')
 CONFIGS = [os.path.join(top_srcdir, 'configs', 'tiny.yaml'),
            os.path.join(top_srcdir, 'tests', 'reference', 'ref-gqa.yaml')]
 PROMPT = 'This License applies to any'
 N = 64
 torch.set_num_threads(2)
-failures = []
-
-
-def lt(*args):
-    r = subprocess.run([LT] + list(args), capture_output=True, env=dict(os.environ, OMP_NUM_THREADS='2'))
-    return r.returncode, r.stdout.decode('latin-1'), r.stderr.decode('latin-1')
 
 
 def gen_ids(*args):
@@ -56,12 +48,6 @@ def torch_greedy(hf, n):
             gap = min(gap, (top[0] - top[1]).item())
             ids.append(int(lg[0, -1].argmax()))
     return ids[len(PROMPT.encode()):], gap
-
-
-def expect(tag, ok, detail=''):
-    print('%-52s %s %s' % (tag, 'ok' if ok else 'FAILED', detail))
-    if not ok:
-        failures.append('%s %s' % (tag, detail))
 
 
 with tempfile.TemporaryDirectory() as W:
@@ -114,7 +100,4 @@ with tempfile.TemporaryDirectory() as W:
         rc, out, err = lt('generate', *args)
         expect('refused: %s' % tag, rc == 64 and len(err.strip().splitlines()) >= 1, '(exit %d: %s)' % (rc, err.strip().splitlines()[0] if err.strip() else ''))
 
-if failures:
-    print('FAIL:\n  ' + '\n  '.join(failures))
-    sys.exit(1)
-print('PASS')
+finish()

@@ -32,28 +32,15 @@ except ImportError:
     sys.exit(1)
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from refcli import expect, failures, finish, lt, top_builddir, top_srcdir
 transformers.logging.set_verbosity_error()
 
-top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
-top_builddir = os.environ.get('top_builddir', top_srcdir)
-LT = os.path.join(top_builddir, 'runtime', 'llm-train')
 DRV = os.path.join(top_builddir, 'tests', 'reference', 'ckpt_export_drv')
 TEXT = '/usr/share/common-licenses/GPL-3'
 PROMPT = 'This License applies to any'
 N = 48
 torch.set_num_threads(2)
-failures = []
-
-
-def lt(*args):
-    r = subprocess.run([LT] + list(args), capture_output=True, env=dict(os.environ, OMP_NUM_THREADS='2'))
-    return r.returncode, r.stdout.decode('latin-1'), r.stderr.decode('latin-1')
-
-
-def expect(tag, ok, detail=''):
-    print('%-56s %s %s' % (tag, 'ok' if ok else 'FAILED', detail))
-    if not ok:
-        failures.append('%s %s' % (tag, detail))
 
 
 def must(tag, rc, err):
@@ -191,7 +178,4 @@ with tempfile.TemporaryDirectory() as W:
     for tag in ('tiny', 'gqa'):
         ours_to_hf(W, tag, os.path.join(W, tag + '.yaml'))
 
-if failures:
-    print('FAIL:\n  ' + '\n  '.join(failures))
-    sys.exit(1)
-print('PASS')
+finish()
