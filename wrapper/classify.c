@@ -142,6 +142,11 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 			set(v, WR_SDC, e->sdc_suspects.n ? e->sdc_suspects.name[0] : "",
 			    "exit %d: silent data corruption, %d suspect node(s)", code, e->sdc_suspects.n);
 			return;
+		case LLMT_EXIT_BADCKPT:
+			/* job.c's wr_job_ckpt_bad marks the checkpoint bad and falls
+			 * back; left here (no checkpoint the wrapper chose) a crash */
+			set(v, WR_SOFTWARE, "", "exit %d: the checkpoint resumed from did not load", code);
+			return;
 		case LLMT_EXIT_REQUEUE:
 			set(v, WR_PREEMPTED, "", "exit %d: preempted, checkpoint written", code);
 			return;

@@ -51,6 +51,7 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 		.need_agree = h->pending && h->need_agree,
 		.rollback_from = -1,
 		.attempt = h->attempts_total, .no_progress = 0, .numeric_repeats = 0, .exit_code = 0,
+		.load_fails = 0, .load_fail_step = -1, .ckpt_marked = false,
 		.st = { .n = 0 },
 		.resume = "", .resume_step = 0, .skip = 0, .interval = "",
 	};
@@ -85,13 +86,15 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 	j->resume_step = 0;
 	j->fresh_chosen = false;
 	if (n >= 0) {
-		int k = wr_ckpt_pick(ck, n, j->max_resume, j->need_agree, j->led);
+		int bad = 0;
+		int k = wr_ckpt_pick(ck, n, j->max_resume, j->need_agree, j->h, &bad, j->led);
 		if (k >= 0) {
 			snprintf(j->resume, sizeof j->resume, "%s", ck[k].path);
 			j->resume_step = ck[k].step;
 		} else if ((j->fresh_chosen = n > 0 || j->max_resume >= 0 || j->need_agree)) {
-			fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s): fresh start\n",
-			        j->max_resume, j->need_agree ? ", replicas agree" : "");
+			fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s%s): fresh start\n",
+			        j->max_resume, j->need_agree ? ", replicas agree" : "",
+			        bad ? ", not marked bad" : "");
 		}
 	}
 	j->skip = 0;
@@ -99,6 +102,44 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 		j->skip = j->skip_until > j->resume_step ? j->skip_until - j->resume_step : 0;
 		j->rollback_from = j->resume_step;
 	}
+}
+
+int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v,
+                    char *why, size_t len)
+{
+	const struct wr_ending *e = &wo->e;
+	int code = e->task_exit_code ? e->task_exit_code : e->exit_code;
+	bool qualifies = j->resume[0] && wo->last_step <= j->resume_step && v->cls == WR_SOFTWARE &&
+	                 (e->exited || e->task_exit_code);
+	if (qualifies && code == LLMT_EXIT_BADCKPT) {
+		j->load_fails = 0;
+		snprintf(why, len, "exit %d: the trainer could not load it", code);
+		return 1;
+	}
+	if (!qualifies || !wo->in_load) {
+		j->load_fails = 0;
+		return 0;
+	}
+	j->load_fails = j->load_fail_step == j->resume_step ? j->load_fails + 1 : 1;
+	j->load_fail_step = j->resume_step;
+	int marked = 0;
+	for (int i = 0; i < j->h->nbad; i++)
+		marked += !j->h->bad[i].trusted;
+	if (j->load_fails < WR_BAD_LOAD_REPEAT || marked >= WR_BAD_FOREIGN_MAX)
+		return 0;
+	j->load_fails = 0;
+	snprintf(why, len, "exit %d in phase load before any step, %d attempts in a row", code,
+	         WR_BAD_LOAD_REPEAT);
+	return 2;
+}
+
+void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, struct wr_verdict *v)
+{
+	wr_history_bad(j->h, j->resume, rule == 1);
+	v->cls = WR_TRANSIENT;
+	snprintf(v->why, sizeof v->why, "checkpoint of step %ld did not load (%s): marked bad, resume from an older one",
+	         j->resume_step, why);
+	j->ckpt_marked = true;
 }
 
 void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_attempt_env *e)
@@ -204,7 +245,9 @@ void wr_job_add_down(const struct wr_job *j, const struct wr_nodes *bad, struct 
 void wr_job_record(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v)
 {
 	struct wr_history *h = j->h;
-	j->no_progress = wo->last_step > j->resume_step ? 0 : j->no_progress + 1;
+	/* an attempt that proved its checkpoint bad is explained: the older one is a new try */
+	j->no_progress = wo->last_step > j->resume_step || j->ckpt_marked ? 0 : j->no_progress + 1;
+	j->ckpt_marked = false;
 	j->numeric_repeats = v->cls == WR_NUMERIC ? j->numeric_repeats + 1 : 0;
 	if (h->nattempts < WR_HIST_MAX)
 		h->attempts[h->nattempts++] = (struct wr_attempt){

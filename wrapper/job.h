@@ -56,6 +56,9 @@ struct wr_job {
 	bool need_agree;           /* resume only where the replicas agreed */
 	long rollback_from;        /* resume step at the last rollback: skips apply at or before it */
 	int attempt, no_progress, numeric_repeats, exit_code;
+	int load_fails;            /* attempts in a row that failed in the load phase of resume */
+	long load_fail_step;       /* ... of the checkpoint of this step */
+	bool ckpt_marked;          /* this attempt's checkpoint was just marked bad (wr_job_mark_bad) */
 	struct wr_steptimes st;
 	/* this attempt */
 	char resume[4096];
@@ -111,6 +114,32 @@ void wr_job_add_down(const struct wr_job *j, const struct wr_nodes *bad, struct 
 /* ---- classify and record ---- */
 /* Updates progress counters and the history with the attempt's verdict */
 void wr_job_record(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v);
+
+/* ---- a checkpoint that comes back broken ---- */
+/* Whether the attempt that just ended proves j->resume unloadable, so it
+ * is marked bad and the next attempt resumes from an older checkpoint.
+ * Only an attempt that resumed from a checkpoint the wrapper chose, made
+ * no step past it, and ended by an exit code (class software; not a
+ * signal, hang, node or user error) qualifies, and then:
+ * - llm-train's exit 89 (LLMT_EXIT_BADCKPT): trusted at once; llm-train
+ *   gives it only when the checkpoint's own bytes failed verification;
+ * - a foreign trainer: its heartbeat was still in phase load, the second
+ *   time in a row on this checkpoint (one retry in place first: a storage
+ *   hiccup is not a bad checkpoint), and fewer than WR_BAD_FOREIGN_MAX
+ *   checkpoints marked so far by this rule (a broken data dir or an
+ *   import error in the load phase must not walk back through every
+ *   checkpoint).
+ * Updates j->load_fails. Returns 1 (exit 89), 2 (load phase) or 0, with
+ * the reason in why. */
+#define WR_BAD_LOAD_REPEAT 2
+#define WR_BAD_FOREIGN_MAX 2
+int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v,
+                    char *why, size_t len);
+/* Marks j->resume bad in the history (rule: wr_job_ckpt_bad's result) and
+ * turns the verdict into a transient one: restart, from an older
+ * checkpoint. Call before wr_job_record: the attempt then does not count
+ * as one without progress (the older checkpoint is a new try). */
+void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, struct wr_verdict *v);
 
 /* ---- apply the action ---- */
 /* The state wr_decide judges (s->excluded points into j) */

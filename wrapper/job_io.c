@@ -268,6 +268,16 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 		fprintf(stderr, PROG ": a heartbeat or sdc.json names a node that is not one of the job's (%s): taken as node unknown\n",
 		        j->site->nodelist ? j->site->nodelist : "?");
 	wr_classify(&wo->e, j->h->past, j->h->npast, v);
+	char why[160];
+	int rule = wr_job_ckpt_bad(j, wo, v, why, sizeof why);
+	if (rule) {
+		/* the checkpoint is left in place (evidence): only never picked again */
+		fprintf(stderr, PROG ": %s: marked bad: %s\n", j->resume, why);
+		wr_ledger_event(j->led, "ckpt_bad", json_pack("{s:i,s:o,s:I,s:s,s:o}", "attempt", j->attempt, "path",
+		                wr_json_text(j->resume), "step", (json_int_t)j->resume_step, "rule",
+		                rule == 1 ? "exit_code" : "load_phase", "why", wr_json_text(why)));
+		wr_job_mark_bad(j, rule, why, v);
+	}
 	wr_job_record(j, wo, v);
 	wr_ledger_event(j->led, "attempt", json_pack("{s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:s}", "attempt", j->attempt,
 	                "run", j->site->run, "t_launch", wo->t_launch, "t_first_step", wo->t_first_step, "t_end", wo->t_end,

@@ -174,11 +174,19 @@ int wr_ckpt_agree(const char *dir)
 }
 
 int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
-                 struct wr_ledger *l)
+                 const struct wr_history *h, int *nbad, struct wr_ledger *l)
 {
+	if (nbad)
+		*nbad = 0;
 	for (int i = 0; i < n; i++) {
 		if (max_step >= 0 && c[i].step > max_step)
 			continue;
+		if (h && wr_history_is_bad(h, c[i].path)) {
+			fprintf(stderr, "llm-train-wrap: %s: marked bad (it failed to load), not used\n", c[i].path);
+			if (nbad)
+				++*nbad;
+			continue;
+		}
 		if (need_agree && wr_ckpt_agree(c[i].path) != 1) {
 			fprintf(stderr, "llm-train-wrap: %s: replicas did not agree, not used\n", c[i].path);
 			if (l)

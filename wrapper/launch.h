@@ -28,9 +28,11 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 int wr_ckpt_agree(const char *dir);
 
 /* The newest checkpoint with step <= max_step (max_step < 0: any) whose
- * replicas agreed when need_agree. Returns its index or -1 for none. */
+ * replicas agreed when need_agree, and not marked bad in h (may be NULL):
+ * a checkpoint that failed to load. Returns its index or -1 for none;
+ * *nbad (may be NULL) counts those skipped as bad. */
 int wr_ckpt_pick(const struct wr_ckpt *c, int n, long max_step, bool need_agree,
-                 struct wr_ledger *l);
+                 const struct wr_history *h, int *nbad, struct wr_ledger *l);
 
 struct wr_launch {
 	const char *srun;          /* srun binary */

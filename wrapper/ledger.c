@@ -117,6 +117,26 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
+bool wr_history_is_bad(const struct wr_history *h, const char *path)
+{
+	for (int i = 0; i < h->nbad; i++)
+		if (strcmp(h->bad[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+void wr_history_bad(struct wr_history *h, const char *path, bool trusted)
+{
+	if (!*path || wr_history_is_bad(h, path))
+		return;
+	if (h->nbad == WR_BAD_MAX)
+		memmove(&h->bad[0], &h->bad[1], (WR_BAD_MAX - 1) * sizeof h->bad[0]);
+	else
+		h->nbad++;
+	snprintf(h->bad[h->nbad - 1].path, sizeof h->bad[0].path, "%s", path);
+	h->bad[h->nbad - 1].trusted = trusted;
+}
+
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 {
 	memset(h, 0, sizeof *h);
@@ -190,6 +210,8 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->max_resume_step = (long)num(o, "max_resume_step", -1);
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));
+		} else if (strcmp(ev, "ckpt_bad") == 0) {
+			wr_history_bad(h, str(o, "path"), strcmp(str(o, "rule"), "exit_code") == 0);
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}

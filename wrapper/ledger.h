@@ -36,6 +36,13 @@ json_t *wr_nodes_json(const struct wr_nodes *s);
 json_t *wr_json_text(const char *s);
 
 #define WR_HIST_MAX 512
+#define WR_BAD_MAX 32
+
+/* A checkpoint marked bad (event ckpt_bad): it failed to load, never picked again */
+struct wr_bad_ckpt {
+	char path[4096];
+	bool trusted;                   /* llm-train's exit 89 said so (else the load-phase rule) */
+};
 
 struct wr_history {
 	int runs;                       /* start events seen */
@@ -58,7 +65,15 @@ struct wr_history {
 	bool need_agree;
 	bool last_run_cut;              /* the newest run has no end or requeue event */
 	double last_run_end;            /* time of its last event */
+	struct wr_bad_ckpt bad[WR_BAD_MAX]; /* checkpoints marked bad, any job of the run dir */
+	int nbad;
 };
+
+/* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
+ * is dropped). */
+void wr_history_bad(struct wr_history *h, const char *path, bool trusted);
+/* Whether path is marked bad in h */
+bool wr_history_is_bad(const struct wr_history *h, const char *path);
 
 /* Reads the ledger at path into h (an absent file is an empty history).
  * Lines that do not parse are skipped with a warning on stderr. The

@@ -562,6 +562,8 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		read_heartbeats(&x);
 		find_stuck(&x);
 		use_rank_times(&x);
+		for (int r = 0; r < c->nranks; r++)
+			o->in_load |= x.hb[r].valid && x.hb[r].phase == PH_LOAD;
 	}
 	ctx_free(&x);
 	return 0;

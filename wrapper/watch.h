@@ -47,6 +47,7 @@ struct wr_watch_out {
 	double step_s, ckpt_s;
 	int hung_rank;
 	int stuck_rank;            /* exit 75: the rank the others waited for, else -1 */
+	bool in_load;              /* a rank's last heartbeat of this attempt was in phase load */
 };
 
 /* Watches s until it ends; st learns step times across attempts. */

@@ -1,5 +1,5 @@
 /* Exit codes of llm-train: the contract the wrapper's decisions follow.
- * sysexits where one fits; 85-88 are this project's own. Shared by the
+ * sysexits where one fits; 85-89 are this project's own. Shared by the
  * runtime, the wrapper and the man pages. */
 #ifndef LLMT_EXITCODES_H
 #define LLMT_EXITCODES_H
@@ -16,5 +16,7 @@
                                      * master share no longer matches its weights */
 #define LLMT_EXIT_REQUEUE    87  /* preempted (SIGUSR1/SIGTERM): checkpoint written, requeue */
 #define LLMT_EXIT_BADNODE    88  /* selftest: a node computed wrong answers or is too slow (named in its report) */
+#define LLMT_EXIT_BADCKPT    89  /* the checkpoint resumed from failed to load (checksum, size, content):
+                                     * the wrapper marks it bad and resumes from an older one */
 
 #endif

@@ -208,6 +208,14 @@ static int weights_only(const llmt_ckpt *c)
 	return r;
 }
 
+/* A resume's data error is the checkpoint's (its manifest, a shard's size
+ * or checksum, the state blob): its own code, so the wrapper falls back to
+ * an older checkpoint instead of stopping as for bad token data (65). */
+static int ckpt_code(int rc)
+{
+	return rc == LLMT_EXIT_DATA ? LLMT_EXIT_BADCKPT : rc;
+}
+
 static int resume(trainer *t, const char *from)
 {
 	char path[4096];
@@ -229,7 +237,7 @@ static int resume(trainer *t, const char *from)
 	c = llmt_ckpt_open(path, &code, t->err, sizeof(t->err));
 	if (!c) {
 		fprintf(stderr, "llm-train: resume from %s: %s\n", path, t->err);
-		return code ? code : LLMT_EXIT_DATA;
+		return ckpt_code(code ? code : LLMT_EXIT_DATA);
 	}
 	rc = llmt_ckpt_check_config(c, &t->cfg, t->err, sizeof(t->err));
 	wonly = !rc && weights_only(c);
@@ -277,7 +285,7 @@ static int resume(trainer *t, const char *from)
 				(long long)t->st.step, (long long)t->st.pos);
 	}
 	llmt_ckpt_close(c);
-	return rc;
+	return ckpt_code(rc);
 }
 
 int llmt_tr_sdc_check(trainer *t)

@@ -10,7 +10,8 @@
 #   sums in another order) of the uninterrupted run;
 # - retention (--ckpt-keep 2 with a checkpoint every step keeps 2);
 # - ckpt-verify / ckpt-list exit codes and messages on damaged copies, and
-#   a resume from a damaged checkpoint exits 65 touching nothing saved;
+#   a resume from a damaged checkpoint exits 89 (bad checkpoint: the
+#   wrapper falls back to an older one) touching nothing saved;
 # - export refuses to overwrite an earlier export.
 set -u
 . "$top_srcdir/tests/runtime/loop_lib.sh"
@@ -64,11 +65,11 @@ damage size truncate "wrong size"
 damage missing remove "missing shard"
 damage manifest manifest "bad manifest"
 
-# resuming from a damaged checkpoint: exit 65, nothing saved is touched
+# resuming from a damaged checkpoint: exit 89, nothing saved is touched
 damage checksum2 flip "wrong checksum"
 (cd "$W/X" && find . -type f | sort | xargs md5sum) >"$W/before"
 rtrain "$W/X.unused" "" 2 1 2 $common --micro-batch 2 --grad-accum 2 --ckpt-dir "$W/X" --ckpt-interval 1; rc=$?
-[ $rc = 65 ] || { cat "$W/last.out"; fail "resume from a damaged checkpoint: exit $rc, want 65"; }
+[ $rc = 89 ] || { cat "$W/last.out"; fail "resume from a damaged checkpoint: exit $rc, want 89"; }
 grep -q "wrong checksum" "$W/last.out" || { cat "$W/last.out"; fail "no reason given"; }
 (cd "$W/X" && find . -type f ! -path './heartbeat/*' ! -name metrics.jsonl | sort | xargs md5sum) >"$W/after"
 grep -v -e ' ./heartbeat/' -e ' ./metrics.jsonl' "$W/before" | cmp -s - "$W/after" \

@@ -125,6 +125,104 @@ static void pick_resume_point(void **st)
 	assert_int_equal(j.skip, 0);
 }
 
+/* An attempt that ended: exit code (or the first task's), last step, load phase */
+static struct wr_watch_out ended(int code, long last_step, bool in_load)
+{
+	struct wr_watch_out wo;
+	memset(&wo, 0, sizeof wo);
+	wo.e.exited = true;
+	wo.e.exit_code = code;
+	wo.last_step = last_step;
+	wo.in_load = in_load;
+	return wo;
+}
+
+static int judge(struct wr_job *j, struct wr_watch_out wo, struct wr_verdict *v)
+{
+	char why[160];
+	wr_classify(&wo.e, NULL, 0, v);
+	int rule = wr_job_ckpt_bad(j, &wo, v, why, sizeof why);
+	if (rule)
+		wr_job_mark_bad(j, rule, why, v);
+	wr_job_record(j, &wo, v);
+	return rule;
+}
+
+static void bad_checkpoint(void **st)
+{
+	(void)st;
+	struct wr_ckpt ck[3] = { { 30, "/ck/step_30" }, { 20, "/ck/step_20" }, { 10, "/ck/step_10" } };
+	struct wr_verdict v;
+	struct wr_job j = job();
+	wr_job_pick(&j, ck, 3);
+	/* llm-train's exit 89 before any step past 30: marked at once, transient */
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_BADCKPT, 30, false), &v), 1);
+	assert_int_equal(v.cls, WR_TRANSIENT);
+	assert_int_equal(j.no_progress, 0);
+	assert_true(wr_history_is_bad(&hist, "/ck/step_30"));
+	wr_job_pick(&j, ck, 3);
+	assert_string_equal(j.resume, "/ck/step_20");
+	/* 89 also through the first task's code */
+	struct wr_watch_out wo = ended(137, 20, false);
+	wo.e.task_exit_code = LLMT_EXIT_BADCKPT;
+	assert_int_equal(judge(&j, wo, &v), 1);
+	wr_job_pick(&j, ck, 3);
+	assert_string_equal(j.resume, "/ck/step_10");
+	/* the same checkpoint again: one mark */
+	wr_history_bad(&hist, "/ck/step_10", true);
+	wr_history_bad(&hist, "/ck/step_10", true);
+	assert_int_equal(hist.nbad, 3);
+	/* none left: today's "no checkpoint fits" rule, a fresh start */
+	wr_job_pick(&j, ck, 3);
+	assert_string_equal(j.resume, "");
+	assert_true(j.fresh_chosen);
+	/* a fresh start has no checkpoint to blame */
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_BADCKPT, 0, true), &v), 0);
+
+	/* not the checkpoint's fault: progress past it, a signal, bad data (65) */
+	j = job();
+	wr_job_pick(&j, ck, 3);
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_BADCKPT, 31, false), &v), 0);
+	assert_int_equal(judge(&j, ended(128 + 11, 30, true), &v), 0);
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_DATA, 30, true), &v), 0);
+	assert_int_equal(v.cls, WR_USER_ERROR);
+	assert_int_equal(hist.nbad, 0);
+}
+
+static void bad_checkpoint_foreign(void **st)
+{
+	(void)st;
+	struct wr_ckpt ck[4] = { { 40, "/ck/s40" }, { 30, "/ck/s30" }, { 20, "/ck/s20" }, { 10, "/ck/s10" } };
+	struct wr_verdict v;
+	struct wr_job j = job();
+	wr_job_pick(&j, ck, 4);
+	/* exit 1 in phase load: the first time a retry in place, the second marks */
+	assert_int_equal(judge(&j, ended(1, 40, true), &v), 0);
+	assert_int_equal(v.cls, WR_SOFTWARE);
+	assert_int_equal(j.no_progress, 1);
+	wr_job_pick(&j, ck, 4);
+	assert_string_equal(j.resume, "/ck/s40");
+	assert_int_equal(judge(&j, ended(1, 40, true), &v), 2);
+	assert_int_equal(v.cls, WR_TRANSIENT);
+	assert_int_equal(j.no_progress, 0);   /* so the older checkpoint gets its retry too */
+	wr_job_pick(&j, ck, 4);
+	assert_string_equal(j.resume, "/ck/s30");
+	/* failing after the load phase (no step yet): not the checkpoint's */
+	assert_int_equal(judge(&j, ended(1, 30, false), &v), 0);
+	assert_int_equal(judge(&j, ended(1, 30, true), &v), 0);   /* the count restarted */
+	assert_int_equal(judge(&j, ended(1, 30, true), &v), 2);
+	wr_job_pick(&j, ck, 4);
+	assert_string_equal(j.resume, "/ck/s20");
+	/* WR_BAD_FOREIGN_MAX (2) marked by this rule: no more walking back */
+	assert_int_equal(judge(&j, ended(1, 20, true), &v), 0);
+	assert_int_equal(judge(&j, ended(1, 20, true), &v), 0);
+	assert_int_equal(v.cls, WR_SOFTWARE);
+	assert_int_equal(j.no_progress, 2);   /* wr_decide stops: two attempts without progress */
+	/* llm-train's 89 is trusted beyond the cap */
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_BADCKPT, 20, true), &v), 1);
+	assert_int_equal(hist.nbad, 3);
+}
+
 static void attempt_env(void **st)
 {
 	(void)st;
@@ -392,7 +490,8 @@ int main(void)
 		cmocka_unit_test(attempt_env), cmocka_unit_test(launch_and_watch),
 		cmocka_unit_test(down_nodes), cmocka_unit_test(record_attempt),
 		cmocka_unit_test(decision_state), cmocka_unit_test(apply_action),
-		cmocka_unit_test(shrink_layout),
+		cmocka_unit_test(shrink_layout), cmocka_unit_test(bad_checkpoint),
+		cmocka_unit_test(bad_checkpoint_foreign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

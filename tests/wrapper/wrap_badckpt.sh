@@ -1,0 +1,71 @@
+#!/bin/sh
+# tests/wrapper/wrap_badckpt.sh: a checkpoint that comes back broken does
+# not end the job (llm-train, one rank, tiny model, seconds, --no-srun, no
+# cluster). A first run leaves checkpoints of steps 2 and 4; a second job
+# under llm-train-wrap lists them (step 4 valid at that moment), then step
+# 4's shard goes bad before the trainer loads it (a flipped byte: storage
+# returning other bytes than were verified). llm-train exits 89 naming the
+# checksum; the wrapper records ckpt_bad for step 4, resumes from step 2
+# and the job completes (exit 0). The bad checkpoint is not deleted: it is
+# moved aside (step_00000004.superseded.*) when step 4 is saved again.
+# A second run of the same run dir never picks it again. Fails on the old
+# code: the resume exited 65 (bad data), never retried: the job ended 65.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+LT=$top_builddir/runtime/llm-train
+WRAP=$top_builddir/wrapper/llm-train-wrap
+[ -x "$LT" ] && [ -x "$WRAP" ] || fail "llm-train or llm-train-wrap is not built"
+[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+W=$(mktemp -d /tmp/llmt-badck.XXXXXX) || exit 1
+trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
+export OMP_NUM_THREADS=1
+unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT \
+	SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW LLM_TRAIN_CKPT_INTERVAL
+MODEL=$top_srcdir/configs/tiny.yaml
+mkdir "$W/data"
+/usr/bin/python3 - "$W/data/s.bin" <<'PY' || fail "no token shard"
+import struct, sys
+n = 32768
+h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = n
+toks = [(i * 7 + i // 256) % 256 for i in range(n)]
+open(sys.argv[1], 'wb').write(struct.pack('<256i', *h) + struct.pack('<%dH' % n, *toks))
+PY
+D=$W/ck
+TRAIN="$LT --model $MODEL --data $W/data --seq 16 --micro-batch 1 --ckpt-interval 2 --quiet"
+$TRAIN --steps 4 --ckpt-dir "$D" >"$W/first.out" 2>&1 || { cat "$W/first.out"; fail "first run: exit $?"; }
+[ -d "$D/step_00000002" ] && [ -d "$D/step_00000004" ] || fail "first run: no checkpoints 2 and 4: $(ls "$D")"
+
+# the trainer's command flips a byte of step 4's shard once, after the
+# wrapper listed it, before llm-train loads it
+cat >"$W/flip.sh" <<'FLIP'
+#!/bin/sh
+f=$1; shift
+if [ ! -e "$f.flipped" ]; then
+	printf '\377' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null; : >"$f.flipped"
+fi
+exec "$@"
+FLIP
+chmod +x "$W/flip.sh"
+"$WRAP" --no-srun --ckpt-dir "$D" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/flip.sh" "$D/step_00000004/rank_00000.bin" $TRAIN --steps 6 --ckpt-dir "$D" >"$W/wrap.out" 2>&1
+rc=$?
+[ $rc = 0 ] || { cat "$W/wrap.out"; fail "a broken newest checkpoint: wrapper exit $rc, want 0"; }
+L=$D/ledger.jsonl
+grep -q "wrong checksum" "$W/wrap.out" || { cat "$W/wrap.out"; fail "no checksum message"; }
+grep '"event":"ckpt_bad"' "$L" | grep '"rule":"exit_code"' | grep -q "\"path\":\"$D/step_00000004\"" ||
+	{ cat "$L"; fail "no ckpt_bad event for step 4"; }
+grep '"event":"launch"' "$L" | sed -n 2p | grep -q '"resume_step":2' || { cat "$L"; fail "not resumed from step 2"; }
+[ "$(grep -c '"event":"launch"' "$L")" = 2 ] || { cat "$L"; fail "not 2 launches"; }
+[ -d "$D/step_00000006" ] || fail "the job did not reach step 6: $(ls "$D")"
+ls -d "$D"/step_00000004.superseded.* >/dev/null 2>&1 || ls -d "$D/step_00000004" >/dev/null ||
+	fail "the bad checkpoint is gone: $(ls "$D")"
+bad=$(ls -d "$D"/step_00000004.superseded.* 2>/dev/null | head -n 1)
+[ -n "$bad" ] && ! "$LT" ckpt-verify "$bad" >/dev/null 2>&1 || fail "the bad checkpoint was not kept aside as it was"
+echo "broken step 4: exit 89, ckpt_bad, resumed from step 2, done; kept as $(basename "$bad")"
+
+# a later run of the run dir: the mark is read back from the ledger
+grep -q '"ckpt_bad"' "$L" || fail "ledger lost the mark"
+"$WRAP" --no-srun --ckpt-dir "$D" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	$TRAIN --steps 8 --ckpt-dir "$D" >"$W/again.out" 2>&1 || { cat "$W/again.out"; fail "second job: exit $?"; }
+grep '"event":"launch"' "$L" | tail -n 1 | grep -q '"resume_step":6' || { cat "$L"; fail "second job: not resumed from 6"; }
+echo "second job: resumed from step 6"
