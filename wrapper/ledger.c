@@ -147,7 +147,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 		return errno == ENOENT ? 0 : -1;
 	char line[65536];
 	double run_start = -1, run_last = 0;
-	bool closed = true;
+	bool closed = true, ours = true;   /* ours: the current run is job's */
 	int lineno = 0;
 	while (fgets(line, sizeof line, f)) {
 		lineno++;
@@ -173,6 +173,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 				h->max_resume_step = h->skip_until_step = -1;
 				h->need_agree = false;
 			}
+			ours = !job || strcmp(str(o, "job"), job) == 0;
 		} else if (strcmp(ev, "launch") == 0) {
 			h->attempts_total++;
 		} else if (strcmp(ev, "attempt") == 0 && h->nattempts < WR_HIST_MAX) {
@@ -211,7 +212,14 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));
 		} else if (strcmp(ev, "ckpt_bad") == 0) {
-			wr_history_bad(h, str(o, "path"), strcmp(str(o, "rule"), "exit_code") == 0);
+			/* llm-train's exit 89 (the checkpoint's bytes failed) holds for
+			 * every job; the load-phase rule's guess from a foreign
+			 * trainer's failures (a bug in the script's own loading,
+			 * fixed before a new submission, explains them as well) holds
+			 * for its own job, requeues included */
+			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
+			if (trusted || ours)
+				wr_history_bad(h, str(o, "path"), trusted);
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}

@@ -65,7 +65,8 @@ struct wr_history {
 	bool need_agree;
 	bool last_run_cut;              /* the newest run has no end or requeue event */
 	double last_run_end;            /* time of its last event */
-	struct wr_bad_ckpt bad[WR_BAD_MAX]; /* checkpoints marked bad, any job of the run dir */
+	struct wr_bad_ckpt bad[WR_BAD_MAX]; /* checkpoints marked bad: by exit 89 in any job of the
+	                                     * run dir, by the load-phase rule in this job */
 	int nbad;
 };
 

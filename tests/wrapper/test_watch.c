@@ -121,6 +121,8 @@ static void test_ledger_roundtrip(void **state)
 	fputs("this is not json\n", l.f);
 	wr_ledger_event(&l, "start", json_pack("{s:i,s:s}", "run", 1, "job", "7"));
 	wr_ledger_event(&l, "launch", json_pack("{s:i}", "attempt", 1));
+	wr_ledger_event(&l, "ckpt_bad", json_pack("{s:s,s:s}", "path", "/ck/step_9", "rule", "exit_code"));
+	wr_ledger_event(&l, "ckpt_bad", json_pack("{s:s,s:s}", "path", "/ck/step_8", "rule", "load_phase"));
 	wr_ledger_close(&l);
 
 	struct wr_history h;
@@ -138,12 +140,17 @@ static void test_ledger_roundtrip(void **state)
 	assert_int_equal(h.nattempts, 1);
 	assert_int_equal(h.attempts[0].last_step, 15);
 	assert_true(h.last_run_cut);      /* run 1 has no end yet */
+	assert_true(wr_history_is_bad(&h, "/ck/step_9") && wr_history_is_bad(&h, "/ck/step_8"));
 	/* Another job in the same run dir: a full restart budget, the rest kept. */
 	assert_int_equal(wr_ledger_load(l.path, "8", &h), 0);
 	assert_int_equal(h.restarts, 0);
 	assert_false(h.pending);
 	assert_int_equal(h.attempts_total, 2);
 	assert_true(wr_nodes_has(&h.excluded, "n3"));
+	/* its checkpoint marked by exit 89 stays bad; the load-phase guess is
+	 * this job's to try again */
+	assert_true(wr_history_is_bad(&h, "/ck/step_9"));
+	assert_false(wr_history_is_bad(&h, "/ck/step_8"));
 
 	snprintf(dir, sizeof dir, "%s/none.jsonl", tmpdir);
 	assert_int_equal(wr_ledger_load(dir, NULL, &h), 0);
