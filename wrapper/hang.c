@@ -32,6 +32,17 @@ int wr_hb_parse(const char *line, struct wr_hb *hb)
 	return 0;
 }
 
+bool wr_hb_mark(struct wr_hbmark *m, struct wr_hb *h, double now)
+{
+	bool fresh = !m->valid || m->step != h->step || m->raw != h->time || m->phase != (int)h->phase;
+
+	if (fresh)
+		*m = (struct wr_hbmark){ .valid = true, .step = h->step, .raw = h->time, .phase = (int)h->phase,
+		                         .seen = now };
+	h->time = m->seen;
+	return fresh;
+}
+
 void wr_steptimes_add(struct wr_steptimes *st, double s)
 {
 	if (!(s > 0))
