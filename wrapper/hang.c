@@ -36,10 +36,18 @@ bool wr_hb_mark(struct wr_hbmark *m, struct wr_hb *h, double now)
 {
 	bool fresh = !m->valid || m->step != h->step || m->raw != h->time || m->phase != (int)h->phase;
 
-	if (fresh)
+	if (fresh) {
+		/* the writer's clock less ours, less the delay before this read:
+		 * the least delayed read of the attempt is the best estimate */
+		double off = h->time - now;
+		if (m->valid && m->off > off)
+			off = m->off;
 		*m = (struct wr_hbmark){ .valid = true, .step = h->step, .raw = h->time, .phase = (int)h->phase,
-		                         .seen = now };
+		                         .seen = now, .off = off };
+	}
 	h->time = m->seen;
+	if (h->t.valid)
+		h->t.first -= m->off;
 	return fresh;
 }
 

@@ -32,12 +32,15 @@ struct wr_hbmark {
 	double raw;   /* content time as written, on the writer's clock */
 	int phase;
 	double seen;
+	double off;   /* the writer's clock less ours, as best seen (late by a read's delay at most) */
 };
 /* h, a record of this attempt, read at now (the wrapper's clock): content
  * that differs from m's is new, seen now. h->time becomes when its content
  * was first seen: a heartbeat's age is the wrapper's own, and the writer's
  * clock (behind or ahead of the wrapper's) is never compared with it.
- * True when the content is new. */
+ * The time in its timing line (h->t.first) is moved onto the wrapper's
+ * clock by m->off (late by at most the least delay of a read). True when
+ * the content is new. */
 bool wr_hb_mark(struct wr_hbmark *m, struct wr_hb *h, double now);
 
 /* Parses "<step> <unix_time_ns> <phase> <last_step_seconds> [host]".
