@@ -32,6 +32,25 @@ int wr_hb_parse(const char *line, struct wr_hb *hb)
 	return 0;
 }
 
+bool wr_hb_mark(struct wr_hbmark *m, struct wr_hb *h, double now)
+{
+	bool fresh = !m->valid || m->step != h->step || m->raw != h->time || m->phase != (int)h->phase;
+
+	if (fresh) {
+		/* the writer's clock less ours, less the delay before this read:
+		 * the least delayed read of the attempt is the best estimate */
+		double off = h->time - now;
+		if (m->valid && m->off > off)
+			off = m->off;
+		*m = (struct wr_hbmark){ .valid = true, .step = h->step, .raw = h->time, .phase = (int)h->phase,
+		                         .seen = now, .off = off };
+	}
+	h->time = m->seen;
+	if (h->t.valid)
+		h->t.first -= m->off;
+	return fresh;
+}
+
 void wr_steptimes_add(struct wr_steptimes *st, double s)
 {
 	if (!(s > 0))

@@ -15,12 +15,33 @@ enum wr_phase { PH_NONE = 0, PH_INIT, PH_LOAD, PH_TRAIN, PH_SAVE, PH_DONE };
 struct wr_hb {
 	bool valid;          /* a heartbeat was read for this rank */
 	long step;
-	double time;         /* content time, seconds since the epoch */
+	double time;         /* content time, seconds since the epoch (the writer's
+	                        clock; wr_hb_mark makes it the wrapper's) */
 	enum wr_phase phase;
 	double last_step_s;  /* duration of the rank's last step */
 	char host[64];       /* optional 5th field: the rank's node */
 	struct wr_rank_times t; /* optional second line: its step time breakdown */
 };
+
+/* The wrapper's own clock for one rank's heartbeat: the content it last
+ * read (step, content time, phase) and when (the wrapper's clock) it
+ * first read that content. */
+struct wr_hbmark {
+	bool valid;
+	long step;
+	double raw;   /* content time as written, on the writer's clock */
+	int phase;
+	double seen;
+	double off;   /* the writer's clock less ours, as best seen (late by a read's delay at most) */
+};
+/* h, a record of this attempt, read at now (the wrapper's clock): content
+ * that differs from m's is new, seen now. h->time becomes when its content
+ * was first seen: a heartbeat's age is the wrapper's own, and the writer's
+ * clock (behind or ahead of the wrapper's) is never compared with it.
+ * The time in its timing line (h->t.first) is moved onto the wrapper's
+ * clock by m->off (late by at most the least delay of a read). True when
+ * the content is new. */
+bool wr_hb_mark(struct wr_hbmark *m, struct wr_hb *h, double now);
 
 /* Parses "<step> <unix_time_ns> <phase> <last_step_seconds> [host]".
  * Returns 0, or -1 (hb->valid false) on a malformed line. */

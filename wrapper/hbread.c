@@ -24,22 +24,21 @@ static long slurp(const char *path, char *buf, size_t len)
 	return (long)n;
 }
 
-static void read_rank(const char *path, long r, struct wr_hb *out, int n, struct wr_hbread_ops *ops)
+static void read_rank(const char *path, long r, const struct wr_hbtake *t, struct wr_hbread_ops *ops)
 {
 	char text[2048];
 	struct wr_hb h;
 
-	if (r < 0 || r >= n)
+	if (r < 0 || r >= t->n)
 		return;
 	if (ops)
 		ops->opens++;
 	if (slurp(path, text, sizeof text) < 0 || wr_hb_rank_text(text, &h))
 		return;
-	if (!out[r].valid || out[r].time <= h.time)
-		out[r] = h;
+	wr_hb_take(t, r, &h);
 }
 
-int wr_hb_read_dir(const char *dir, struct wr_hb *out, int n, struct wr_hbread_ops *ops)
+static int read_dir(const char *dir, const struct wr_hbtake *t, struct wr_hbread_ops *ops)
 {
 	static char *node;   /* a node file's text: the watch loop's thread only */
 	const size_t node_len = 1 << 20;
@@ -47,7 +46,6 @@ int wr_hb_read_dir(const char *dir, struct wr_hb *out, int n, struct wr_hbread_o
 	struct dirent *e;
 	DIR *d;
 
-	memset(out, 0, (size_t)(n > 0 ? n : 0) * sizeof *out);
 	if (!node && !(node = malloc(node_len)))
 		return -1;
 	if (ops)
@@ -63,14 +61,36 @@ int wr_hb_read_dir(const char *dir, struct wr_hb *out, int n, struct wr_hbread_o
 		if (strncmp(nm, "rank_", 5) == 0) {
 			long r = strtol(nm + 5, &end, 10);
 			if (end != nm + 5 && !*end)
-				read_rank(path, r, out, n, ops);
+				read_rank(path, r, t, ops);
 		} else if (strncmp(nm, "node_", 5) == 0) {
 			if (ops)
 				ops->opens++;
 			if (slurp(path, node, node_len) >= 0)
-				wr_hb_node_text(node, out, n);
+				wr_hb_node_take(node, t);
 		}
 	}
 	closedir(d);
 	return 0;
+}
+
+int wr_hb_read_new(const char *dir, struct wr_hb *out, int n, const struct wr_hbold *old,
+                   struct wr_hbread_ops *ops)
+{
+	struct wr_hbtake t = { .out = out, .old = old, .n = n };
+
+	memset(out, 0, (size_t)(n > 0 ? n : 0) * sizeof *out);
+	return read_dir(dir, &t, ops);
+}
+
+int wr_hb_read_dir(const char *dir, struct wr_hb *out, int n, struct wr_hbread_ops *ops)
+{
+	return wr_hb_read_new(dir, out, n, NULL, ops);
+}
+
+int wr_hb_snapshot(const char *dir, struct wr_hbold *old, int n)
+{
+	struct wr_hbtake t = { .snap = old, .n = n };
+
+	memset(old, 0, (size_t)(n > 0 ? n : 0) * sizeof *old);
+	return read_dir(dir, &t, NULL);
 }

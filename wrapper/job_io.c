@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
+#include "hbread.h"
 #include "job_io.h"
 #include "live.h"
 #include "preflight.h"
@@ -210,14 +211,23 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	                "skip_batches", (json_int_t)j->skip, "exclude", wr_nodes_json(&j->excluded), "nodes",
 	                lc.nodes, "ntasks", nranks, "ckpt_interval", j->interval,
 	                "dp", j->dp_now > 0 ? j->dp_now : j->pol.dp));
+	/* The heartbeats there now are an earlier attempt's: this one's are
+	 * told from them by content, not by comparing the nodes' clocks with
+	 * ours (hbfile.h) */
+	struct wr_hbold *old = nranks > 0 ? calloc((size_t)nranks, sizeof *old) : NULL;
+	if (old)
+		wr_hb_snapshot(j->hb_dir, old, nranks);
 	struct wr_step step;
 	if (wr_launch(&lc, &step) != 0) {
+		free(old);
 		wr_ledger_event(j->led, "end", json_pack("{s:i,s:s}", "exit_code", LLMT_EXIT_SOFTWARE, "why", "launch failed"));
 		return LLMT_EXIT_SOFTWARE;
 	}
 	struct wr_watch_cfg wc;
 	wr_job_watch_cfg(j, nranks, &wc);
+	wc.hb_old = old;
 	wr_watch(&wc, &step, &j->st, wo);
+	free(old);
 	return 0;
 }
 

@@ -40,8 +40,7 @@ struct ctx {
 	struct wr_steptimes *st;
 	struct wr_hb *hb;
 	struct wr_hb *cur;        /* per rank: what this tick read (hbread.h) */
-	double *hb_seen;          /* per rank: when (our clock) its current heartbeat was first read */
-	double *hb_raw;           /* per rank: that heartbeat's content time, as written */
+	struct wr_hbmark *mark;   /* per rank: its heartbeat's content and when (our clock) first read */
 	long *seen_step;          /* per rank: last step we sampled */
 	bool *straggler_told;
 	struct wr_strag strag;    /* compute-time stragglers (straggle.h) */
@@ -54,7 +53,7 @@ struct ctx {
 	struct wr_steptimes mine; /* this attempt's step times */
 	bool killing;             /* the wrapper is ending the step (hang) */
 	bool first_seen;          /* srun reported a task ending badly */
-	double first_hb;          /* content time of this attempt's first heartbeat (-1: none) */
+	double first_hb;          /* when this attempt's first heartbeat was read (-1: none) */
 	double doom_at;           /* a rank died: end the step at this time (0: no) */
 };
 
@@ -144,18 +143,16 @@ static void read_heartbeats(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
 	double now = wr_now();
-	wr_hb_read_dir(c->hb_dir, x->cur, c->nranks, NULL);
+	wr_hb_read_new(c->hb_dir, x->cur, c->nranks, c->hb_old, NULL);
 	for (int r = 0; r < c->nranks; r++) {
-		/* not written yet: hang.c counts it from the launch */
+		/* not written yet, or only a record there before the launch (a
+		 * leftover: hbread skips it): hang.c counts it from the launch */
 		struct wr_hb h = x->cur[r];
-		if (h.valid && h.time >= x->o->t_launch) {
-			if (!x->hb[r].valid || h.time != x->hb_raw[r])
-				x->hb_seen[r] = now;
-			x->hb_raw[r] = h.time;
-			/* never newer than when first read: a time in the future (a
-			 * clock ahead, a wrong unit) would never go stale */
-			if (h.time > x->hb_seen[r])
-				h.time = x->hb_seen[r];
+		if (h.valid) {
+			/* its time becomes when this content was first read, on our
+			 * clock: the writer's clock behind ours (a leftover look) or
+			 * ahead (never stale) does not count */
+			wr_hb_mark(&x->mark[r], &h, now);
 			struct wr_rank_times before = x->hb[r].t;
 			x->hb[r] = h;
 			if (x->first_hb < 0 || h.time < x->first_hb)
@@ -232,23 +229,15 @@ static bool watchdog_exit(const struct ctx *x)
 
 /* On exit 75, the heartbeats last read name the rank the others waited for.
  * Their ages are judged by when this wrapper first read each one, on its
- * own clock: the times in them are from the nodes' clocks, which may be
- * apart by more than the margin (a tick of error instead). */
+ * own clock (wr_hb_mark): the times in them are from the nodes' clocks,
+ * which may be apart by more than the margin (a tick of error instead). */
 static void find_stuck(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
 	double silent = 0, gap = 0;
 	if (!watchdog_exit(x))
 		return;
-	struct wr_hb *seen = malloc((size_t)c->nranks * sizeof *seen);
-	if (!seen)
-		return;
-	for (int i = 0; i < c->nranks; i++) {
-		seen[i] = x->hb[i];
-		seen[i].time = x->hb_seen[i];
-	}
-	int r = wr_stuck_find(seen, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
-	free(seen);
+	int r = wr_stuck_find(x->hb, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
 	if (r < 0)
 		return;
 	x->o->stuck_rank = r;
@@ -308,14 +297,13 @@ static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_stept
 	int n = c->nranks > 0 ? c->nranks : 1;
 	x->hb = calloc((size_t)n, sizeof *x->hb);
 	x->cur = calloc((size_t)n, sizeof *x->cur);
-	x->hb_seen = calloc((size_t)n, sizeof *x->hb_seen);
-	x->hb_raw = calloc((size_t)n, sizeof *x->hb_raw);
+	x->mark = calloc((size_t)n, sizeof *x->mark);
 	x->seen_step = calloc((size_t)n, sizeof *x->seen_step);
 	x->straggler_told = calloc((size_t)n, sizeof *x->straggler_told);
 	x->strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x->strag.r),
 	                              .factor = c->straggler_factor, .k = c->straggler_steps };
 	x->strag_told = calloc((size_t)n, sizeof *x->strag_told);
-	if (!x->hb || !x->cur || !x->hb_seen || !x->hb_raw || !x->seen_step || !x->straggler_told || !x->strag.r ||
+	if (!x->hb || !x->cur || !x->mark || !x->seen_step || !x->straggler_told || !x->strag.r ||
 	    !x->strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
@@ -339,8 +327,7 @@ static void ctx_free(struct ctx *x)
 {
 	free(x->hb);
 	free(x->cur);
-	free(x->hb_seen);
-	free(x->hb_raw);
+	free(x->mark);
 	free(x->seen_step);
 	free(x->straggler_told);
 	free(x->strag.r);

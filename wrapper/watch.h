@@ -10,6 +10,7 @@
 
 #include "classify.h"
 #include "hang.h"
+#include "hbfile.h"
 #include "launch.h"
 #include "ledger.h"
 #include "live.h"
@@ -17,6 +18,7 @@
 struct wr_watch_cfg {
 	const char *hb_dir;        /* per-rank heartbeat files rank_NNNNN */
 	int nranks;
+	const struct wr_hbold *hb_old; /* per rank: records there before the launch (leftovers; NULL: none) */
 	struct wr_hang_cfg hang;
 	bool progress_from_output; /* no heartbeats: a new output line is progress */
 	double straggler_factor;   /* report a rank slower than factor x median ... */

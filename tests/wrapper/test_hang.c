@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -208,6 +209,40 @@ static void test_stuck(void **state)
 	assert_true(gap == 10);
 }
 
+/* wr_hb_mark: a heartbeat's time becomes when the wrapper first read its
+ * content, whatever the writer's clock; the timing line's first step is
+ * moved onto the wrapper's clock */
+static void test_mark(void **state)
+{
+	(void)state;
+	struct { double off; } clocks[] = { { -600 }, { 600 }, { 0 } };
+	for (size_t i = 0; i < sizeof clocks / sizeof clocks[0]; i++) {
+		double off = clocks[i].off;
+		struct wr_hbmark m = { 0 };
+		struct wr_hb h = { .valid = true, .step = 5, .time = 1000 + off, .phase = PH_TRAIN,
+		                   .t = { .valid = true, .steps = 5, .first = 990 + off } };
+		struct wr_hb again = h, next = h;
+		assert_true(wr_hb_mark(&m, &h, 1000.2));
+		assert_true(h.time == 1000.2);
+		assert_true(fabs(h.t.first - 990.2) < 1e-6);
+		/* the same content read later: not fresher */
+		assert_false(wr_hb_mark(&m, &again, 1003));
+		assert_true(again.time == 1000.2);
+		/* a new beat read sooner after it was written: the better offset */
+		next.step = 6;
+		next.time = 1004 + off;
+		assert_true(wr_hb_mark(&m, &next, 1004.05));
+		assert_true(next.time == 1004.05);
+		assert_true(fabs(next.t.first - 990.05) < 1e-6);
+		/* a new line with the same step and phase (a refresh) is a beat */
+		struct wr_hb ref = next;
+		ref.time = 1006 + off;
+		ref.t.first = 990 + off;
+		assert_true(wr_hb_mark(&m, &ref, 1006.5));
+		assert_true(ref.time == 1006.5);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_straggler),
 		cmocka_unit_test(test_stuck),
+		cmocka_unit_test(test_mark),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

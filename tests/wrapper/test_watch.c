@@ -1,5 +1,6 @@
 /* Unit tests of the wrapper's readers: srun's task-exit lines, sinfo node
- * states, sdc.json, the ledger folded back into a history, loss points. */
+ * states, sdc.json, the ledger folded back into a history, loss points;
+ * heartbeats judged on the wrapper's clock whatever the nodes' clocks say. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "wrapper/hbread.h"
 #include "wrapper/ledger.h"
 #include "wrapper/report.h"
 #include "wrapper/slurm.h"
@@ -198,6 +201,125 @@ static void test_plugin_layout(void **state)
 	unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_dp");
 }
 
+/* Heartbeats read as the watch loop reads them (hbread.c, wr_hb_mark,
+ * wr_hang_find) on a virtual wrapper clock W = B + tick, the ranks'
+ * clocks off by off seconds. A rank beats each tick up to its tick stop
+ * (0: never), its record in its rank file or, with node set, in that
+ * node's file (the node channel: a stopped rank's record is flushed on by
+ * the others, unchanged). Before the launch (the snapshot, at W = B) every
+ * rank has a leftover rank file of an earlier attempt 100 s before on a
+ * clock in step, and ranks 1 and 4 a leftover record in node_old (newer
+ * than rank 1's new ones, which are 600 s behind). Returns the first tick
+ * a rank is found hung (*rank, *stale), or 0 when none is within ticks. */
+#define SKEW_B 1700000000.0
+struct skew_rank {
+	double off;
+	int stop;
+	const char *node;
+};
+
+static void skew_line(char *buf, size_t len, long step, double t)
+{
+	snprintf(buf, len, "%ld %lld train 1.000000 h\n", step, (long long)(t * 1e9));
+}
+
+static int skew_run(const char *name, const struct skew_rank *rk, int n, int ticks, int *rank, double *stale)
+{
+	char dir[400], p[600], line[200], node[2][4096];
+	struct wr_hb cur[8], hb[8] = { { 0 } };
+	struct wr_hbmark m[8] = { { 0 } };
+	struct wr_hbold old[8];
+	double first = -1;
+	const char *nodes[2] = { "b", "e" };
+
+	assert_true(n <= 8);
+	snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	for (int r = 0; r < n; r++) {
+		snprintf(p, sizeof p, "%s/rank_%05d", dir, r);
+		skew_line(line, sizeof line, 40, SKEW_B - 100);
+		write_file(p, line);
+	}
+	snprintf(p, sizeof p, "%s/node_old", dir);
+	write_file(p, "node old 1\nr1 41 1699999950000000000 train 1.000000 old\n"
+	              "r4 41 1699999950000000000 train 1.000000 old\n");
+	assert_int_equal(wr_hb_snapshot(dir, old, n), 0);
+	for (int t = 1; t <= ticks; t++) {
+		double W = SKEW_B + t;
+		for (int k = 0; k < 2; k++)
+			snprintf(node[k], sizeof node[k], "node %s 1\n", nodes[k]);
+		for (int r = 0; r < n; r++) {
+			bool beats = t <= rk[r].stop;
+			/* a stopped rank's record stays what it last was */
+			skew_line(line, sizeof line, beats ? t : rk[r].stop, SKEW_B + (beats ? t : rk[r].stop) - 0.5 + rk[r].off);
+			if (rk[r].node) {
+				int k = strcmp(rk[r].node, "b") ? 1 : 0;
+				if (rk[r].stop > 0)
+					snprintf(node[k] + strlen(node[k]), sizeof node[k] - strlen(node[k]), "r%d %s", r, line);
+			} else if (beats) {
+				snprintf(p, sizeof p, "%s/rank_%05d", dir, r);
+				write_file(p, line);
+			}
+		}
+		for (int k = 0; k < 2; k++) {
+			snprintf(p, sizeof p, "%s/node_%s", dir, nodes[k]);
+			write_file(p, node[k]);
+		}
+		assert_int_equal(wr_hb_read_new(dir, cur, n, old, NULL), 0);
+		for (int r = 0; r < n; r++) {
+			if (!cur[r].valid)
+				continue;
+			wr_hb_mark(&m[r], &cur[r], W);
+			hb[r] = cur[r];
+			if (first < 0 || hb[r].time < first)
+				first = hb[r].time;
+		}
+		*rank = wr_hang_find(hb, n, W, first >= 0 ? first : SKEW_B, 5, 30, 60, stale);
+		if (*rank >= 0)
+			return t;
+	}
+	return 0;
+}
+
+static void test_hb_clock_skew(void **state)
+{
+	(void)state;
+	int rank = -1;
+	double stale = 0;
+	/* rank 1 on node b 10 min behind, rank 2 10 min ahead, node e 10 min
+	 * behind: all beat, none hung */
+	struct skew_rank all[6] = { { 0, 99, NULL }, { -600, 99, "b" }, { 600, 99, NULL }, { 0, 99, NULL },
+	                            { -600, 99, "e" }, { -600, 99, "e" } };
+	assert_int_equal(skew_run("beat", all, 6, 40, &rank, &stale), 0);
+
+	/* rank 4 (node e, 10 min behind) stops after tick 3 while rank 5 on its
+	 * node flushes on: found when silent 6 s > 5 s on the wrapper's clock,
+	 * the tick a rank with a clock in step is found */
+	struct skew_rank quiet[6] = { { 0, 99, NULL }, { -600, 99, "b" }, { 600, 99, NULL }, { 0, 99, NULL },
+	                              { -600, 3, "e" }, { -600, 99, "e" } };
+	assert_int_equal(skew_run("quiet", quiet, 6, 40, &rank, &stale), 9);
+	assert_int_equal(rank, 4);
+	assert_true(stale == 6);
+	struct skew_rank even[6] = { { 0, 99, NULL }, { 0, 99, "b" }, { 0, 99, NULL }, { 0, 99, NULL },
+	                             { 0, 3, "e" }, { 0, 99, "e" } };
+	assert_int_equal(skew_run("even", even, 6, 40, &rank, &stale), 9);
+	assert_int_equal(rank, 4);
+	/* the same with a clock ahead: its record is not fresher than when read */
+	struct skew_rank ahead[6] = { { 0, 99, NULL }, { -600, 99, "b" }, { 600, 3, NULL }, { 0, 99, NULL },
+	                              { -600, 99, "e" }, { -600, 99, "e" } };
+	assert_int_equal(skew_run("ahead", ahead, 6, 40, &rank, &stale), 9);
+	assert_int_equal(rank, 2);
+
+	/* rank 3 never beats: its leftover rank file (there before the
+	 * launch, never rewritten) is not this attempt's; silent from the
+	 * attempt's first heartbeat (tick 1): found at tick 7 */
+	struct skew_rank left[6] = { { 0, 99, NULL }, { -600, 99, "b" }, { 600, 99, NULL }, { 0, 0, NULL },
+	                             { -600, 99, "e" }, { -600, 99, "e" } };
+	assert_int_equal(skew_run("left", left, 6, 40, &rank, &stale), 7);
+	assert_int_equal(rank, 3);
+	assert_true(stale == 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_roundtrip),
 		cmocka_unit_test(test_loss_points),
 		cmocka_unit_test(test_plugin_layout),
+		cmocka_unit_test(test_hb_clock_skew),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
