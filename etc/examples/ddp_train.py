@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ddp_train.py: a PyTorch DDP job (gloo, CPU) under llm-train-wrap with the
 llm_train module: resume point, data skip, heartbeat and metrics per step,
-checkpoints the wrapper can pick. A small regression model on synthetic
+checkpoints the wrapper can pick, saved as --llm-train=ckpt-interval says
+(job.ckpt_due: N steps, a time, or auto). A small regression model on synthetic
 data, so it runs anywhere:
 
     #SBATCH -N 2 --ntasks-per-node=1 --llm-train=dp=auto --llm-ckpt-dir=/scratch/me/ddp
@@ -24,7 +25,8 @@ import llm_train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=100)
-ap.add_argument("--ckpt-every", type=int, default=5)
+ap.add_argument("--ckpt-every", type=int, default=None,
+                help="save every N steps (default: the job's --llm-train=ckpt-interval, else 5)")
 ap.add_argument("--lr", type=float, default=0.05)
 a = ap.parse_args()
 
@@ -68,7 +70,10 @@ for step in range(start + 1, a.steps + 1):
     job.step(step, loss=loss.item(), grad_norm=norm, lr=a.lr, tokens=8 * job.world_size)
     if hit:
         os.kill(os.getpid(), signal.SIGKILL if fault[:4] == "kill" else signal.SIGSTOP)
-    if step % a.ckpt_every == 0 or step == a.steps:
+    # ckpt_due on every rank at every step: a time interval is rank 0's
+    # decision, broadcast (ranks that disagreed would deadlock in the save)
+    due = step % a.ckpt_every == 0 if a.ckpt_every else job.ckpt_due(step, every=5)
+    if due or step == a.steps:
         job.phase("save", step)
         d = job.ckpt_dir_for(step)
         if job.rank == 0:

@@ -1,8 +1,9 @@
 #!/bin/sh
 # tests/wrapper/wrap_torch_cluster.sh: the PyTorch DDP example
 # (etc/examples/ddp_train.py: gloo, the llm_train module) as real Slurm
-# jobs on the emulated cluster: sbatch -N2 --llm-train=tp=1 (the plugin
-# sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), llm-train-wrap
+# jobs on the emulated cluster: sbatch -N2 --llm-train=tp=1,ckpt-interval=5
+# (the plugin sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
+# LLM_TRAIN_CKPT_INTERVAL, which job.ckpt_due follows), llm-train-wrap
 # launching it with srun, llm-train-ckpt-torch as --ckpt-tool. Four jobs
 # side by side: unfaulted; kill -9 of rank 1 after step 12: restart from
 # the step-10 checkpoint, the same final weights; SIGSTOP of rank 1 after
@@ -32,7 +33,7 @@ exec "$WRAP" --ckpt-dir "$W/$_n" --ckpt-tool "$CK" --tick 0.2 --hang-timeout-min
 	--backoff 0.2 $* -- /usr/bin/python3 "$EX" --steps 20
 JOB
 	chmod +x "$W/$_n.sh"
-	(cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=1 --llm-train=tp=1 -o "$_n.out" "$_n.sh")
+	(cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=1 --llm-train=tp=1,ckpt-interval=5 -o "$_n.out" "$_n.sh")
 }
 done_ok() {  # NAME JOBID
 	_st=$(cluster_sbatch_wait "$2" 240) || { cat "$W/$1.out"; fail "$1: job $2 ended $_st"; }

@@ -13,7 +13,7 @@ script in a few lines:
     for step in range(job.resume_step + 1, steps + 1):
         ...
         job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
-        if step % 10 == 0:
+        if job.ckpt_due(step):           # --llm-train=ckpt-interval (every rank, every step)
             job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
             if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
@@ -30,6 +30,15 @@ stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
 --ckpt-tool: a step directory is complete when it holds this module's
 marker (its files still of the sizes recorded) or, from
 torch.distributed.checkpoint, its .metadata (written last).
+
+job.ckpt_due(step) follows LLM_TRAIN_CKPT_INTERVAL (--llm-train=ckpt-interval):
+N steps (step % N == 0, decided on each rank alike), Ns/Nm/Nh (time since
+the last save, decided on rank 0 and broadcast when torch.distributed is
+initialized: call it on every rank at every step, as a collective), or
+auto (the wrapper's per-attempt choice from the measured checkpoint cost
+and MTBF; before one is measured, Young's interval from this process's
+last save time, 600 s before the first, as llm-train does). Unset: the
+every= argument in steps, else never.
 """
 import json, math, os, socket, stat, sys, threading, time
 
@@ -37,6 +46,9 @@ MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
 HB_PERIOD_S = 2.0    # include/llmt/heartbeat.h LLMT_HB_PERIOD_S: the heartbeat's refresh period
 # (both checked against the C headers by tests/wrapper/py_contract.py)
+AUTO_FIRST_S = 600.0  # runtime/train/train.c llmt_auto_interval: before any save is timed
+AUTO_MTBF_S = 4 * 3600.0  # llm-train's default --mtbf
+EXIT_USAGE = 64      # include/llmt/exitcodes.h: usage/config error (never retried)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -64,6 +76,21 @@ def _mkdirs(path):
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
+
+
+def parse_interval(text):
+    """LLM_TRAIN_CKPT_INTERVAL's text (doc/contracts.md): ("steps", N),
+    ("seconds", S), ("auto", None), or None when unset; ValueError else."""
+    t = (text or "").strip()
+    if not t:
+        return None
+    if t == "auto":
+        return ("auto", None)
+    unit = {"s": 1, "m": 60, "h": 3600}.get(t[-1])
+    num = t[:-1] if unit else t
+    if not (num.isascii() and num.isdigit()) or not 1 <= int(num) <= 1000000000:
+        raise ValueError("LLM_TRAIN_CKPT_INTERVAL=%s is not N, Ns, Nm, Nh or auto (N from 1)" % t)
+    return ("seconds", float(int(num) * unit)) if unit else ("steps", int(num))
 
 
 def _host():
@@ -100,6 +127,13 @@ class Job:
         self._metrics = None
         self.max_bad_steps = int(_env("LLM_TRAIN_MAX_BAD_STEPS", "3"))
         self._bad_run = 0
+        try:
+            self.ckpt_interval = parse_interval(_env("LLM_TRAIN_CKPT_INTERVAL"))
+        except ValueError as e:
+            print("llm_train: %s" % e, file=sys.stderr)
+            raise SystemExit(EXIT_USAGE)
+        self._ckpt_t = time.monotonic()   # the time interval's clock (rank 0's decides)
+        self._save_cost = 0.0             # the last phase("save")'s length (auto's cost)
         self._stop = threading.Event()
         self._beat()
         t = threading.Thread(target=self._refresh, args=(refresh_s,), daemon=True)
@@ -153,6 +187,7 @@ class Job:
         now = time.monotonic()
         if self._state[1] == "save" and name != "save":
             self._stall += now - self._save_t
+            self._save_cost = now - self._save_t
         if name == "save" and self._state[1] != "save":
             self._save_t = now
         with self._lock:
@@ -194,7 +229,7 @@ class Job:
 
     def start(self):
         """Mark the start of the first step (else it is timed from the first step() call's previous one)."""
-        self._t0 = time.monotonic()
+        self._t0 = self._ckpt_t = time.monotonic()
         self.phase("train")
 
     def _metric(self, step, loss, norm, lr, tps, dt, comm, ckpt):
@@ -228,6 +263,53 @@ class Job:
         return True
 
     # -- checkpoints ----------------------------------------------------
+    def ckpt_due(self, step, every=None):
+        """Whether to save a checkpoint after this step, as the job's
+        --llm-train=ckpt-interval (LLM_TRAIN_CKPT_INTERVAL) says; every: the
+        step interval when the job sets none (None: never). The answer is
+        the same on every rank: with a time interval (or auto before the
+        wrapper measured a cost) call it on every rank at every step."""
+        iv = self.ckpt_interval or (("steps", int(every)) if every else None)
+        if iv is None:
+            return False
+        kind, n = iv
+        if kind == "steps":
+            return step % n == 0   # the same step on every rank: no communication
+        if kind == "auto":
+            # the wrapper turns auto into N or Ns once a checkpoint's cost is
+            # in metrics.jsonl; until then Young's interval from the last save
+            n = math.sqrt(2 * self._save_cost * AUTO_MTBF_S) if self._save_cost > 0 else AUTO_FIRST_S
+            n = max(n, 2 * self._save_cost)
+        due = time.monotonic() - self._ckpt_t >= n
+        due = self._agree(due)
+        if due:
+            self._ckpt_t = time.monotonic()
+        return due
+
+    def _agree(self, due):
+        """Rank 0's due on every rank. Each rank's clock started at its own
+        Job()/start() and its steps end at slightly different times, so
+        deciding locally lets one rank enter the save's barrier while its
+        peer enters the next step's all-reduce: a deadlock (or mismatched
+        collectives). One broadcast of a one-element tensor per step is
+        cheap against a training step: tens of microseconds over gloo's
+        TCP; on nccl one tiny kernel, whose .item() waits for the GPU work
+        queued before it (as the usual loss.item() for job.step already
+        does). Step intervals need none (they are decided above)."""
+        try:
+            import torch
+            import torch.distributed as dist
+        except ImportError:
+            return due
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return due
+        dev = "cpu"
+        if dist.get_backend() == "nccl":   # nccl broadcasts device tensors only
+            dev = torch.device("cuda", torch.cuda.current_device())
+        t = torch.tensor([1 if due else 0], dtype=torch.int32, device=dev)
+        dist.broadcast(t, 0)
+        return bool(t.item())
+
     def ckpt_dir_for(self, step):
         d = "%s/step_%08d" % (self.ckpt_dir, step)
         _mkdirs(d)
