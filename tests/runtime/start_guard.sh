@@ -40,13 +40,7 @@ WRAP=$top_builddir/wrapper/llm-train-wrap
 [ -x "$WRAP" ] || fail "$WRAP is not built"
 MODEL=$top_srcdir/configs/tiny.yaml
 mkdir "$W/data"
-/usr/bin/python3 - "$W/data/s.bin" <<'PY' || fail "no token shard"
-import struct, sys
-n = 32768
-h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = n
-toks = [(i * 7 + i // 256) % 256 for i in range(n)]
-open(sys.argv[1], 'wb').write(struct.pack('<256i', *h) + struct.pack('<%dH' % n, *toks))
-PY
+/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
 run() {  # run NAME [options...]: one tiny run; output in $W/NAME.out, .err
 	_n=$1; shift
 	"$LT" --model "$MODEL" --data "$W/data" --seq 16 --micro-batch 1 --quiet "$@" \

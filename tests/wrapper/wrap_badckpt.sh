@@ -23,13 +23,7 @@ unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_
 	SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW LLM_TRAIN_CKPT_INTERVAL
 MODEL=$top_srcdir/configs/tiny.yaml
 mkdir "$W/data"
-/usr/bin/python3 - "$W/data/s.bin" <<'PY' || fail "no token shard"
-import struct, sys
-n = 32768
-h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = n
-toks = [(i * 7 + i // 256) % 256 for i in range(n)]
-open(sys.argv[1], 'wb').write(struct.pack('<256i', *h) + struct.pack('<%dH' % n, *toks))
-PY
+/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
 D=$W/ck
 TRAIN="$LT --model $MODEL --data $W/data --seq 16 --micro-batch 1 --ckpt-interval 2 --quiet"
 $TRAIN --steps 4 --ckpt-dir "$D" >"$W/first.out" 2>&1 || { cat "$W/first.out"; fail "first run: exit $?"; }
