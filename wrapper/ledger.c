@@ -117,24 +117,58 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
+void wr_ckpt_id(const char *path, char *out, size_t len)
+{
+	char p[4200];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/manifest.json", path);
+	if (stat(p, &st) != 0)
+		snprintf(out, len, "%s", "");
+	else
+		/* no st_dev: a requeue's batch host may number the same file system otherwise */
+		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino,
+		         (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+}
+
 bool wr_history_is_bad(const struct wr_history *h, const char *path)
 {
-	for (int i = 0; i < h->nbad; i++)
-		if (strcmp(h->bad[i].path, path) == 0)
+	char now[64] = "";
+	bool have = false;
+	for (int i = 0; i < h->nbad; i++) {
+		if (strcmp(h->bad[i].path, path) != 0)
+			continue;
+		if (!h->bad[i].id[0])
 			return true;
+		if (!have)
+			wr_ckpt_id(path, now, sizeof now), have = true;
+		/* no identity now (unreadable): still skipped */
+		if (!now[0] || strcmp(now, h->bad[i].id) == 0)
+			return true;
+	}
 	return false;
 }
 
 void wr_history_bad(struct wr_history *h, const char *path, bool trusted)
 {
-	if (!*path || wr_history_is_bad(h, path))
+	char id[64];
+	wr_ckpt_id(path, id, sizeof id);
+	wr_history_bad_id(h, path, trusted, id);
+}
+
+void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id)
+{
+	if (!*path)
 		return;
+	for (int i = 0; i < h->nbad; i++)
+		if (strcmp(h->bad[i].path, path) == 0 && strcmp(h->bad[i].id, id) == 0)
+			return;
 	if (h->nbad == WR_BAD_MAX)
 		memmove(&h->bad[0], &h->bad[1], (WR_BAD_MAX - 1) * sizeof h->bad[0]);
 	else
 		h->nbad++;
 	snprintf(h->bad[h->nbad - 1].path, sizeof h->bad[0].path, "%s", path);
 	h->bad[h->nbad - 1].trusted = trusted;
+	snprintf(h->bad[h->nbad - 1].id, sizeof h->bad[0].id, "%s", id);
 }
 
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
@@ -219,7 +253,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			 * for its own job, requeues included */
 			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
 			if (trusted || ours)
-				wr_history_bad(h, str(o, "path"), trusted);
+				wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}
