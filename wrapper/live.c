@@ -94,10 +94,18 @@ static void tail(const char *path, long *off, void (*line)(struct wr_live *l, co
 		return;
 	if (fseek(f, *off, SEEK_SET) == 0)
 		while (fgets(buf, sizeof buf, f)) {
-			size_t n = strlen(buf);
+			/* the bytes read, NULs included (a crash's zero-filled tail
+			 * then appended to): strlen would stop at the first NUL and
+			 * take the line for one being written, forever */
+			long at = ftell(f);
+			size_t n = at > *off ? (size_t)(at - *off) : strlen(buf);
 			if (n > 0 && buf[n - 1] == '\n') {
 				*off += (long)n;
-				line(l, buf);
+				const char *from = buf;   /* what follows the last NUL */
+				for (size_t i = 0; i + 1 < n; i++)
+					if (!buf[i])
+						from = buf + i + 1;
+				line(l, from);
 				continue;
 			}
 			if (n + 1 < sizeof buf)
