@@ -2,6 +2,7 @@
  * is opened in append mode and every line is flushed whole, so a requeue
  * or a kill never leaves a half event behind more than the last line. */
 #include "ledger.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ int wr_ledger_open(struct wr_ledger *l, const char *run_dir)
 		return -1;
 	}
 	snprintf(l->path, sizeof l->path, "%s/ledger.jsonl", run_dir);
-	l->f = fopen(l->path, "a");
+	l->f = wr_fopen_write(l->path, "a");   /* a FIFO there: refused, not waited on */
 	if (!l->f) {
 		fprintf(stderr, "llm-train-wrap: cannot open %s: %s\n", l->path, strerror(errno));
 		return -1;
@@ -176,7 +177,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 	memset(h, 0, sizeof *h);
 	h->max_resume_step = -1;
 	h->skip_until_step = -1;
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
 	char line[65536];

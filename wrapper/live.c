@@ -169,7 +169,7 @@ struct wr_live *wr_live_open(const struct wr_live_cfg *c)
 		fprintf(stderr, "llm-train-wrap: metrics on http://%s:%d/metrics\n", host, bound);
 		char p[4200];
 		snprintf(p, sizeof p, "%s/metrics_http.port", c->run_dir);
-		FILE *f = fopen(p, "w");
+		FILE *f = wr_fopen_write(p, "w");
 		if (f)
 			fprintf(f, "%d\n", bound), fclose(f);
 	}
@@ -272,7 +272,7 @@ static void sample_ranks(struct wr_live *l)
 		                      "step", steps, "step_s", rows_of(st, nr, rows), "comm_s", rows_of(cm, nr, rows),
 		                      "nodes", nodes);
 		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		FILE *f = line ? fopen(l->ranks, "a") : NULL;
+		FILE *f = line ? wr_fopen_write(l->ranks, "a") : NULL;
 		if (f) {
 			fprintf(f, "%s\n", line);
 			fclose(f);
