@@ -282,10 +282,12 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 	int rule = wr_job_ckpt_bad(j, wo, v, why, sizeof why);
 	if (rule) {
 		/* the checkpoint is left in place (evidence): only never picked again */
+		char id[64];
+		wr_ckpt_id(j->resume, id, sizeof id);
 		fprintf(stderr, PROG ": %s: marked bad: %s\n", j->resume, why);
-		wr_ledger_event(j->led, "ckpt_bad", json_pack("{s:i,s:o,s:I,s:s,s:o}", "attempt", j->attempt, "path",
+		wr_ledger_event(j->led, "ckpt_bad", json_pack("{s:i,s:o,s:I,s:s,s:o,s:s}", "attempt", j->attempt, "path",
 		                wr_json_text(j->resume), "step", (json_int_t)j->resume_step, "rule",
-		                rule == 1 ? "exit_code" : "load_phase", "why", wr_json_text(why)));
+		                rule == 1 ? "exit_code" : "load_phase", "why", wr_json_text(why), "id", id));
 		wr_job_mark_bad(j, rule, why, v);
 	}
 	wr_job_record(j, wo, v);

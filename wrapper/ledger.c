@@ -2,6 +2,7 @@
  * is opened in append mode and every line is flushed whole, so a requeue
  * or a kill never leaves a half event behind more than the last line. */
 #include "ledger.h"
+#include "rdfile.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ int wr_ledger_open(struct wr_ledger *l, const char *run_dir)
 		return -1;
 	}
 	snprintf(l->path, sizeof l->path, "%s/ledger.jsonl", run_dir);
-	l->f = fopen(l->path, "a");
+	l->f = wr_fopen_write(l->path, "a");   /* a FIFO there: refused, not waited on */
 	if (!l->f) {
 		fprintf(stderr, "llm-train-wrap: cannot open %s: %s\n", l->path, strerror(errno));
 		return -1;
@@ -117,24 +118,58 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
+void wr_ckpt_id(const char *path, char *out, size_t len)
+{
+	char p[4200];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/manifest.json", path);
+	if (stat(p, &st) != 0)
+		snprintf(out, len, "%s", "");
+	else
+		/* no st_dev: a requeue's batch host may number the same file system otherwise */
+		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino,
+		         (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+}
+
 bool wr_history_is_bad(const struct wr_history *h, const char *path)
 {
-	for (int i = 0; i < h->nbad; i++)
-		if (strcmp(h->bad[i].path, path) == 0)
+	char now[64] = "";
+	bool have = false;
+	for (int i = 0; i < h->nbad; i++) {
+		if (strcmp(h->bad[i].path, path) != 0)
+			continue;
+		if (!h->bad[i].id[0])
 			return true;
+		if (!have)
+			wr_ckpt_id(path, now, sizeof now), have = true;
+		/* no identity now (unreadable): still skipped */
+		if (!now[0] || strcmp(now, h->bad[i].id) == 0)
+			return true;
+	}
 	return false;
 }
 
 void wr_history_bad(struct wr_history *h, const char *path, bool trusted)
 {
-	if (!*path || wr_history_is_bad(h, path))
+	char id[64];
+	wr_ckpt_id(path, id, sizeof id);
+	wr_history_bad_id(h, path, trusted, id);
+}
+
+void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id)
+{
+	if (!*path)
 		return;
+	for (int i = 0; i < h->nbad; i++)
+		if (strcmp(h->bad[i].path, path) == 0 && strcmp(h->bad[i].id, id) == 0)
+			return;
 	if (h->nbad == WR_BAD_MAX)
 		memmove(&h->bad[0], &h->bad[1], (WR_BAD_MAX - 1) * sizeof h->bad[0]);
 	else
 		h->nbad++;
 	snprintf(h->bad[h->nbad - 1].path, sizeof h->bad[0].path, "%s", path);
 	h->bad[h->nbad - 1].trusted = trusted;
+	snprintf(h->bad[h->nbad - 1].id, sizeof h->bad[0].id, "%s", id);
 }
 
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
@@ -142,7 +177,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 	memset(h, 0, sizeof *h);
 	h->max_resume_step = -1;
 	h->skip_until_step = -1;
-	FILE *f = fopen(path, "r");
+	FILE *f = wr_fopen_read(path);
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
 	char line[65536];
@@ -219,7 +254,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			 * for its own job, requeues included */
 			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
 			if (trusted || ours)
-				wr_history_bad(h, str(o, "path"), trusted);
+				wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}

@@ -42,6 +42,7 @@ json_t *wr_json_text(const char *s);
 struct wr_bad_ckpt {
 	char path[4096];
 	bool trusted;                   /* llm-train's exit 89 said so (else the load-phase rule) */
+	char id[64];                    /* wr_ckpt_id when marked ("" : the path alone) */
 };
 
 struct wr_history {
@@ -70,10 +71,18 @@ struct wr_history {
 	int nbad;
 };
 
+/* The identity of the checkpoint at path now (its manifest's inode
+ * and mtime; "" if it has none): a save of the same step after a
+ * rollback moves the bad one aside and puts a new one at the same path,
+ * which a mark must not cover. */
+void wr_ckpt_id(const char *path, char *out, size_t len);
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
- * is dropped). */
+ * is dropped); id as wr_ckpt_id gave it when marked. wr_history_bad:
+ * id is path's identity now. */
+void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id);
 void wr_history_bad(struct wr_history *h, const char *path, bool trusted);
-/* Whether path is marked bad in h */
+/* Whether the checkpoint at path is marked bad in h (the same path, and
+ * the same identity where the mark has one) */
 bool wr_history_is_bad(const struct wr_history *h, const char *path);
 
 /* Reads the ledger at path into h (an absent file is an empty history).

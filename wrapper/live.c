@@ -94,10 +94,18 @@ static void tail(const char *path, long *off, void (*line)(struct wr_live *l, co
 		return;
 	if (fseek(f, *off, SEEK_SET) == 0)
 		while (fgets(buf, sizeof buf, f)) {
-			size_t n = strlen(buf);
+			/* the bytes read, NULs included (a crash's zero-filled tail
+			 * then appended to): strlen would stop at the first NUL and
+			 * take the line for one being written, forever */
+			long at = ftell(f);
+			size_t n = at > *off ? (size_t)(at - *off) : strlen(buf);
 			if (n > 0 && buf[n - 1] == '\n') {
 				*off += (long)n;
-				line(l, buf);
+				const char *from = buf;   /* what follows the last NUL */
+				for (size_t i = 0; i + 1 < n; i++)
+					if (!buf[i])
+						from = buf + i + 1;
+				line(l, from);
 				continue;
 			}
 			if (n + 1 < sizeof buf)
@@ -161,7 +169,7 @@ struct wr_live *wr_live_open(const struct wr_live_cfg *c)
 		fprintf(stderr, "llm-train-wrap: metrics on http://%s:%d/metrics\n", host, bound);
 		char p[4200];
 		snprintf(p, sizeof p, "%s/metrics_http.port", c->run_dir);
-		FILE *f = fopen(p, "w");
+		FILE *f = wr_fopen_write(p, "w");
 		if (f)
 			fprintf(f, "%d\n", bound), fclose(f);
 	}
@@ -264,7 +272,7 @@ static void sample_ranks(struct wr_live *l)
 		                      "step", steps, "step_s", rows_of(st, nr, rows), "comm_s", rows_of(cm, nr, rows),
 		                      "nodes", nodes);
 		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		FILE *f = line ? fopen(l->ranks, "a") : NULL;
+		FILE *f = line ? wr_fopen_write(l->ranks, "a") : NULL;
 		if (f) {
 			fprintf(f, "%s\n", line);
 			fclose(f);

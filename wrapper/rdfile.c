@@ -33,6 +33,37 @@ FILE *wr_fopen_read(const char *path)
 	return f;
 }
 
+FILE *wr_fopen_write(const char *path, const char *mode)
+{
+	int fl = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (mode[0] == 'a' ? O_APPEND : 0);
+	int fd = open(path, fl, 0666);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (mode[0] == 'w' && ftruncate(fd, 0) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (!(f = fdopen(fd, mode))) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 json_t *wr_json_load_file(const char *path, json_error_t *err)
 {
 	FILE *f = wr_fopen_read(path);

@@ -247,8 +247,12 @@ static int check_shard_sizes(const char *dir, const ck_source *s, char *err, siz
 	for (int i = 0; i < s->nfiles; i++) {
 		char fp[4300];
 		ck_fmt(fp, sizeof fp, "%s/%s", dir, s->files[i].name);
-		if (stat(fp, &st) != 0)
-			FAIL("%s: missing shard: %s", fp, strerror(errno));
+		if (stat(fp, &st) != 0) {
+			int e = errno;
+			ck_fmt(err, errlen, "%s: missing shard: %s", fp, strerror(e));
+			/* only an absent shard is the checkpoint's fault (74: retried, not marked bad) */
+			return e == ENOENT || e == ENOTDIR ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		}
 		if ((uint64_t)st.st_size != s->files[i].size)
 			FAIL("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
 			     (unsigned long long)s->files[i].size);
@@ -287,11 +291,29 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 		return LLMT_EXIT_NOINPUT;
 	}
 	ck_fmt(path, sizeof path, "%s/manifest.json", dir);
+	/* an absent manifest or bad bytes are the checkpoint's (65: the
+	 * resume's 89, marked bad); a file system that fails to give them
+	 * (EIO, ESTALE, EACCES, EMFILE) is 74, retried, never marked bad */
 	if (stat(path, &st) != 0) {
-		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint)", path);
-		return LLMT_EXIT_DATA;
+		int e = errno;
+		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint): %s", path, strerror(e));
+		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	FILE *mf = fopen(path, "rb");
+	if (!mf) {
+		int e = errno;
+		ck_fmt(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+	}
+	root = json_loadf(mf, JSON_REJECT_DUPLICATES, &je);
+	if (ferror(mf)) {
+		int e = errno;
+		fclose(mf);
+		json_decref(root);
+		ck_fmt(err, errlen, "%s: read failed: %s", path, strerror(e));
+		return e == EISDIR ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+	}
+	fclose(mf);
 	if (!root)
 		BAD("%s: bad manifest: line %d: %s", path, je.line, je.text);
 	if ((rc = load_header(root, path, m, err, errlen)))

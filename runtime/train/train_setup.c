@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "llmt/env.h"
 #include "llmt/exitcodes.h"
 #include "llmt/heartbeat.h"
 #include "gpu/bridge.h"
@@ -415,7 +416,12 @@ static int ckpt_dir_start(trainer *t)
 	}
 	if (llmt_ckpt_incomplete(o->ckpt_dir, inc, sizeof(inc)) <= 0)
 		return 0;
-	if (!o->resume && !o->init_from) {
+	/* a restart by llm-train-wrap (LLM_TRAIN_ATTEMPT > 0) with
+	 * LLM_TRAIN_RESUME unset (--ckpt-tool none): an earlier attempt of the
+	 * run dir may have died in its first save, as the wrapper's own rule */
+	const char *att = getenv(LLMT_ENV_ATTEMPT);
+	int restart = att && atoi(att) > 0;
+	if (!o->resume && !o->init_from && !restart) {
 		if (rank == 0)
 			fprintf(stderr, "llm-train: %s holds no complete checkpoint, only the incomplete %s (an import or a save "
 				"cut short): not starting from random weights; remove them, or set LLM_TRAIN_RESUME= "
@@ -424,7 +430,8 @@ static int ckpt_dir_start(trainer *t)
 	}
 	if (rank == 0)
 		printf("llm-train: %s holds no complete checkpoint: the incomplete %s ignored; %s%s\n", o->ckpt_dir,
-			inc, o->init_from ? "starting from --init-from " : "fresh start (LLM_TRAIN_RESUME empty)",
+			inc, o->init_from ? "starting from --init-from " :
+			o->resume ? "fresh start (LLM_TRAIN_RESUME empty)" : "fresh start (a restart: LLM_TRAIN_ATTEMPT > 0)",
 			o->init_from ? o->init_from : "");
 	fflush(stdout);   /* said even when the run dies in its first step */
 	return 0;

@@ -93,6 +93,17 @@ LLM_TRAIN_FAULT=crash@1 "$WRAP" --no-srun --ckpt-dir "$W/wr" --ckpt-tool "$LT" -
 [ "$(grep -c '"event":"launch"' "$W/wr/ledger.jsonl")" = 2 ] || { cat "$W/wrap.out"; fail "wrapper: not 2 launches"; }
 grep -q "the incomplete \.tmp\.step_00000002\.k2 ignored; fresh start" "$W/wrap.out" &&
 	[ -d "$W/wr/step_00000002" ] || { cat "$W/wrap.out"; fail "wrapper: the restart did not start fresh and finish"; }
+# the same with --ckpt-tool none (the trainer resumes itself: the wrapper
+# never sets LLM_TRAIN_RESUME): the restart (LLM_TRAIN_ATTEMPT 1) starts
+# fresh too (it was 66, never retried: the job ended)
+LLM_TRAIN_FAULT=crash@1 "$WRAP" --no-srun --ckpt-dir "$W/wn" --ckpt-tool none --tick 0.1 --backoff 0.2 -- \
+	sh -c 'd=$1 f=$2; shift 2; "$@" && exit 0; rc=$?; mkdir -p "$d/.tmp.step_00000002.k4" &&
+		head -c 4096 "$f" >"$d/.tmp.step_00000002.k4/rank_00000.bin"; exit $rc' sh "$W/wn" "$W/base/step_00000002/rank_00000.bin" \
+	"$LT" --model "$MODEL" --data "$W/data" --seq 16 --micro-batch 1 --steps 2 --quiet >"$W/wn.out" 2>&1 ||
+	{ rc=$?; cat "$W/wn.out"; fail "wrapper --ckpt-tool none after a crash in the first save: exit $rc"; }
+grep -q "the incomplete \.tmp\.step_00000002\.k4 ignored; fresh start (a restart" "$W/wn.out" &&
+	[ -d "$W/wn/step_00000002" ] || { cat "$W/wn.out"; fail "wrapper --ckpt-tool none: the restart did not start fresh"; }
+echo "wrapper --ckpt-tool none, crash in the first save: the restart starts fresh"
 
 # ---- the wrapper's first attempt on a cut import: 66, not retried ---------
 # (the incomplete step was there before the job: LLM_TRAIN_RESUME stays

@@ -1,0 +1,33 @@
+#!/bin/sh
+# tests/runtime/resume_eacces.sh: a manifest the file system will not give
+# (EACCES here; EIO, ESTALE, EMFILE alike) is not a broken checkpoint: the
+# resume exits 74 (I/O, retried), not 89, which makes the wrapper mark the
+# checkpoint bad for every later job of the run dir. As root it runs the
+# trainer as nobody (setpriv). Fails on the old code: exit 89.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+LT=$top_builddir/runtime/llm-train
+[ -x "$LT" ] || fail "llm-train is not built"
+[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+AS=
+if [ "$(id -u)" = 0 ]; then
+	command -v setpriv >/dev/null || { echo "SKIP: root without setpriv"; exit 77; }
+	AS="setpriv --reuid=65534 --regid=65534 --clear-groups"
+fi
+W=$(mktemp -d /tmp/llmt-eacces.XXXXXX) || exit 1
+trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
+chmod 755 "$W"
+export OMP_NUM_THREADS=1
+unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT SLURM_JOB_ID
+mkdir "$W/data"
+/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
+D=$W/ck
+TRAIN="$LT --model $top_srcdir/configs/tiny.yaml --data $W/data --seq 16 --micro-batch 1 --ckpt-interval 2 --quiet"
+$TRAIN --steps 2 --ckpt-dir "$D" >"$W/first.out" 2>&1 || { cat "$W/first.out"; fail "first run"; }
+[ -d "$D/step_00000002" ] || fail "no checkpoint of step 2"
+[ -n "$AS" ] && chown -R 65534:65534 "$W"
+chmod 000 "$D/step_00000002/manifest.json"
+LLM_TRAIN_RESUME=$D/step_00000002 $AS $TRAIN --steps 4 --ckpt-dir "$W/ck2" >"$W/res.out" 2>&1
+rc=$?
+[ $rc = 74 ] || { cat "$W/res.out"; fail "unreadable manifest: exit $rc, want 74 (I/O, retried; 89 marks it bad)"; }
+echo "unreadable manifest: exit 74"
