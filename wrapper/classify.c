@@ -143,9 +143,12 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 			    "exit %d: silent data corruption, %d suspect node(s)", code, e->sdc_suspects.n);
 			return;
 		case LLMT_EXIT_BADCKPT:
-			/* job.c's wr_job_ckpt_bad marks the checkpoint bad and falls
-			 * back; left here (no checkpoint the wrapper chose) a crash */
-			set(v, WR_SOFTWARE, "", "exit %d: the checkpoint resumed from did not load", code);
+			/* job.c's wr_job_ckpt_bad marks a checkpoint the wrapper chose
+			 * bad and falls back; left here, the trainer found one itself
+			 * that the listing did not give (a checksum the list rejected):
+			 * a restart would start from random weights instead */
+			set(v, WR_USER_ERROR, "", "exit %d: a checkpoint the trainer found itself did not load "
+			    "(none the wrapper could resume from): not starting from random weights", code);
 			return;
 		case LLMT_EXIT_REQUEUE:
 			set(v, WR_PREEMPTED, "", "exit %d: preempted, checkpoint written", code);

@@ -80,7 +80,7 @@ long wr_cmd_opt(char *const *cmd, const char *name, long dflt)
 	return dflt;
 }
 
-void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
+int wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 {
 	j->resume[0] = '\0';
 	j->resume_step = 0;
@@ -91,10 +91,21 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 		if (k >= 0) {
 			snprintf(j->resume, sizeof j->resume, "%s", ck[k].path);
 			j->resume_step = ck[k].step;
+		} else if (bad > 0) {
+			/* a fine-tune's only checkpoint may be its import: random
+			 * weights in place of checkpoints that failed to load would
+			 * train on as if nothing happened */
+			fprintf(stderr, "llm-train-wrap: every checkpoint that fits is marked bad (it failed to load): "
+			        "not starting from random weights; remove their ckpt_bad lines from the ledger to try "
+			        "them again, or move them away to start fresh\n");
+			return LLMT_EXIT_BADCKPT;
 		} else if ((j->fresh_chosen = n > 0 || j->max_resume >= 0 || j->need_agree)) {
-			fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s%s): fresh start\n",
-			        j->max_resume, j->need_agree ? ", replicas agree" : "",
-			        bad ? ", not marked bad" : "");
+			if (j->max_resume >= 0)
+				fprintf(stderr, "llm-train-wrap: no checkpoint fits (step <= %ld%s): fresh start\n",
+				        j->max_resume, j->need_agree ? ", replicas agree" : "");
+			else
+				fprintf(stderr, "llm-train-wrap: no checkpoint fits%s: fresh start\n",
+				        j->need_agree ? " (replicas agree)" : "");
 		}
 	}
 	j->skip = 0;
@@ -102,6 +113,7 @@ void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 		j->skip = j->skip_until > j->resume_step ? j->skip_until - j->resume_step : 0;
 		j->rollback_from = j->resume_step;
 	}
+	return 0;
 }
 
 int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struct wr_verdict *v,
@@ -109,9 +121,9 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
 {
 	const struct wr_ending *e = &wo->e;
 	int code = e->task_exit_code ? e->task_exit_code : e->exit_code;
-	bool qualifies = j->resume[0] && wo->last_step <= j->resume_step && v->cls == WR_SOFTWARE &&
-	                 (e->exited || e->task_exit_code);
-	if (qualifies && code == LLMT_EXIT_BADCKPT) {
+	bool before_step = j->resume[0] && wo->last_step <= j->resume_step && (e->exited || e->task_exit_code);
+	bool qualifies = before_step && v->cls == WR_SOFTWARE;
+	if (before_step && code == LLMT_EXIT_BADCKPT) {
 		j->load_fails = 0;
 		snprintf(why, len, "exit %d: the trainer could not load it", code);
 		return 1;

@@ -81,8 +81,9 @@ long wr_cmd_opt(char *const *cmd, const char *name, long dflt);
 /* ---- pick the resume point ---- */
 /* From the checkpoints ck[0..n) (newest first, their replicas' agreement
  * read through wr_ckpt_agree): resume and resume_step; then skip, the
- * batches a rollback's skip still asks for. Prints why none fits. */
-void wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n);
+ * batches a rollback's skip still asks for. Prints why none fits. 0, or
+ * LLMT_EXIT_BADCKPT (stop) when every checkpoint that fits is marked bad. */
+int wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n);
 
 /* ---- build the attempt's environment ---- */
 struct wr_attempt_env {

@@ -142,8 +142,11 @@ int wr_job_pick_io(struct wr_job *j)
 			return LLMT_EXIT_SOFTWARE;
 		}
 	}
-	wr_job_pick(j, ck, n);
-	return 0;
+	int rc = wr_job_pick(j, ck, n);
+	if (rc)
+		wr_ledger_event(j->led, "end", json_pack("{s:i,s:s}", "exit_code", rc, "why",
+		                "every checkpoint that fits is marked bad"));
+	return rc;
 }
 
 /* Where the runtime logs metrics: RUN_DIR/metrics.jsonl when it exists

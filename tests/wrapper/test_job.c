@@ -172,12 +172,20 @@ static void bad_checkpoint(void **st)
 	wr_history_bad(&hist, "/ck/step_10", true);
 	wr_history_bad(&hist, "/ck/step_10", true);
 	assert_int_equal(hist.nbad, 3);
-	/* none left: today's "no checkpoint fits" rule, a fresh start */
-	wr_job_pick(&j, ck, 3);
+	/* none left: stop (89), not a fresh start from random weights */
+	assert_int_equal(wr_job_pick(&j, ck, 3), LLMT_EXIT_BADCKPT);
 	assert_string_equal(j.resume, "");
+	assert_false(j.fresh_chosen);
+	/* none marked bad fits a rollback: the fresh start it always was */
+	j.max_resume = 5;
+	assert_int_equal(wr_job_pick(&j, ck, 3), 0);
 	assert_true(j.fresh_chosen);
-	/* a fresh start has no checkpoint to blame */
+	j.max_resume = -1;
+	/* 89 with no checkpoint chosen (the trainer found one the listing
+	 * left out): nothing to mark, and a stop, never a restart that would
+	 * start from random weights */
 	assert_int_equal(judge(&j, ended(LLMT_EXIT_BADCKPT, 0, true), &v), 0);
+	assert_int_equal(v.cls, WR_USER_ERROR);
 
 	/* not the checkpoint's fault: progress past it, a signal, bad data (65) */
 	j = job();

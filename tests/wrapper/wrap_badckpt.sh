@@ -63,3 +63,19 @@ grep -q '"ckpt_bad"' "$L" || fail "ledger lost the mark"
 	$TRAIN --steps 8 --ckpt-dir "$D" >"$W/again.out" 2>&1 || { cat "$W/again.out"; fail "second job: exit $?"; }
 grep '"event":"launch"' "$L" | tail -n 1 | grep -q '"resume_step":6' || { cat "$L"; fail "second job: not resumed from 6"; }
 echo "second job: resumed from step 6"
+
+# the only checkpoint (a fine-tune's import, say) broken before the job:
+# the listing leaves it out, the trainer finds it itself and exits 89; the
+# wrapper stops (89, one launch) rather than restart from random weights.
+# On the old rule the restart ran with LLM_TRAIN_RESUME= : a fresh start.
+D1=$W/only
+$TRAIN --steps 2 --ckpt-dir "$D1" >"$W/only0.out" 2>&1 || { cat "$W/only0.out"; fail "only: first run: exit $?"; }
+printf '\377' | dd of="$D1/step_00000002/rank_00000.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$WRAP" --no-srun --ckpt-dir "$D1" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	$TRAIN --steps 4 --ckpt-dir "$D1" >"$W/only.out" 2>&1
+rc=$?
+[ $rc = 89 ] || { cat "$W/only.out"; fail "the only checkpoint broken: wrapper exit $rc, want 89"; }
+[ "$(grep -c '"event":"launch"' "$D1/ledger.jsonl")" = 1 ] || { cat "$W/only.out"; fail "the only checkpoint broken: restarted"; }
+grep -q "not starting from random weights" "$W/only.out" || { cat "$W/only.out"; fail "the only checkpoint broken: no line saying why"; }
+[ -d "$D1/step_00000004" ] && fail "the only checkpoint broken: trained on from random weights"
+echo "only checkpoint broken: exit 89, one launch, no training from random weights"
