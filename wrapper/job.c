@@ -128,6 +128,11 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
 		snprintf(why, len, "exit %d: the trainer could not load it", code);
 		return 1;
 	}
+	/* llm-train says 89 when its checkpoint is bad: any other failure in
+	 * its load phase (out of memory, a lost peer) is not the checkpoint's */
+	const char *tool = strrchr(j->ckpt_tool, '/');
+	if (strcmp(tool ? tool + 1 : j->ckpt_tool, "llm-train") == 0)
+		qualifies = false;
 	if (!qualifies || !wo->in_load) {
 		j->load_fails = 0;
 		return 0;

@@ -203,6 +203,14 @@ static void bad_checkpoint_foreign(void **st)
 	struct wr_ckpt ck[4] = { { 40, "/ck/s40" }, { 30, "/ck/s30" }, { 20, "/ck/s20" }, { 10, "/ck/s10" } };
 	struct wr_verdict v;
 	struct wr_job j = job();
+	/* llm-train (its own checkpoint tool): only its 89 marks; an exit 70
+	 * in its load phase (out of memory) twice is not the checkpoint's */
+	wr_job_pick(&j, ck, 4);
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_SOFTWARE, 40, true), &v), 0);
+	assert_int_equal(judge(&j, ended(LLMT_EXIT_SOFTWARE, 40, true), &v), 0);
+	assert_int_equal(hist.nbad, 0);
+	j = job();
+	j.ckpt_tool = "/usr/bin/llm-train-ckpt-torch";
 	wr_job_pick(&j, ck, 4);
 	/* exit 1 in phase load: the first time a retry in place, the second marks */
 	assert_int_equal(judge(&j, ended(1, 40, true), &v), 0);
