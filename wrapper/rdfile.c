@@ -8,24 +8,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-FILE *wr_fopen_read(const char *path)
+/* fd of path opened with flags, a regular file, back in blocking mode
+ * (O_NONBLOCK: open(2) of a FIFO without a peer waits forever); -1 with
+ * errno (EINVAL: not a regular file). */
+static int open_regular(const char *path, int flags)
 {
-	/* O_NONBLOCK: open(2) of a FIFO without a writer waits forever */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
 	struct stat st;
-	FILE *f;
 
 	if (fd < 0)
-		return NULL;
+		return -1;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	if (!(f = fdopen(fd, "r"))) {
+	return fd;
+}
+
+/* fd as a stream, closed (errno kept) when that fails */
+static FILE *stream(int fd, const char *mode)
+{
+	FILE *f = fd < 0 ? NULL : fdopen(fd, mode);
+	if (!f && fd >= 0) {
 		int e = errno;
 		close(fd);
 		errno = e;
@@ -33,35 +41,21 @@ FILE *wr_fopen_read(const char *path)
 	return f;
 }
 
+FILE *wr_fopen_read(const char *path)
+{
+	return stream(open_regular(path, O_RDONLY), "r");
+}
+
 FILE *wr_fopen_write(const char *path, const char *mode)
 {
-	int fl = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (mode[0] == 'a' ? O_APPEND : 0);
-	int fd = open(path, fl, 0666);
-	struct stat st;
-	FILE *f;
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (mode[0] == 'w' && ftruncate(fd, 0) != 0) {
+	int fd = open_regular(path, O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : 0));
+	if (fd >= 0 && mode[0] == 'w' && ftruncate(fd, 0) != 0) {
 		int e = errno;
 		close(fd);
 		errno = e;
-		return NULL;
+		fd = -1;
 	}
-	fl = fcntl(fd, F_GETFL);
-	if (fl >= 0)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	if (!(f = fdopen(fd, mode))) {
-		int e = errno;
-		close(fd);
-		errno = e;
-	}
-	return f;
+	return stream(fd, mode);
 }
 
 json_t *wr_json_load_file(const char *path, json_error_t *err)

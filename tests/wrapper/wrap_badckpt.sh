@@ -8,8 +8,10 @@
 # checksum; the wrapper records ckpt_bad for step 4, resumes from step 2
 # and the job completes (exit 0). The bad checkpoint is not deleted: it is
 # moved aside (step_00000004.superseded.*) when step 4 is saved again.
-# A second run of the same run dir never picks it again. Fails on the old
-# code: the resume exited 65 (bad data), never retried: the job ended 65.
+# A second run of the same run dir never picks it again, but a good
+# re-save of that step is used; the only checkpoint broken stops the job
+# (89) instead of a fresh start. Fails on the old code: the resume exited
+# 65 (bad data), never retried: the job ended 65.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
@@ -79,3 +81,23 @@ rc=$?
 grep -q "not starting from random weights" "$W/only.out" || { cat "$W/only.out"; fail "the only checkpoint broken: no line saying why"; }
 [ -d "$D1/step_00000004" ] && fail "the only checkpoint broken: trained on from random weights"
 echo "only checkpoint broken: exit 89, one launch, no training from random weights"
+
+# a ckpt_bad mark covers the broken checkpoint, not a later good save of
+# the same step at the same path: step 4 broken, marked, the job resumes
+# from 2 and saves step 4 again (the bad one moved aside); a second job
+# resumes from the new step 4. On marks by path alone it skipped the good
+# step 4 and resumed from 2 (an interval lost at every later restart).
+R=$W/resave
+$TRAIN --steps 4 --ckpt-dir "$R" >"$W/rfirst.out" 2>&1 || { cat "$W/rfirst.out"; fail "resave: first run"; }
+"$WRAP" --no-srun --ckpt-dir "$R" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/flip.sh" "$R/step_00000004/rank_00000.bin" $TRAIN --steps 4 --ckpt-dir "$R" >"$W/rwrap.out" 2>&1 ||
+	{ cat "$W/rwrap.out"; fail "resave: first job: exit $?"; }
+LR=$R/ledger.jsonl
+grep -q '"event":"ckpt_bad"' "$LR" || { cat "$LR"; fail "step 4 not marked bad"; }
+ls -d "$R"/step_00000004.superseded.* >/dev/null 2>&1 || fail "the bad step 4 not moved aside: $(ls "$R")"
+"$LT" ckpt-verify "$R/step_00000004" >/dev/null 2>&1 || fail "the new step 4 is not valid"
+"$WRAP" --no-srun --ckpt-dir "$R" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	$TRAIN --steps 6 --ckpt-dir "$R" >"$W/ragain.out" 2>&1 || { cat "$W/ragain.out"; fail "resave: second job: exit $?"; }
+grep '"event":"launch"' "$LR" | tail -n 1 | grep -q '"resume_step":4' ||
+	{ cat "$W/ragain.out"; grep launch "$LR"; fail "second job: the new good step 4 skipped"; }
+echo "the re-saved step 4 is used; the mark stays on the one moved aside"
