@@ -122,7 +122,6 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
 	const struct wr_ending *e = &wo->e;
 	int code = e->task_exit_code ? e->task_exit_code : e->exit_code;
 	bool before_step = j->resume[0] && wo->last_step <= j->resume_step && (e->exited || e->task_exit_code);
-	bool qualifies = before_step && v->cls == WR_SOFTWARE;
 	if (before_step && code == LLMT_EXIT_BADCKPT) {
 		j->load_fails = 0;
 		snprintf(why, len, "exit %d: the trainer could not load it", code);
@@ -131,9 +130,8 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
 	/* llm-train says 89 when its checkpoint is bad: any other failure in
 	 * its load phase (out of memory, a lost peer) is not the checkpoint's */
 	const char *tool = strrchr(j->ckpt_tool, '/');
-	if (strcmp(tool ? tool + 1 : j->ckpt_tool, "llm-train") == 0)
-		qualifies = false;
-	if (!qualifies || !wo->in_load) {
+	bool foreign = strcmp(tool ? tool + 1 : j->ckpt_tool, "llm-train") != 0;
+	if (!before_step || v->cls != WR_SOFTWARE || !foreign || !wo->in_load) {
 		j->load_fails = 0;
 		return 0;
 	}
@@ -150,9 +148,9 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
 	return 2;
 }
 
-void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, struct wr_verdict *v)
+void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, const char *id, struct wr_verdict *v)
 {
-	wr_history_bad(j->h, j->resume, rule == 1);
+	wr_history_bad_id(j->h, j->resume, rule == 1, id);
 	v->cls = WR_TRANSIENT;
 	snprintf(v->why, sizeof v->why, "checkpoint of step %ld did not load (%s): marked bad, resume from an older one",
 	         j->resume_step, why);

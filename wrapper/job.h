@@ -140,7 +140,7 @@ int wr_job_ckpt_bad(struct wr_job *j, const struct wr_watch_out *wo, const struc
  * turns the verdict into a transient one: restart, from an older
  * checkpoint. Call before wr_job_record: the attempt then does not count
  * as one without progress (the older checkpoint is a new try). */
-void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, struct wr_verdict *v);
+void wr_job_mark_bad(struct wr_job *j, int rule, const char *why, const char *id, struct wr_verdict *v);
 
 /* ---- apply the action ---- */
 /* The state wr_decide judges (s->excluded points into j) */

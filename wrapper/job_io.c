@@ -291,7 +291,7 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 		wr_ledger_event(j->led, "ckpt_bad", json_pack("{s:i,s:o,s:I,s:s,s:o,s:s}", "attempt", j->attempt, "path",
 		                wr_json_text(j->resume), "step", (json_int_t)j->resume_step, "rule",
 		                rule == 1 ? "exit_code" : "load_phase", "why", wr_json_text(why), "id", id));
-		wr_job_mark_bad(j, rule, why, v);
+		wr_job_mark_bad(j, rule, why, id, v);
 	}
 	wr_job_record(j, wo, v);
 	wr_ledger_event(j->led, "attempt", json_pack("{s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:s}", "attempt", j->attempt,

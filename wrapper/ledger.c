@@ -124,7 +124,7 @@ void wr_ckpt_id(const char *path, char *out, size_t len)
 	struct stat st;
 	snprintf(p, sizeof p, "%s/manifest.json", path);
 	if (stat(p, &st) != 0)
-		snprintf(out, len, "%s", "");
+		out[0] = '\0';
 	else
 		/* no st_dev: a requeue's batch host may number the same file system otherwise */
 		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino,
@@ -147,13 +147,6 @@ bool wr_history_is_bad(const struct wr_history *h, const char *path)
 			return true;
 	}
 	return false;
-}
-
-void wr_history_bad(struct wr_history *h, const char *path, bool trusted)
-{
-	char id[64];
-	wr_ckpt_id(path, id, sizeof id);
-	wr_history_bad_id(h, path, trusted, id);
 }
 
 void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id)

@@ -77,10 +77,8 @@ struct wr_history {
  * which a mark must not cover. */
 void wr_ckpt_id(const char *path, char *out, size_t len);
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
- * is dropped); id as wr_ckpt_id gave it when marked. wr_history_bad:
- * id is path's identity now. */
+ * is dropped); id as wr_ckpt_id gave it when marked ("": by path alone). */
 void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id);
-void wr_history_bad(struct wr_history *h, const char *path, bool trusted);
 /* Whether the checkpoint at path is marked bad in h (the same path, and
  * the same identity where the mark has one) */
 bool wr_history_is_bad(const struct wr_history *h, const char *path);

@@ -142,8 +142,11 @@ static int judge(struct wr_job *j, struct wr_watch_out wo, struct wr_verdict *v)
 	char why[160];
 	wr_classify(&wo.e, NULL, 0, v);
 	int rule = wr_job_ckpt_bad(j, &wo, v, why, sizeof why);
-	if (rule)
-		wr_job_mark_bad(j, rule, why, v);
+	if (rule) {
+		char id[64];
+		wr_ckpt_id(j->resume, id, sizeof id);
+		wr_job_mark_bad(j, rule, why, id, v);
+	}
 	wr_job_record(j, &wo, v);
 	return rule;
 }
@@ -169,8 +172,8 @@ static void bad_checkpoint(void **st)
 	wr_job_pick(&j, ck, 3);
 	assert_string_equal(j.resume, "/ck/step_10");
 	/* the same checkpoint again: one mark */
-	wr_history_bad(&hist, "/ck/step_10", true);
-	wr_history_bad(&hist, "/ck/step_10", true);
+	wr_history_bad_id(&hist, "/ck/step_10", true, "");
+	wr_history_bad_id(&hist, "/ck/step_10", true, "");
 	assert_int_equal(hist.nbad, 3);
 	/* none left: stop (89), not a fresh start from random weights */
 	assert_int_equal(wr_job_pick(&j, ck, 3), LLMT_EXIT_BADCKPT);
