@@ -3,7 +3,9 @@
  * on tensor cores (wmma m16n16k16: bf16 operands, fp32 accumulation).
  * Each warp owns 16 rows of its block's tile; the scores and the
  * probabilities of a warp pass through its own shared memory, where an
- * online softmax in fp32 keeps the logsumexp for backward. Backward
+ * online softmax in fp32 keeps the logsumexp for backward (dK and dV at
+ * head dim 128: two warps a 16-row tile, each with half of its columns
+ * and of its scores, shared by the two). Backward
  * recomputes P: dK and dV in one pass over the query tiles (every query
  * head of the group in order), dQ in its own pass over the key tiles.
  * No atomics: every output element has one writer and a fixed order, so
@@ -31,18 +33,25 @@ typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::col_major> fb_col
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> facc;
 
 /* head dim HD padded to P (a multiple of 16, zeros past HD), rows PS
- * apart; warps a block forward (NF) and backward (NB), as many as 48 KiB
- * of shared memory hold (no opt-in needed) */
+ * apart; 16-row tiles a block forward (NF) and backward (NB), as many as
+ * 48 KiB of shared memory hold (no opt-in needed): a warp each, but dK/dV
+ * gives each of its NB key tiles NS warps, each owning P / NS of the
+ * columns of its dK and dV accumulators (NS 2 at head dim 128: the 16
+ * accumulator fragments of both did not fit one warp's registers) and
+ * FK / NS of the query columns of its scores */
 template <int HD> struct fl_shape {
 	static constexpr int P = HD < 16 ? 16 : HD, PS = P + 8;
 	static constexpr int NF = P > 64 ? 2 : 4;
 	static constexpr int NB = P > 32 ? 2 : 4;
+	static constexpr int NS = P > 64 ? 2 : 1;
+	static_assert(FK % (16 * NS) == 0 && P % (16 * NS) == 0,
+				  "a dK/dV warp's columns are whole fragments");
 	/* forward: q [16NF][PS], k and v [FK][PS] (bf16); s [16NF][SL] (fp32);
 	 * p [16NF][PL] (bf16); row numbers [16][16] and a factor a row (fp32) */
 	static constexpr size_t fwd_shm = (size_t)16 * NF * PS * 2 + 2 * FK * PS * 2 +
 									  16 * NF * (SL * 4 + PL * 2) + 256 * 4 + 16 * NF * 4;
-	/* dK, dV: k and v [16NB][PS], q and dO [FK][PS]; per warp two [16][SL]
-	 * fp32 and two [16][PL] bf16 */
+	/* dK, dV: k and v [16NB][PS], q and dO [FK][PS]; per key tile (its NS
+	 * warps) two [16][SL] fp32 and two [16][PL] bf16 */
 	static constexpr size_t kv_shm = (size_t)2 * 16 * NB * PS * 2 + 2 * FK * PS * 2 +
 									 (size_t)NB * 16 * (2 * SL * 4 + 2 * PL * 2);
 	/* dQ: q and dO [16NB][PS], k and v [FK][PS]; per warp two [16][SL]
@@ -88,37 +97,37 @@ __device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int 
 	}
 }
 
-/* out [16][FK] fp32 (ld SL) = a [16][P] times the transpose of b [FK][P]
- * (both ld P + 8: a warp's scores, its 16 rows against FK rows of the
+/* out [16][N] fp32 (ld SL) = a [16][P] times the transpose of b [N][P]
+ * (both ld P + 8: a warp's scores, its 16 rows against N rows of the
  * other side); each fragment of a loaded once */
-template <int P>
+template <int P, int N = FK>
 __device__ __forceinline__ void fl_scores(float *out, const bf_t *a, const bf_t *b)
 {
-	facc c[FK / 16];
-	for (int n = 0; n < FK / 16; n++)
+	facc c[N / 16];
+	for (int n = 0; n < N / 16; n++)
 		wmma::fill_fragment(c[n], 0.f);
 	for (int kc = 0; kc < P / 16; kc++) {
 		fa_row fa;
 		wmma::load_matrix_sync(fa, a + kc * 16, P + 8);
-		for (int n = 0; n < FK / 16; n++) {
+		for (int n = 0; n < N / 16; n++) {
 			fb_col fb;
 			wmma::load_matrix_sync(fb, b + n * 16 * (P + 8) + kc * 16, P + 8);
 			wmma::mma_sync(c[n], fa, fb, c[n]);
 		}
 	}
-	for (int n = 0; n < FK / 16; n++)
+	for (int n = 0; n < N / 16; n++)
 		wmma::store_matrix_sync(out + n * 16, c[n], SL, wmma::mem_row_major);
 }
 
-/* acc[n] += a [16][FK] (bf16, ld PL) times b [FK][P] (ld P + 8), n over
- * P/16; a loaded once */
-template <int P>
+/* acc[n] += a [16][FK] (bf16, ld PL) times b [FK][N] (ld P + 8), n over
+ * N/16; a loaded once */
+template <int P, int N = P>
 __device__ __forceinline__ void fl_accum(facc *acc, const bf_t *a, const bf_t *b)
 {
 	fa_row fa[FK / 16];
 	for (int kc = 0; kc < FK / 16; kc++)
 		wmma::load_matrix_sync(fa[kc], a + kc * 16, PL);
-	for (int n = 0; n < P / 16; n++)
+	for (int n = 0; n < N / 16; n++)
 		for (int kc = 0; kc < FK / 16; kc++) {
 			fb_row fb;
 			wmma::load_matrix_sync(fb, b + (size_t)kc * 16 * (P + 8) + n * 16, P + 8);
@@ -140,19 +149,19 @@ __device__ __forceinline__ void fl_rowscale(facc *acc, const facc &rowof, const 
 __device__ __forceinline__ void fl_put(float *d, size_t i, float v) { d[i] = v; }
 __device__ __forceinline__ void fl_put(gk_bf16 *d, size_t i, float v) { st_bf(d, i, v); }
 
-/* write a warp's [16][P] accumulators (rows t0.., scaled by sc) to the
- * token-major [B*T][nh][HD] tensor dst (fp32 or bf16), through stage
- * (16 x 16 fp32) */
-template <int HD, class O>
+/* write a warp's [16][N] accumulators (rows t0.., columns c0.., scaled
+ * by sc) to the token-major [B*T][nh][HD] tensor dst (fp32 or bf16),
+ * through stage (16 x 16 fp32) */
+template <int HD, int N, class O>
 __device__ __forceinline__ void fl_store(O *dst, const facc *acc, float *stage, float sc, int b,
-										 int T, int nh, int hh, int t0)
+										 int T, int nh, int hh, int t0, int c0)
 {
 	int lane = threadIdx.x & 31;
-	for (int n = 0; n < fl_shape<HD>::P / 16; n++) {
+	for (int n = 0; n < N / 16; n++) {
 		wmma::store_matrix_sync(stage, acc[n], 16, wmma::mem_row_major);
 		__syncwarp();
 		for (int e = lane; e < 256; e += 32) {
-			int r = e / 16, i = n * 16 + e % 16, t = t0 + r;
+			int r = e / 16, i = c0 + n * 16 + e % 16, t = t0 + r;
 			if (t < T && i < HD)
 				fl_put(dst, (((size_t)b * T + t) * nh + hh) * HD + i, stage[e] * sc);
 		}
@@ -224,7 +233,7 @@ __global__ void k_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v
 		srow[rr] = lrow > 0.f ? 1.f / lrow : 0.f;
 	__syncwarp();
 	fl_rowscale<P>(acc, rowof, srow + wr);
-	fl_store<HD>(o, acc, ss + wr * SL, 1.f, b, T, H, h, q0 + wr);
+	fl_store<HD, P>(o, acc, ss + wr * SL, 1.f, b, T, H, h, q0 + wr, 0);
 	if (!half && tq < T)
 		lse[((size_t)b * H + h) * T + tq] = mrow + logf(lrow);
 }
@@ -246,28 +255,32 @@ __global__ void k_flash_dsum(const gk_bf16 *o, const gk_bf16 *dO, float *D, int 
 		D[((size_t)b * H + h) * T + t] = s;
 }
 
-/* one block: key tile (16 NB keys) of KV head g of batch row b; warp w
- * owns keys 16w..16w+15 of it and their dK and dV (in registers). Query
- * heads of the group, then query tiles, in order: a fixed order. */
+/* one block: key tile (16 NB keys) of KV head g of batch row b; key
+ * tile j (16 keys) has warps j NS .. j NS + NS-1, warp c of them columns
+ * c P/NS.. of the tile's dK and dV (in registers) and query columns
+ * c FK/NS.. of its S^T, dP^T, P^T and dS^T. Query heads of the group, then
+ * query tiles, in order: a fixed order. */
 template <int HD>
-__global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
-							   const gk_bf16 *dO, const float *lse, const float *D,
-							   const int *seg, gk_bf16 *dk, gk_bf16 *dv, int T, int H, int KV,
-							   float scale)
+__device__ __forceinline__ void fl_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
+										  const gk_bf16 *dO, const float *lse, const float *D,
+										  const int *seg, gk_bf16 *dk, gk_bf16 *dv, int T, int H,
+										  int KV, float scale)
 {
-	constexpr int P = fl_shape<HD>::P, PS = fl_shape<HD>::PS, R = 16 * fl_shape<HD>::NB;
+	typedef fl_shape<HD> F;
+	constexpr int P = F::P, PS = F::PS, R = 16 * F::NB, NS = F::NS;
+	constexpr int PW = P / NS, QW = FK / NS; /* a warp's dK/dV and score columns */
 	GK_DYN_SHARED_AL(unsigned char, sh);
 	bf_t *sk = reinterpret_cast<bf_t *>(sh), *sv = sk + R * PS;  /* [R][PS] */
 	bf_t *sq = sv + R * PS, *sdo = sq + FK * PS;                   /* [FK][PS] */
-	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, NB = fl_shape<HD>::NB;
-	float *f32 = reinterpret_cast<float *>(sdo + FK * PS);         /* per warp: */
-	float *sst = f32 + w * 2 * 16 * SL, *sdpt = sst + 16 * SL;      /* S^T, dP^T [16][SL] */
-	bf_t *b16 = reinterpret_cast<bf_t *>(f32 + NB * 2 * 16 * SL);
-	bf_t *spt = b16 + w * 2 * 16 * PL, *sdst = spt + 16 * PL;       /* P^T, dS^T [16][PL] */
+	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, j = w / NS, c = w % NS;
+	float *f32 = reinterpret_cast<float *>(sdo + FK * PS);         /* per key tile: */
+	float *sst = f32 + j * 2 * 16 * SL, *sdpt = sst + 16 * SL;      /* S^T, dP^T [16][SL] */
+	bf_t *b16 = reinterpret_cast<bf_t *>(f32 + F::NB * 2 * 16 * SL);
+	bf_t *spt = b16 + j * 2 * 16 * PL, *sdst = spt + 16 * PL;       /* P^T, dS^T [16][PL] */
 	int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z, G = H / KV; /* key tile 0 has most work */
-	int k0 = kt * R, wk = 16 * w, kr = lane >> 1, half = lane & 1;
-	facc ak[P / 16], av[P / 16];
-	for (int n = 0; n < P / 16; n++) {
+	int k0 = kt * R, wk = 16 * j, kr = lane >> 1, half = lane & 1;
+	facc ak[PW / 16], av[PW / 16];
+	for (int n = 0; n < PW / 16; n++) {
 		wmma::fill_fragment(ak[n], 0.f);
 		wmma::fill_fragment(av[n], 0.f);
 	}
@@ -277,32 +290,75 @@ __global__ void k_flash_bwd_kv(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16
 	for (int hh = g * G; hh < (g + 1) * G; hh++)
 		for (int qt = k0 / FK; qt < nqt; qt++) {
 			int q0 = qt * FK;
-			__syncthreads();    /* sq, sdo free */
+			__syncthreads(); /* sq, sdo, spt, sdst free */
 			fl_load<HD>(sq, q, b, T, H, hh, q0, FK);
 			fl_load<HD>(sdo, dO, b, T, H, hh, q0, FK);
 			__syncthreads();
-			if (k0 + wk > q0 + FK - 1)
-				continue;       /* no query of the tile sees this warp's keys */
-			fl_scores<P>(sst, sk + wk * PS, sq);
-			fl_scores<P>(sdpt, sv + wk * PS, sdo);
-			__syncwarp();
-			/* lse and D of the lane's queries: cached reads (no room in
-			 * shared memory at head dim 128) */
-			const float *lq = lse + ((size_t)b * H + hh) * T, *dq0 = D + ((size_t)b * H + hh) * T;
-			for (int j = 0; j < FK / 2; j++) {
-				int c = half * (FK / 2) + j, e = kr * SL + c, e2 = kr * PL + c;
-				bool see = fl_sees(seg, b, T, q0 + c, k0 + wk + kr);
-				float p = see ? expf(scale * sst[e] - lq[q0 + c]) : 0.f;
-				spt[e2] = __float2bfloat16_rn(p);
-				sdst[e2] = __float2bfloat16_rn(see ? p * (sdpt[e] - dq0[q0 + c]) : 0.f);
+			/* does a query of the tile see the key tile's keys? (the same
+			 * for its NS warps) */
+			bool live = k0 + wk <= q0 + FK - 1;
+			if (NS == 1 && !live)
+				continue;
+			if (live) {
+				fl_scores<P, QW>(sst + c * QW, sk + wk * PS, sq + c * QW * PS);
+				fl_scores<P, QW>(sdpt + c * QW, sv + wk * PS, sdo + c * QW * PS);
+				__syncwarp();
+				/* lse and D of the lane's queries: cached reads (no room in
+				 * shared memory at head dim 128) */
+				const float *lq = lse + ((size_t)b * H + hh) * T, *dq0 = D + ((size_t)b * H + hh) * T;
+				for (int i = 0; i < QW / 2; i++) {
+					int cq = c * QW + half * (QW / 2) + i, e = kr * SL + cq, e2 = kr * PL + cq;
+					bool see = fl_sees(seg, b, T, q0 + cq, k0 + wk + kr);
+					float p = see ? expf(scale * sst[e] - lq[q0 + cq]) : 0.f;
+					spt[e2] = __float2bfloat16_rn(p);
+					sdst[e2] = __float2bfloat16_rn(see ? p * (sdpt[e] - dq0[q0 + cq]) : 0.f);
+				}
 			}
-			__syncwarp();
-			fl_accum<P>(av, spt, sdo);
-			fl_accum<P>(ak, sdst, sq);
+			/* P^T and dS^T whole: the key tile's NS warps wrote them */
+			if (NS > 1)
+				__syncthreads();
+			else
+				__syncwarp();
+			if (live) {
+				fl_accum<P, PW>(av, spt, sdo + c * PW);
+				fl_accum<P, PW>(ak, sdst, sq + c * PW);
+			}
 		}
-	fl_store<HD>(dk, ak, sst, scale, b, T, KV, g, k0 + wk);
-	fl_store<HD>(dv, av, sst, 1.f, b, T, KV, g, k0 + wk);
+	/* staging: warp c of a key tile stages through its S^T (c 0) or dP^T
+	 * (c 1), each warp of the tile done with both at the loop's last
+	 * barrier */
+	float *stage = sst + c * 16 * SL;
+	fl_store<HD, PW>(dk, ak, stage, scale, b, T, KV, g, k0 + wk, c * PW);
+	fl_store<HD, PW>(dv, av, stage, 1.f, b, T, KV, g, k0 + wk, c * PW);
 }
+
+#define FL_KV_ARGS                                                                              \
+	const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, const gk_bf16 *dO, const float *lse, \
+		const float *D, const int *seg, gk_bf16 *dk, gk_bf16 *dv, int T, int H, int KV, float scale
+/* dK and dV, one warp a key tile (NS 1) */
+template <int HD> __global__ void k_flash_bwd_kv(FL_KV_ARGS)
+{
+	fl_bwd_kv<HD>(q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, scale);
+}
+/* NS warps a key tile (head dim 128). On sm_90 bound to the registers
+ * that let as many blocks share an SM as its shared memory holds, 4 of
+ * 48 KiB (of 228 KiB): 64K / (4 x 128 threads) = 128 (unbounded, ptxas
+ * of CUDA 13.0 takes 132: 3 blocks). Unbounded elsewhere: sm_80 holds 3
+ * (164 KiB), and there ptxas takes 128 unbounded but 160 with a bound of
+ * 128 threads alone. tests/gpu/ptxas_spill.sh checks that none spills. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FL_KV_SPLIT_BOUNDS(threads) __launch_bounds__(threads, 4)
+#else
+#define FL_KV_SPLIT_BOUNDS(threads)
+#endif
+template <int HD>
+__global__ void FL_KV_SPLIT_BOUNDS(32 * fl_shape<HD>::NB * fl_shape<HD>::NS)
+	k_flash_bwd_kv_split(FL_KV_ARGS)
+{
+	fl_bwd_kv<HD>(q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, scale);
+}
+#undef FL_KV_ARGS
+#undef FL_KV_SPLIT_BOUNDS
 
 /* one block: query tile (16 NB queries) of head h of batch row b; warp w
  * owns queries 16w..16w+15 and their dQ (in registers); key tiles in
@@ -351,7 +407,7 @@ __global__ void k_flash_bwd_q(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 
 		__syncwarp();
 		fl_accum<P>(acc, sds, sk);
 	}
-	fl_store<HD>(dq, acc, ss, scale, b, T, H, h, q0 + wq);
+	fl_store<HD, P>(dq, acc, ss, scale, b, T, H, h, q0 + wq, 0);
 }
 
 /* The forward's per-row rescale (fl_rowscale) takes each accumulator
@@ -428,8 +484,13 @@ static cudaError_t flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
 	unsigned nd = (unsigned)((T + FB - 1) / FB), nt = (unsigned)((T + 16 * F::NB - 1) / (16 * F::NB));
 	float sc = 1.0f / sqrtf((float)HD);
 	GK_LAUNCH(k_flash_dsum<HD>, dim3(nd, (unsigned)H, (unsigned)B), FT, 0, st)(o, dO, D, T, H);
-	GK_LAUNCH(k_flash_bwd_kv<HD>, dim3(nt, (unsigned)KV, (unsigned)B), 32 * F::NB, F::kv_shm, st)(
-		q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, sc);
+	dim3 gkv(nt, (unsigned)KV, (unsigned)B);
+	if constexpr (F::NS > 1)
+		GK_LAUNCH(k_flash_bwd_kv_split<HD>, gkv, 32 * F::NB * F::NS, F::kv_shm, st)(
+			q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, sc);
+	else
+		GK_LAUNCH(k_flash_bwd_kv<HD>, gkv, 32 * F::NB, F::kv_shm, st)(
+			q, k, v, dO, lse, D, seg, dk, dv, T, H, KV, sc);
 	GK_LAUNCH(k_flash_bwd_q<HD>, dim3(nt, (unsigned)H, (unsigned)B), 32 * F::NB, F::q_shm, st)(
 		q, k, v, dO, lse, D, seg, dq, T, H, KV, sc);
 	return GK_LAST_ERROR();

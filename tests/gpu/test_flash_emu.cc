@@ -259,6 +259,7 @@ int main(int argc, char **argv)
 		{1, 45, 2, 1, 128, 3},   /* hd 128, GQA 2:1, three segments */
 		{1, 64, 2, 2, 64, 4},    /* no GQA, segments, two whole tiles */
 		{2, 16, 4, 2, 8, 0},     /* the small model's head dim */
+		{2, 100, 4, 2, 128, 0},  /* hd 128 (its warps split the head dim): four key tiles */
 	};
 	if (argc == 4 && !strcmp(argv[1], "dump")) {
 		int i = atoi(argv[3]);
