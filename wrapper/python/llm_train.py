@@ -285,13 +285,14 @@ class Job:
         step, self._saved_at = self._saved_at, None
         _, sig = self._agree(False, self.signal_received)
         if sig:
-            self._stopping(step, sig, "came during the save of step %d: stopping on it")
+            self._stopping(step, sig, "during the save of step %d: every rank stops on it")
         return bool(sig)
 
     def _stopping(self, step, sig, what):
         self._stop_at, self._stop_sig = step, sig
         if self.rank == 0:
-            print("llm_train: stop requested (%s) %s" % (_signame(sig), what % step), file=sys.stderr)
+            print("llm_train: %s on a rank %s (exit %d)" % (_signame(sig), what % step, EXIT_REQUEUE),
+                  file=sys.stderr)
             sys.stderr.flush()
 
     def exit_requeue(self):
@@ -400,7 +401,7 @@ class Job:
                                   0 if self._stop_at is not None else self.signal_received)
         due = timely or (kind == "steps" and step % n == 0)   # steps: alike on every rank
         if sig:
-            self._stopping(step, sig, "on a rank: every rank saves step %d, then stops")
+            self._stopping(step, sig, "after step %d: every rank saves it, then stops")
         elif due:
             self._saved_at = step
         due = due or bool(sig)
