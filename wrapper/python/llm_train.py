@@ -13,13 +13,15 @@ script in a few lines:
     for step in range(job.resume_step + 1, steps + 1):
         ...
         job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
-        if job.ckpt_due(step):           # --llm-train=ckpt-interval (every rank, every step)
+        if job.ckpt_due(step):           # the interval, or SIGUSR1/SIGTERM on any rank (every rank, every step)
             job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
             if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
             dist.barrier()
             job.ckpt_complete(step)       # the marker: now the wrapper may pick it
             job.phase("train", step)
+        if job.stop_requested():         # preempted: saved above, the same step on every rank
+            job.exit_requeue()            # exit 87: the wrapper requeues, the next run resumes here
     job.done()
 
 job.step writes the rank's heartbeat (with its step time and, when given,
@@ -39,13 +41,24 @@ auto (the wrapper's per-attempt choice from the measured checkpoint cost
 and MTBF; before one is measured, Young's interval from this process's
 last save time, 600 s before the first, as llm-train does). Unset: the
 every= argument in steps, else never.
+
+Preemption, as llm-train does it: Job() catches SIGUSR1 and SIGTERM (the
+wrapper forwards a --signal=B:USR1@N, scancel or time limit to the ranks
+as SIGUSR1, then SIGTERM after --preempt-grace) unless the script set its
+own handler first (kept; it may call job.request_stop()); the handler
+only records the signal. The next job.ckpt_due(step) says save on every
+rank, whichever rank got it, and job.stop_requested() then says stop;
+job.exit_requeue() exits 87 and the wrapper requeues the job, which
+resumes from that checkpoint. ckpt_due is one all-reduce per step for
+this (with torch.distributed initialized): call it on every rank at every
+step, and stop_requested after the save, on every rank too. A signal
+before Job() ends the process as before.
 """
 import contextlib, json, math, os, signal, socket, stat, sys, threading, time
 
 MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
 HB_PERIOD_S = 2.0    # include/llmt/heartbeat.h LLMT_HB_PERIOD_S: the heartbeat's refresh period
-# (both checked against the C headers by tests/wrapper/py_contract.py)
 AUTO_FIRST_S = 600.0  # runtime/train/train.c llmt_auto_interval: before any save is timed
 AUTO_MTBF_S = 4 * 3600.0  # llm-train's default --mtbf
 EXIT_USAGE = 64      # include/llmt/exitcodes.h: usage/config error (never retried)
@@ -54,6 +67,7 @@ EXIT_REQUEUE = 87    # include/llmt/exitcodes.h LLMT_EXIT_REQUEUE: preempted, ch
 # --preempt-grace) and Slurm sends them (--signal, scancel, a time limit):
 # llm-train catches the same two (runtime/train/train.c)
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
+# (HB_PERIOD_S and the EXIT_ codes checked against the C headers by tests/wrapper/py_contract.py)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
