@@ -4,10 +4,11 @@ job.stop_requested that signals itself, for wrap_torch_stop.sh.
 init: rank 1 gets SIGUSR1 then SIGTERM after Job(), before the process
 group exists (rank 0 gets none); save: rank 0 gets SIGTERM inside the
 save of an interval's step; user: one process without torch whose own
-SIGUSR1 handler, installed before Job(), calls job.request_stop().
+SIGUSR1 handler, installed before Job(), calls job.request_stop(); wait:
+rank 0 waits after step 2 until a signal reached it (from the wrapper).
 At the stop each rank writes CKPT_DIR/stop.RANK: "STEP SAVES [handler]",
 then exits through job.exit_requeue()."""
-import os, signal, sys
+import os, signal, sys, time
 import llm_train
 
 mode = sys.argv[1]
@@ -36,6 +37,12 @@ for step in range(1, 11):
     job.step(step)
     if mode == "user" and step == 3:
         os.kill(os.getpid(), signal.SIGUSR1)
+    if mode == "wait" and step == 2 and job.rank == 0:
+        open(os.path.join(job.ckpt_dir, "waiting"), "w").close()
+        for _ in range(1200):   # at most 60 s; rank 1 waits in ckpt_due's collective
+            if job.signal_received:
+                break
+            time.sleep(0.05)
     if job.ckpt_due(step):
         job.phase("save", step)
         d = job.ckpt_dir_for(step)

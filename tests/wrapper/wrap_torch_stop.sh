@@ -11,7 +11,12 @@
 # - a handler of the script's own: its SIGUSR1 handler, installed before
 #   Job(), is left in place (SIGTERM is the module's) and runs; it calls
 #   job.request_stop(), and the job saves step 3 and exits 87.
-# The wrapper's side (forwarding, requeue, resume) is wrap_torch_preempt.sh.
+# - the wrapper's forwarding with --no-srun: SIGUSR1 to llm-train-wrap
+#   while rank 0 waits after step 2 reaches both ranks of the local
+#   launcher (two.sh, which dies of it): both save step 2 and stop, the
+#   wrapper ends 87 (no Slurm to requeue; red when it signalled the
+#   launcher alone: no rank saved).
+# The requeue and the resume on Slurm are wrap_torch_preempt.sh's.
 set -u
 TAG=wrap-tstop
 . "$top_srcdir/tests/wrapper/torch_lib.sh"
@@ -47,4 +52,16 @@ stop user user
 want user 0 "3 3 handler"
 grep -q "SIGUSR1: the script's own handler left in place" "$T/user.out" || { cat "$T/user.out"; fail "user: not told"; }
 echo "ok: the script's own SIGUSR1 handler kept; its request_stop() saved step 3, exit 87"
+
+LLM_TRAIN_CKPT_DIR=$T/wrap; export LLM_TRAIN_CKPT_DIR
+timeout -k 5 60 "$WRAP" --no-srun --ckpt-dir "$T/wrap" --ckpt-tool "$CK" --tick 0.1 --hang-timeout-min 10 \
+	--hang-timeout-max 30 --max-restarts 0 -- "$T/two.sh" /usr/bin/python3 "$S" wait >"$T/wrap.out" 2>&1 &
+tp=$!
+wait_file "$T/wrap/waiting" 60 || { cat "$T/wrap.out"; fail "wrap: rank 0 never reached step 2"; }
+kill -USR1 "$(pgrep -P $tp)" || fail "wrap: no llm-train-wrap under timeout $tp"
+wait $tp; rc=$?
+[ $rc = 87 ] || { cat "$T/wrap.out"; fail "wrap: exit $rc, want 87"; }
+want wrap 0 "2 2"; want wrap 1 "2 2"
+[ "$("$CK" ckpt-list "$T/wrap" | head -n1)" = "2 $T/wrap/step_00000002" ] || fail "wrap: step 2 is not a complete checkpoint"
+echo "ok: SIGUSR1 to llm-train-wrap --no-srun reached both ranks: step 2 saved, exit 87"
 echo PASS
