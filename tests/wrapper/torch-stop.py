@@ -4,7 +4,8 @@ job.stop_requested that signals itself, for wrap_torch_stop.sh.
 init: rank 1 gets SIGUSR1 then SIGTERM after Job(), before the process
 group exists (rank 0 gets none); save: rank 0 gets SIGTERM inside the
 save of an interval's step; user: one process without torch whose own
-SIGUSR1 handler, installed before Job(), calls job.request_stop(); wait:
+SIGUSR1 handler, installed before Job() (made twice), calls
+job.request_stop(); wait:
 rank 0 waits after step 2 until a signal reached it (from the wrapper).
 At the stop each rank writes CKPT_DIR/stop.RANK: "STEP SAVES [handler]",
 then exits through job.exit_requeue()."""
@@ -20,8 +21,9 @@ if mode == "user":
     signal.signal(signal.SIGUSR1, mine)
 job = llm_train.Job()
 if mode == "user":
+    job = llm_train.Job()   # made again (a notebook's second run): SIGTERM is the new one's
     if signal.getsignal(signal.SIGUSR1) is not mine or signal.getsignal(signal.SIGTERM) != job._on_signal:
-        sys.exit("the script's SIGUSR1 handler replaced, or SIGTERM not caught")
+        sys.exit("the script's SIGUSR1 handler replaced, or SIGTERM not the last Job's")
     dist = None
 else:
     import torch, torch.distributed as dist

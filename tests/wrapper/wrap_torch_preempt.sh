@@ -47,7 +47,7 @@ st=$(cluster_sbatch_wait "$pre" 240) || show "pre: job $pre ended $st"
 for r in 0 1; do
 	grep -q "^rank $r: stopped after the save of step 8\$" "$W/pre.out" || show "pre: rank $r did not stop after step 8"
 done
-grep -q "llm_train: preempted: checkpoint of step 8 written, exit 87" "$W/pre.out" || show "pre: no exit 87 after step 8"
+grep -q "llm_train: preempted (SIGUSR1): checkpoint of step 8 written, exit 87" "$W/pre.out" || show "pre: no exit 87 after step 8"
 ledger pre "launches=2 failures=preempted restarts=0 requeues=1"
 [ "$(cluster_job_field "$pre" Restarts)" = 1 ] || show "pre: Slurm did not requeue the job once"
 grep '"event":"launch"' "$W/pre/ledger.jsonl" | tail -n1 | grep -q '"resume_step":8,' ||

@@ -9,8 +9,9 @@
 #   (ckpt-interval=4); both stop on that save, no step 5 trained or saved
 #   (red without stop_requested's agreement after a save: "5 4,5");
 # - a handler of the script's own: its SIGUSR1 handler, installed before
-#   Job(), is left in place (SIGTERM is the module's) and runs; it calls
-#   job.request_stop(), and the job saves step 3 and exits 87.
+#   Job(), is left in place (SIGTERM is the module's: a second Job()'s
+#   when made twice) and runs; it calls job.request_stop(), and the job
+#   saves step 3 and exits 87.
 # - the wrapper's forwarding with --no-srun: SIGUSR1 to llm-train-wrap
 #   while rank 0 waits after step 2 reaches both ranks of the local
 #   launcher (two.sh, which dies of it): both save step 2 and stop, the

@@ -259,7 +259,8 @@ class Job:
             return
         kept = []
         for sig in STOP_SIGNALS:
-            if signal.getsignal(sig) != signal.SIG_DFL:
+            h = signal.getsignal(sig)
+            if h != signal.SIG_DFL and not isinstance(getattr(h, "__self__", None), Job):   # an earlier Job's: ours
                 kept.append(signal.Signals(sig).name)
                 continue
             signal.signal(sig, self._on_signal)
@@ -317,8 +318,8 @@ class Job:
         if self.rank == 0:
             step = self._stop_at
             if step is not None and self._completed == step:
-                print("llm_train: preempted: checkpoint of step %d written, exit %d for requeue" %
-                      (step, EXIT_REQUEUE), file=sys.stderr)
+                print("llm_train: preempted (%s): checkpoint of step %d written, exit %d for requeue" %
+                      (_signame(self._stop_sig), step, EXIT_REQUEUE), file=sys.stderr)
             else:
                 print("llm_train: preempted after step %s without a completed checkpoint of it "
                       "(job.ckpt_complete): exit %d for requeue, the next run resumes from an older one" %
