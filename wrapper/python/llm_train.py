@@ -35,8 +35,9 @@ torch.distributed.checkpoint, its .metadata (written last).
 
 job.ckpt_due(step) follows LLM_TRAIN_CKPT_INTERVAL (--llm-train=ckpt-interval):
 N steps (step % N == 0, decided on each rank alike), Ns/Nm/Nh (time since
-the last save, decided on rank 0 and broadcast when torch.distributed is
-initialized: call it on every rank at every step, as a collective), or
+the last save, decided on rank 0 and shared in ckpt_due's all-reduce when
+torch.distributed is initialized: call it on every rank at every step, as
+a collective), or
 auto (the wrapper's per-attempt choice from the measured checkpoint cost
 and MTBF; before one is measured, Young's interval from this process's
 last save time, 600 s before the first, as llm-train does). Unset: the
