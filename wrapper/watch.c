@@ -343,8 +343,10 @@ struct wloop {
 	double save_start;                       /* rank 0 entered its current save phase */
 };
 
-/* A signal to the wrapper: the step is asked to checkpoint (SIGUSR1) and
- * ended after the grace time. */
+/* A signal to the wrapper: the step is asked to checkpoint (SIGUSR1 to its
+ * process group: srun alone, which forwards it to every task; with
+ * --no-srun every process of the command, a local launcher's ranks too,
+ * as srun would) and ended after the grace time. */
 static void on_signals(struct ctx *x, struct wr_step *s, struct wloop *L)
 {
 	unsigned char sig;
@@ -357,7 +359,7 @@ static void on_signals(struct ctx *x, struct wr_step *s, struct wloop *L)
 			        sig, x->c->preempt_grace_s);
 			wr_ledger_event(x->c->ledger, "signal", json_pack("{s:i,s:i}", "attempt", x->c->attempt, "signal", sig));
 			x->o->e.wrapper_signal = sig;
-			kill(s->pid, SIGUSR1);
+			kill(-s->pid, SIGUSR1);
 			L->term_at = wr_now() + x->c->preempt_grace_s;
 		}
 	}

@@ -16,7 +16,10 @@ step K (the wrapper restarts the job from its last checkpoint); stop@K:R
 stops it (SIGSTOP: the wrapper finds the hang from its heartbeat and names
 its node, the others' stay fresh while they wait for it); nan@K makes
 the loss NaN from step K on (the module exits 85 after 3 such steps: the
-wrapper rolls back and skips the data past them).
+wrapper rolls back and skips the data past them); hold@K holds rank 0
+after step K until a stop signal reached it (at most 60 s), so a test can
+preempt the job at a known step: every rank saves step K and exits 87,
+the wrapper requeues the job and it resumes from step K.
 """
 import argparse, hashlib, os, signal, sys, time
 import torch
@@ -25,8 +28,8 @@ import llm_train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=100)
-ap.add_argument("--ckpt-every", type=int, default=None,
-                help="save every N steps (default: the job's --llm-train=ckpt-interval, else 5)")
+ap.add_argument("--ckpt-every", type=int, default=5,
+                help="save every N steps when the job sets no --llm-train=ckpt-interval (default 5)")
 ap.add_argument("--lr", type=float, default=0.05)
 a = ap.parse_args()
 
@@ -70,9 +73,15 @@ for step in range(start + 1, a.steps + 1):
     job.step(step, loss=loss.item(), grad_norm=norm, lr=a.lr, tokens=8 * job.world_size)
     if hit:
         os.kill(os.getpid(), signal.SIGKILL if fault[:4] == "kill" else signal.SIGSTOP)
-    # ckpt_due on every rank at every step: a time interval is rank 0's
-    # decision, broadcast (ranks that disagreed would deadlock in the save)
-    due = step % a.ckpt_every == 0 if a.ckpt_every else job.ckpt_due(step, every=5)
+    if fault == "hold@%d" % step and job.rank == 0:
+        for _ in range(1200):   # its peer waits in ckpt_due's collective meanwhile
+            if job.signal_received:
+                break
+            time.sleep(0.05)
+    # ckpt_due on every rank at every step, a collective: a time interval is
+    # rank 0's decision, a stop signal any rank's (ranks that disagreed
+    # would deadlock in the save)
+    due = job.ckpt_due(step, every=a.ckpt_every)
     if due or step == a.steps:
         job.phase("save", step)
         d = job.ckpt_dir_for(step)
@@ -82,6 +91,10 @@ for step in range(start + 1, a.steps + 1):
         dist.barrier()
         job.ckpt_complete(step)
         job.phase("train", step)
+    if job.stop_requested() and step < a.steps:   # SIGUSR1/SIGTERM on any rank: saved above
+        print("rank %d: stopped after the save of step %d" % (job.rank, step), flush=True)
+        dist.destroy_process_group()
+        job.exit_requeue()     # exit 87: the wrapper requeues the job, the next run resumes from this step
 if job.rank == 0:
     h = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
     with open(os.path.join(job.ckpt_dir, "final_weights.sha256"), "w") as f:

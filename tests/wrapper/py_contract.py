@@ -2,7 +2,8 @@
 """The llm_train Python module's copies of C contract values equal the C
 headers': Job's heartbeat refresh period (its refresh_s default and
 HB_PERIOD_S) is include/llmt/heartbeat.h's LLMT_HB_PERIOD_S, and
-EXIT_ROLLBACK is include/llmt/exitcodes.h's LLMT_EXIT_ROLLBACK.
+EXIT_ROLLBACK, EXIT_USAGE and EXIT_REQUEUE are include/llmt/exitcodes.h's
+LLMT_EXIT_ROLLBACK, LLMT_EXIT_USAGE and LLMT_EXIT_REQUEUE.
 
 The module stays a plain source file (installed as is by automake's
 python_PYTHON, imported from the tree by the tests and copied by users),
@@ -30,10 +31,13 @@ for what, v in (("llm_train.HB_PERIOD_S", llm_train.HB_PERIOD_S), ("Job(refresh_
     if v != period:
         print("FAIL: %s is %r, LLMT_HB_PERIOD_S is %r" % (what, v, period))
         bad = 1
-code = define("exitcodes.h", "LLMT_EXIT_ROLLBACK")
-if llm_train.EXIT_ROLLBACK != code:
-    print("FAIL: llm_train.EXIT_ROLLBACK is %r, LLMT_EXIT_ROLLBACK is %r" % (llm_train.EXIT_ROLLBACK, code))
-    bad = 1
+codes = []
+for name in ("ROLLBACK", "USAGE", "REQUEUE"):
+    code = define("exitcodes.h", "LLMT_EXIT_" + name)
+    codes.append("%s %d" % (name.lower(), code))
+    if getattr(llm_train, "EXIT_" + name) != code:
+        print("FAIL: llm_train.EXIT_%s is %r, LLMT_EXIT_%s is %r" % (name, getattr(llm_train, "EXIT_" + name), name, code))
+        bad = 1
 if not bad:
-    print("ok: heartbeat period %g s, rollback exit %d: the same in llm_train.py and the C headers" % (period, code))
+    print("ok: heartbeat period %g s, exit codes %s: the same in llm_train.py and the C headers" % (period, ", ".join(codes)))
 sys.exit(bad)

@@ -4,10 +4,11 @@
 # two local gloo ranks under llm-train-wrap --no-srun. 3 (steps):
 # etc/examples/ddp_train.py --steps 11 saves at steps 3, 6, 9 and its
 # final 11, nothing else. 1s (time): every rank's answer is rank 0's,
-# broadcast; rank 1's clock starts 0.5 s before rank 0's (rank 0 is late
-# to job.start()), so deciding on each rank's own clock makes rank 1 save
-# steps earlier than rank 0 (seen red with the broadcast left out: the
-# ranks meet in different collectives, and the job fails). Before: no
+# shared in ckpt_due's all-reduce; rank 1's clock starts 0.5 s before rank
+# 0's (rank 0 is late to job.start()), so deciding on each rank's own clock
+# makes rank 1 save steps earlier than rank 0 (seen red with each rank's
+# own answer used: the ranks meet in different collectives, and the job
+# fails). Before: no
 # ckpt_due, the interval was ignored (red: AttributeError).
 set -u
 TAG=wrap-tckpt

@@ -13,13 +13,15 @@ script in a few lines:
     for step in range(job.resume_step + 1, steps + 1):
         ...
         job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
-        if job.ckpt_due(step):           # --llm-train=ckpt-interval (every rank, every step)
+        if job.ckpt_due(step):           # the interval, or SIGUSR1/SIGTERM on any rank (every rank, every step)
             job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
             if job.rank == 0: torch.save(model.state_dict(), d + "/model.pt")
             dist.barrier()
             job.ckpt_complete(step)       # the marker: now the wrapper may pick it
             job.phase("train", step)
+        if job.stop_requested():         # preempted: saved above, the same step on every rank
+            job.exit_requeue()            # exit 87: the wrapper requeues, the next run resumes here
     job.done()
 
 job.step writes the rank's heartbeat (with its step time and, when given,
@@ -33,22 +35,40 @@ torch.distributed.checkpoint, its .metadata (written last).
 
 job.ckpt_due(step) follows LLM_TRAIN_CKPT_INTERVAL (--llm-train=ckpt-interval):
 N steps (step % N == 0, decided on each rank alike), Ns/Nm/Nh (time since
-the last save, decided on rank 0 and broadcast when torch.distributed is
-initialized: call it on every rank at every step, as a collective), or
+the last save, decided on rank 0 and shared in ckpt_due's all-reduce when
+torch.distributed is initialized: call it on every rank at every step, as
+a collective), or
 auto (the wrapper's per-attempt choice from the measured checkpoint cost
 and MTBF; before one is measured, Young's interval from this process's
 last save time, 600 s before the first, as llm-train does). Unset: the
 every= argument in steps, else never.
+
+Preemption, as llm-train does it: Job() catches SIGUSR1 and SIGTERM (the
+wrapper forwards a --signal=B:USR1@N, scancel or time limit to the ranks
+as SIGUSR1, then SIGTERM after --preempt-grace) unless the script set its
+own handler first (kept; it may call job.request_stop()); the handler
+only records the signal. The next job.ckpt_due(step) says save on every
+rank, whichever rank got it, and job.stop_requested() then says stop;
+job.exit_requeue() exits 87 and the wrapper requeues the job, which
+resumes from that checkpoint. ckpt_due is one all-reduce per step for
+this (with torch.distributed initialized): call it on every rank at every
+step, and stop_requested after the save, on every rank too. A signal
+before Job() ends the process as before.
 """
-import json, math, os, socket, stat, sys, threading, time
+import contextlib, json, math, os, signal, socket, stat, sys, threading, time
 
 MARKER = "llm_train.complete"
 EXIT_ROLLBACK = 85   # include/llmt/exitcodes.h: numerical fault persisted, roll back and skip data
 HB_PERIOD_S = 2.0    # include/llmt/heartbeat.h LLMT_HB_PERIOD_S: the heartbeat's refresh period
-# (both checked against the C headers by tests/wrapper/py_contract.py)
 AUTO_FIRST_S = 600.0  # runtime/train/train.c llmt_auto_interval: before any save is timed
 AUTO_MTBF_S = 4 * 3600.0  # llm-train's default --mtbf
 EXIT_USAGE = 64      # include/llmt/exitcodes.h: usage/config error (never retried)
+EXIT_REQUEUE = 87    # include/llmt/exitcodes.h LLMT_EXIT_REQUEUE: preempted, checkpoint written: requeue
+# what llm-train-wrap forwards to the ranks (SIGUSR1 at once, SIGTERM after
+# --preempt-grace) and Slurm sends them (--signal, scancel, a time limit):
+# llm-train catches the same two (runtime/train/train.c)
+STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
+# (HB_PERIOD_S and the EXIT_ codes checked against the C headers by tests/wrapper/py_contract.py)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -98,10 +118,19 @@ def _host():
     return "".join(c if c.isalnum() or c in ".-_" else "_" for c in h)[:63]
 
 
+def _signame(sig):
+    if sig == 1:
+        return "job.request_stop()"
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "signal %d" % sig
+
+
 class Job:
     """The job as the wrapper and the plugin describe it (environment)."""
 
-    def __init__(self, refresh_s=HB_PERIOD_S):
+    def __init__(self, refresh_s=HB_PERIOD_S, signals=True):
         self.rank = int(_env("RANK", _env("SLURM_PROCID", "0")))
         self.world_size = int(_env("WORLD_SIZE", _env("SLURM_NTASKS", "1")))
         self.local_rank = int(_env("LOCAL_RANK", _env("SLURM_LOCALID", "0")))
@@ -135,7 +164,14 @@ class Job:
         self._ckpt_t = time.monotonic()   # the time interval's clock (rank 0's decides)
         self._save_cost = 0.0             # the last phase("save")'s length (auto's cost)
         self._stop = threading.Event()
+        self.signal_received = 0   # the first stop signal this rank got (1: request_stop()); ckpt_due agrees
+        self._stop_at = None       # the step after which every rank agreed to stop
+        self._stop_sig = 0         # the agreed stop's signal (the largest number any rank got)
+        self._saved_at = None      # ckpt_due said save for an interval at this step: stop_requested looks again
+        self._completed = None     # the last step ckpt_complete marked
         self._beat()
+        if signals:
+            self._catch_signals()
         t = threading.Thread(target=self._refresh, args=(refresh_s,), daemon=True)
         t.start()
 
@@ -158,6 +194,21 @@ class Job:
                 if self._state[1] in ("load", "save") or (op is not None and op == seen):
                     self._beat()
                 seen = op
+
+    @contextlib.contextmanager
+    def _waiting(self):
+        """Around a blocking collective of this module: counted as one
+        communication op, as ddp_hook counts a reduction, so the refresh
+        thread keeps this rank's heartbeat fresh while it waits for a peer
+        (a stopped peer, not the rank waiting for it, goes stale)."""
+        with self._lock:
+            self._comm_op += 1
+            self._comm_busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._comm_busy -= 1
 
     def ddp_hook(self, ddp):
         """Register a DDP communication hook that all-reduces gradients as
@@ -195,6 +246,89 @@ class Job:
                 self._state[0] = step
             self._state[1] = name
             self._beat()
+
+    # -- preemption -----------------------------------------------------
+    def _catch_signals(self):
+        """SIGUSR1 and SIGTERM only record that a stop was asked for: the
+        next ckpt_due says save on every rank and stop_requested says
+        stop. A handler the script installed before Job() (or SIG_IGN, or
+        one set from C) is left in place; it may call request_stop()."""
+        if threading.current_thread() is not threading.main_thread():
+            if self.rank == 0:
+                print("llm_train: Job() outside the main thread: SIGUSR1/SIGTERM not caught "
+                      "(a preemption ends the job without a save)", file=sys.stderr)
+            return
+        kept = []
+        for sig in STOP_SIGNALS:
+            h = signal.getsignal(sig)
+            if h != signal.SIG_DFL and not isinstance(getattr(h, "__self__", None), Job):   # an earlier Job's: ours
+                kept.append(signal.Signals(sig).name)
+                continue
+            signal.signal(sig, self._on_signal)
+            # restart interrupted system calls (signal.signal makes them
+            # fail with EINTR): the C code under torch.save, gloo and NCCL
+            # need not handle it, Python retries its own (PEP 475)
+            signal.siginterrupt(sig, False)
+        if kept and self.rank == 0:
+            print("llm_train: %s: the script's own handler left in place (call job.request_stop() "
+                  "from it to save and stop)" % ", ".join(kept), file=sys.stderr)
+
+    def _on_signal(self, sig, frame):
+        # Python runs this in the main thread between two bytecodes of
+        # whatever it was doing (inside ckpt_due, holding self._lock, in
+        # a print): a lock, I/O or an exception here could deadlock or
+        # break that code, so it only records the signal
+        if not self.signal_received:
+            self.signal_received = sig
+
+    def request_stop(self, sig=0):
+        """Ask for a save and a stop as SIGUSR1 would (from the script's own
+        signal handler, say): the next ckpt_due says save on every rank."""
+        if not self.signal_received:
+            self.signal_received = sig if sig > 1 else 1
+
+    def stop_requested(self):
+        """Whether to exit now, after the save ckpt_due asked for: the same
+        on every rank once any rank got SIGUSR1/SIGTERM (or request_stop).
+        Call it on every rank at every step, after that save: after an
+        interval's save it agrees once more (a collective), so a signal
+        that came during the save stops the job on it rather than one
+        step and one save later. Then exit_requeue()."""
+        if self._stop_at is not None:
+            return True
+        if self._saved_at is None:
+            return False
+        step, self._saved_at = self._saved_at, None
+        _, sig = self._agree(False, self.signal_received)
+        if sig:
+            self._stopping(step, sig, "during the save of step %d: every rank stops on it")
+        return bool(sig)
+
+    def _stopping(self, step, sig, what):
+        self._stop_at, self._stop_sig = step, sig
+        if self.rank == 0:
+            print("llm_train: %s on a rank %s (exit %d)" % (_signame(sig), what % step, EXIT_REQUEUE),
+                  file=sys.stderr)
+            sys.stderr.flush()
+
+    def exit_requeue(self):
+        """After the save of a stop: the last heartbeat and exit 87, which
+        llm-train-wrap takes for "checkpoint written": it requeues the job
+        (or, without Slurm or with --no-requeue, stops with 87) and the
+        next run resumes from this checkpoint. Raises SystemExit."""
+        if self.rank == 0:
+            step = self._stop_at
+            if step is not None and self._completed == step:
+                print("llm_train: preempted (%s): checkpoint of step %d written, exit %d for requeue" %
+                      (_signame(self._stop_sig), step, EXIT_REQUEUE), file=sys.stderr)
+            else:
+                print("llm_train: preempted after step %s without a completed checkpoint of it "
+                      "(job.ckpt_complete): exit %d for requeue, the next run resumes from an older one" %
+                      (step, EXIT_REQUEUE), file=sys.stderr)
+        self.done()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        raise SystemExit(EXIT_REQUEUE)
 
     # -- one step -------------------------------------------------------
     def step(self, step, loss=None, grad_norm=None, lr=None, tokens=None, waits=None, data_s=0.0, ckpt_s=None):
@@ -264,51 +398,62 @@ class Job:
 
     # -- checkpoints ----------------------------------------------------
     def ckpt_due(self, step, every=None):
-        """Whether to save a checkpoint after this step, as the job's
-        --llm-train=ckpt-interval (LLM_TRAIN_CKPT_INTERVAL) says; every: the
-        step interval when the job sets none (None: never). The answer is
-        the same on every rank: with a time interval (or auto before the
-        wrapper measured a cost) call it on every rank at every step."""
+        """Whether to save a checkpoint after this step: when the job's
+        --llm-train=ckpt-interval (LLM_TRAIN_CKPT_INTERVAL) says so (every:
+        the step interval when the job sets none; None: never), or once any
+        rank got SIGUSR1/SIGTERM (then stop_requested() says exit after the
+        save). The answer is the same on every rank: with torch.distributed
+        initialized it is a collective, so call it on every rank at every
+        step."""
         iv = self.ckpt_interval or (("steps", int(every)) if every else None)
-        if iv is None:
-            return False
-        kind, n = iv
-        if kind == "steps":
-            return step % n == 0   # the same step on every rank: no communication
+        kind, n = iv if iv else (None, None)
         if kind == "auto":
             # the wrapper turns auto into N or Ns once a checkpoint's cost is
             # in metrics.jsonl; until then Young's interval from the last save
             n = math.sqrt(2 * self._save_cost * AUTO_MTBF_S) if self._save_cost > 0 else AUTO_FIRST_S
             n = max(n, 2 * self._save_cost)
-        due = time.monotonic() - self._ckpt_t >= n
-        due = self._agree(due)
-        if due:
+        timed = kind in ("seconds", "auto")
+        timely, sig = self._agree(timed and time.monotonic() - self._ckpt_t >= n,
+                                  0 if self._stop_at is not None else self.signal_received)
+        due = timely or (kind == "steps" and step % n == 0)   # steps: alike on every rank
+        if sig:
+            self._stopping(step, sig, "after step %d: every rank saves it, then stops")
+        elif due:
+            self._saved_at = step
+        due = due or bool(sig)
+        if due and timed:
             self._ckpt_t = time.monotonic()
         return due
 
-    def _agree(self, due):
-        """Rank 0's due on every rank. Each rank's clock started at its own
-        Job()/start() and its steps end at slightly different times, so
-        deciding locally lets one rank enter the save's barrier while its
-        peer enters the next step's all-reduce: a deadlock (or mismatched
-        collectives). One broadcast of a one-element tensor per step is
-        cheap against a training step: tens of microseconds over gloo's
-        TCP; on nccl one tiny kernel, whose .item() waits for the GPU work
-        queued before it (as the usual loss.item() for job.step already
-        does). Step intervals need none (they are decided above)."""
-        try:
-            import torch
-            import torch.distributed as dist
-        except ImportError:
-            return due
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-            return due
+    def _agree(self, timely, sig):
+        """(rank 0's timely, the largest sig of any rank) on every rank:
+        one all-reduce (max) of two numbers per step when torch.distributed
+        is initialized with peers, else this rank's own. Each rank's clock
+        started at its own Job()/start() and its steps end at slightly
+        different times, so a time interval decided locally lets one rank
+        enter the save's barrier while its peer enters the next step's
+        all-reduce (a deadlock, or mismatched collectives); a signal reaches
+        the ranks at different steps, or one rank only. A step interval is
+        decided alike on every rank, but its stop signal is not, so the
+        collective runs for it too. It costs what one tiny all-reduce
+        costs (0.5 ms a step measured with two local gloo ranks on two
+        busy cores, as much as the bare all-reduce); on nccl one tiny
+        kernel, whose read waits for the GPU work queued before it (as
+        the usual loss.item() for job.step already does). It is counted as a
+        communication wait (_waiting): a rank that waits here for a stopped
+        peer stays fresh, and the stopped one is named for the hang."""
+        dist = sys.modules.get("torch.distributed")   # never imported here: a script without torch stays fast
+        if dist is None or not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return timely, sig
+        import torch
         dev = "cpu"
-        if dist.get_backend() == "nccl":   # nccl broadcasts device tensors only
+        if dist.get_backend() == "nccl":   # nccl reduces device tensors only
             dev = torch.device("cuda", torch.cuda.current_device())
-        t = torch.tensor([1 if due else 0], dtype=torch.int32, device=dev)
-        dist.broadcast(t, 0)
-        return bool(t.item())
+        t = torch.tensor([1 if timely and dist.get_rank() == 0 else 0, sig], dtype=torch.int32, device=dev)
+        with self._waiting():
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            v = t.tolist()
+        return bool(v[0]), int(v[1])
 
     def ckpt_dir_for(self, step):
         d = "%s/step_%08d" % (self.ckpt_dir, step)
@@ -318,6 +463,7 @@ class Job:
     def ckpt_complete(self, step):
         """Rank 0, after every rank's files of the step are written (a barrier):
         the marker (file sizes) and the `latest` pointer, each by rename."""
+        self._completed = step
         if self.rank != 0:
             return
         d = self.ckpt_dir_for(step)
