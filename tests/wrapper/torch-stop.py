@@ -6,7 +6,10 @@ group exists (rank 0 gets none); save: rank 0 gets SIGTERM inside the
 save of an interval's step; user: one process without torch whose own
 SIGUSR1 handler, installed before Job() (made twice), calls
 job.request_stop(); wait:
-rank 0 waits after step 2 until a signal reached it (from the wrapper).
+rank 0 waits after step 2 until a signal reached it (from the wrapper);
+never: one process without torch that never asks ckpt_due or
+stop_requested gets SIGTERM after step 3 (it writes CKPT_DIR/last after
+each step).
 At the stop each rank writes CKPT_DIR/stop.RANK: "STEP SAVES [handler]",
 then exits through job.exit_requeue()."""
 import os, signal, sys, time
@@ -20,7 +23,9 @@ if mode == "user":
         job.request_stop(sig)
     signal.signal(signal.SIGUSR1, mine)
 job = llm_train.Job()
-if mode == "user":
+if mode == "never":
+    dist = None
+elif mode == "user":
     job = llm_train.Job()   # made again (a notebook's second run): SIGTERM is the new one's
     if signal.getsignal(signal.SIGUSR1) is not mine or signal.getsignal(signal.SIGTERM) != job._on_signal:
         sys.exit("the script's SIGUSR1 handler replaced, or SIGTERM not the last Job's")
@@ -37,6 +42,12 @@ for step in range(1, 11):
     if dist:
         dist.all_reduce(torch.ones(4))   # the step's gradient reduction
     job.step(step)
+    if mode == "never":
+        with open(os.path.join(job.ckpt_dir, "last"), "w") as f:
+            f.write("%d\n" % step)
+        if step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        continue
     if mode == "user" and step == 3:
         os.kill(os.getpid(), signal.SIGUSR1)
     if mode == "wait" and step == 2 and job.rank == 0:

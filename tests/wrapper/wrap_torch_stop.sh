@@ -11,7 +11,9 @@
 # - a handler of the script's own: its SIGUSR1 handler, installed before
 #   Job(), is left in place (SIGTERM is the module's: a second Job()'s
 #   when made twice) and runs; it calls job.request_stop(), and the job
-#   saves step 3 and exits 87.
+#   saves step 3 and exits 87;
+# - a script that never asks: SIGTERM's default action two steps after it
+#   (red when the module swallowed it: the script ran to its end).
 # - the wrapper's forwarding with --no-srun: SIGUSR1 to llm-train-wrap
 #   while rank 0 waits after step 2 reaches both ranks of the local
 #   launcher (two.sh, which dies of it): both save step 2 and stop, the
@@ -53,6 +55,13 @@ stop user user
 want user 0 "3 3 handler"
 grep -q "SIGUSR1: the script's own handler left in place" "$T/user.out" || { cat "$T/user.out"; fail "user: not told"; }
 echo "ok: the script's own SIGUSR1 handler kept; its request_stop() saved step 3, exit 87"
+
+LLM_TRAIN_CKPT_DIR=$T/never; export LLM_TRAIN_CKPT_DIR
+mkdir -p "$T/never"
+timeout -k 5 60 /usr/bin/python3 "$S" never >"$T/never.out" 2>&1; rc=$?
+[ $rc = 143 ] && [ "$(cat "$T/never/last")" = 4 ] ||
+	{ cat "$T/never.out"; fail "never: exit $rc after step $(cat "$T/never/last"), want 143 (SIGTERM) after step 4"; }
+echo "ok: a script that never asks ckpt_due/stop_requested ends by SIGTERM two steps after it, not at SIGKILL"
 
 LLM_TRAIN_CKPT_DIR=$T/wrap; export LLM_TRAIN_CKPT_DIR
 timeout -k 5 60 "$WRAP" --no-srun --ckpt-dir "$T/wrap" --ckpt-tool "$CK" --tick 0.1 --hang-timeout-min 10 \

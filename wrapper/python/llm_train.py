@@ -53,7 +53,9 @@ job.exit_requeue() exits 87 and the wrapper requeues the job, which
 resumes from that checkpoint. ckpt_due is one all-reduce per step for
 this (with torch.distributed initialized): call it on every rank at every
 step, and stop_requested after the save, on every rank too. A signal
-before Job() ends the process as before.
+before Job() ends the process as before, and so does one that a script
+never asking ckpt_due or stop_requested gets (at its second job.step()
+after it, not at the SIGKILL after KillWait).
 """
 import contextlib, json, math, os, signal, socket, stat, sys, threading, time
 
@@ -164,6 +166,8 @@ class Job:
         self._ckpt_t = time.monotonic()   # the time interval's clock (rank 0's decides)
         self._save_cost = 0.0             # the last phase("save")'s length (auto's cost)
         self._stop = threading.Event()
+        self._polled = False       # the script asked ckpt_due or stop_requested once
+        self._signal_steps = 0     # job.step() calls when the signal came
         self.signal_received = 0   # the first stop signal this rank got (1: request_stop()); ckpt_due agrees
         self._stop_at = None       # the step after which every rank agreed to stop
         self._stop_sig = 0         # the agreed stop's signal (the largest number any rank got)
@@ -280,6 +284,17 @@ class Job:
         # break that code, so it only records the signal
         if not self.signal_received:
             self.signal_received = sig
+            self._signal_steps = self._steps
+
+    def _unheeded(self):
+        """A script that never asks (no ckpt_due or stop_requested) two
+        steps after a stop signal would only end by the SIGKILL after
+        KillWait: the signal's default action then, as without Job()."""
+        sig = self.signal_received
+        if sig > 1 and not self._polled and self._steps - self._signal_steps >= 2:
+            self.done()
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
 
     def request_stop(self, sig=0):
         """Ask for a save and a stop as SIGUSR1 would (from the script's own
@@ -294,6 +309,7 @@ class Job:
         interval's save it agrees once more (a collective), so a signal
         that came during the save stops the job on it rather than one
         step and one save later. Then exit_requeue()."""
+        self._polled = True
         if self._stop_at is not None:
             return True
         if self._saved_at is None:
@@ -360,6 +376,8 @@ class Job:
             self._beat()
         if self.rank == 0:
             self._metric(step, loss, grad_norm, lr, tokens / dt if tokens and dt > 0 else None, dt, sum(w), ckpt_s)
+        if self.signal_received:
+            self._unheeded()
 
     def start(self):
         """Mark the start of the first step (else it is timed from the first step() call's previous one)."""
@@ -405,6 +423,7 @@ class Job:
         save). The answer is the same on every rank: with torch.distributed
         initialized it is a collective, so call it on every rank at every
         step."""
+        self._polled = True
         iv = self.ckpt_interval or (("steps", int(every)) if every else None)
         kind, n = iv if iv else (None, None)
         if kind == "auto":
