@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "include/llmt/ckptid.h"
 #include "include/llmt/exitcodes.h"
 #include "interval.h"
 #include "job.h"
@@ -169,6 +170,14 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 	 * a CKPT_DIR holding only incomplete steps from before the job (a cut
 	 * import) rather than train from random weights. */
 	e->set_resume = strcmp(j->ckpt_tool, "none") != 0 && (j->resume[0] || j->fresh_chosen || j->attempt > 0);
+	/* the marks, for the trainer's retention: a marked checkpoint takes
+	 * no slot, so it never pushes out a good older one (only identities
+	 * as llmt_ckpt_id writes them: the ledger is the user's file) */
+	for (int i = 0; i < j->h->nbad; i++) {
+		size_t u = strlen(e->ckpt_bad);
+		if (llmt_ckpt_id_ok(j->h->bad[i].id) && !llmt_ckpt_id_in(e->ckpt_bad, j->h->bad[i].id))
+			snprintf(e->ckpt_bad + u, sizeof e->ckpt_bad - u, "%s%s", u ? "," : "", j->h->bad[i].id);
+	}
 	if (j->dp_now > 0 && j->dp_now != j->pol.dp) {
 		snprintf(e->dp, sizeof e->dp, "%d", j->dp_now);
 		snprintf(e->batch_dp, sizeof e->batch_dp, "%d", j->pol.dp);

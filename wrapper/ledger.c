@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "include/llmt/clock.h"
+#include "include/llmt/ckptid.h"
 
 static int mkdir_p(const char *dir)
 {
@@ -120,15 +121,7 @@ static const char *str(json_t *o, const char *k)
 
 void wr_ckpt_id(const char *path, char *out, size_t len)
 {
-	char p[4200];
-	struct stat st;
-	snprintf(p, sizeof p, "%s/manifest.json", path);
-	if (stat(p, &st) != 0)
-		out[0] = '\0';
-	else
-		/* no st_dev: a requeue's batch host may number the same file system otherwise */
-		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino,
-		         (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+	llmt_ckpt_id(path, out, len);
 }
 
 bool wr_history_is_bad(const struct wr_history *h, const char *path)

@@ -83,8 +83,14 @@ typedef struct llmt_ckpt_state {
 typedef struct llmt_ckpt_writer llmt_ckpt_writer;
 
 /* Writer for CKPT_DIR (created if absent) keeping the newest `keep`
- * complete checkpoints (0 = keep all). NULL with err on failure. */
+ * complete checkpoints (0 = keep all) that the wrapper has not marked bad
+ * (LLM_TRAIN_CKPT_BAD, read here: marked ones take no slot and stay).
+ * NULL with err on failure. */
 llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, size_t errlen);
+/* stepdir was loaded with its checksums verified: retention never removes
+ * it while this writer lives (the last checkpoint known to load). Call
+ * before the next save. */
+void llmt_ckpt_writer_verified(llmt_ckpt_writer *w, const char *stepdir);
 
 /* Collective over st->world_comm. Waits for the previous save of this
  * writer, copies this rank's share of the buffers and blobs into a host

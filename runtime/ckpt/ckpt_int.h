@@ -163,9 +163,14 @@ typedef struct { long step; int tp, pp, dp, world; json_t *model, *training; } c
 /* Waits for every rank's record in tdir and merges them into the
  * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
 int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);
-/* Removes dir's checkpoints beyond the newest keep (keep_path always
- * stays); keep <= 0 keeps all. */
-void ck_retention(const char *dir, int keep, const char *keep_path);
+/* What retention never removes: the save just completed (saved, its
+ * path), the checkpoint this run loaded with its checksums verified
+ * (verified: its llmt_ckpt_id, may be NULL) and the ones whose llmt_ckpt_id is in bad_ids (comma-separated,
+ * the wrapper's marks: LLM_TRAIN_CKPT_BAD; NULL none), which take no slot. */
+typedef struct { const char *saved, *verified, *bad_ids; } ck_keep;
+/* Removes dir's checkpoints beyond the newest keep that are not marked
+ * bad (k's always stay); keep <= 0 keeps all. */
+void ck_retention(const char *dir, int keep, const ck_keep *k);
 /* Removes temporary directories (and failure notes) of saves up to
  * cur_step that never completed, other than this save's (token). */
 void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);

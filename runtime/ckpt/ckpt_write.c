@@ -6,6 +6,7 @@
  * record, writes manifest.json last, renames the directory into place,
  * swaps `latest` and applies retention: the loop never blocks on I/O. */
 #include "ckpt_int.h"
+#include "llmt/ckptid.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,8 @@ typedef struct { char *dst; const char *src; size_t n; } copy_job;
 struct llmt_ckpt_writer {
 	char dir[4096];
 	int keep;
+	char verified[64];      /* llmt_ckpt_id of the checkpoint this run loaded ("" none) */
+	char *bad_ids;          /* LLM_TRAIN_CKPT_BAD when the writer was made */
 	pthread_t th;
 	int running;            /* a thread was started and not joined */
 	int result;             /* of the last finished save */
@@ -72,6 +75,8 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 	ck_fmt(w->dir, sizeof w->dir, "%s", dir);
 	w->keep = keep;
 	w->last_step = -1;
+	const char *bad = getenv(LLMT_ENV_CKPT_BAD);
+	w->bad_ids = bad && *bad ? strdup(bad) : NULL;
 	pthread_mutex_init(&w->mu, NULL);
 	return w;
 }
@@ -203,7 +208,8 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
 		return LLMT_EXIT_IO;
 	ck_remove_stale_tmp(w->dir, w->step, w->token);
-	ck_retention(w->dir, w->keep, final);
+	ck_keep k = { final, w->verified[0] ? w->verified : NULL, w->bad_ids };
+	ck_retention(w->dir, w->keep, &k);
 	return 0;
 }
 
@@ -297,6 +303,11 @@ int llmt_ckpt_poll(llmt_ckpt_writer *w, char *err, size_t errlen)
 	return rc ? rc : 1;
 }
 
+void llmt_ckpt_writer_verified(llmt_ckpt_writer *w, const char *stepdir)
+{
+	llmt_ckpt_id(stepdir, w->verified, sizeof w->verified);
+}
+
 void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 {
 	char err[1024];
@@ -308,6 +319,7 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 	pthread_mutex_destroy(&w->mu);
 	free(w->snap);
 	free(w->seg);
+	free(w->bad_ids);
 	free(w);
 }
 

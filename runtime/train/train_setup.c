@@ -284,6 +284,9 @@ static int resume(trainer *t, const char *from)
 		else if (t->p->l.rank == 0)
 			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
 				(long long)t->st.step, (long long)t->st.pos);
+		/* every shard's checksum checked: retention keeps it while we run */
+		if (t->w)
+			llmt_ckpt_writer_verified(t->w, path);
 	}
 	llmt_ckpt_close(c);
 	return ckpt_code(rc);

@@ -3,6 +3,8 @@
  * directory, retention, a config mismatch. */
 #define _GNU_SOURCE
 #include "ckpt_sim.h"
+#include "llmt/ckptid.h"
+#include "llmt/env.h"
 
 /* ---- tests ------------------------------------------------------------ */
 static void corrupt_case(const char *name, void (*damage)(const char *step), const char *want)
@@ -201,6 +203,49 @@ static void test_retention(void **state)
 	assert_int_equal(ck_validate_dir(p, 0, NULL, p, sizeof p), 0);
 }
 
+/* Which of steps (0-terminated) of dir exist: a string of 1s and 0s */
+static const char *present(const char *dir, const long *steps)
+{
+	static char out[16];
+	char p[400];
+	int i;
+
+	for (i = 0; steps[i] && i < 15; i++) {
+		snprintf(p, sizeof p, "%s/step_%08ld/manifest.json", dir, steps[i]);
+		out[i] = access(p, F_OK) == 0 ? '1' : '0';
+	}
+	out[i] = 0;
+	return out;
+}
+
+/* A checkpoint the wrapper marked bad (LLM_TRAIN_CKPT_BAD) takes no slot
+ * of the retention count and stays; the one this run loaded stays too. */
+static void test_retention_marked(void **state)
+{
+	(void)state;
+	char dir[300], p[400], id[64];
+	const long st[] = { 10, 20, 30, 40, 50, 60, 0 };
+
+	path_of(dir, sizeof dir, "keepbad");
+	assert_int_equal(save_layout(dir, 10, 1, 1, 1, 2, "b1"), 0);
+	assert_int_equal(save_layout(dir, 20, 1, 1, 1, 2, "b2"), 0);
+	snprintf(p, sizeof p, "%s/step_00000020", dir);
+	llmt_ckpt_id(p, id, sizeof id);
+	assert_true(llmt_ckpt_id_ok(id));
+	setenv(LLMT_ENV_CKPT_BAD, id, 1);
+	assert_int_equal(save_layout(dir, 30, 1, 1, 1, 2, "b3"), 0);
+	assert_string_equal(present(dir, st), "111000");   /* 10 is the good fallback */
+	assert_int_equal(save_layout(dir, 40, 1, 1, 1, 2, "b4"), 0);
+	assert_string_equal(present(dir, st), "011100");   /* keep 2 good: 40 and 30 */
+	unsetenv(LLMT_ENV_CKPT_BAD);
+	snprintf(p, sizeof p, "%s/step_00000030", dir);
+	sim_verified = p;
+	assert_int_equal(save_layout(dir, 50, 1, 1, 1, 1, "b5"), 0);
+	assert_int_equal(save_layout(dir, 60, 1, 1, 1, 1, "b6"), 0);
+	sim_verified = NULL;
+	assert_string_equal(present(dir, st), "001001");   /* keep 1, and the loaded 30 */
+}
+
 static void test_config_mismatch(void **state)
 {
 	(void)state;
@@ -238,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_failed_save),
 		cmocka_unit_test(test_blocked_dir),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_retention_marked),
 		cmocka_unit_test(test_config_mismatch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
