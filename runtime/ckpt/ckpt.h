@@ -117,10 +117,12 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */
 /* ---- reading --------------------------------------------------------- */
 typedef struct llmt_ckpt llmt_ckpt;
 
-/* Resolve what to resume from: a step directory (holds manifest.json) is
- * returned as is; a CKPT_DIR gives its newest complete checkpoint (by
- * creation time; sizes checked, checksums are checked by the load). 0, 66
- * when there is none, or another exit code. */
+/* Resolve what to resume from: a step directory (holds manifest.json, or
+ * is named step_N or holds a shard: its manifest missing is then
+ * llmt_ckpt_open's 65, a broken checkpoint) is returned as is; a CKPT_DIR
+ * gives its newest complete checkpoint (by creation time; sizes checked,
+ * checksums are checked by the load). 0, 66 when there is none (or no such
+ * directory), or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 /* What in CKPT_DIR dir is not a complete checkpoint: a step_N directory
  * whose manifest or files do not check (quick: sizes), and a .tmp.step_N.*
@@ -142,7 +144,9 @@ int llmt_ckpt_check_config(const llmt_ckpt *c, const llmt_config *cfg, char *err
  * generate and gather read a checkpoint's model from it. */
 int llmt_ckpt_config(const llmt_ckpt *c, llmt_config *cfg);
 /* Copy of blob `name` saved by rank `rank` (of the SAVING layout) into a
- * malloc'd buffer. 0, 66 absent, 65/74 on a bad read. */
+ * malloc'd buffer. 0, 65 when the checkpoint lacks it (not in the
+ * manifest, its file absent or short: a broken checkpoint, as a missing
+ * shard), 74 on a read the file system refused. */
 int llmt_ckpt_blob_get(const llmt_ckpt *c, const char *name, int rank,
                        void **data, size_t *len, char *err, size_t errlen);
 /* Collective over st->world_comm: fill st->bufs (any dtype conversion

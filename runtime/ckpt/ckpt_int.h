@@ -3,6 +3,7 @@
  * tensors, pieces) and checked file helpers. Not part of the API. */
 #ifndef LLMT_CKPT_INT_H
 #define LLMT_CKPT_INT_H
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -190,6 +191,10 @@ int ck_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(prin
 int ck_write_all(int fd, const void *buf, size_t n);
 int ck_pread_all(int fd, void *buf, size_t n, uint64_t off);   /* 0, -1 errno, -2 short */
 int ck_fsync_dir(const char *dir);
+/* Whether errno value e says a file of a checkpoint is not there (ENOENT,
+ * ENOTDIR): the checkpoint's fault (65, the resume's 89); any other
+ * failure to open or read one is the file system's (74, retried). */
+static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR; }
 /* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
 /* Whole small file into a malloc'd NUL-terminated buffer. */

@@ -251,7 +251,7 @@ static int check_shard_sizes(const char *dir, const ck_source *s, char *err, siz
 			int e = errno;
 			ck_fmt(err, errlen, "%s: missing shard: %s", fp, strerror(e));
 			/* only an absent shard is the checkpoint's fault (74: retried, not marked bad) */
-			return e == ENOENT || e == ENOTDIR ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+			return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 		}
 		if ((uint64_t)st.st_size != s->files[i].size)
 			FAIL("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
@@ -297,13 +297,13 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	if (stat(path, &st) != 0) {
 		int e = errno;
 		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint): %s", path, strerror(e));
-		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	FILE *mf = fopen(path, "rb");
 	if (!mf) {
 		int e = errno;
 		ck_fmt(err, errlen, "%s: cannot open: %s", path, strerror(e));
-		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	root = json_loadf(mf, JSON_REJECT_DUPLICATES, &je);
 	if (ferror(mf)) {

@@ -65,6 +65,31 @@ int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
 	return l.n;
 }
 
+/* Whether dir is a step directory rather than a CKPT_DIR: named step_N
+ * (the wrapper's choice, a save's), or holding a shard file. */
+static int is_step_dir(const char *dir)
+{
+	char name[4096];
+	size_t n;
+	long step;
+	struct dirent *de;
+	DIR *d;
+	int shard = 0;
+
+	ck_fmt(name, sizeof name, "%s", dir);
+	for (n = strlen(name); n > 1 && name[n - 1] == '/'; n--)
+		name[n - 1] = '\0';
+	const char *base = strrchr(name, '/');
+	if (ck_parse_step_name(base ? base + 1 : name, &step) == 0)
+		return 1;
+	if (!(d = opendir(dir)))
+		return 0;
+	while (!shard && (de = readdir(d)))
+		shard = !strncmp(de->d_name, "rank_", 5);
+	closedir(d);
+	return shard;
+}
+
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char p[4300], inc[1024];
@@ -74,7 +99,10 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	int n;
 
 	ck_fmt(p, sizeof p, "%s/manifest.json", path);
-	if (stat(p, &st) == 0) {
+	/* a step directory, even one whose manifest is gone or unreadable:
+	 * opening it says which (65: a broken checkpoint, 74: the file system),
+	 * never "no checkpoint" (66) as for an empty CKPT_DIR */
+	if (stat(p, &st) == 0 || !ck_absent(errno) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && is_step_dir(path))) {
 		ck_fmt(out, outlen, "%s", path);
 		return 0;
 	}
@@ -195,21 +223,27 @@ int llmt_ckpt_blob_get(const llmt_ckpt *c, const char *name, int rank,
 			ck_fmt(err, errlen, "out of memory");
 			return LLMT_EXIT_SOFTWARE;
 		}
+		errno = 0;
 		f = fopen(path, "rb");
 		if (!f || fseeko(f, (off_t)b->offset, SEEK_SET) != 0 || fread(*data, 1, b->size, f) != b->size) {
-			ck_fmt(err, errlen, "%s: cannot read blob %s: %s", path, name, f ? "short read" : strerror(errno));
+			/* absent, or shorter than the manifest says: the checkpoint's;
+			 * a read the file system refused: 74 */
+			int e = errno, io = f ? ferror(f) && e != 0 : !ck_absent(e);
+			ck_fmt(err, errlen, "%s: cannot read blob %s: %s", path, name,
+			       !f || io ? strerror(e) : "short read");
 			if (f)
 				fclose(f);
 			free(*data);
 			*data = NULL;
-			return f ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+			return io ? LLMT_EXIT_IO : LLMT_EXIT_DATA;
 		}
 		fclose(f);
 		*len = b->size;
 		return 0;
 	}
-	ck_fmt(err, errlen, "%s: no blob %s of rank %d", s->dir, name, rank);
-	return LLMT_EXIT_NOINPUT;
+	/* the manifest lists no such blob: the checkpoint lacks a piece */
+	ck_fmt(err, errlen, "%s: incomplete checkpoint: no blob %s of rank %d", s->dir, name, rank);
+	return LLMT_EXIT_DATA;
 }
 
 static int load_local(llmt_ckpt *c, const llmt_ckpt_state *st, char *err, size_t errlen)

@@ -5,6 +5,25 @@
 #include "ckpt_sim.h"
 #include "llmt/ckptid.h"
 #include "llmt/env.h"
+#include <dlfcn.h>
+#include <errno.h>
+
+/* strerror as a libc may make it: errno changed (clobber set). The
+ * checkpoint code must classify by the errno of the failed call, saved
+ * before the message is formatted. */
+static int clobber;
+char *strerror(int e)
+{
+	static char *(*real)(int);
+	char *r;
+
+	if (!real)
+		real = (char *(*)(int))dlsym(RTLD_NEXT, "strerror");
+	r = real(e);
+	if (clobber)
+		errno = EIO;
+	return r;
+}
 
 /* ---- tests ------------------------------------------------------------ */
 static void corrupt_case(const char *name, void (*damage)(const char *step), const char *want)
@@ -246,6 +265,43 @@ static void test_retention_marked(void **state)
 	assert_string_equal(present(dir, st), "001001");   /* keep 1, and the loaded 30 */
 }
 
+static void unlink_shard0(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/rank_00000.bin", step);
+	unlink(p);
+}
+
+/* A shard gone after the manifest was checked (between open and load, or
+ * before a blob is read) is the checkpoint's (65), not the file system's
+ * (74): by the errno of the open, not the one formatting left. */
+static void test_missing_after_open(void **state)
+{
+	(void)state;
+	char dir[300], step[400], err[1024];
+	int code;
+	void *b = NULL;
+	size_t len;
+
+	path_of(dir, sizeof dir, "gone");
+	assert_int_equal(save_layout(dir, 5, 1, 1, 1, 0, "g1"), 0);
+	snprintf(step, sizeof step, "%s/step_00000005", dir);
+	llmt_ckpt *c = llmt_ckpt_open(step, &code, err, sizeof err);
+	assert_non_null(c);
+	clobber = 1;
+	sim_after_open = unlink_shard0;
+	assert_int_equal(load_layout(step, 1, 1, 1, 0), LLMT_EXIT_DATA);
+	sim_after_open = NULL;
+	assert_int_equal(llmt_ckpt_blob_get(c, "data", 0, &b, &len, err, sizeof err), LLMT_EXIT_DATA);
+	clobber = 0;
+	assert_non_null(strstr(err, "No such file"));
+	assert_null(b);
+	/* a blob the manifest does not list: the checkpoint lacks a piece */
+	assert_int_equal(llmt_ckpt_blob_get(c, "nosuch", 0, &b, &len, err, sizeof err), LLMT_EXIT_DATA);
+	assert_non_null(strstr(err, "incomplete checkpoint: no blob nosuch of rank 0"));
+	llmt_ckpt_close(c);
+}
+
 static void test_config_mismatch(void **state)
 {
 	(void)state;
@@ -284,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_blocked_dir),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_retention_marked),
+		cmocka_unit_test(test_missing_after_open),
 		cmocka_unit_test(test_config_mismatch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
