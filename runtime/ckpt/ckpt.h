@@ -129,6 +129,10 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
  * directory a save or an import cut short left. Their count, their names
  * comma-separated into names (cut with ", ..." when long). */
 int llmt_ckpt_incomplete(const char *dir, char *names, size_t len);
+/* Both in one pass over dir: its newest complete checkpoint into newest
+ * ("" none) and what is incomplete (*ninc, names as above). The count of
+ * complete checkpoints, -1 when dir cannot be listed. */
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard
  * files too; checksums are verified by llmt_ckpt_load). NULL with *code

@@ -157,6 +157,10 @@ int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, s
 typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg);
+/* ck_list that also gives tmp() (may be NULL) each .tmp.step_* directory
+ * (a save or an import cut short), in the same one pass over ckpt_dir. */
+int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, ck_report_fn tmp, void *arg);
 
 /* ---- completing a save (ckpt_merge.c, ckpt_retain.c) ----------------- */
 /* What the manifest says about a save besides the ranks' records. */

@@ -397,6 +397,12 @@ static int cmp_ent(const void *a, const void *b)
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg)
 {
+	return ck_scan(ckpt_dir, quick, paths, steps, report, NULL, arg);
+}
+
+int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, ck_report_fn tmp, void *arg)
+{
 	DIR *d = opendir(ckpt_dir);
 	struct dirent *de;
 	list_ent *v = NULL;
@@ -410,9 +416,13 @@ int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		long step;
 		char path[4200], err[1024];
 		ck_manifest m;
+		struct stat st;
+		ck_fmt(path, sizeof path, "%s/%s", ckpt_dir, de->d_name);
+		/* a save or an import cut short: its temporary step directory */
+		if (tmp && !strncmp(de->d_name, ".tmp.step_", 10) && !stat(path, &st) && S_ISDIR(st.st_mode))
+			tmp(path, "", arg);
 		if (ck_parse_step_name(de->d_name, &step) != 0)
 			continue;
-		ck_fmt(path, sizeof path, "%s/%s", ckpt_dir, de->d_name);
 		if (ck_validate_dir(path, quick, &m, err, sizeof err) != 0) {
 			if (report)
 				report(path, err, arg);

@@ -37,32 +37,33 @@ static void inc_report(const char *path, const char *why, void *arg)
 	inc_add(arg, slash ? slash + 1 : path);
 }
 
-int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc)
 {
 	inc_list l = { names, len, 0 };
-	char **paths, p[4300];
+	char **paths;
 	long *steps;
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
 	int n;
 
 	names[0] = '\0';
-	n = ck_list(dir, 1, &paths, &steps, inc_report, &l);
+	newest[0] = '\0';
+	n = ck_scan(dir, 1, &paths, &steps, inc_report, inc_report, &l);
+	if (n > 0)
+		ck_fmt(newest, nlen, "%s", paths[0]);
 	for (int i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
 	free(steps);
-	/* a save or an import cut short: its temporary step directory */
-	if (!(d = opendir(dir)))
-		return l.n;
-	while ((de = readdir(d))) {
-		ck_fmt(p, sizeof p, "%s/%s", dir, de->d_name);
-		if (!strncmp(de->d_name, ".tmp.step_", 10) && !stat(p, &st) && S_ISDIR(st.st_mode))
-			inc_add(&l, de->d_name);
-	}
-	closedir(d);
-	return l.n;
+	*ninc = l.n;
+	return n;
+}
+
+int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
+{
+	char newest[4300];
+	int ninc;
+
+	llmt_ckpt_scan(dir, newest, sizeof newest, names, len, &ninc);
+	return ninc;
 }
 
 /* Whether dir is a step directory rather than a CKPT_DIR: named step_N
@@ -94,9 +95,7 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 {
 	char p[4300], inc[1024];
 	struct stat st;
-	char **paths;
-	long *steps;
-	int n;
+	int ninc;
 
 	ck_fmt(p, sizeof p, "%s/manifest.json", path);
 	/* a step directory, even one whose manifest is gone or unreadable:
@@ -112,22 +111,13 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	}
 	/* the newest complete one, not `latest`: a crash between the rename of
 	 * a step directory and the swap of `latest` leaves `latest` behind */
-	n = ck_list(path, 1, &paths, &steps, NULL, NULL);
-	if (n <= 0) {
-		free(paths);
-		free(steps);
-		if (llmt_ckpt_incomplete(path, inc, sizeof inc) > 0)
-			ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
-		else
-			ck_fmt(err, errlen, "%s: no complete checkpoint", path);
-		return LLMT_EXIT_NOINPUT;
-	}
-	ck_fmt(out, outlen, "%s", paths[0]);
-	for (int i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
-	free(steps);
-	return 0;
+	if (llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc) > 0)
+		return 0;
+	if (ninc > 0)
+		ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
+	else
+		ck_fmt(err, errlen, "%s: no complete checkpoint", path);
+	return LLMT_EXIT_NOINPUT;
 }
 
 llmt_ckpt *llmt_ckpt_open(const char *stepdir, int *code, char *err, size_t errlen)

@@ -404,20 +404,21 @@ static int setup_data(trainer *t)
 static int ckpt_dir_start(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
-	char path[4096], e2[1280], inc[1024];
-	int rank = t->p->l.rank;
+	char *path = t->resume_path, inc[1024];
+	int rank = t->p->l.rank, ninc;
 
 	if (!o->ckpt_dir || (o->resume && *o->resume))
 		return 0;
-	if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
+	/* one listing: the newest complete step is passed on to the resume */
+	if (llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc) > 0) {
 		if (!o->resume)
-			t->resume_from = o->ckpt_dir;
+			t->resume_from = path;
 		else if (rank == 0)
 			printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
 				o->ckpt_dir, path);
 		return 0;
 	}
-	if (llmt_ckpt_incomplete(o->ckpt_dir, inc, sizeof(inc)) <= 0)
+	if (ninc <= 0)
 		return 0;
 	/* a restart by llm-train-wrap (LLM_TRAIN_ATTEMPT > 0) with
 	 * LLM_TRAIN_RESUME unset (--ckpt-tool none): an earlier attempt of the
