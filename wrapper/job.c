@@ -97,8 +97,8 @@ int wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 			 * weights in place of checkpoints that failed to load would
 			 * train on as if nothing happened */
 			fprintf(stderr, "llm-train-wrap: every checkpoint that fits is marked bad (it failed to load): "
-			        "not starting from random weights; remove their ckpt_bad lines from the ledger to try "
-			        "them again, or move them away to start fresh\n");
+			        "not starting from random weights; to try them again: llm-train-wrap ckpt-unmark %s "
+			        "--all (or a checkpoint's path); or move them away to start fresh\n", j->run_dir);
 			return LLMT_EXIT_BADCKPT;
 		} else if ((j->fresh_chosen = n > 0 || j->max_resume >= 0 || j->need_agree)) {
 			if (j->max_resume >= 0)

@@ -124,6 +124,15 @@ void wr_ckpt_id(const char *path, char *out, size_t len)
 	llmt_ckpt_id(path, out, len);
 }
 
+void wr_history_unmark(struct wr_history *h, const char *path)
+{
+	int n = 0;
+	for (int i = 0; i < h->nbad; i++)
+		if (path && (!*path || strcmp(h->bad[i].path, path) != 0))
+			h->bad[n++] = h->bad[i];
+	h->nbad = n;
+}
+
 bool wr_history_is_bad(const struct wr_history *h, const char *path)
 {
 	char now[64] = "";
@@ -241,6 +250,9 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
 			if (trusted || ours)
 				wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
+		} else if (strcmp(ev, "ckpt_unmark") == 0) {
+			/* llm-train-wrap ckpt-unmark: the marks before it are lifted */
+			wr_history_unmark(h, json_is_true(json_object_get(o, "all")) ? NULL : str(o, "path"));
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}
