@@ -71,10 +71,11 @@ struct wr_history {
 	int nbad;
 };
 
-/* The identity of the checkpoint at path now (its manifest's inode
- * and mtime; "" if it has none): a save of the same step after a
- * rollback moves the bad one aside and puts a new one at the same path,
- * which a mark must not cover. */
+/* The identity of the checkpoint at path now (llmt_ckpt_id: its
+ * manifest's inode and mtime, the directory's when it lost its manifest;
+ * "" when it is gone): a save of the same step after a rollback moves the
+ * bad one aside and puts a new one at the same path, which a mark must
+ * not cover. */
 void wr_ckpt_id(const char *path, char *out, size_t len);
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
  * is dropped); id as wr_ckpt_id gave it when marked ("": by path alone). */

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* "" when stepdir has no manifest (or it cannot be stat'ed). No st_dev: a
+/* Without a manifest (a step directory that lost it), the directory's
+ * own: a later save of that step is a new directory, so a mark of the
+ * broken one never covers it. "" when neither can be stat'ed. No st_dev: a
  * requeue's batch host may number the same file system otherwise. */
 static inline void llmt_ckpt_id(const char *stepdir, char *out, size_t len)
 {
@@ -16,7 +18,7 @@ static inline void llmt_ckpt_id(const char *stepdir, char *out, size_t len)
 	struct stat st;
 
 	snprintf(p, sizeof p, "%s/manifest.json", stepdir);
-	if (stat(p, &st) != 0)
+	if (stat(p, &st) != 0 && stat(stepdir, &st) != 0)
 		out[0] = '\0';
 	else
 		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,

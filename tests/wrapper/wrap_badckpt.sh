@@ -11,7 +11,8 @@
 # A second run of the same run dir never picks it again, but a good
 # re-save of that step is used; the only checkpoint broken stops the job
 # (89) instead of a fresh start. Fails on the old code: the resume exited
-# 65 (bad data), never retried: the job ended 65.
+# 65 (bad data), never retried: the job ended 65; a step without its
+# manifest was 66 (stopped), then marked by path alone.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
@@ -101,3 +102,28 @@ ls -d "$R"/step_00000004.superseded.* >/dev/null 2>&1 || fail "the bad step 4 no
 grep '"event":"launch"' "$LR" | tail -n 1 | grep -q '"resume_step":4' ||
 	{ cat "$W/ragain.out"; grep launch "$LR"; fail "second job: the new good step 4 skipped"; }
 echo "the re-saved step 4 is used; the mark stays on the one moved aside"
+
+# the same when step 4 lost its manifest after the listing (89: a broken
+# checkpoint): the mark takes the directory's identity, so the re-saved
+# step 4 is used by the next job. On marks by path alone (no manifest, no
+# identity) the next job skipped it and resumed from 2.
+cat >"$W/rmman.sh" <<'RMMAN'
+#!/bin/sh
+f=$1; shift
+[ -e "$f.removed" ] || { rm -f "$f"; : >"$f.removed"; }
+exec "$@"
+RMMAN
+chmod +x "$W/rmman.sh"
+M=$W/noman
+$TRAIN --steps 4 --ckpt-dir "$M" >"$W/mfirst.out" 2>&1 || { cat "$W/mfirst.out"; fail "noman: first run"; }
+"$WRAP" --no-srun --ckpt-dir "$M" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/rmman.sh" "$M/step_00000004/manifest.json" $TRAIN --steps 4 --ckpt-dir "$M" >"$W/mwrap.out" 2>&1 ||
+	{ cat "$W/mwrap.out"; fail "noman: first job: exit $?"; }
+grep -q "step_00000004/manifest.json: missing manifest" "$W/mwrap.out" &&
+	grep '"event":"ckpt_bad"' "$M/ledger.jsonl" | grep -q '"id":"[0-9a-f]*:[0-9]*\.[0-9]*"' ||
+	{ cat "$W/mwrap.out"; fail "noman: step 4 not marked bad with an identity"; }
+"$WRAP" --no-srun --ckpt-dir "$M" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	$TRAIN --steps 6 --ckpt-dir "$M" >"$W/magain.out" 2>&1 || { cat "$W/magain.out"; fail "noman: second job: exit $?"; }
+grep '"event":"launch"' "$M/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":4' ||
+	{ cat "$W/magain.out"; grep launch "$M/ledger.jsonl"; fail "noman: second job: the re-saved step 4 skipped"; }
+echo "step 4 without its manifest: marked by its directory, the re-saved step 4 used"
