@@ -2,8 +2,8 @@
 # tests/runtime/resume_broken.sh: a resume from a checkpoint that lacks a
 # piece is a broken checkpoint (89: the wrapper marks it and falls back to
 # an older one), whatever the piece: its manifest, a shard, the training
-# state blob, a tensor's pieces; each says so in one line naming the step
-# directory. Nothing to resume from stays 66 (not a broken checkpoint,
+# state blob, a tensor's pieces, an optimizer state; each says so in one
+# line naming the step directory. Nothing to resume from stays 66 (not a broken checkpoint,
 # never marked): a missing --resume directory, a step directory that is
 # gone, a CKPT_DIR with no step at all. One rank, tiny model, seconds.
 # Fails on the old code: the missing state blob and the missing manifest
@@ -50,6 +50,8 @@ copy noblob; edit noblob 'm["blobs"] = []'
 want noblob 89 "$W/noblob/$S: incomplete checkpoint: no blob train of rank 0"
 copy nopiece; edit nopiece 'm["pieces"] = m["pieces"][1:]'
 want nopiece 89 "$W/nopiece/$S.*"
+copy nokind; edit nokind 'm["kinds"] = m["kinds"][:2]; m["pieces"] = [p for p in m["pieces"] if p[1] != 2]'
+want nokind 89 "$W/nokind/$S: checkpoint has no adam_v state"
 # --resume gives the same class as LLM_TRAIN_RESUME
 $TRAIN --resume "$W/noblob/$S/" --ckpt-dir "$W/r.d" >/dev/null 2>"$W/r.err"; rc=$?
 [ $rc = 89 ] || { cat "$W/r.err"; fail "--resume STEPDIR/ without its state blob: exit $rc, want 89"; }
