@@ -167,6 +167,23 @@ void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, con
 	snprintf(h->bad[h->nbad - 1].id, sizeof h->bad[0].id, "%s", id);
 }
 
+/* A ckpt_bad or ckpt_unmark event o into h (ours: of the job read for) */
+static void load_mark(struct wr_history *h, const char *ev, json_t *o, bool ours)
+{
+	if (strcmp(ev, "ckpt_unmark") == 0) {
+		/* llm-train-wrap ckpt-unmark: the marks before it are lifted */
+		wr_history_unmark(h, json_is_true(json_object_get(o, "all")) ? NULL : str(o, "path"));
+		return;
+	}
+	/* llm-train's exit 89 (the checkpoint's bytes failed) holds for every
+	 * job; the load-phase rule's guess from a foreign trainer's failures
+	 * (a bug in the script's own loading, fixed before a new submission,
+	 * explains them as well) holds for its own job, requeues included */
+	bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
+	if (trusted || ours)
+		wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
+}
+
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 {
 	memset(h, 0, sizeof *h);
@@ -241,18 +258,8 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->max_resume_step = (long)num(o, "max_resume_step", -1);
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));
-		} else if (strcmp(ev, "ckpt_bad") == 0) {
-			/* llm-train's exit 89 (the checkpoint's bytes failed) holds for
-			 * every job; the load-phase rule's guess from a foreign
-			 * trainer's failures (a bug in the script's own loading,
-			 * fixed before a new submission, explains them as well) holds
-			 * for its own job, requeues included */
-			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
-			if (trusted || ours)
-				wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
-		} else if (strcmp(ev, "ckpt_unmark") == 0) {
-			/* llm-train-wrap ckpt-unmark: the marks before it are lifted */
-			wr_history_unmark(h, json_is_true(json_object_get(o, "all")) ? NULL : str(o, "path"));
+		} else if (strcmp(ev, "ckpt_bad") == 0 || strcmp(ev, "ckpt_unmark") == 0) {
+			load_mark(h, ev, o, ours);
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}

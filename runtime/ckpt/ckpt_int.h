@@ -165,6 +165,12 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 /* ---- completing a save (ckpt_merge.c, ckpt_retain.c) ----------------- */
 /* What the manifest says about a save besides the ranks' records. */
 typedef struct { long step; int tp, pp, dp, world; json_t *model, *training; } ck_save_info;
+/* A rank's record of its durable shard (done: pieces, tensors, kinds,
+ * blobs; errmsg: its save failed) in tdir, written atomically. 0 or 74/70. */
+int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg, char *err, size_t errlen);
+/* A rank that cannot publish its record says so next to tdir, so rank 0
+ * does not wait for it. */
+void ck_publish_failure(int rank, const char *tdir, const char *why);
 /* Waits for every rank's record in tdir and merges them into the
  * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
 int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);

@@ -143,24 +143,6 @@ static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, ch
 	return 0;
 }
 
-static int publish_done(llmt_ckpt_writer *w, const char *tdir, const char *errmsg, char *err, size_t errlen)
-{
-	char path[4200], *txt;
-	int rc;
-
-	if (errmsg)
-		json_object_set_new(w->done, "error", json_string(errmsg));
-	txt = json_dumps(w->done, JSON_COMPACT);
-	if (!txt) {
-		ck_fmt(err, errlen, "out of memory");
-		return LLMT_EXIT_SOFTWARE;
-	}
-	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, w->rank);
-	rc = ck_write_file_atomic(path, txt, strlen(txt), err, errlen);
-	free(txt);
-	return rc ? LLMT_EXIT_IO : 0;
-}
-
 /* ---- rank 0: manifest ------------------------------------------------- */
 static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t errlen)
 {
@@ -213,16 +195,6 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	return 0;
 }
 
-/* A rank that cannot publish its record says so next to the directory,
- * so rank 0 does not wait for it. */
-static void publish_failure(const llmt_ckpt_writer *w, const char *tdir, const char *why)
-{
-	char failed[4300], e2[1024];
-
-	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, w->rank);
-	ck_write_file_atomic(failed, why, strlen(why), e2, sizeof e2);
-}
-
 static void *writer_main(void *arg)
 {
 	llmt_ckpt_writer *w = arg;
@@ -235,7 +207,7 @@ static void *writer_main(void *arg)
 	errno = 0;
 	if (ck_mkdir_p(tdir) != 0 || stat(tdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
 		ck_fmt(err, sizeof err, "%s: cannot create: %s", tdir, errno ? strerror(errno) : "not a directory");
-		publish_failure(w, tdir, err);
+		ck_publish_failure(w->rank, tdir, err);
 		set_result(w, LLMT_EXIT_IO, err);
 		return NULL;
 	}
@@ -247,12 +219,12 @@ static void *writer_main(void *arg)
 		json_object_set_new(w->done, "xxh3", json_string(hx));
 	}
 	/* publish even a failure, so rank 0 does not wait for this rank */
-	if (publish_done(w, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
+	if (ck_publish_done(w->done, w->rank, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
 		if (rc == 0) {
 			rc = LLMT_EXIT_IO;
 			ck_fmt(err, sizeof err, "%s", err2);
 		}
-		publish_failure(w, tdir, err);
+		ck_publish_failure(w->rank, tdir, err);
 	}
 	if (rc == 0 && w->rank == 0)
 		rc = finalize(w, tdir, err, sizeof err);
