@@ -127,3 +127,21 @@ grep -q "step_00000004/manifest.json: missing manifest" "$W/mwrap.out" &&
 grep '"event":"launch"' "$M/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":4' ||
 	{ cat "$W/magain.out"; grep launch "$M/ledger.jsonl"; fail "noman: second job: the re-saved step 4 skipped"; }
 echo "step 4 without its manifest: marked by its directory, the re-saved step 4 used"
+
+# retention does not count the marked checkpoint (the wrapper hands the
+# marks to the trainer in LLM_TRAIN_CKPT_BAD): steps 1, 2 and 4 kept, 4
+# goes bad and is marked, the job resumes from 2 and saves 3 with
+# --ckpt-keep 3: 3, 2 and 1 are the three kept, 4 stays as evidence. When
+# the mark took a slot, step 1 (a good checkpoint) was pruned.
+K=$W/keep
+$TRAIN --steps 4 --ckpt-interval 1 --ckpt-keep 0 --ckpt-dir "$K" >"$W/kfirst.out" 2>&1 ||
+	{ cat "$W/kfirst.out"; fail "keep: first run"; }
+rm -rf "$K/step_00000003"
+"$WRAP" --no-srun --ckpt-dir "$K" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/flip.sh" "$K/step_00000004/rank_00000.bin" $TRAIN --steps 3 --ckpt-interval 1 --ckpt-keep 3 \
+	--ckpt-dir "$K" >"$W/kwrap.out" 2>&1 || { cat "$W/kwrap.out"; fail "keep: job: exit $?"; }
+grep -q '"event":"ckpt_bad"' "$K/ledger.jsonl" || { cat "$W/kwrap.out"; fail "keep: step 4 not marked"; }
+for s in 1 2 3 4; do
+	[ -f "$K/step_0000000$s/manifest.json" ] || { ls "$K"; fail "keep: step $s is gone (the marked step 4 took a slot)"; }
+done
+echo "retention: the marked step 4 took no slot of --ckpt-keep 3 (steps 1, 2, 3 kept, 4 left as evidence)"
