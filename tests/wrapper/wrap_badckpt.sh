@@ -90,6 +90,7 @@ echo "only checkpoint broken: exit 89, one launch, no training from random weigh
 # step 4 and resumed from 2 (an interval lost at every later restart).
 R=$W/resave
 $TRAIN --steps 4 --ckpt-dir "$R" >"$W/rfirst.out" 2>&1 || { cat "$W/rfirst.out"; fail "resave: first run"; }
+cp -r "$R" "$W/noman" || fail "cannot copy $R"   # the noman case's start, below
 "$WRAP" --no-srun --ckpt-dir "$R" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
 	"$W/flip.sh" "$R/step_00000004/rank_00000.bin" $TRAIN --steps 4 --ckpt-dir "$R" >"$W/rwrap.out" 2>&1 ||
 	{ cat "$W/rwrap.out"; fail "resave: first job: exit $?"; }
@@ -114,8 +115,7 @@ f=$1; shift
 exec "$@"
 RMMAN
 chmod +x "$W/rmman.sh"
-M=$W/noman
-$TRAIN --steps 4 --ckpt-dir "$M" >"$W/mfirst.out" 2>&1 || { cat "$W/mfirst.out"; fail "noman: first run"; }
+M=$W/noman   # steps 2 and 4, copied from the resave case's first run
 "$WRAP" --no-srun --ckpt-dir "$M" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
 	"$W/rmman.sh" "$M/step_00000004/manifest.json" $TRAIN --steps 4 --ckpt-dir "$M" >"$W/mwrap.out" 2>&1 ||
 	{ cat "$W/mwrap.out"; fail "noman: first job: exit $?"; }
