@@ -122,7 +122,7 @@ typedef struct llmt_ckpt llmt_ckpt;
  * llmt_ckpt_open's 65, a broken checkpoint) is returned as is; a CKPT_DIR
  * gives its newest complete checkpoint (by creation time; sizes checked,
  * checksums are checked by the load). 0, 66 when there is none (or no such
- * directory), or another exit code. */
+ * directory), 74 when the CKPT_DIR cannot be listed, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 /* What in CKPT_DIR dir is not a complete checkpoint: a step_N directory
  * whose manifest or files do not check (quick: sizes), and a .tmp.step_N.*
@@ -131,7 +131,8 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 int llmt_ckpt_incomplete(const char *dir, char *names, size_t len);
 /* Both in one pass over dir: its newest complete checkpoint into newest
  * ("" none) and what is incomplete (*ninc, names as above). The count of
- * complete checkpoints, -1 when dir cannot be listed. */
+ * complete checkpoints, -1 with errno when dir cannot be listed (opened or
+ * read to its end). */
 int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard

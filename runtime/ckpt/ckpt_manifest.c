@@ -406,13 +406,20 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 	DIR *d = opendir(ckpt_dir);
 	struct dirent *de;
 	list_ent *v = NULL;
-	int n = 0, cap = 0;
+	int n = 0, cap = 0, e = 0;
 
 	*paths = NULL;
 	*steps = NULL;
 	if (!d)
 		return -1;
-	while ((de = readdir(d))) {
+	/* a listing cut short (readdir's error, no memory) is no listing: a
+	 * caller must not take the steps it missed for absent */
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			e = errno;
+			break;
+		}
 		long step;
 		char path[4200], err[1024];
 		ck_manifest m;
@@ -439,6 +446,7 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 			list_ent *nv = realloc(v, (size_t)cap * sizeof *v);
 			if (!nv) {
 				ck_manifest_free(&m);
+				e = ENOMEM;
 				break;
 			}
 			v = nv;
@@ -447,6 +455,13 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		ck_manifest_free(&m);
 	}
 	closedir(d);
+	if (e) {
+		for (int i = 0; i < n; i++)
+			free(v[i].path);
+		free(v);
+		errno = e;
+		return -1;
+	}
 	if (n > 0)
 		qsort(v, (size_t)n, sizeof *v, cmp_ent);
 	*paths = calloc((size_t)n + 1, sizeof **paths);

@@ -47,6 +47,7 @@ int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size
 	names[0] = '\0';
 	newest[0] = '\0';
 	n = ck_scan(dir, 1, &paths, &steps, inc_report, inc_report, &l);
+	int e = errno;
 	if (n > 0)
 		ck_fmt(newest, nlen, "%s", paths[0]);
 	for (int i = 0; i < n; i++)
@@ -54,6 +55,7 @@ int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size
 	free(paths);
 	free(steps);
 	*ninc = l.n;
+	errno = e;   /* ck_scan's when it could not list dir */
 	return n;
 }
 
@@ -95,7 +97,7 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 {
 	char p[4300], inc[1024];
 	struct stat st;
-	int ninc;
+	int ninc, n;
 
 	ck_fmt(p, sizeof p, "%s/manifest.json", path);
 	/* a step directory, even one whose manifest is gone or unreadable:
@@ -111,8 +113,13 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	}
 	/* the newest complete one, not `latest`: a crash between the rename of
 	 * a step directory and the swap of `latest` leaves `latest` behind */
-	if (llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc) > 0)
+	if ((n = llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc)) > 0)
 		return 0;
+	if (n < 0) {
+		/* steps it could not see are not absent ones */
+		ck_fmt(err, errlen, "%s: cannot list the checkpoint directory: %s", path, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
 	if (ninc > 0)
 		ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
 	else

@@ -400,7 +400,8 @@ static int setup_data(trainer *t)
  * there are kept (a save never writes into an existing step directory).
  * Only incomplete step directories there (an import or a first save cut
  * short), LLM_TRAIN_RESUME unset: never random weights in their place, 66
- * unless --init-from gives the weights. */
+ * unless --init-from gives the weights. A CKPT_DIR that cannot be listed
+ * (EACCES, EIO), LLM_TRAIN_RESUME unset: 74, never a fresh start. */
 static int ckpt_dir_start(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
@@ -410,7 +411,15 @@ static int ckpt_dir_start(trainer *t)
 	if (!o->ckpt_dir || (o->resume && *o->resume))
 		return 0;
 	/* one listing: the newest complete step is passed on to the resume */
-	if (llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc) > 0) {
+	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc);
+	if (n < 0 && errno != ENOENT && !o->resume) {
+		/* checkpoints it cannot see are not absent ones: never random
+		 * weights in their place (74: the wrapper retries) */
+		fprintf(stderr, "llm-train: rank %d: %s: cannot list the checkpoint directory: %s: not starting from "
+			"random weights\n", rank, o->ckpt_dir, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	if (n > 0) {
 		if (!o->resume)
 			t->resume_from = path;
 		else if (rank == 0)
