@@ -63,8 +63,9 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 		ck_fmt(err, errlen, "checkpoint retention %d: must be >= 0", keep);
 		return NULL;
 	}
-	if (ck_mkdir_p(dir) != 0 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		ck_fmt(err, errlen, "%s: cannot create checkpoint directory: %s", dir, strerror(errno));
+	int e = ck_mkdir_p(dir) != 0 || stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (e) {
+		ck_fmt(err, errlen, "%s: cannot create checkpoint directory: %s", dir, strerror(e));
 		return NULL;
 	}
 	w = calloc(1, sizeof *w);

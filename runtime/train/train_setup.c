@@ -412,7 +412,7 @@ static int ckpt_dir_start(trainer *t)
 		return 0;
 	/* one listing: the newest complete step is passed on to the resume */
 	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc);
-	if (n < 0 && errno != ENOENT && !o->resume) {
+	if (n < 0 && errno != ENOENT && errno != ENOTDIR && !o->resume) {
 		/* checkpoints it cannot see are not absent ones: never random
 		 * weights in their place (74: the wrapper retries) */
 		fprintf(stderr, "llm-train: rank %d: %s: cannot list the checkpoint directory: %s: not starting from "

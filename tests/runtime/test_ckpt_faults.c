@@ -5,6 +5,7 @@
 #include "ckpt_sim.h"
 #include "llmt/ckptid.h"
 #include "llmt/env.h"
+#include "ckpt/safetensors.h"
 #include <dlfcn.h>
 #include <errno.h>
 
@@ -300,6 +301,20 @@ static void test_missing_after_open(void **state)
 	assert_int_equal(llmt_ckpt_blob_get(c, "nosuch", 0, &b, &len, err, sizeof err), LLMT_EXIT_DATA);
 	assert_non_null(strstr(err, "incomplete checkpoint: no blob nosuch of rank 0"));
 	llmt_ckpt_close(c);
+	/* the shard a Hugging Face index names is missing: 66, as a missing
+	 * --init-from input (st_open's errno, not formatting's) */
+	ck_source hs;
+	FILE *f;
+	path_of(dir, sizeof dir, "hfgone");
+	mkdir(dir, 0755);
+	snprintf(step, sizeof step, "%s/model.safetensors.index.json", dir);
+	assert_non_null(f = fopen(step, "w"));
+	fputs("{\"weight_map\": {\"a\": \"model-1.safetensors\"}}", f);
+	fclose(f);
+	clobber = 1;
+	assert_int_equal(st_open_dir(dir, &hs, err, sizeof err), LLMT_EXIT_NOINPUT);
+	clobber = 0;
+	assert_non_null(strstr(err, "model-1.safetensors: No such file"));
 }
 
 static void test_config_mismatch(void **state)
