@@ -124,13 +124,11 @@ typedef struct llmt_ckpt llmt_ckpt;
  * checksums are checked by the load). 0, 66 when there is none (or no such
  * directory), 74 when the CKPT_DIR cannot be listed, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
-/* What in CKPT_DIR dir is not a complete checkpoint: a step_N directory
- * whose manifest or files do not check (quick: sizes), and a .tmp.step_N.*
- * directory a save or an import cut short left. Their count, their names
- * comma-separated into names (cut with ", ..." when long). */
-int llmt_ckpt_incomplete(const char *dir, char *names, size_t len);
-/* Both in one pass over dir: its newest complete checkpoint into newest
- * ("" none) and what is incomplete (*ninc, names as above). The count of
+/* One pass over CKPT_DIR dir: its newest complete checkpoint into newest
+ * ("" none), and what is not a complete checkpoint (a step_N directory
+ * whose manifest or files do not check (sizes), a .tmp.step_N.* directory
+ * a save or an import cut short left): their count in *ninc, their names
+ * comma-separated into names (cut with ", ..." when long). The count of
  * complete checkpoints, -1 with errno when dir cannot be listed (opened or
  * read to its end). */
 int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc);

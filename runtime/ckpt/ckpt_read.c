@@ -59,15 +59,6 @@ int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size
 	return n;
 }
 
-int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
-{
-	char newest[4300];
-	int ninc;
-
-	llmt_ckpt_scan(dir, newest, sizeof newest, names, len, &ninc);
-	return ninc;
-}
-
 /* Whether dir is a step directory rather than a CKPT_DIR: named step_N
  * (the wrapper's choice, a save's), or holding a shard file. */
 static int is_step_dir(const char *dir)
