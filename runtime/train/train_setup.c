@@ -284,8 +284,7 @@ static int resume(trainer *t, const char *from)
 		else if (t->p->l.rank == 0)
 			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
 				(long long)t->st.step, (long long)t->st.pos);
-		/* every shard's checksum checked: retention keeps it while we run */
-		if (t->w)
+		if (t->w)   /* every checksum verified: retention keeps it while we run */
 			llmt_ckpt_writer_verified(t->w, path);
 	}
 	llmt_ckpt_close(c);
@@ -413,8 +412,7 @@ static int ckpt_dir_start(trainer *t)
 	/* one listing: the newest complete step is passed on to the resume */
 	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc);
 	if (n < 0 && errno != ENOENT && errno != ENOTDIR && !o->resume) {
-		/* checkpoints it cannot see are not absent ones: never random
-		 * weights in their place (74: the wrapper retries) */
+		/* checkpoints it cannot see are not absent ones (74: retried) */
 		fprintf(stderr, "llm-train: rank %d: %s: cannot list the checkpoint directory: %s: not starting from "
 			"random weights\n", rank, o->ckpt_dir, strerror(errno));
 		return LLMT_EXIT_IO;
