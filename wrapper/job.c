@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "include/llmt/ckptid.h"
 #include "include/llmt/exitcodes.h"
 #include "interval.h"
 #include "job.h"
@@ -96,8 +97,8 @@ int wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)
 			 * weights in place of checkpoints that failed to load would
 			 * train on as if nothing happened */
 			fprintf(stderr, "llm-train-wrap: every checkpoint that fits is marked bad (it failed to load): "
-			        "not starting from random weights; remove their ckpt_bad lines from the ledger to try "
-			        "them again, or move them away to start fresh\n");
+			        "not starting from random weights; to try them again: llm-train-wrap ckpt-unmark %s "
+			        "--all (or a checkpoint's path); or move them away to start fresh\n", j->run_dir);
 			return LLMT_EXIT_BADCKPT;
 		} else if ((j->fresh_chosen = n > 0 || j->max_resume >= 0 || j->need_agree)) {
 			if (j->max_resume >= 0)
@@ -169,6 +170,14 @@ void wr_job_env(struct wr_job *j, double ckpt_cost_s, double now, struct wr_atte
 	 * a CKPT_DIR holding only incomplete steps from before the job (a cut
 	 * import) rather than train from random weights. */
 	e->set_resume = strcmp(j->ckpt_tool, "none") != 0 && (j->resume[0] || j->fresh_chosen || j->attempt > 0);
+	/* the marks, for the trainer's retention: a marked checkpoint takes
+	 * no slot, so it never pushes out a good older one (only identities
+	 * as llmt_ckpt_id writes them: the ledger is the user's file) */
+	for (int i = 0; i < j->h->nbad; i++) {
+		size_t u = strlen(e->ckpt_bad);
+		if (llmt_ckpt_id_ok(j->h->bad[i].id) && !llmt_ckpt_id_in(e->ckpt_bad, j->h->bad[i].id))
+			snprintf(e->ckpt_bad + u, sizeof e->ckpt_bad - u, "%s%s", u ? "," : "", j->h->bad[i].id);
+	}
 	if (j->dp_now > 0 && j->dp_now != j->pol.dp) {
 		snprintf(e->dp, sizeof e->dp, "%d", j->dp_now);
 		snprintf(e->batch_dp, sizeof e->batch_dp, "%d", j->pol.dp);

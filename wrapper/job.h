@@ -91,6 +91,7 @@ struct wr_attempt_env {
 	char dp[16], batch_dp[16]; /* after a shrink: LLM_TRAIN_DP and LLM_TRAIN_BATCH_DP ("" : none) */
 	char interval[64];         /* "" : leave LLM_TRAIN_CKPT_INTERVAL as it is */
 	bool set_resume;           /* LLM_TRAIN_RESUME = j->resume (unset: the trainer's CKPT_DIR rule) */
+	char ckpt_bad[WR_BAD_MAX * 64]; /* LLM_TRAIN_CKPT_BAD: the marks' identities, comma-separated */
 	double ckpt_cost_s, mtbf_s;/* auto interval: its inputs (for the log line) */
 };
 /* ckpt_cost_s: median checkpoint write time so far (0: none); now. */

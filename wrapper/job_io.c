@@ -189,6 +189,7 @@ void wr_job_env_io(struct wr_job *j)
 	wr_job_env(j, cost, wr_now(), &e);
 	if (e.set_resume)
 		wr_setenv(LLMT_ENV_RESUME, j->resume);
+	wr_setenv(LLMT_ENV_CKPT_BAD, e.ckpt_bad);
 	wr_setenv(LLMT_ENV_SKIP_BATCHES, e.skip);
 	wr_setenv(LLMT_ENV_ATTEMPT, e.attempt);
 	if (*e.interval)

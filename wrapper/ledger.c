@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "include/llmt/clock.h"
+#include "include/llmt/ckptid.h"
 
 static int mkdir_p(const char *dir)
 {
@@ -120,15 +121,16 @@ static const char *str(json_t *o, const char *k)
 
 void wr_ckpt_id(const char *path, char *out, size_t len)
 {
-	char p[4200];
-	struct stat st;
-	snprintf(p, sizeof p, "%s/manifest.json", path);
-	if (stat(p, &st) != 0)
-		out[0] = '\0';
-	else
-		/* no st_dev: a requeue's batch host may number the same file system otherwise */
-		snprintf(out, len, "%llx:%lld.%09ld", (unsigned long long)st.st_ino,
-		         (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+	llmt_ckpt_id(path, out, len);
+}
+
+void wr_history_unmark(struct wr_history *h, const char *path)
+{
+	int n = 0;
+	for (int i = 0; i < h->nbad; i++)
+		if (path && (!*path || strcmp(h->bad[i].path, path) != 0))
+			h->bad[n++] = h->bad[i];
+	h->nbad = n;
 }
 
 bool wr_history_is_bad(const struct wr_history *h, const char *path)
@@ -163,6 +165,23 @@ void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, con
 	snprintf(h->bad[h->nbad - 1].path, sizeof h->bad[0].path, "%s", path);
 	h->bad[h->nbad - 1].trusted = trusted;
 	snprintf(h->bad[h->nbad - 1].id, sizeof h->bad[0].id, "%s", id);
+}
+
+/* A ckpt_bad or ckpt_unmark event o into h (ours: of the job read for) */
+static void load_mark(struct wr_history *h, const char *ev, json_t *o, bool ours)
+{
+	if (strcmp(ev, "ckpt_unmark") == 0) {
+		/* llm-train-wrap ckpt-unmark: the marks before it are lifted */
+		wr_history_unmark(h, json_is_true(json_object_get(o, "all")) ? NULL : str(o, "path"));
+		return;
+	}
+	/* llm-train's exit 89 (the checkpoint's bytes failed) holds for every
+	 * job; the load-phase rule's guess from a foreign trainer's failures
+	 * (a bug in the script's own loading, fixed before a new submission,
+	 * explains them as well) holds for its own job, requeues included */
+	bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
+	if (trusted || ours)
+		wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
 }
 
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
@@ -239,15 +258,8 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->max_resume_step = (long)num(o, "max_resume_step", -1);
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));
-		} else if (strcmp(ev, "ckpt_bad") == 0) {
-			/* llm-train's exit 89 (the checkpoint's bytes failed) holds for
-			 * every job; the load-phase rule's guess from a foreign
-			 * trainer's failures (a bug in the script's own loading,
-			 * fixed before a new submission, explains them as well) holds
-			 * for its own job, requeues included */
-			bool trusted = strcmp(str(o, "rule"), "exit_code") == 0;
-			if (trusted || ours)
-				wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
+		} else if (strcmp(ev, "ckpt_bad") == 0 || strcmp(ev, "ckpt_unmark") == 0) {
+			load_mark(h, ev, o, ours);
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {
 			closed = true;
 		}

@@ -71,14 +71,18 @@ struct wr_history {
 	int nbad;
 };
 
-/* The identity of the checkpoint at path now (its manifest's inode
- * and mtime; "" if it has none): a save of the same step after a
- * rollback moves the bad one aside and puts a new one at the same path,
- * which a mark must not cover. */
+/* The identity of the checkpoint at path now (llmt_ckpt_id: its
+ * manifest's inode and mtime, the directory's when it lost its manifest;
+ * "" when it is gone): a save of the same step after a rollback moves the
+ * bad one aside and puts a new one at the same path, which a mark must
+ * not cover. */
 void wr_ckpt_id(const char *path, char *out, size_t len);
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
  * is dropped); id as wr_ckpt_id gave it when marked ("": by path alone). */
 void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id);
+/* Lifts h's marks of path (every identity); NULL: all of them (event
+ * ckpt_unmark, written by llm-train-wrap ckpt-unmark). */
+void wr_history_unmark(struct wr_history *h, const char *path);
 /* Whether the checkpoint at path is marked bad in h (the same path, and
  * the same identity where the mark has one) */
 bool wr_history_is_bad(const struct wr_history *h, const char *path);

@@ -79,7 +79,10 @@ static void help(void)
 	       "                          127.0.0.1; PORT 0: a free one, written to RUN_DIR/metrics_http.port)\n"
 	       "  --node-wait S           a step that cannot be ended: wait S for Slurm to mark the dead\n"
 	       "                          node (default SlurmdTimeout + 10)\n"
-	       "  -v, --verbose           print every ledger event on stderr too\n", LLMT_SRUN);
+	       "  -v, --verbose           print every ledger event on stderr too\n"
+	       "       " PROG " report RUN_DIR: rebuild a finished job's reports\n"
+	       "       " PROG " ckpt-unmark RUN_DIR PATH...|--all: lift ckpt_bad marks (try them again)\n",
+	       LLMT_SRUN);
 }
 
 static double num_arg(const char *opt, const char *v, double lo, double hi)

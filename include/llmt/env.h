@@ -40,6 +40,9 @@
 #define LLMT_ENV_HEARTBEAT_DIR "LLM_TRAIN_HEARTBEAT_DIR"
 #define LLMT_ENV_HEARTBEAT_CHANNEL "LLM_TRAIN_HEARTBEAT_CHANNEL"
 #define LLMT_ENV_RESUME "LLM_TRAIN_RESUME"
+/* the checkpoints marked bad (ckpt_bad), as comma-separated llmt_ckpt_id
+ * identities: the runtime's retention gives them no slot */
+#define LLMT_ENV_CKPT_BAD "LLM_TRAIN_CKPT_BAD"
 #define LLMT_ENV_SKIP_BATCHES "LLM_TRAIN_SKIP_BATCHES"
 #define LLMT_ENV_ATTEMPT "LLM_TRAIN_ATTEMPT"
 #define LLMT_ENV_COMM_TIMEOUT "LLM_TRAIN_COMM_TIMEOUT"

@@ -83,8 +83,14 @@ typedef struct llmt_ckpt_state {
 typedef struct llmt_ckpt_writer llmt_ckpt_writer;
 
 /* Writer for CKPT_DIR (created if absent) keeping the newest `keep`
- * complete checkpoints (0 = keep all). NULL with err on failure. */
+ * complete checkpoints (0 = keep all) that the wrapper has not marked bad
+ * (LLM_TRAIN_CKPT_BAD, read here: marked ones take no slot and stay).
+ * NULL with err on failure. */
 llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, size_t errlen);
+/* stepdir was loaded with its checksums verified: retention never removes
+ * it while this writer lives (the last checkpoint known to load). Call
+ * before the next save. */
+void llmt_ckpt_writer_verified(llmt_ckpt_writer *w, const char *stepdir);
 
 /* Collective over st->world_comm. Waits for the previous save of this
  * writer, copies this rank's share of the buffers and blobs into a host
@@ -111,16 +117,21 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w);   /* waits first */
 /* ---- reading --------------------------------------------------------- */
 typedef struct llmt_ckpt llmt_ckpt;
 
-/* Resolve what to resume from: a step directory (holds manifest.json) is
- * returned as is; a CKPT_DIR gives its newest complete checkpoint (by
- * creation time; sizes checked, checksums are checked by the load). 0, 66
- * when there is none, or another exit code. */
+/* Resolve what to resume from: a step directory (holds manifest.json, or
+ * is named step_N or holds a shard: its manifest missing is then
+ * llmt_ckpt_open's 65, a broken checkpoint) is returned as is; a CKPT_DIR
+ * gives its newest complete checkpoint (by creation time; sizes checked,
+ * checksums are checked by the load). 0, 66 when there is none (or no such
+ * directory), 74 when the CKPT_DIR cannot be listed, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
-/* What in CKPT_DIR dir is not a complete checkpoint: a step_N directory
- * whose manifest or files do not check (quick: sizes), and a .tmp.step_N.*
- * directory a save or an import cut short left. Their count, their names
- * comma-separated into names (cut with ", ..." when long). */
-int llmt_ckpt_incomplete(const char *dir, char *names, size_t len);
+/* One pass over CKPT_DIR dir: its newest complete checkpoint into newest
+ * ("" none), and what is not a complete checkpoint (a step_N directory
+ * whose manifest or files do not check (sizes), a .tmp.step_N.* directory
+ * a save or an import cut short left): their count in *ninc, their names
+ * comma-separated into names (cut with ", ..." when long). The count of
+ * complete checkpoints, -1 with errno when dir cannot be listed (opened or
+ * read to its end). */
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard
  * files too; checksums are verified by llmt_ckpt_load). NULL with *code
@@ -136,7 +147,9 @@ int llmt_ckpt_check_config(const llmt_ckpt *c, const llmt_config *cfg, char *err
  * generate and gather read a checkpoint's model from it. */
 int llmt_ckpt_config(const llmt_ckpt *c, llmt_config *cfg);
 /* Copy of blob `name` saved by rank `rank` (of the SAVING layout) into a
- * malloc'd buffer. 0, 66 absent, 65/74 on a bad read. */
+ * malloc'd buffer. 0, 65 when the checkpoint lacks it (not in the
+ * manifest, its file absent or short: a broken checkpoint, as a missing
+ * shard), 74 on a read the file system refused. */
 int llmt_ckpt_blob_get(const llmt_ckpt *c, const char *name, int rank,
                        void **data, size_t *len, char *err, size_t errlen);
 /* Collective over st->world_comm: fill st->bufs (any dtype conversion

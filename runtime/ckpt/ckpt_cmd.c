@@ -434,8 +434,14 @@ static int import_target_free(const char *dir, char *err, size_t errlen)
 
 	if (!d)
 		return errno == ENOENT ? 0 : (ck_fmt(err, errlen, "%s: %s", dir, strerror(errno)), LLMT_EXIT_IO);
+	errno = 0;
 	while (!used && (e = readdir(d)))
 		used = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (!used && errno) {   /* unread is not empty: saved checkpoints may be there */
+		ck_fmt(err, errlen, "%s: %s", dir, strerror(errno));
+		closedir(d);
+		return LLMT_EXIT_IO;
+	}
 	closedir(d);
 	if (used)
 		ck_fmt(err, errlen, "%s exists and is not empty: not overwritten (choose a new CKPT_DIR)", dir);

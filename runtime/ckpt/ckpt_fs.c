@@ -133,10 +133,15 @@ char *ck_read_small(const char *path, size_t max, size_t *len)
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
-			errno = EFBIG;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
 		close(fd);
+		errno = e;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		close(fd);   /* errno says which, not a stale value */
+		errno = S_ISREG(st.st_mode) ? EFBIG : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		return NULL;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -203,10 +208,12 @@ int ck_hash_file(int fd, uint64_t *hash, uint64_t *size)
 	*hash = XXH3_64bits_digest(st);
 	*size = off;
 	rc = 0;
-out:
+out:;
+	int e = errno;   /* the read's, not the frees' */
 	free(buf);
 	if (st)
 		XXH3_freeState(st);
+	errno = e;
 	return rc;
 }
 

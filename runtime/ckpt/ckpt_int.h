@@ -3,6 +3,7 @@
  * tensors, pieces) and checked file helpers. Not part of the API. */
 #ifndef LLMT_CKPT_INT_H
 #define LLMT_CKPT_INT_H
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -156,16 +157,31 @@ int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, s
 typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg);
+/* ck_list that also gives tmp() (may be NULL) each .tmp.step_* directory
+ * (a save or an import cut short), in the same one pass over ckpt_dir. */
+int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, ck_report_fn tmp, void *arg);
 
 /* ---- completing a save (ckpt_merge.c, ckpt_retain.c) ----------------- */
 /* What the manifest says about a save besides the ranks' records. */
 typedef struct { long step; int tp, pp, dp, world; json_t *model, *training; } ck_save_info;
+/* A rank's record of its durable shard (done: pieces, tensors, kinds,
+ * blobs; errmsg: its save failed) in tdir, written atomically. 0 or 74/70. */
+int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg, char *err, size_t errlen);
+/* A rank that cannot publish its record says so next to tdir, so rank 0
+ * does not wait for it. */
+void ck_publish_failure(int rank, const char *tdir, const char *why);
 /* Waits for every rank's record in tdir and merges them into the
  * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
 int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);
-/* Removes dir's checkpoints beyond the newest keep (keep_path always
- * stays); keep <= 0 keeps all. */
-void ck_retention(const char *dir, int keep, const char *keep_path);
+/* What retention never removes: the save just completed (saved, its
+ * path), the checkpoint this run loaded with its checksums verified
+ * (verified: its llmt_ckpt_id, may be NULL) and the ones whose llmt_ckpt_id is in bad_ids (comma-separated,
+ * the wrapper's marks: LLM_TRAIN_CKPT_BAD; NULL none), which take no slot. */
+typedef struct { const char *saved, *verified, *bad_ids; } ck_keep;
+/* Removes dir's checkpoints beyond the newest keep that are not marked
+ * bad (k's always stay); keep <= 0 keeps all. */
+void ck_retention(const char *dir, int keep, const ck_keep *k);
 /* Removes temporary directories (and failure notes) of saves up to
  * cur_step that never completed, other than this save's (token). */
 void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);
@@ -185,6 +201,10 @@ int ck_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(prin
 int ck_write_all(int fd, const void *buf, size_t n);
 int ck_pread_all(int fd, void *buf, size_t n, uint64_t off);   /* 0, -1 errno, -2 short */
 int ck_fsync_dir(const char *dir);
+/* Whether errno value e says a file of a checkpoint is not there (ENOENT,
+ * ENOTDIR): the checkpoint's fault (65, the resume's 89); any other
+ * failure to open or read one is the file system's (74, retried). */
+static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR; }
 /* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
 /* Whole small file into a malloc'd NUL-terminated buffer. */

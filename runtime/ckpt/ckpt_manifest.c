@@ -251,7 +251,7 @@ static int check_shard_sizes(const char *dir, const ck_source *s, char *err, siz
 			int e = errno;
 			ck_fmt(err, errlen, "%s: missing shard: %s", fp, strerror(e));
 			/* only an absent shard is the checkpoint's fault (74: retried, not marked bad) */
-			return e == ENOENT || e == ENOTDIR ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+			return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 		}
 		if ((uint64_t)st.st_size != s->files[i].size)
 			FAIL("%s: wrong size: %llu bytes, manifest says %llu", fp, (unsigned long long)st.st_size,
@@ -297,13 +297,13 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 	if (stat(path, &st) != 0) {
 		int e = errno;
 		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint): %s", path, strerror(e));
-		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	FILE *mf = fopen(path, "rb");
 	if (!mf) {
 		int e = errno;
 		ck_fmt(err, errlen, "%s: cannot open: %s", path, strerror(e));
-		return e == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	root = json_loadf(mf, JSON_REJECT_DUPLICATES, &je);
 	if (ferror(mf)) {
@@ -397,22 +397,39 @@ static int cmp_ent(const void *a, const void *b)
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg)
 {
+	return ck_scan(ckpt_dir, quick, paths, steps, report, NULL, arg);
+}
+
+int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
+            ck_report_fn report, ck_report_fn tmp, void *arg)
+{
 	DIR *d = opendir(ckpt_dir);
 	struct dirent *de;
 	list_ent *v = NULL;
-	int n = 0, cap = 0;
+	int n = 0, cap = 0, e = 0;
 
 	*paths = NULL;
 	*steps = NULL;
 	if (!d)
 		return -1;
-	while ((de = readdir(d))) {
+	/* a listing cut short (readdir's error, no memory) is no listing: a
+	 * caller must not take the steps it missed for absent */
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			e = errno;
+			break;
+		}
 		long step;
 		char path[4200], err[1024];
 		ck_manifest m;
+		struct stat st;
+		ck_fmt(path, sizeof path, "%s/%s", ckpt_dir, de->d_name);
+		/* a save or an import cut short: its temporary step directory */
+		if (tmp && !strncmp(de->d_name, ".tmp.step_", 10) && !stat(path, &st) && S_ISDIR(st.st_mode))
+			tmp(path, "", arg);
 		if (ck_parse_step_name(de->d_name, &step) != 0)
 			continue;
-		ck_fmt(path, sizeof path, "%s/%s", ckpt_dir, de->d_name);
 		if (ck_validate_dir(path, quick, &m, err, sizeof err) != 0) {
 			if (report)
 				report(path, err, arg);
@@ -429,6 +446,7 @@ int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
 			list_ent *nv = realloc(v, (size_t)cap * sizeof *v);
 			if (!nv) {
 				ck_manifest_free(&m);
+				e = ENOMEM;
 				break;
 			}
 			v = nv;
@@ -437,6 +455,13 @@ int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		ck_manifest_free(&m);
 	}
 	closedir(d);
+	if (e) {
+		for (int i = 0; i < n; i++)
+			free(v[i].path);
+		free(v);
+		errno = e;
+		return -1;
+	}
 	if (n > 0)
 		qsort(v, (size_t)n, sizeof *v, cmp_ent);
 	*paths = calloc((size_t)n + 1, sizeof **paths);

@@ -1,5 +1,6 @@
-/* ckpt_merge.c: world rank 0's part of a save: waiting for every rank's
- * "done" record in the temporary step directory and merging them (kinds,
+/* ckpt_merge.c: the ranks' "done" records of a save: each rank's writer
+ * publishes its own in the temporary step directory (or a failure note
+ * beside it); world rank 0 waits for every one and merges them (kinds,
  * tensors sorted by name, files, pieces, blobs, replica agreement) into
  * the manifest's JSON. The format is described in ckpt_manifest.c. */
 #include "ckpt_int.h"
@@ -8,6 +9,32 @@
 #include <time.h>
 #include <unistd.h>
 #include "llmt/env.h"
+
+int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg, char *err, size_t errlen)
+{
+	char path[4200], *txt;
+	int rc;
+
+	if (errmsg)
+		json_object_set_new(done, "error", json_string(errmsg));
+	txt = json_dumps(done, JSON_COMPACT);
+	if (!txt) {
+		ck_fmt(err, errlen, "out of memory");
+		return LLMT_EXIT_SOFTWARE;
+	}
+	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, rank);
+	rc = ck_write_file_atomic(path, txt, strlen(txt), err, errlen);
+	free(txt);
+	return rc ? LLMT_EXIT_IO : 0;
+}
+
+void ck_publish_failure(int rank, const char *tdir, const char *why)
+{
+	char failed[4300], e2[1024];
+
+	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, rank);
+	ck_write_file_atomic(failed, why, strlen(why), e2, sizeof e2);
+}
 
 double llmt_ckpt_timeout(void)
 {

@@ -37,44 +37,64 @@ static void inc_report(const char *path, const char *why, void *arg)
 	inc_add(arg, slash ? slash + 1 : path);
 }
 
-int llmt_ckpt_incomplete(const char *dir, char *names, size_t len)
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc)
 {
 	inc_list l = { names, len, 0 };
-	char **paths, p[4300];
+	char **paths;
 	long *steps;
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
 	int n;
 
 	names[0] = '\0';
-	n = ck_list(dir, 1, &paths, &steps, inc_report, &l);
+	newest[0] = '\0';
+	n = ck_scan(dir, 1, &paths, &steps, inc_report, inc_report, &l);
+	int e = errno;
+	if (n > 0)
+		ck_fmt(newest, nlen, "%s", paths[0]);
 	for (int i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
 	free(steps);
-	/* a save or an import cut short: its temporary step directory */
+	*ninc = l.n;
+	errno = e;   /* ck_scan's when it could not list dir */
+	return n;
+}
+
+/* Whether dir is a step directory rather than a CKPT_DIR: named step_N
+ * (the wrapper's choice, a save's), or holding a shard file. */
+static int is_step_dir(const char *dir)
+{
+	char name[4096];
+	size_t n;
+	long step;
+	struct dirent *de;
+	DIR *d;
+	int shard = 0;
+
+	ck_fmt(name, sizeof name, "%s", dir);
+	for (n = strlen(name); n > 1 && name[n - 1] == '/'; n--)
+		name[n - 1] = '\0';
+	const char *base = strrchr(name, '/');
+	if (ck_parse_step_name(base ? base + 1 : name, &step) == 0)
+		return 1;
 	if (!(d = opendir(dir)))
-		return l.n;
-	while ((de = readdir(d))) {
-		ck_fmt(p, sizeof p, "%s/%s", dir, de->d_name);
-		if (!strncmp(de->d_name, ".tmp.step_", 10) && !stat(p, &st) && S_ISDIR(st.st_mode))
-			inc_add(&l, de->d_name);
-	}
+		return 0;
+	while (!shard && (de = readdir(d)))
+		shard = !strncmp(de->d_name, "rank_", 5);
 	closedir(d);
-	return l.n;
+	return shard;
 }
 
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char p[4300], inc[1024];
 	struct stat st;
-	char **paths;
-	long *steps;
-	int n;
+	int ninc, n;
 
 	ck_fmt(p, sizeof p, "%s/manifest.json", path);
-	if (stat(p, &st) == 0) {
+	/* a step directory, even one whose manifest is gone or unreadable:
+	 * opening it says which (65: a broken checkpoint, 74: the file system),
+	 * never "no checkpoint" (66) as for an empty CKPT_DIR */
+	if (stat(p, &st) == 0 || !ck_absent(errno) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && is_step_dir(path))) {
 		ck_fmt(out, outlen, "%s", path);
 		return 0;
 	}
@@ -84,22 +104,18 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	}
 	/* the newest complete one, not `latest`: a crash between the rename of
 	 * a step directory and the swap of `latest` leaves `latest` behind */
-	n = ck_list(path, 1, &paths, &steps, NULL, NULL);
-	if (n <= 0) {
-		free(paths);
-		free(steps);
-		if (llmt_ckpt_incomplete(path, inc, sizeof inc) > 0)
-			ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
-		else
-			ck_fmt(err, errlen, "%s: no complete checkpoint", path);
-		return LLMT_EXIT_NOINPUT;
+	if ((n = llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc)) > 0)
+		return 0;
+	if (n < 0) {
+		/* steps it could not see are not absent ones */
+		ck_fmt(err, errlen, "%s: cannot list the checkpoint directory: %s", path, strerror(errno));
+		return LLMT_EXIT_IO;
 	}
-	ck_fmt(out, outlen, "%s", paths[0]);
-	for (int i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
-	free(steps);
-	return 0;
+	if (ninc > 0)
+		ck_fmt(err, errlen, "%s: no complete checkpoint (incomplete: %s)", path, inc);
+	else
+		ck_fmt(err, errlen, "%s: no complete checkpoint", path);
+	return LLMT_EXIT_NOINPUT;
 }
 
 llmt_ckpt *llmt_ckpt_open(const char *stepdir, int *code, char *err, size_t errlen)
@@ -195,21 +211,27 @@ int llmt_ckpt_blob_get(const llmt_ckpt *c, const char *name, int rank,
 			ck_fmt(err, errlen, "out of memory");
 			return LLMT_EXIT_SOFTWARE;
 		}
+		errno = 0;
 		f = fopen(path, "rb");
 		if (!f || fseeko(f, (off_t)b->offset, SEEK_SET) != 0 || fread(*data, 1, b->size, f) != b->size) {
-			ck_fmt(err, errlen, "%s: cannot read blob %s: %s", path, name, f ? "short read" : strerror(errno));
+			/* absent, or shorter than the manifest says: the checkpoint's;
+			 * a read the file system refused: 74 */
+			int e = errno, io = f ? ferror(f) && e != 0 : !ck_absent(e);
+			ck_fmt(err, errlen, "%s: cannot read blob %s: %s", path, name,
+			       !f || io ? strerror(e) : "short read");
 			if (f)
 				fclose(f);
 			free(*data);
 			*data = NULL;
-			return f ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+			return io ? LLMT_EXIT_IO : LLMT_EXIT_DATA;
 		}
 		fclose(f);
 		*len = b->size;
 		return 0;
 	}
-	ck_fmt(err, errlen, "%s: no blob %s of rank %d", s->dir, name, rank);
-	return LLMT_EXIT_NOINPUT;
+	/* the manifest lists no such blob: the checkpoint lacks a piece */
+	ck_fmt(err, errlen, "%s: incomplete checkpoint: no blob %s of rank %d", s->dir, name, rank);
+	return LLMT_EXIT_DATA;
 }
 
 static int load_local(llmt_ckpt *c, const llmt_ckpt_state *st, char *err, size_t errlen)

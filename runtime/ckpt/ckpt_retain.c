@@ -1,7 +1,11 @@
 /* ckpt_retain.c: what a completed save removes: checkpoints beyond the
  * retention count (manifest first, so a half-removed one is never chosen)
- * and the temporary directories of saves that never completed. */
+ * and the temporary directories of saves that never completed. Never
+ * removed: the save just completed, the checkpoint this run loaded (its
+ * checksums verified) and the ones the wrapper marked bad (which take no
+ * slot of the count either). */
 #include "ckpt_int.h"
+#include "llmt/ckptid.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,9 +86,9 @@ void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token)
 	closedir(d);
 }
 
-void ck_retention(const char *dir, int keep, const char *keep_path)
+void ck_retention(const char *dir, int keep, const ck_keep *k)
 {
-	char **paths;
+	char **paths, id[64];
 	long *steps;
 	int n, kept = 0;
 
@@ -92,7 +96,10 @@ void ck_retention(const char *dir, int keep, const char *keep_path)
 		return;
 	n = ck_list(dir, 1, &paths, &steps, NULL, NULL);
 	for (int i = 0; i < n; i++) {
-		if (!strcmp(paths[i], keep_path) || kept < keep) {
+		llmt_ckpt_id(paths[i], id, sizeof id);
+		if (llmt_ckpt_id_in(k->bad_ids, id))
+			continue;   /* marked bad: no slot, and left as evidence */
+		if (!strcmp(paths[i], k->saved) || (k->verified && *id && !strcmp(id, k->verified)) || kept < keep) {
 			kept++;
 			continue;
 		}

@@ -144,8 +144,9 @@ static int open_file(ck_source *s, int f, char *err, size_t errlen)
 	ck_fmt(path, sizeof path, "%s/%s", s->dir, s->files[f].name);
 	s->files[f].fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (s->files[f].fd < 0) {
-		ck_fmt(err, errlen, "%s: missing shard: %s", path, strerror(errno));
-		return errno == ENOENT ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
+		int e = errno;   /* open's: formatting the message may change errno */
+		ck_fmt(err, errlen, "%s: %s: %s", path, ck_absent(e) ? "missing shard" : "cannot open", strerror(e));
+		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	return 0;
 }
@@ -345,13 +346,18 @@ int ck_source_verify_file(ck_source *s, int i, char *err, size_t errlen)
 		ssize_t r = 0;
 		if (!buf)
 			return ck_fmt(err, errlen, "out of memory"), LLMT_EXIT_SOFTWARE;
-		while ((r = pread(f->fd, buf, CHUNK, (off_t)f->hashed)) > 0) {
+		int e = 0;
+		while ((r = pread(f->fd, buf, CHUNK, (off_t)f->hashed)) != 0) {
+			if (r < 0 && (e = errno) == EINTR)
+				continue;
+			if (r < 0)
+				break;
 			XXH3_64bits_update(f->hs, buf, (size_t)r);
 			f->hashed += (uint64_t)r;
 		}
 		free(buf);
 		if (r < 0) {
-			ck_fmt(err, errlen, "%s/%s: read failed: %s", s->dir, f->name, strerror(errno));
+			ck_fmt(err, errlen, "%s/%s: read failed: %s", s->dir, f->name, strerror(e));
 			return LLMT_EXIT_IO;
 		}
 		h = XXH3_64bits_digest(f->hs);

@@ -6,6 +6,7 @@
  * record, writes manifest.json last, renames the directory into place,
  * swaps `latest` and applies retention: the loop never blocks on I/O. */
 #include "ckpt_int.h"
+#include "llmt/ckptid.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,8 @@ typedef struct { char *dst; const char *src; size_t n; } copy_job;
 struct llmt_ckpt_writer {
 	char dir[4096];
 	int keep;
+	char verified[64];      /* llmt_ckpt_id of the checkpoint this run loaded ("" none) */
+	char *bad_ids;          /* LLM_TRAIN_CKPT_BAD when the writer was made */
 	pthread_t th;
 	int running;            /* a thread was started and not joined */
 	int result;             /* of the last finished save */
@@ -60,8 +63,9 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 		ck_fmt(err, errlen, "checkpoint retention %d: must be >= 0", keep);
 		return NULL;
 	}
-	if (ck_mkdir_p(dir) != 0 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		ck_fmt(err, errlen, "%s: cannot create checkpoint directory: %s", dir, strerror(errno));
+	int e = ck_mkdir_p(dir) != 0 || stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (e) {
+		ck_fmt(err, errlen, "%s: cannot create checkpoint directory: %s", dir, strerror(e));
 		return NULL;
 	}
 	w = calloc(1, sizeof *w);
@@ -72,6 +76,8 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 	ck_fmt(w->dir, sizeof w->dir, "%s", dir);
 	w->keep = keep;
 	w->last_step = -1;
+	const char *bad = getenv(LLMT_ENV_CKPT_BAD);
+	w->bad_ids = bad && *bad ? strdup(bad) : NULL;
 	pthread_mutex_init(&w->mu, NULL);
 	return w;
 }
@@ -138,24 +144,6 @@ static int write_shard(llmt_ckpt_writer *w, const char *tdir, uint64_t *hash, ch
 	return 0;
 }
 
-static int publish_done(llmt_ckpt_writer *w, const char *tdir, const char *errmsg, char *err, size_t errlen)
-{
-	char path[4200], *txt;
-	int rc;
-
-	if (errmsg)
-		json_object_set_new(w->done, "error", json_string(errmsg));
-	txt = json_dumps(w->done, JSON_COMPACT);
-	if (!txt) {
-		ck_fmt(err, errlen, "out of memory");
-		return LLMT_EXIT_SOFTWARE;
-	}
-	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, w->rank);
-	rc = ck_write_file_atomic(path, txt, strlen(txt), err, errlen);
-	free(txt);
-	return rc ? LLMT_EXIT_IO : 0;
-}
-
 /* ---- rank 0: manifest ------------------------------------------------- */
 static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t errlen)
 {
@@ -203,18 +191,9 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
 		return LLMT_EXIT_IO;
 	ck_remove_stale_tmp(w->dir, w->step, w->token);
-	ck_retention(w->dir, w->keep, final);
+	ck_keep k = { final, w->verified[0] ? w->verified : NULL, w->bad_ids };
+	ck_retention(w->dir, w->keep, &k);
 	return 0;
-}
-
-/* A rank that cannot publish its record says so next to the directory,
- * so rank 0 does not wait for it. */
-static void publish_failure(const llmt_ckpt_writer *w, const char *tdir, const char *why)
-{
-	char failed[4300], e2[1024];
-
-	ck_fmt(failed, sizeof failed, "%s.rank_%05d.failed", tdir, w->rank);
-	ck_write_file_atomic(failed, why, strlen(why), e2, sizeof e2);
 }
 
 static void *writer_main(void *arg)
@@ -229,7 +208,7 @@ static void *writer_main(void *arg)
 	errno = 0;
 	if (ck_mkdir_p(tdir) != 0 || stat(tdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
 		ck_fmt(err, sizeof err, "%s: cannot create: %s", tdir, errno ? strerror(errno) : "not a directory");
-		publish_failure(w, tdir, err);
+		ck_publish_failure(w->rank, tdir, err);
 		set_result(w, LLMT_EXIT_IO, err);
 		return NULL;
 	}
@@ -241,12 +220,12 @@ static void *writer_main(void *arg)
 		json_object_set_new(w->done, "xxh3", json_string(hx));
 	}
 	/* publish even a failure, so rank 0 does not wait for this rank */
-	if (publish_done(w, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
+	if (ck_publish_done(w->done, w->rank, tdir, rc ? err : NULL, err2, sizeof err2) != 0) {
 		if (rc == 0) {
 			rc = LLMT_EXIT_IO;
 			ck_fmt(err, sizeof err, "%s", err2);
 		}
-		publish_failure(w, tdir, err);
+		ck_publish_failure(w->rank, tdir, err);
 	}
 	if (rc == 0 && w->rank == 0)
 		rc = finalize(w, tdir, err, sizeof err);
@@ -297,6 +276,11 @@ int llmt_ckpt_poll(llmt_ckpt_writer *w, char *err, size_t errlen)
 	return rc ? rc : 1;
 }
 
+void llmt_ckpt_writer_verified(llmt_ckpt_writer *w, const char *stepdir)
+{
+	llmt_ckpt_id(stepdir, w->verified, sizeof w->verified);
+}
+
 void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 {
 	char err[1024];
@@ -308,6 +292,7 @@ void llmt_ckpt_writer_free(llmt_ckpt_writer *w)
 	pthread_mutex_destroy(&w->mu);
 	free(w->snap);
 	free(w->seg);
+	free(w->bad_ids);
 	free(w);
 }
 

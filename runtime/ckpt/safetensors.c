@@ -121,8 +121,9 @@ static int st_open(const char *path, int *fd, json_t **root, uint64_t *hlen, uin
 
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
-		ck_fmt(err, errlen, "%s: %s", path, strerror(errno));
-		return errno == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_IO;
+		int e = errno;   /* open's: formatting the message may change errno */
+		ck_fmt(err, errlen, "%s: %s", path, strerror(e));
+		return e == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_IO;
 	}
 	if (fstat(*fd, &sb) != 0 || ck_pread_all(*fd, len8, 8, 0) != 0 ||
 	    (*hlen = get_le64(len8)) == 0 || *hlen > (100u << 20) || 8 + *hlen > (uint64_t)sb.st_size) {

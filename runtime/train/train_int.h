@@ -53,6 +53,7 @@ typedef struct {
 	double save_start;       /* start of the save in flight (0: none) */
 	double write_time;       /* duration of the last complete background write */
 	const char *resume_from;
+	char resume_path[4096];  /* CKPT_DIR's newest complete step, listed once at the start */
 	int save_pending;        /* a snapshot taken, its save not yet handed to the writer */
 	train_state save_st;     /* the training state of that snapshot */
 	double save_snap_s;      /* the time the snapshot call took */

@@ -284,6 +284,8 @@ static int resume(trainer *t, const char *from)
 		else if (t->p->l.rank == 0)
 			printf("llm-train: resumed from %s at step %lld (data position %lld)\n", path,
 				(long long)t->st.step, (long long)t->st.pos);
+		if (t->w)   /* every checksum verified: retention keeps it while we run */
+			llmt_ckpt_writer_verified(t->w, path);
 	}
 	llmt_ckpt_close(c);
 	return ckpt_code(rc);
@@ -397,24 +399,33 @@ static int setup_data(trainer *t)
  * there are kept (a save never writes into an existing step directory).
  * Only incomplete step directories there (an import or a first save cut
  * short), LLM_TRAIN_RESUME unset: never random weights in their place, 66
- * unless --init-from gives the weights. */
+ * unless --init-from gives the weights. A CKPT_DIR that cannot be listed
+ * (EACCES, EIO), LLM_TRAIN_RESUME unset: 74, never a fresh start. */
 static int ckpt_dir_start(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
-	char path[4096], e2[1280], inc[1024];
-	int rank = t->p->l.rank;
+	char *path = t->resume_path, inc[1024];
+	int rank = t->p->l.rank, ninc;
 
 	if (!o->ckpt_dir || (o->resume && *o->resume))
 		return 0;
-	if (!llmt_ckpt_resolve(o->ckpt_dir, path, sizeof(path), e2, sizeof(e2))) {
+	/* one listing: the newest complete step is passed on to the resume */
+	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc);
+	if (n < 0 && errno != ENOENT && errno != ENOTDIR && !o->resume) {
+		/* checkpoints it cannot see are not absent ones (74: retried) */
+		fprintf(stderr, "llm-train: rank %d: %s: cannot list the checkpoint directory: %s: not starting from "
+			"random weights\n", rank, o->ckpt_dir, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	if (n > 0) {
 		if (!o->resume)
-			t->resume_from = o->ckpt_dir;
+			t->resume_from = path;
 		else if (rank == 0)
 			printf("llm-train: fresh start (LLM_TRAIN_RESUME empty); the checkpoints in %s (newest %s) are kept\n",
 				o->ckpt_dir, path);
 		return 0;
 	}
-	if (llmt_ckpt_incomplete(o->ckpt_dir, inc, sizeof(inc)) <= 0)
+	if (ninc <= 0)
 		return 0;
 	/* a restart by llm-train-wrap (LLM_TRAIN_ATTEMPT > 0) with
 	 * LLM_TRAIN_RESUME unset (--ckpt-tool none): an earlier attempt of the

@@ -152,6 +152,8 @@ static void free_rank(sim_rank *s)
 
 /* 1: saves lend their buffers to the writer (llmt_ckpt_state.borrow) */
 static int borrow_mode;
+static const char *sim_verified;   /* llmt_ckpt_writer_verified of each writer (NULL: none) */
+static void (*sim_after_open)(const char *stepdir);   /* load_layout: between open and load */
 
 /* save step under (tp, pp, dp) with every rank simulated; returns rank 0's
  * wait result */
@@ -169,6 +171,8 @@ static int save_layout(const char *dir, long step, int tp, int pp, int dp, int k
 		fill_rank(&s[r]);
 		w[r] = llmt_ckpt_writer_new(dir, keep, err, sizeof err);
 		assert_non_null(w[r]);
+		if (sim_verified)
+			llmt_ckpt_writer_verified(w[r], sim_verified);
 		s[r].st.borrow = borrow_mode;
 		assert_int_equal(llmt_ckpt_save(w[r], step, &s[r].st, err, sizeof err), 0);
 		/* the snapshot is taken: scribbling on the buffers changes nothing
@@ -207,6 +211,8 @@ static int load_layout(const char *stepdir, int tp, int pp, int dp, int check_bl
 			worst = code;
 			continue;
 		}
+		if (sim_after_open)
+			sim_after_open(stepdir);
 		rc = llmt_ckpt_load(c, &s[r].st, err, sizeof err);
 		if (rc) {
 			print_message("load: %s\n", err);

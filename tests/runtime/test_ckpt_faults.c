@@ -3,6 +3,28 @@
  * directory, retention, a config mismatch. */
 #define _GNU_SOURCE
 #include "ckpt_sim.h"
+#include "llmt/ckptid.h"
+#include "llmt/env.h"
+#include "ckpt/safetensors.h"
+#include <dlfcn.h>
+#include <errno.h>
+
+/* strerror as a libc may make it: errno changed (clobber set). The
+ * checkpoint code must classify by the errno of the failed call, saved
+ * before the message is formatted. */
+static int clobber;
+char *strerror(int e)
+{
+	static char *(*real)(int);
+	char *r;
+
+	if (!real)
+		real = (char *(*)(int))dlsym(RTLD_NEXT, "strerror");
+	r = real(e);
+	if (clobber)
+		errno = EIO;
+	return r;
+}
 
 /* ---- tests ------------------------------------------------------------ */
 static void corrupt_case(const char *name, void (*damage)(const char *step), const char *want)
@@ -201,6 +223,100 @@ static void test_retention(void **state)
 	assert_int_equal(ck_validate_dir(p, 0, NULL, p, sizeof p), 0);
 }
 
+/* Which of steps (0-terminated) of dir exist: a string of 1s and 0s */
+static const char *present(const char *dir, const long *steps)
+{
+	static char out[16];
+	char p[400];
+	int i;
+
+	for (i = 0; steps[i] && i < 15; i++) {
+		snprintf(p, sizeof p, "%s/step_%08ld/manifest.json", dir, steps[i]);
+		out[i] = access(p, F_OK) == 0 ? '1' : '0';
+	}
+	out[i] = 0;
+	return out;
+}
+
+/* A checkpoint the wrapper marked bad (LLM_TRAIN_CKPT_BAD) takes no slot
+ * of the retention count and stays; the one this run loaded stays too. */
+static void test_retention_marked(void **state)
+{
+	(void)state;
+	char dir[300], p[400], id[64];
+	const long st[] = { 10, 20, 30, 40, 50, 60, 0 };
+
+	path_of(dir, sizeof dir, "keepbad");
+	assert_int_equal(save_layout(dir, 10, 1, 1, 1, 2, "b1"), 0);
+	assert_int_equal(save_layout(dir, 20, 1, 1, 1, 2, "b2"), 0);
+	snprintf(p, sizeof p, "%s/step_00000020", dir);
+	llmt_ckpt_id(p, id, sizeof id);
+	assert_true(llmt_ckpt_id_ok(id));
+	setenv(LLMT_ENV_CKPT_BAD, id, 1);
+	assert_int_equal(save_layout(dir, 30, 1, 1, 1, 2, "b3"), 0);
+	assert_string_equal(present(dir, st), "111000");   /* 10 is the good fallback */
+	assert_int_equal(save_layout(dir, 40, 1, 1, 1, 2, "b4"), 0);
+	assert_string_equal(present(dir, st), "011100");   /* keep 2 good: 40 and 30 */
+	unsetenv(LLMT_ENV_CKPT_BAD);
+	snprintf(p, sizeof p, "%s/step_00000030", dir);
+	sim_verified = p;
+	assert_int_equal(save_layout(dir, 50, 1, 1, 1, 1, "b5"), 0);
+	assert_int_equal(save_layout(dir, 60, 1, 1, 1, 1, "b6"), 0);
+	sim_verified = NULL;
+	assert_string_equal(present(dir, st), "001001");   /* keep 1, and the loaded 30 */
+}
+
+static void unlink_shard0(const char *step)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/rank_00000.bin", step);
+	unlink(p);
+}
+
+/* A shard gone after the manifest was checked (between open and load, or
+ * before a blob is read) is the checkpoint's (65), not the file system's
+ * (74): by the errno of the open, not the one formatting left. */
+static void test_missing_after_open(void **state)
+{
+	(void)state;
+	char dir[300], step[400], err[1024];
+	int code;
+	void *b = NULL;
+	size_t len;
+
+	path_of(dir, sizeof dir, "gone");
+	assert_int_equal(save_layout(dir, 5, 1, 1, 1, 0, "g1"), 0);
+	snprintf(step, sizeof step, "%s/step_00000005", dir);
+	llmt_ckpt *c = llmt_ckpt_open(step, &code, err, sizeof err);
+	assert_non_null(c);
+	clobber = 1;
+	sim_after_open = unlink_shard0;
+	assert_int_equal(load_layout(step, 1, 1, 1, 0), LLMT_EXIT_DATA);
+	sim_after_open = NULL;
+	assert_int_equal(llmt_ckpt_blob_get(c, "data", 0, &b, &len, err, sizeof err), LLMT_EXIT_DATA);
+	clobber = 0;
+	assert_non_null(strstr(err, "No such file"));
+	assert_null(b);
+	/* a blob the manifest does not list: the checkpoint lacks a piece */
+	assert_int_equal(llmt_ckpt_blob_get(c, "nosuch", 0, &b, &len, err, sizeof err), LLMT_EXIT_DATA);
+	assert_non_null(strstr(err, "incomplete checkpoint: no blob nosuch of rank 0"));
+	llmt_ckpt_close(c);
+	/* the shard a Hugging Face index names is missing: 66, as a missing
+	 * --init-from input (st_open's errno, not formatting's) */
+	ck_source hs;
+	FILE *f;
+	path_of(dir, sizeof dir, "hfgone");
+	mkdir(dir, 0755);
+	snprintf(step, sizeof step, "%s/model.safetensors.index.json", dir);
+	assert_non_null(f = fopen(step, "w"));
+	fputs("{\"weight_map\": {\"a\": \"model-1.safetensors\"}}", f);
+	fclose(f);
+	clobber = 1;
+	assert_int_equal(st_open_dir(dir, &hs, err, sizeof err), LLMT_EXIT_NOINPUT);
+	clobber = 0;
+	assert_non_null(strstr(err, "model-1.safetensors: No such file"));
+}
+
 static void test_config_mismatch(void **state)
 {
 	(void)state;
@@ -238,6 +354,8 @@ int main(void)
 		cmocka_unit_test(test_failed_save),
 		cmocka_unit_test(test_blocked_dir),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_retention_marked),
+		cmocka_unit_test(test_missing_after_open),
 		cmocka_unit_test(test_config_mismatch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -271,6 +271,16 @@ static void attempt_env(void **st)
 	wr_job_env(&j, 0, 2000, &e);
 	assert_false(e.set_resume);
 	j.resume[0] = '\0';
+	/* the marks' identities for the trainer's retention: a ledger line's
+	 * id that is not one (a hostile ledger) never reaches the env */
+	assert_string_equal(e.ckpt_bad, "");
+	wr_history_bad_id(j.h, "/ck/step_00000010", true, "1a2b:1700000000.000000001");
+	wr_history_bad_id(j.h, "/ck/step_00000020", true, "x,LD_PRELOAD=/tmp/e");
+	wr_history_bad_id(j.h, "/ck/step_00000030", true, "");
+	wr_history_bad_id(j.h, "/ck/step_00000040", false, "ff:17.123456789");
+	wr_job_env(&j, 0, 2000, &e);
+	assert_string_equal(e.ckpt_bad, "1a2b:1700000000.000000001,ff:17.123456789");
+	j.h->nbad = 0;
 
 	/* auto interval: no cost measured yet leaves it; a cost gives steps
 	 * when step times are known, else seconds */

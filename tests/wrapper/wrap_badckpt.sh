@@ -11,7 +11,8 @@
 # A second run of the same run dir never picks it again, but a good
 # re-save of that step is used; the only checkpoint broken stops the job
 # (89) instead of a fresh start. Fails on the old code: the resume exited
-# 65 (bad data), never retried: the job ended 65.
+# 65 (bad data), never retried: the job ended 65; a step without its
+# manifest was 66 (stopped), then marked by path alone.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 LT=$top_builddir/runtime/llm-train
@@ -89,6 +90,7 @@ echo "only checkpoint broken: exit 89, one launch, no training from random weigh
 # step 4 and resumed from 2 (an interval lost at every later restart).
 R=$W/resave
 $TRAIN --steps 4 --ckpt-dir "$R" >"$W/rfirst.out" 2>&1 || { cat "$W/rfirst.out"; fail "resave: first run"; }
+cp -r "$R" "$W/noman" || fail "cannot copy $R"   # the noman case's start, below
 "$WRAP" --no-srun --ckpt-dir "$R" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
 	"$W/flip.sh" "$R/step_00000004/rank_00000.bin" $TRAIN --steps 4 --ckpt-dir "$R" >"$W/rwrap.out" 2>&1 ||
 	{ cat "$W/rwrap.out"; fail "resave: first job: exit $?"; }
@@ -101,3 +103,45 @@ ls -d "$R"/step_00000004.superseded.* >/dev/null 2>&1 || fail "the bad step 4 no
 grep '"event":"launch"' "$LR" | tail -n 1 | grep -q '"resume_step":4' ||
 	{ cat "$W/ragain.out"; grep launch "$LR"; fail "second job: the new good step 4 skipped"; }
 echo "the re-saved step 4 is used; the mark stays on the one moved aside"
+
+# the same when step 4 lost its manifest after the listing (89: a broken
+# checkpoint): the mark takes the directory's identity, so the re-saved
+# step 4 is used by the next job. On marks by path alone (no manifest, no
+# identity) the next job skipped it and resumed from 2.
+cat >"$W/rmman.sh" <<'RMMAN'
+#!/bin/sh
+f=$1; shift
+[ -e "$f.removed" ] || { rm -f "$f"; : >"$f.removed"; }
+exec "$@"
+RMMAN
+chmod +x "$W/rmman.sh"
+M=$W/noman   # steps 2 and 4, copied from the resave case's first run
+"$WRAP" --no-srun --ckpt-dir "$M" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/rmman.sh" "$M/step_00000004/manifest.json" $TRAIN --steps 4 --ckpt-dir "$M" >"$W/mwrap.out" 2>&1 ||
+	{ cat "$W/mwrap.out"; fail "noman: first job: exit $?"; }
+grep -q "step_00000004/manifest.json: missing manifest" "$W/mwrap.out" &&
+	grep '"event":"ckpt_bad"' "$M/ledger.jsonl" | grep -q '"id":"[0-9a-f]*:[0-9]*\.[0-9]*"' ||
+	{ cat "$W/mwrap.out"; fail "noman: step 4 not marked bad with an identity"; }
+"$WRAP" --no-srun --ckpt-dir "$M" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	$TRAIN --steps 6 --ckpt-dir "$M" >"$W/magain.out" 2>&1 || { cat "$W/magain.out"; fail "noman: second job: exit $?"; }
+grep '"event":"launch"' "$M/ledger.jsonl" | tail -n 1 | grep -q '"resume_step":4' ||
+	{ cat "$W/magain.out"; grep launch "$M/ledger.jsonl"; fail "noman: second job: the re-saved step 4 skipped"; }
+echo "step 4 without its manifest: marked by its directory, the re-saved step 4 used"
+
+# retention does not count the marked checkpoint (the wrapper hands the
+# marks to the trainer in LLM_TRAIN_CKPT_BAD): steps 1, 2 and 4 kept, 4
+# goes bad and is marked, the job resumes from 2 and saves 3 with
+# --ckpt-keep 3: 3, 2 and 1 are the three kept, 4 stays as evidence. When
+# the mark took a slot, step 1 (a good checkpoint) was pruned.
+K=$W/keep
+$TRAIN --steps 4 --ckpt-interval 1 --ckpt-keep 0 --ckpt-dir "$K" >"$W/kfirst.out" 2>&1 ||
+	{ cat "$W/kfirst.out"; fail "keep: first run"; }
+rm -rf "$K/step_00000003"
+"$WRAP" --no-srun --ckpt-dir "$K" --ckpt-tool "$LT" --tick 0.1 --backoff 0.2 -- \
+	"$W/flip.sh" "$K/step_00000004/rank_00000.bin" $TRAIN --steps 3 --ckpt-interval 1 --ckpt-keep 3 \
+	--ckpt-dir "$K" >"$W/kwrap.out" 2>&1 || { cat "$W/kwrap.out"; fail "keep: job: exit $?"; }
+grep -q '"event":"ckpt_bad"' "$K/ledger.jsonl" || { cat "$W/kwrap.out"; fail "keep: step 4 not marked"; }
+for s in 1 2 3 4; do
+	[ -f "$K/step_0000000$s/manifest.json" ] || { ls "$K"; fail "keep: step $s is gone (the marked step 4 took a slot)"; }
+done
+echo "retention: the marked step 4 took no slot of --ckpt-keep 3 (steps 1, 2, 3 kept, 4 left as evidence)"
