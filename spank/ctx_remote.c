@@ -59,6 +59,11 @@ static int fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(rs.err, sizeof(rs.err), fmt, ap);
 	va_end(ap);
+	/* the message may quote the job's environment, and slurmd logs it:
+	 * no byte of it may start a line of its own there */
+	for (char *c = rs.err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	rs.failed = 1;
 	return 0;    /* reported in task_init */
 }

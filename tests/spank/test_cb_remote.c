@@ -285,6 +285,33 @@ static void test_remote_host_count_mismatch_refused(void **state)
 	}
 }
 
+/* A client built on libslurm (or srun with a preloaded shim that edits
+ * the launch environment) sends what it likes as SLURM_STEP_NODELIST and
+ * SLURM_STEP_TASKS_PER_NODE; the refusal quotes them, and slurmstepd logs
+ * it: fails on the old code, whose message carried the user's newline
+ * into slurmd's log as a line of their own ("error: ... FORGED"). */
+static void test_remote_env_control_chars_never_logged(void **state)
+{
+	(void)state;
+	const char *bad[][2] = { { "n1", "1\nerror: llm_train: FORGED" },
+				 { "n1\nerror: llm_train: FORGED", "1" },
+				 { "n[1-2]", "1,1\r\033[2Kerror: FORGED" } };
+	for (int i = 0; i < 3; i++) {
+		uint32_t nn = i == 2 ? 2 : 1;
+		start_step(nn, nn, 1, bad[i][0], bad[i][1], "llm-train", NULL);
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		fake.item.in_task = 1;
+		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+		assert_true(fake_log_has("task refused: "));
+		for (int k = 0; k < fake.nlog; k++)
+			for (const char *c = fake.log[k]; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+					fake_log_dump();
+					fail_msg("case %d: control byte 0x%02x logged", i, (unsigned char)*c);
+				}
+	}
+}
+
 /* The policy's account and partition caps hold against the job's
  * environment (fails on the old code, which read SLURM_JOB_ACCOUNT and
  * SLURM_JOB_PARTITION there: srun passes a user's `export
@@ -423,6 +450,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote_host_count_mismatch_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_topology_never_from_job_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_caps_never_from_job_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_env_control_chars_never_logged, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
