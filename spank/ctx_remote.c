@@ -218,7 +218,8 @@ static int count_host(const char *name, void *arg)
 /* The job's partition and account as slurmctld has them: the policy's
  * caps are keyed by them, and the job's environment is the user's to set
  * (srun passes an exported SLURM_JOB_ACCOUNT to the step untouched). One
- * query per step; no answer refuses the step (fail()). */
+ * query per step and node, where the policy has caps; no answer refuses
+ * the step (fail()). */
 static int job_part_acct(uint32_t job_id, char *part, size_t plen, char *acct, size_t alen)
 {
 	job_info_msg_t *msg = NULL;
@@ -257,8 +258,7 @@ static int training_step(spank_t sp)
 	unsigned *tpn = NULL;
 	if (!nodelist)
 		return fail("out of memory");
-	if (job_part_acct(rs.job_id, part, sizeof(part), acct, sizeof(acct)) ||
-	    job_getenv(sp, "SLURM_STEP_NODELIST", nodelist, (int)LLMT_NODELIST_MAX) ||
+	if (job_getenv(sp, "SLURM_STEP_NODELIST", nodelist, (int)LLMT_NODELIST_MAX) ||
 	    job_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", tpn_s, sizeof(tpn_s)))
 		goto out;
 	if (!nodelist[0]) {
@@ -294,12 +294,22 @@ static int training_step(spank_t sp)
 	memset(&job, 0, sizeof(job));
 	job.ntasks = ntasks;
 	job.nnodes = nnodes;
-	job.partition = part;
-	job.account = acct;
 	job.nodelist = nodelist;
 	if (llmt_prepare(&job, &rs.opts, &rs.policy, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
+	}
+	/* the caps by partition and account: slurmctld is asked only when the
+	 * policy has some */
+	if (rs.policy->limits.npartitions || rs.policy->limits.naccounts) {
+		if (job_part_acct(rs.job_id, part, sizeof(part), acct, sizeof(acct)) != 0)
+			goto out;
+		job.partition = part;
+		job.account = acct;
+		if (llmt_opts_validate(&rs.opts, rs.policy, &job, err, sizeof(err)) != 0) {
+			fail("%s", err);
+			goto out;
+		}
 	}
 	if (rs.opts.explain) {
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");

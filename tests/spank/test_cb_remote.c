@@ -327,6 +327,11 @@ static void test_remote_caps_never_from_job_env(void **state)
 	assert_non_null(pol);
 	const char *at = strstr(good_policy, "node_types:");
 	snprintf(pol, strlen(good_policy) + 200, "%.*s%s%s", (int)(at - good_policy), good_policy, caps, at);
+	/* a policy without caps never asks slurmctld */
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	assert_int_equal(fake.job_queries, 0);
+	assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
 	write_file(policy_path, pol, 0644);
 	free(pol);
 	const char *who[][2] = { { "debug", "students" }, { "small", "" } };
@@ -337,6 +342,7 @@ static void test_remote_caps_never_from_job_env(void **state)
 		fake_env_set("SLURM_JOB_PARTITION", "debug");
 		fake_env_set("SLURM_JOB_ACCOUNT", "other");
 		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		assert_int_equal(fake.job_queries, 1);
 		fake.item.in_task = 1;
 		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
 		if (!fake_log_has(i ? "exceed the partition 'small' limit of 1 nodes" :
