@@ -3,7 +3,9 @@
  * tasks per node, the topology and the node types); task_init gives each
  * task its environment. Errors found in user_init are postponed to
  * task_init, where the task refuses to start with the message on its
- * stderr (srun never sees a user_init failure). The batch step gets the
+ * stderr (srun never sees a user_init failure). The partition and account
+ * the policy's caps are keyed by come from slurmctld, never from the
+ * job's environment. The batch step gets the
  * job-wide settings only, never a rank, so the wrapper is not mistaken
  * for rank 0. */
 #include "plugin.h"
@@ -57,6 +59,11 @@ static int fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(rs.err, sizeof(rs.err), fmt, ap);
 	va_end(ap);
+	/* the message may quote the job's environment, and slurmd logs it:
+	 * no byte of it may start a line of its own there */
+	for (char *c = rs.err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	rs.failed = 1;
 	return 0;    /* reported in task_init */
 }
@@ -208,6 +215,35 @@ static int count_host(const char *name, void *arg)
 	return 0;
 }
 
+/* The job's partition and account as slurmctld has them: the policy's
+ * caps are keyed by them, and the job's environment is the user's to set
+ * (srun passes an exported SLURM_JOB_ACCOUNT to the step untouched). One
+ * query per step and node, where the policy has caps; no answer refuses
+ * the step (fail()). */
+static int job_part_acct(uint32_t job_id, char *part, size_t plen, char *acct, size_t alen)
+{
+	job_info_msg_t *msg = NULL;
+	int found = 0;
+	part[0] = acct[0] = '\0';
+	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg) {
+		fail("cannot read job %u's partition and account from slurmctld: %s", job_id,
+		     slurm_strerror(slurm_get_errno()));
+		return -1;
+	}
+	for (uint32_t i = 0; i < msg->record_count && !found; i++) {
+		const job_info_t *j = &msg->job_array[i];
+		if (j->job_id != job_id)
+			continue;
+		snprintf(part, plen, "%s", j->partition ? j->partition : "");
+		snprintf(acct, alen, "%s", j->account ? j->account : "");
+		found = 1;
+	}
+	slurm_free_job_info_msg(msg);
+	if (!found)
+		fail("job %u not known to slurmctld", job_id);
+	return found ? 0 : -1;
+}
+
 static int training_step(spank_t sp)
 {
 	uint32_t ntasks = 0, nnodes = 0;
@@ -222,9 +258,7 @@ static int training_step(spank_t sp)
 	unsigned *tpn = NULL;
 	if (!nodelist)
 		return fail("out of memory");
-	if (job_getenv(sp, "SLURM_JOB_PARTITION", part, sizeof(part)) ||
-	    job_getenv(sp, "SLURM_JOB_ACCOUNT", acct, sizeof(acct)) ||
-	    job_getenv(sp, "SLURM_STEP_NODELIST", nodelist, (int)LLMT_NODELIST_MAX) ||
+	if (job_getenv(sp, "SLURM_STEP_NODELIST", nodelist, (int)LLMT_NODELIST_MAX) ||
 	    job_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", tpn_s, sizeof(tpn_s)))
 		goto out;
 	if (!nodelist[0]) {
@@ -260,12 +294,22 @@ static int training_step(spank_t sp)
 	memset(&job, 0, sizeof(job));
 	job.ntasks = ntasks;
 	job.nnodes = nnodes;
-	job.partition = part;
-	job.account = acct;
 	job.nodelist = nodelist;
 	if (llmt_prepare(&job, &rs.opts, &rs.policy, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
+	}
+	/* the caps by partition and account: slurmctld is asked only when the
+	 * policy has some */
+	if (rs.policy->limits.npartitions || rs.policy->limits.naccounts) {
+		if (job_part_acct(rs.job_id, part, sizeof(part), acct, sizeof(acct)) != 0)
+			goto out;
+		job.partition = part;
+		job.account = acct;
+		if (llmt_opts_validate(&rs.opts, rs.policy, &job, err, sizeof(err)) != 0) {
+			fail("%s", err);
+			goto out;
+		}
 	}
 	if (rs.opts.explain) {
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");

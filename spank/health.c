@@ -208,11 +208,19 @@ static int is_ghes(const char *msg, size_t len)
 	       (lit(&c, "fatal") || lit(&c, "recoverable"));
 }
 
+/* "EDAC MC<n>: <count> UE <msg> on <label> (" (edac_mc.c), msg a word or
+ * empty (amd64_edac). "EDAC MC0: 1 UE " is 15 bytes, a whole task name:
+ * what the kernel prints after a name ('[', ' (', ': ', ' invoked') must
+ * not complete the form, so the byte after " UE " is a letter or " on ". */
 static int is_edac(const char *msg, size_t len)
 {
 	struct cur c = { msg, msg + len };
-	return lit(&c, "EDAC MC") && span(&c, 'd', 1, 6) && lit(&c, ": ") && span(&c, 'd', 1, 10) &&
-	       lit(&c, " UE ");
+	if (!lit(&c, "EDAC MC") || !span(&c, 'd', 1, 6) || !lit(&c, ": ") || !span(&c, 'd', 1, 10) ||
+	    !lit(&c, " UE "))
+		return 0;
+	if (lit(&c, " on "))
+		return 1;
+	return c.p < c.end && ((*c.p >= 'a' && *c.p <= 'z') || (*c.p >= 'A' && *c.p <= 'Z'));
 }
 
 enum llmt_hw_kind llmt_hw_classify(const char *msg, size_t len, int *xid)

@@ -362,3 +362,40 @@ void slurm_free_node_info_msg(node_info_msg_t *msg)
 	free(msg->node_array);
 	free(msg);
 }
+
+/* slurmctld's answer to a job query (the plugin reads the job's partition
+ * and account there, never from the job's environment): from
+ * fake.job_partition and fake.job_account. */
+int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags)
+{
+	(void)show_flags;
+	fake.job_queries++;
+	*resp = NULL;
+	if (fake.fail_load_job) {
+		slurm_seterrno(SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT);
+		return SLURM_ERROR;
+	}
+	job_info_msg_t *m = calloc(1, sizeof(*m));
+	job_info_t *j = calloc(1, sizeof(*j));
+	if (!m || !j)
+		abort();
+	j->job_id = job_id;
+	j->partition = strdup(fake.job_partition);
+	j->account = fake.job_account[0] ? strdup(fake.job_account) : NULL;
+	m->record_count = 1;
+	m->job_array = j;
+	*resp = m;
+	return SLURM_SUCCESS;
+}
+
+void slurm_free_job_info_msg(job_info_msg_t *msg)
+{
+	if (!msg)
+		return;
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		free(msg->job_array[i].partition);
+		free(msg->job_array[i].account);
+	}
+	free(msg->job_array);
+	free(msg);
+}

@@ -39,6 +39,10 @@ struct fake_spank {
 					   slurm_load_node_single answers (a node
 					   not listed: its NodeAddr is its name) */
 	int node_queries;                /* slurm_load_node_single calls */
+	char job_partition[64];          /* what the fake slurm_load_job answers */
+	char job_account[64];
+	int job_queries;                 /* slurm_load_job calls */
+	int fail_load_job;               /* make slurm_load_job fail */
 };
 
 extern struct fake_spank fake;

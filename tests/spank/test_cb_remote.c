@@ -285,6 +285,88 @@ static void test_remote_host_count_mismatch_refused(void **state)
 	}
 }
 
+/* A client built on libslurm (or srun with a preloaded shim that edits
+ * the launch environment) sends what it likes as SLURM_STEP_NODELIST and
+ * SLURM_STEP_TASKS_PER_NODE; the refusal quotes them, and slurmstepd logs
+ * it: fails on the old code, whose message carried the user's newline
+ * into slurmd's log as a line of their own ("error: ... FORGED"). */
+static void test_remote_env_control_chars_never_logged(void **state)
+{
+	(void)state;
+	const char *bad[][2] = { { "n1", "1\nerror: llm_train: FORGED" },
+				 { "n1\nerror: llm_train: FORGED", "1" },
+				 { "n[1-2]", "1,1\r\033[2Kerror: FORGED" } };
+	for (int i = 0; i < 3; i++) {
+		uint32_t nn = i == 2 ? 2 : 1;
+		start_step(nn, nn, 1, bad[i][0], bad[i][1], "llm-train", NULL);
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		fake.item.in_task = 1;
+		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+		assert_true(fake_log_has("task refused: "));
+		for (int k = 0; k < fake.nlog; k++)
+			for (const char *c = fake.log[k]; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+					fake_log_dump();
+					fail_msg("case %d: control byte 0x%02x logged", i, (unsigned char)*c);
+				}
+	}
+}
+
+/* The policy's account and partition caps hold against the job's
+ * environment (fails on the old code, which read SLURM_JOB_ACCOUNT and
+ * SLURM_JOB_PARTITION there: srun passes a user's `export
+ * SLURM_JOB_ACCOUNT=x` to the step untouched, and on the emulated cluster
+ * a 2-node step of an account capped at 1 node ran). slurmctld's answer
+ * decides; no answer refuses the step. */
+static void test_remote_caps_never_from_job_env(void **state)
+{
+	(void)state;
+	const char *caps = "  partitions:\n    small: {max_nodes: 1}\n"
+			   "  accounts:\n    students: {max_nodes: 1}\n";
+	char *pol = malloc(strlen(good_policy) + 200);
+	assert_non_null(pol);
+	const char *at = strstr(good_policy, "node_types:");
+	snprintf(pol, strlen(good_policy) + 200, "%.*s%s%s", (int)(at - good_policy), good_policy, caps, at);
+	/* a policy without caps never asks slurmctld */
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	assert_int_equal(fake.job_queries, 0);
+	assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
+	write_file(policy_path, pol, 0644);
+	free(pol);
+	const char *who[][2] = { { "debug", "students" }, { "small", "" } };
+	for (int i = 0; i < 2; i++) {
+		start_step(2, 2, 1, "n[1-2]", "1(x2)", "llm-train", NULL);
+		snprintf(fake.job_partition, sizeof(fake.job_partition), "%s", who[i][0]);
+		snprintf(fake.job_account, sizeof(fake.job_account), "%s", who[i][1]);
+		fake_env_set("SLURM_JOB_PARTITION", "debug");
+		fake_env_set("SLURM_JOB_ACCOUNT", "other");
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		assert_int_equal(fake.job_queries, 1);
+		fake.item.in_task = 1;
+		assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+		if (!fake_log_has(i ? "exceed the partition 'small' limit of 1 nodes" :
+				      "exceed the account 'students' limit of 1 nodes")) {
+			fake_log_dump();
+			fail_msg("caps of %s/%s not applied", who[i][0], who[i][1]);
+		}
+		assert_null(fake_env_get("RANK"));
+	}
+	/* within the caps: runs; slurmctld unreachable: refused, one line */
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	snprintf(fake.job_account, sizeof(fake.job_account), "students");
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), 0);
+	assert_string_equal(fake_env_get("RANK"), "0");
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	fake.fail_load_job = 1;
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
+	assert_true(fake_log_has("cannot read job 1234's partition and account from slurmctld"));
+}
+
 /* Issue 14 item 2 (fails on the old code, which took SLURM_CONF from the
  * job's environment when slurmstepd had none, as on a site whose slurmd
  * reads the default /etc/slurm/slurm.conf, and fopen'ed a FIFO the user
@@ -373,6 +455,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote_setenv_failure_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_host_count_mismatch_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_topology_never_from_job_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_caps_never_from_job_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_env_control_chars_never_logged, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

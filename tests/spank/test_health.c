@@ -79,6 +79,9 @@ static void test_classify(void **state)
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
 	m = "EDAC MC0: 1 UE memory read error on CPU_SrcID#0";
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_EDAC);
+	/* amd64_edac's decoded errors carry an empty message */
+	m = "EDAC MC0: 1 UE  on mc#0csrow#2channel#0 (csrow:2 channel:0 page:0x1a2b offset:0x0 grain:64)";
+	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_EDAC);
 	m = "EDAC MC0: 1 CE memory read error";
 	assert_int_equal(llmt_hw_classify(m, strlen(m), &xid), LLMT_HW_NONE);
 	m = "eth0: link up";
@@ -106,6 +109,13 @@ static void test_spoofs_never_count(void **state)
 		"x 0000:3b:00.0:[77]: segfault at 0 in PCIe Bus Error: severity=Uncorrected[400000+1000]",
 		"mce: [Hardwar[12]: segfault at 0 in Machine Check Exception[400000+1000]",
 		"EDAC MC0: 1 UE[12]: segfault at 0",
+		/* a 15-byte task name (the most a comm holds, trailing blank
+		 * included) is the whole fixed part of the EDAC form: fails on
+		 * the old code, which drained the node */
+		"EDAC MC0: 1 UE [31337]: segfault at 0 ip 0000000000401136 sp 00007ffd error 6 in on (x[401000+1000]",
+		"EDAC MC0: 1 UE  (4242) used greatest stack depth: 12345 bytes left",
+		"EDAC MC0: 1 UE : Corrupted page table at address 7f0000001000",
+		"EDAC MC0: 1 UE  invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0",
 		"EDAC x[12]: segfault at 0 in Uncorrected[400000+1000]",
 		"{1}[Hardware E[12]: segfault at 0 in event severity: fatal",
 		"python[1]: segfault: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
