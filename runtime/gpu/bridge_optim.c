@@ -37,6 +37,7 @@ static int d_finish(llmt_trainopt *o, double *norm)
 {
 	dev_opt *d = (dev_opt *)o;
 	double t0 = llmt_mono_s(), ss;
+	llmt_gmodel_drop_host_master(d->g);     /* a replica check's (d_master) */
 	/* the reduce-scatter launched during backward, then the tied copies:
 	 * both stages make the copy whole over DP and add the other's */
 	if (llmt_gmodel_dp_wait(d->g))
@@ -70,6 +71,23 @@ static int d_step(llmt_trainopt *o, double lr, double norm)
 	return rc;
 }
 
+/* the reduced gradients x1000, through a host buffer of SPIKE_CHUNK */
+#define SPIKE_CHUNK ((size_t)1 << 20)
+static int spike(dev_opt *d)
+{
+	float *b = malloc(sizeof(float) * SPIKE_CHUNK);
+	int rc = b && !llmt_gmodel_dp_wait(d->g) ? 0 : -1;
+	for (size_t at = 0; !rc && at < d->n; at += SPIKE_CHUNK) {
+		size_t k = d->n - at < SPIKE_CHUNK ? d->n - at : SPIKE_CHUNK;
+		rc = llmt_gopt_get(d->go, LLMT_GBUF_GRADS, at, k, b);
+		for (size_t i = 0; !rc && i < k; i++)
+			b[i] *= 1000;
+		rc = rc || llmt_gopt_put(d->go, LLMT_GBUF_GRADS, at, k, b);
+	}
+	free(b);
+	return rc;
+}
+
 static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 {
 	dev_opt *d = (dev_opt *)o;
@@ -84,12 +102,8 @@ static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 		x = (float)NAN;
 		return llmt_gmodel_dp_wait(d->g) ||
 			   (*at < d->n && llmt_gopt_put(d->go, LLMT_GBUF_GRADS, *at, 1, &x)) ? -1 : 0;
-	case LLMT_POKE_SPIKE:   /* the reduced gradients, through the host mirror */
-		if (llmt_gmodel_dp_wait(d->g) || llmt_gopt_get(d->go, LLMT_GBUF_GRADS, 0, d->n, h->grads))
-			return -1;
-		for (size_t i = 0; i < d->n; i++)
-			h->grads[i] *= 1000;
-		return llmt_gopt_put(d->go, LLMT_GBUF_GRADS, 0, d->n, h->grads);
+	case LLMT_POKE_SPIKE:
+		return spike(d);
 	case LLMT_POKE_BITFLIP:
 		*at = llmt_model_params(h, &np)[0].offset;
 		if (llmt_gopt_get(d->go, LLMT_GBUF_MASTER, *at, 1, &x))
@@ -124,7 +138,8 @@ static const float *d_master(llmt_trainopt *o)
 {
 	dev_opt *d = (dev_opt *)o;
 	/* with dp > 1 the fp32 master is a ZeRO-1 share: the replicas hold the
-	 * same bf16 weights, compared instead */
+	 * same bf16 weights, compared instead; into the host mirror's whole
+	 * master, made for it and dropped by the next finish */
 	int rc = d->dp ? llmt_gmodel_download_compute(d->g) : llmt_gmodel_download_master(d->g);
 	return rc ? NULL : d->g->h->master;
 }
@@ -163,6 +178,9 @@ static int d_load_into(llmt_trainopt *o, int with_state, llmt_opt_state *s)
 {
 	dev_opt *d = (dev_opt *)o;
 	drop_load(d);
+	/* the whole master too: made for the load, dropped once loaded */
+	if (ghost_master(d->g))
+		return -1;
 	if (with_state && (!(d->ld_m = calloc(d->n ? d->n : 1, 4)) ||
 					   !(d->ld_v = calloc(d->n ? d->n : 1, 4)))) {
 		drop_load(d);
@@ -183,6 +201,7 @@ static int d_loaded(llmt_trainopt *o, long t, int with_state)
 	int rc = llmt_gopt_restore(d->go, d->g->h->master, with_state ? d->ld_m : NULL,
 							   with_state ? d->ld_v : NULL);
 	drop_load(d);
+	llmt_gmodel_drop_host_master(d->g);
 	if (with_state)
 		o->t = t;
 	return rc;
@@ -277,6 +296,9 @@ int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out)
 	d->ck_hi = ck_hi;
 	if (!(d->go = llmt_gopt_create(d->g, &d->cfg, lo, hi, nr, ck_lo, ck_hi)))
 		goto fail;
+	/* the device holds the weights now (llmt_gopt_create made its master
+	 * from the host's): no whole fp32 master stays on the host */
+	llmt_gmodel_drop_host_master(d->g);
 	free(lo);
 	free(hi);
 	d->b->A = e->A;

@@ -129,6 +129,8 @@ int gsh_check(llmt_gmodel *g, unsigned long long *bad);
  * fp32 copy of flat element flat (kernels read weights there, not master) */
 int gwf_plan(llmt_gmodel *g);
 const float *gw32(const llmt_gmodel *g, size_t flat);
+/* the host mirror's whole master made if dropped (contents undefined); 0 or -1 */
+int ghost_master(llmt_gmodel *g);
 /* master made (from the host master) if it does not exist yet */
 int gmaster_need(llmt_gmodel *g);
 /* set_dp: the share's parts; a whole master becomes its share */

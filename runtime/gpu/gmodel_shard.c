@@ -134,6 +134,10 @@ int gmaster_need(llmt_gmodel *g)
 {
 	if (g->master)
 		return 0;
+	if (!g->h->master) {
+		fprintf(stderr, "llm-train: internal error: no host master to make the device's from\n");
+		return -1;
+	}
 	g->nsh = g->sh_lo ? g->sh_at[g->nsh_parts] : g->h->n;
 	if (!(g->master = gdmem(g, g->nsh * 4))) {
 		fprintf(stderr, "llm-train: out of GPU memory for the fp32 master weights\n");

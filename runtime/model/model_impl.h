@@ -83,6 +83,14 @@ int llmt_model_wf_plan(llmt_model *m, void *(*alloc)(llmt_model *, size_t));
 void llmt_model_init_share(llmt_model *m);
 const float *llmt_model_w32(const llmt_model *m, size_t off);
 
+/* model.c, for the GPU backend's host mirror (gpu/gmodel.c): the CPU
+ * model for one token (B = T = 1, one slot, bf16) whose master is whole
+ * and initialised, without gradient buffer or compute copy (grads and wc
+ * NULL); buffers freed with the model (mem), or one of them before */
+llmt_model *llmt_model_create_mirror(const llmt_config *c, const llmt_par *par);
+void *llmt_model_mem(llmt_model *m, size_t bytes);
+void llmt_model_mem_free(llmt_model *m, void *p);
+
 /* the recomputation of the stage's layer l */
 #define RC_AT(m, l) ((l) < (m)->rc_layers ? (m)->recompute : LLMT_RECOMPUTE_NONE)
 
