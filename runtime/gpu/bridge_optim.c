@@ -153,8 +153,13 @@ static int d_saved(llmt_trainopt *o, llmt_opt_state *s)
 {
 	dev_opt *d = (dev_opt *)o;
 	const float *w, *m, *v;
-	if (llmt_gopt_snapshot_wait(d->go, &w, &m, &v))
+	uint64_t hash;
+	if (llmt_gopt_snapshot_wait(d->go, &w, &m, &v, &hash))
 		return -1;
+	/* dp > 1: the part of the master this rank writes, and the whole's
+	 * replica hash */
+	s->master_part = d->dp != NULL;
+	s->master_hash = hash;
 	/* the writer only reads them */
 	s->master = (float *)(uintptr_t)w;
 	s->m = (float *)(uintptr_t)m;

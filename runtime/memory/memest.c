@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ckpt/ckpt.h"
 #include "gpu/host_plan.h"
 #include "train/optim.h"
 #include "comm/comm.h"
@@ -187,13 +188,18 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		 * an SDC check's replica weights and dropped after each
 		 * (bridge_optim.c); the host gradient buffer is never made.
 		 * bridge_optim.c: the tied embedding's host copy on both its
-		 * stages; gmodel_opt.c llmt_gopt_snapshot: master, m and v of
-		 * the ZeRO-1 checkpoint range; d_load_into: whole m and v */
-		double k = n / l->dp;
+		 * stages; gmodel_opt.c llmt_gopt_snapshot: m and v of this
+		 * rank's ZeRO-1 checkpoint range, the master whole (dp = 1) or
+		 * the part of it this DP rank writes (ckpt.h); d_load_into:
+		 * whole m and v */
+		size_t lo, hi, wlo = 0, whi = nflat;
+		llmt_zero1_range(nflat, l->dp, l->dp_rank, &lo, &hi);
+		if (l->dp > 1)
+			llmt_ckpt_dp_share(nflat, l->dp, l->dp_rank, &wlo, &whi);
 		e->whole = n * 4;
 		if (c->tie_embeddings && l->pp > 1 && (first || last))
 			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
-		e->snapshot = ckpt ? (n + 2 * k) * 4 + 4 : 0;
+		e->snapshot = ckpt ? ((double)(whi - wlo) + 2.0 * (double)(hi - lo)) * 4 + 4 : 0;
 		e->load = resume ? n * 8 : 0;
 	}
 	if (!devopt) {

@@ -67,7 +67,8 @@ typedef struct {
 	                      * (host optimizer: master, gradients, AdamW state) */
 	double whole;        /* device optimizer: the whole fp32 master while an init,
 	                      * a resume or an SDC check needs it */
-	double snapshot;     /* pinned: whole master, this rank's m and v share */
+	double snapshot;     /* pinned: this rank's m and v share, the master whole
+	                      * (dp = 1) or the part this DP rank writes */
 	double writer;       /* the writer's copy of the share: host optimizer only */
 	double load;         /* a resume's whole m and v, freed before a snapshot */
 	double staging;      /* tokens, pinned loss row, tied embedding copy */

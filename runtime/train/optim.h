@@ -99,6 +99,13 @@ typedef struct {
 	float *m, *v;
 	size_t lo, hi;
 	int master_share;
+	/* saved() only, instead of a whole master: the part of the whole,
+	 * replicated one this DP rank writes (ckpt.h llmt_ckpt_dp_share;
+	 * master[0] is its first element) and master_hash, the checkpoint's
+	 * replica hash of the whole (a device's ZeRO-1 run: the whole master
+	 * is gathered on the device only) */
+	int master_part;
+	uint64_t master_hash;
 } llmt_opt_state;
 
 /* Where the optimizer runs: the layout pieces it needs. */

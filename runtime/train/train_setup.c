@@ -89,6 +89,14 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen,
 		size_t nf = 0;
 		cs->alike[1] = llmt_model_f32_copies(t->m, &nf);
 		cs->alike_len[1] = cs->alike[1] ? nf * sizeof(float) : 0;
+	} else if (os->master_part) {
+		/* the part of the replicated master this rank writes, as the
+		 * writer cuts it, with the whole one's hash: the same files */
+		size_t plo, phi;
+		llmt_ckpt_dp_share(cs->nflat, l->dp, l->dp_rank, &plo, &phi);
+		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, plo, phi, 0, 0 };
+		cs->hash_given = 1;
+		cs->hash = os->master_hash;
 	} else
 		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
 	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };

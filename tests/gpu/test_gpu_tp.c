@@ -42,6 +42,7 @@
 
 extern long llmt_nccl_emu_allreduces;   /* cuda_emu.c */
 size_t llmt_emu_dev_bytes(size_t *peak);
+size_t llmt_emu_pinned_bytes(void);
 
 static int fails, world_rank;
 
@@ -477,6 +478,21 @@ static void memest_dp(llmt_parallel *p)
 															  : fabs(opt - e.optimizer), slack);
 	/* and far below the whole-buffer state of before (m, v, master of n) */
 	check("device optimizer bytes / whole-buffer state", "", opt / (12.0 * n), 1.5 / l->dp);
+	/* the pinned checkpoint snapshot: this rank's m and v and the part of
+	 * the master it writes, exactly the host estimate's (about 3n/dp, the
+	 * whole master's n + 2n/dp before) */
+	llmt_memest_host h;
+	llmt_memory_estimate_gpu_host(&c, l, n, B, T, 1, 1, 0, &h);
+	size_t pin0 = llmt_emu_pinned_bytes();
+	llmt_opt_state os;
+	if (o->ops->snapshot(o) || o->ops->saved(o, &os))
+		check("checkpoint snapshot", "", 1, 0);
+	double pin = (double)(llmt_emu_pinned_bytes() - pin0);
+	check("pinned snapshot bytes - host estimate", "", fabs(pin - h.snapshot), 0);
+	check("pinned snapshot bytes / whole master", "", pin / (4.0 * n), 3.5 / l->dp);
+	if (world_rank == 0)
+		printf("dp=%d tp=%d: pinned checkpoint snapshot %.0f bytes (estimate %.0f; whole master "
+			   "%.0f)\n", l->dp, l->tp, pin, h.snapshot, 4.0 * n);
 	if (world_rank == 0)
 		printf("dp=%d tp=%d: device model %.0f bytes (estimate %.0f), optimizer %.0f (estimate %.0f, "
 			   "whole-buffer state %.0f)\n", l->dp, l->tp, model,
