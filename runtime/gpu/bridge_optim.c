@@ -30,7 +30,7 @@ typedef struct {
 	size_t n, ck_lo, ck_hi;       /* flat length; checkpoint range of m, v */
 	const llmt_param_info *tied;  /* this stage's tied embedding copy, or NULL */
 	float *tied_h;                /* its gradient on the host for the exchange */
-	float *ld_m, *ld_v;           /* resume: AdamW state of the whole buffer */
+	float *ld_w, *ld_m, *ld_v;    /* resume: master (dp > 1), m and v over [ck_lo, ck_hi) */
 } dev_opt;
 
 static int d_finish(llmt_trainopt *o, double *norm)
@@ -172,39 +172,41 @@ static int d_saved(llmt_trainopt *o, llmt_opt_state *s)
 
 static void drop_load(dev_opt *d)
 {
+	free(d->ld_w);
 	free(d->ld_m);
 	free(d->ld_v);
-	d->ld_m = d->ld_v = NULL;
+	d->ld_w = d->ld_m = d->ld_v = NULL;
 }
 
-/* every rank loads the whole AdamW state: its device share (bucket
- * blocks) is not one range of the checkpoint's layout */
+/* each rank loads the checkpoint's ZeRO-1 range of master, m and v (its
+ * device share, bucket blocks, is not one range: loaded() gathers the
+ * ranges on the device); dp = 1: the range is the whole buffer, the
+ * master the host mirror's */
 static int d_load_into(llmt_trainopt *o, int with_state, llmt_opt_state *s)
 {
 	dev_opt *d = (dev_opt *)o;
+	size_t k = d->ck_hi - d->ck_lo;
 	drop_load(d);
-	/* the whole master too: made for the load, dropped once loaded */
-	if (ghost_master(d->g))
-		return -1;
-	if (with_state && (!(d->ld_m = calloc(d->n ? d->n : 1, 4)) ||
-					   !(d->ld_v = calloc(d->n ? d->n : 1, 4)))) {
+	if ((d->dp ? !(d->ld_w = calloc(k ? k : 1, 4)) : ghost_master(d->g) != 0) ||
+		(with_state && (!(d->ld_m = calloc(k ? k : 1, 4)) || !(d->ld_v = calloc(k ? k : 1, 4))))) {
 		drop_load(d);
 		return -1;
 	}
-	s->master = d->g->h->master;
+	s->master = d->dp ? d->ld_w : d->g->h->master;
+	s->master_share = d->dp != NULL;
 	s->n = d->n;
 	s->m = d->ld_m;
 	s->v = d->ld_v;
-	s->lo = 0;
-	s->hi = d->n;
+	s->lo = d->ck_lo;
+	s->hi = d->ck_hi;
 	return 0;
 }
 
 static int d_loaded(llmt_trainopt *o, long t, int with_state)
 {
 	dev_opt *d = (dev_opt *)o;
-	int rc = llmt_gopt_restore(d->go, d->g->h->master, with_state ? d->ld_m : NULL,
-							   with_state ? d->ld_v : NULL);
+	int rc = llmt_gopt_restore_range(d->go, d->dp ? d->ld_w : d->g->h->master,
+									 with_state ? d->ld_m : NULL, with_state ? d->ld_v : NULL);
 	drop_load(d);
 	llmt_gmodel_drop_host_master(d->g);
 	if (with_state)

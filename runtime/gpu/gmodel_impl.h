@@ -145,6 +145,8 @@ int gwf_refresh(llmt_gmodel *g);
 int gsh_gather(llmt_gmodel *g, const float *packed, float *whole);
 /* host (n floats, flat) into packed (this rank's parts, or all when whole) */
 int gsh_put(llmt_gmodel *g, float *packed, const float *host);
+/* the same from a whole flat buffer on the device */
+int gsh_pack(llmt_gmodel *g, float *packed, const float *whole);
 
 /* Before any write of master (or the AdamW state) on the compute stream:
  * the compute stream waits for a checkpoint snapshot copy in flight on the

@@ -378,3 +378,42 @@ int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const f
 	CK(cudaStreamSynchronize(g->st), "upload");
 	return 0;
 }
+
+/* [ck_lo, ck_hi) of a flat buffer, this DP rank's llmt_zero1_range (blocks
+ * of n/dp, the last rank's with the rest), made whole in the gradient
+ * buffer: the blocks all-gathered, the rest broadcast by the last rank;
+ * copies only, the same bits */
+static int whole_from_range(llmt_gopt *o, const float *part)
+{
+	llmt_gmodel *g = o->g;
+	size_t b = o->n / (size_t)g->dp_size, rest = b * (size_t)g->dp_size;
+	if (o->ck_lo != b * (size_t)g->dp_rank) {
+		fprintf(stderr, "llm-train: internal error: checkpoint range %zu..%zu is not DP rank %d's "
+						"ZeRO-1 range\n", o->ck_lo, o->ck_hi, g->dp_rank);
+		return -1;
+	}
+	CK(cudaMemcpyAsync(g->grads + o->ck_lo, part, (o->ck_hi - o->ck_lo) * 4,
+					   cudaMemcpyHostToDevice, g->st), "upload");
+	if ((b && llmt_nccl_allgather_f32(g->dp, g->grads + o->ck_lo, g->grads, b, g->st)) ||
+		(o->n > rest && llmt_nccl_bcast_bytes(g->dp, g->grads + rest, (o->n - rest) * 4,
+											  g->dp_size - 1, g->st)))
+		return -1;
+	return 0;
+}
+
+int llmt_gopt_restore_range(llmt_gopt *o, const float *master, const float *m, const float *v)
+{
+	llmt_gmodel *g = o->g;
+	if (!g->dp)
+		return llmt_gopt_restore(o, master, m, v);
+	if (gsnap_fence(g) || gag_finish(g))
+		return -1;
+	/* m, v, then master (spread to its share, bf16 and fp32 copies,
+	 * which zeroes the gradient buffer) */
+	if (m && (whole_from_range(o, m) || gsh_pack(g, g->m1, g->grads) ||
+			  whole_from_range(o, v) || gsh_pack(g, g->v1, g->grads)))
+		return -1;
+	if (whole_from_range(o, master) || gmaster_spread(g, 0, o->n))
+		return -1;
+	return llmt_nccl_wait(g->dp, g->st);
+}

@@ -65,5 +65,9 @@ int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
 /* Resume: master (n floats) and, when m is not NULL, m and v over the
  * whole flat buffer, to the device; bf16 copy refreshed. */
 int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v);
+/* The same from master, m and v over [ck_lo, ck_hi) only (this DP rank's
+ * llmt_zero1_range: with dp > 1, collective over DP, each rank's range
+ * all-gathered on the device; dp = 1: the whole buffers). */
+int llmt_gopt_restore_range(llmt_gopt *o, const float *master, const float *m, const float *v);
 
 #endif

@@ -250,18 +250,28 @@ int gsh_gather(llmt_gmodel *g, const float *packed, float *whole)
 	return llmt_nccl_group_end(g->dp) || bad ? -1 : 0;
 }
 
-int gsh_put(llmt_gmodel *g, float *packed, const float *host)
+static int sh_pack(llmt_gmodel *g, float *packed, const float *whole, enum cudaMemcpyKind k)
 {
 	size_t x, y;
 	if (!g->sh_lo) {
-		CK(cudaMemcpyAsync(packed, host, g->h->n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+		CK(cudaMemcpyAsync(packed, whole, g->h->n * 4, k, g->st), "share copy");
 		return 0;
 	}
 	for (int p = 0; p < g->nsh_parts; p++)
 		if (meet(g->sh_lo[p], g->sh_hi[p], 0, g->h->n, &x, &y))
-			CK(cudaMemcpyAsync(packed + g->sh_at[p], host + x, (y - x) * 4,
-							   cudaMemcpyHostToDevice, g->st), "upload");
+			CK(cudaMemcpyAsync(packed + g->sh_at[p], whole + x, (y - x) * 4, k, g->st),
+			   "share copy");
 	return 0;
+}
+
+int gsh_put(llmt_gmodel *g, float *packed, const float *host)
+{
+	return sh_pack(g, packed, host, cudaMemcpyHostToDevice);
+}
+
+int gsh_pack(llmt_gmodel *g, float *packed, const float *whole)
+{
+	return sh_pack(g, packed, whole, cudaMemcpyDeviceToDevice);
 }
 
 int gag_wait(llmt_gmodel *g, size_t hi)

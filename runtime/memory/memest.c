@@ -184,14 +184,14 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
 	e->staging = M * 4 * 3 + 4 + M * 4;
 	if (devopt) {
-		/* the whole fp32 master, made for the init, a resume's load and
-		 * an SDC check's replica weights and dropped after each
-		 * (bridge_optim.c); the host gradient buffer is never made.
-		 * bridge_optim.c: the tied embedding's host copy on both its
-		 * stages; gmodel_opt.c llmt_gopt_snapshot: m and v of this
-		 * rank's ZeRO-1 checkpoint range, the master whole (dp = 1) or
-		 * the part of it this DP rank writes (ckpt.h); d_load_into:
-		 * whole m and v */
+		/* the whole fp32 master, made for the init and an SDC check's
+		 * replica weights and dropped after each (bridge_optim.c); the
+		 * host gradient buffer is never made. bridge_optim.c: the tied
+		 * embedding's host copy on both its stages; gmodel_opt.c
+		 * llmt_gopt_snapshot: m and v of this rank's ZeRO-1 checkpoint
+		 * range, the master whole (dp = 1) or the part of it this DP
+		 * rank writes (ckpt.h); d_load_into: master, m and v of that
+		 * range (dp = 1: the whole buffers), freed once on the device */
 		size_t lo, hi, wlo = 0, whi = nflat;
 		llmt_zero1_range(nflat, l->dp, l->dp_rank, &lo, &hi);
 		if (l->dp > 1)
@@ -200,7 +200,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		if (c->tie_embeddings && l->pp > 1 && (first || last))
 			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
 		e->snapshot = ckpt ? ((double)(whi - wlo) + 2.0 * (double)(hi - lo)) * 4 + 4 : 0;
-		e->load = resume ? n * 8 : 0;
+		e->load = resume ? 3.0 * (double)(hi - lo) * 4 : 0;
 	}
 	if (!devopt) {
 		/* the mirror's whole master and gradient buffer (gmodel.c
@@ -212,8 +212,11 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		e->mirror += n * 8 + h.optimizer + h.comm;
 		e->writer = h.snapshot;
 	}
-	e->total = e->mirror + e->staging + e->whole +
-		(e->snapshot + e->writer > e->load ? e->snapshot + e->writer : e->load);
+	/* the init's whole master comes before any snapshot, a resume before
+	 * the first (the load's buffers are freed first), an SDC check's with
+	 * the snapshot kept */
+	double kept = e->whole + e->snapshot + e->writer;
+	e->total = e->mirror + e->staging + (kept > e->load ? kept : e->load);
 }
 
 double llmt_memory_peak(void)

@@ -58,22 +58,23 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
  * gmodel*.c): the host mirror (the CPU model built for one token, without
  * its bf16 copy; with the host optimizer also the fp32 master, gradients
  * and AdamW state), with the device optimizer a whole fp32 master made
- * for a while only (the init, a resume, an SDC check), the pinned
- * checkpoint snapshot (the checkpoint writer writes it in place), the
- * AdamW state read on a resume (freed before the first snapshot) and the
- * staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
+ * for a while only (the init, an SDC check), the pinned checkpoint
+ * snapshot (the checkpoint writer writes it in place), the master and
+ * AdamW state read on a resume (this rank's ZeRO-1 range; freed before
+ * the first snapshot) and the staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
 typedef struct {
 	double mirror;       /* the host model kept: parameter table, one-token buffers
 	                      * (host optimizer: master, gradients, AdamW state) */
-	double whole;        /* device optimizer: the whole fp32 master while an init,
-	                      * a resume or an SDC check needs it */
+	double whole;        /* device optimizer: the whole fp32 master while the init
+	                      * or an SDC check needs it */
 	double snapshot;     /* pinned: this rank's m and v share, the master whole
 	                      * (dp = 1) or the part this DP rank writes */
 	double writer;       /* the writer's copy of the share: host optimizer only */
-	double load;         /* a resume's whole m and v, freed before a snapshot */
+	double load;         /* a resume's master, m and v of this rank's ZeRO-1 range
+	                      * (dp = 1: whole), freed before a snapshot */
 	double staging;      /* tokens, pinned loss row, tied embedding copy */
-	double total;        /* mirror + staging + whole + the larger of snapshot + writer,
-	                      * load: the peak */
+	double total;        /* mirror + staging + the larger of whole + snapshot +
+	                      * writer, load: the peak */
 } llmt_memest_host;
 
 /* Pure. ckpt: checkpoints are written (the snapshot is allocated at the

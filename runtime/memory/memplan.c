@@ -52,7 +52,7 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	printf("  GPU rank: device %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch "
 	       "%.1f, workspace %.1f MiB\n", MIB(g.total), MIB(g.params), MIB(g.optimizer),
 	       MIB(g.activations), MIB(g.scratch), MIB(g.workspace));
-	printf("  GPU rank: host %.1f MiB: mirror %.1f, whole master %.1f (init, resume, SDC check), "
+	printf("  GPU rank: host %.1f MiB: mirror %.1f, whole master %.1f (init, SDC check), "
 	       "snapshot %.1f (pinned), resume %.1f, staging %.1f MiB\n", MIB(h.total), MIB(h.mirror),
 	       MIB(h.whole), MIB(h.snapshot), MIB(h.load), MIB(h.staging));
 	return 0;
