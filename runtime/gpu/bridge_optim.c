@@ -18,6 +18,7 @@
 #include "gmodel_impl.h"
 #include "gmodel_opt.h"
 #include "llmt/clock.h"
+#include "train/sdc.h"
 
 typedef struct {
 	llmt_trainopt base;
@@ -235,9 +236,27 @@ static void d_free(llmt_trainopt *o)
 	free(d);
 }
 
+/* d_master's weights a piece at a time (gopt_get: the bf16 copy widened
+ * with dp > 1, else the master) through a host buffer of SPIKE_CHUNK */
+static int d_weights_sum(llmt_trainopt *o, uint64_t *sum)
+{
+	dev_opt *d = (dev_opt *)o;
+	float *b = malloc(sizeof(float) * SPIKE_CHUNK);
+	uint64_t h = llmt_checksum_start(d->n);
+	int rc = b ? 0 : -1;
+	for (size_t at = 0; !rc && at < d->n; at += SPIKE_CHUNK) {
+		size_t k = d->n - at < SPIKE_CHUNK ? d->n - at : SPIKE_CHUNK;
+		rc = llmt_gopt_get(d->go, LLMT_GBUF_MASTER, at, k, b);
+		h = rc ? h : llmt_checksum_add(h, b, k);
+	}
+	free(b);
+	*sum = llmt_checksum_end(h);
+	return rc;
+}
+
 static const struct llmt_trainopt_ops dev_ops = {
 	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
-	d_share_check,
+	d_share_check, d_weights_sum,
 };
 
 /* The norm runs: consecutive tensors counted in the global norm (as the

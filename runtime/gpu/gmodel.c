@@ -212,9 +212,10 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 	}
 	g->rc = llmt_rc_mode(rc);
 	g->rc_layers = llmt_rc_layers(rc, c->n_layers / par->pp);
-	/* the host mirror: parameter table, init (the whole host master, until
-	 * the device optimizer takes the weights); its own activations are
-	 * sized for one token only; host gradients only on demand */
+	/* the host mirror: parameter table and init (the device's weights
+	 * made a piece at a time: no whole host master unless asked for); its
+	 * own activations are sized for one token only; host gradients only
+	 * on demand */
 	building = 1;
 	g->h = llmt_model_create_mirror(c, par);
 	building = 0;
@@ -282,7 +283,7 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 	/* the table copies ran on the legacy default stream, which the
 	 * non-blocking model streams do not wait for */
 	bad = bad || gcheck(cudaDeviceSynchronize(), "synchronize");
-	if (bad || llmt_gmodel_upload(g))
+	if (bad || ginit_weights(g, 0) || llmt_gmodel_sync(g))
 		goto fail;
 	return g;
 fail:
@@ -363,7 +364,9 @@ llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
 int ghost_master(llmt_gmodel *g)
 {
-	if (g->h->master)
+	/* never asked for: the init's values (llmt_model_master), the weights
+	 * until the device optimizer holds them; after: made for a download */
+	if (llmt_model_master(g->h))
 		return 0;
 	if (!(g->h->master = llmt_model_mem(g->h, g->h->n * 4))) {
 		fprintf(stderr, "llm-train: out of host memory for the master weights (%zu bytes)\n",
@@ -398,8 +401,9 @@ int llmt_gmodel_host_grads(llmt_gmodel *g)
 void llmt_gmodel_drop_host_master(llmt_gmodel *g)
 {
 	llmt_model *h = g->h;
-	if (!h->master || h->grads)     /* kept with a host gradient buffer (host optimizer) */
+	if (h->grads)       /* kept with a host gradient buffer (host optimizer) */
 		return;
+	h->lazy_master = 0; /* the init's values are no longer the weights */
 	llmt_model_mem_free(h, h->master);
 	h->master = NULL;
 }
@@ -432,9 +436,9 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 	/* into a whole master on the device and from there; else staged in the
 	 * gradient buffer (zeroed after): no whole fp32 master needs to exist */
 	size_t n = g->h->n;
-	if (!g->h->master) {
+	if (!llmt_model_master(g->h)) {     /* made with the init's values if never asked for */
 		fprintf(stderr, "llm-train: internal error: the host master was dropped (the device "
-						"optimizer holds the weights)\n");
+						"optimizer holds the weights) or is out of memory\n");
 		return -1;
 	}
 	if (gsnap_fence(g) || gag_finish(g))

@@ -52,10 +52,11 @@ void llmt_gmodel_free(llmt_gmodel *g);
  * model whatever LLM_TRAIN_GPU says). */
 int llmt_gmodel_building(void);
 
-/* The host mirror: parameter table, init, host master (whole, made by
- * the init; dropped once the device optimizer holds the weights, made
- * again by a download) and gradient buffer (on demand:
- * llmt_gmodel_host_grads; the device optimizer needs none). */
+/* The host mirror: parameter table, init, host master (whole, made when
+ * llmt_model_master first asks, with the init's values; dropped once the
+ * device optimizer holds the weights, made again by a download) and
+ * gradient buffer (on demand: llmt_gmodel_host_grads; the device
+ * optimizer needs none). */
 llmt_model *llmt_gmodel_host(llmt_gmodel *g);
 /* The host gradient buffer (a host optimizer, tests) made if absent, with
  * the master; both page-locked when possible. 0 or -1 (out of memory). */

@@ -175,7 +175,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 	memset(e, 0, sizeof(*e));
 	/* gmodel.c: llmt_model_create_mirror (B = T = 1, one slot): the CPU
 	 * model's buffers without its bf16 copy (n x 2) nor its fp32 master
-	 * and gradients (n x 4 each): counted below (as with dp = 1) */
+	 * and gradients (n x 4 each; the host optimizer's: below) */
 	llmt_grid l1 = *l;
 	l1.dp = 1;
 	l1.dp_rank = 0;
@@ -184,9 +184,9 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
 	e->staging = M * 4 * 3 + 4 + M * 4;
 	if (devopt) {
-		/* the whole fp32 master, made for the init and an SDC check's
-		 * replica weights and dropped after each (bridge_optim.c); the
-		 * host gradient buffer is never made. bridge_optim.c: the tied
+		/* no whole fp32 master (gmodel.c: the init goes to the device
+		 * GINIT_CHUNK floats at a time, the SDC check sums the weights
+		 * a piece at a time), no host gradient buffer. bridge_optim.c: the tied
 		 * embedding's host copy on both its stages; gmodel_opt.c
 		 * llmt_gopt_snapshot: m and v of this rank's ZeRO-1 checkpoint
 		 * range, the master whole (dp = 1) or the part of it this DP
@@ -196,7 +196,7 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		llmt_zero1_range(nflat, l->dp, l->dp_rank, &lo, &hi);
 		if (l->dp > 1)
 			llmt_ckpt_dp_share(nflat, l->dp, l->dp_rank, &wlo, &whi);
-		e->whole = n * 4;
+		e->init = (nflat < GINIT_CHUNK ? n : (double)GINIT_CHUNK) * 4 + 4;
 		if (c->tie_embeddings && l->pp > 1 && (first || last))
 			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
 		e->snapshot = ckpt ? ((double)(whi - wlo) + 2.0 * (double)(hi - lo)) * 4 + 4 : 0;
@@ -212,11 +212,10 @@ void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, siz
 		e->mirror += n * 8 + h.optimizer + h.comm;
 		e->writer = h.snapshot;
 	}
-	/* the init's whole master comes before any snapshot, a resume before
-	 * the first (the load's buffers are freed first), an SDC check's with
-	 * the snapshot kept */
-	double kept = e->whole + e->snapshot + e->writer;
-	e->total = e->mirror + e->staging + (kept > e->load ? kept : e->load);
+	/* the init's buffer and a resume's come before the first snapshot,
+	 * and are freed before it */
+	double kept = e->snapshot + e->writer, early = e->init > e->load ? e->init : e->load;
+	e->total = e->mirror + e->staging + (kept > early ? kept : early);
 }
 
 double llmt_memory_peak(void)

@@ -52,9 +52,9 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	printf("  GPU rank: device %.1f MiB: params %.1f, optimizer %.1f, activations %.1f, scratch "
 	       "%.1f, workspace %.1f MiB\n", MIB(g.total), MIB(g.params), MIB(g.optimizer),
 	       MIB(g.activations), MIB(g.scratch), MIB(g.workspace));
-	printf("  GPU rank: host %.1f MiB: mirror %.1f, whole master %.1f (init, SDC check), "
-	       "snapshot %.1f (pinned), resume %.1f, staging %.1f MiB\n", MIB(h.total), MIB(h.mirror),
-	       MIB(h.whole), MIB(h.snapshot), MIB(h.load), MIB(h.staging));
+	printf("  GPU rank: host %.1f MiB: mirror %.1f, snapshot %.1f (pinned), resume %.1f, "
+	       "staging %.1f, init %.1f MiB\n", MIB(h.total), MIB(h.mirror), MIB(h.snapshot),
+	       MIB(h.load), MIB(h.staging), MIB(h.init));
 	return 0;
 }
 

@@ -266,6 +266,24 @@ float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, 
 	return (float)(std * normal_at(key, (uint64_t)((i + ro) * p->shape[1] + (j + co))));
 }
 
+void llmt_model_init_range(const llmt_model *m, size_t lo, size_t hi, float *out)
+{
+	memset(out, 0, (hi - lo) * sizeof(float));
+	for (int t = 0; t < m->nparams_t; t++) {
+		const llmt_param_info *p = &m->params[t];
+		size_t a = p->offset > lo ? p->offset : lo;
+		size_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+		uint64_t key;
+		double std;
+		if (a >= b)
+			continue;
+		llmt_model_init_key(m, p, &key, &std);
+#pragma omp parallel for schedule(static)
+		for (size_t i = a; i < b; i++)
+			out[i - lo] = llmt_model_init_value(p, key, std, i - p->offset);
+	}
+}
+
 void llmt_model_init(llmt_model *m)
 {
 	if (m->mshare) {
@@ -488,9 +506,12 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 		if (llmt_model_wf_plan(m, mem))
 			goto oom;
 	}
-	/* a GPU mirror: the master whole (init; the device optimizer drops
-	 * it), no gradients (made on demand) and no compute copy */
-	if (!(m->master = mem(m, (m->mhi - m->mlo) * 4)) || (!mirror && !(m->grads = mem(m, m->n * 4))))
+	/* a GPU mirror: no master (gpu/gmodel.c initialises the device a
+	 * piece at a time; made whole when asked for), no gradients (made on
+	 * demand) and no compute copy */
+	m->lazy_master = mirror;
+	if ((!mirror && !(m->master = mem(m, (m->mhi - m->mlo) * 4))) ||
+		(!mirror && !(m->grads = mem(m, m->n * 4))))
 		goto oom;
 	if (m->bf && !mirror && !(m->wc = mem(m, m->n * 2)))
 		goto oom;
@@ -508,7 +529,8 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 		goto oom;
 	if (alloc_acts(m))
 		goto oom;
-	llmt_model_init(m);
+	if (!mirror)
+		llmt_model_init(m);
 	return m;
 oom:
 	fprintf(stderr, "llm-train: out of memory building the model (B=%d T=%d slots=%d)\n", B, T,
@@ -540,7 +562,12 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count)
 }
 size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
 int llmt_model_blocked_attn(const llmt_model *m) { return m->aw != NULL; }
-float *llmt_model_master(llmt_model *m) { return m->master; }
+float *llmt_model_master(llmt_model *m)
+{
+	if (!m->master && m->lazy_master && (m->master = mem(m, m->n * 4)))
+		llmt_model_init_range(m, 0, m->n, m->master);
+	return m->master;
+}
 void llmt_model_master_range(const llmt_model *m, size_t *lo, size_t *hi)
 {
 	*lo = m->mshare ? m->mlo : 0;

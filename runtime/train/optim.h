@@ -157,6 +157,10 @@ struct llmt_trainopt_ops {
 	 * the last step (0 without a share); 0, or -1 when the check could not
 	 * run (a device error) */
 	int (*share_check)(llmt_trainopt *o, size_t *bad);
+	/* *sum: llmt_checksum_f32 (sdc.h) of what master() gives, for the
+	 * replicas' SDC check (a device: computed a piece at a time, no whole
+	 * copy on the host) */
+	int (*weights_sum)(llmt_trainopt *o, uint64_t *sum);
 };
 struct llmt_trainopt {
 	const struct llmt_trainopt_ops *ops;

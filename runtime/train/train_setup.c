@@ -301,12 +301,12 @@ int llmt_tr_sdc_check(trainer *t)
 {
 	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
 
-	const float *w = t->opt->ops->master(t->opt);
-	int rc = w ? 0 : LLMT_EXIT_TRANSIENT;
+	uint64_t sum = 0;
+	int rc = t->opt->ops->weights_sum(t->opt, &sum) ? LLMT_EXIT_TRANSIENT : 0;
 
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
-	return llmt_sdc_check(t->p, w, llmt_model_nparams(t->m), (long)t->st.step, t->hosts, dir);
+	return llmt_sdc_check(t->p, sum, (long)t->st.step, t->hosts, dir);
 }
 
 /* The optimizer where the model lives: the device's when the GPU backend

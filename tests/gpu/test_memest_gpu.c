@@ -11,9 +11,9 @@
  * and exactly the estimate's), also in only the first K layers
  * (--recompute-layers: between none and all). The host
  * estimate's pinned part (loss row, checkpoint snapshot) against the
- * emulation's cudaMallocHost bytes; its other terms (the mirror kept, the
- * whole fp32 master of the init and an SDC check, the resume's master, m
- * and v) against the host heap (glibc mallinfo2, less the emulated
+ * emulation's cudaMallocHost bytes; its other terms (the mirror kept: no
+ * whole fp32 master or gradients; the resume's master, m and v) against
+ * the host heap (glibc mallinfo2, less the emulated
  * device and pinned blocks), model by model, optimizer call by call. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,12 +21,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "gpu/bridge.h"
 #include "memory/memest.h"
 #include "model/model.h"
 #include "train/optim.h"
+#include "train/sdc.h"
 #include "comm/parallel.h"
 #include "train/pipeline.h"
 #include "small_cfg.h"
@@ -85,7 +87,7 @@ static double check_rc(int gqa, int tied, int pp, int pp_rank, int A, int B, int
 	printf("  host: pinned snapshot %zu (estimate %.0f), mirror estimate %.0f, total %.0f\n",
 		llmt_emu_pinned_bytes() - pin1, h.snapshot, h.mirror, h.total);
 	assert_float_equal((double)(llmt_emu_pinned_bytes() - pin1), h.snapshot, 0);
-	assert_float_equal(h.total, h.mirror + h.staging + h.whole + h.snapshot + h.writer, 1);  /* > load */
+	assert_float_equal(h.total, h.mirror + h.staging + fmax(h.init, h.snapshot + h.writer), 1);
 	assert_float_equal(h.writer, 0, 0);   /* the writer borrows the pinned snapshot */
 	llmt_memory_estimate_gpu_host(&c, &l, llmt_model_nparams(m), B, T, 1, 0, 1, &h);
 	assert_float_equal(h.snapshot, 0, 0);
@@ -192,26 +194,31 @@ static void host_case(int tied, int pp, int pp_rank)
 	double tied_h = tied && pp > 1 ? (double)c.vocab_size * c.d_model * 4 : 0;
 	double base = e.mirror + e.staging - tied_h, at = host_bytes() - h0;
 	printf("host, tied=%d stage %d/%d, %zu parameters: model %.0f bytes (estimate: mirror %.0f + "
-		"staging %.0f + whole master %.0f)\n", tied, pp_rank, pp, n, at, e.mirror,
-		e.staging - tied_h, e.whole);
-	assert_float_equal(e.whole, (double)n * 4, 0);
-	assert_float_equal(at, base + e.whole, HOST_SLACK);   /* the init's whole master */
+		"staging %.0f; no whole master: %.0f)\n", tied, pp_rank, pp, n, at, e.mirror,
+		e.staging - tied_h, (double)n * 4);
+	assert_float_equal(e.init, (double)n * 4 + 4, 0);    /* n < GINIT_CHUNK: freed already */
+	assert_float_equal(at, base, HOST_SLACK);
 	llmt_adamw_cfg ac = { 0.9, 0.95, 1e-8, 0.1, 0 };
 	llmt_opt_env oe = { &ac, A, 0, pp, pp_rank, tied && pp > 1, NULL, NULL, NULL };
 	llmt_trainopt *o = NULL;
 	assert_int_equal(llmt_dev_optim(m, &oe, &o), 1);
 	assert_non_null(o);
 	at = host_bytes() - h0;
-	printf("  with the device optimizer %.0f (estimate %.0f: no whole master, no gradients)\n", at,
-		base + tied_h);
+	printf("  with the device optimizer %.0f (estimate %.0f: no gradients)\n", at, base + tied_h);
 	assert_float_equal(at, base + tied_h, HOST_SLACK);
-	/* an SDC check's replica weights: the whole master again, until the
-	 * next step's finish (which sums the tied copies over pp_comm: not
-	 * here) */
+	/* an SDC check: the replicas' weights summed a piece at a time, no
+	 * whole copy kept; the sum of what master() gives whole (that copy
+	 * dropped by the next step's finish, which sums the tied copies over
+	 * pp_comm: not here) */
+	uint64_t sum;
+	assert_int_equal(o->ops->weights_sum(o, &sum), 0);
+	assert_float_equal(host_bytes() - h0, base + tied_h, HOST_SLACK);
 	double norm;
 	if (!tied_h) {
-		assert_non_null(o->ops->master(o));
-		assert_float_equal(host_bytes() - h0, base + e.whole, HOST_SLACK);
+		const float *w = o->ops->master(o);
+		assert_non_null(w);
+		assert_true(sum == llmt_checksum_f32(w, n));
+		assert_float_equal(host_bytes() - h0, base + (double)n * 4, HOST_SLACK);
 		assert_int_equal(o->ops->finish(o, &norm), 0);
 		assert_float_equal(host_bytes() - h0, base, HOST_SLACK);
 	}
@@ -229,8 +236,7 @@ static void host_case(int tied, int pp, int pp_rank)
 	assert_int_equal(o->ops->snapshot(o), 0);
 	assert_int_equal(o->ops->saved(o, &os), 0);
 	assert_float_equal(host_bytes() - h0, base + tied_h, HOST_SLACK);
-	assert_float_equal(e.total, base + tied_h +
-		(e.whole + e.snapshot > e.load ? e.whole + e.snapshot : e.load), 1);
+	assert_float_equal(e.total, base + tied_h + fmax(fmax(e.init, e.load), e.snapshot), 1);
 	o->ops->free(o);
 	llmt_model_free(m);
 	/* a host optimizer's model: master and gradients on the host (the
