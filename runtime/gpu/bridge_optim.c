@@ -72,14 +72,16 @@ static int d_step(llmt_trainopt *o, double lr, double norm)
 	return rc;
 }
 
-/* the reduced gradients x1000, through a host buffer of SPIKE_CHUNK */
-#define SPIKE_CHUNK ((size_t)1 << 20)
+/* host buffers of the device optimizer: HOST_CHUNK floats (4 MiB) */
+#define HOST_CHUNK ((size_t)1 << 20)
+
+/* the reduced gradients x1000, a host buffer at a time */
 static int spike(dev_opt *d)
 {
-	float *b = malloc(sizeof(float) * SPIKE_CHUNK);
+	float *b = malloc(sizeof(float) * HOST_CHUNK);
 	int rc = b && !llmt_gmodel_dp_wait(d->g) ? 0 : -1;
-	for (size_t at = 0; !rc && at < d->n; at += SPIKE_CHUNK) {
-		size_t k = d->n - at < SPIKE_CHUNK ? d->n - at : SPIKE_CHUNK;
+	for (size_t at = 0; !rc && at < d->n; at += HOST_CHUNK) {
+		size_t k = d->n - at < HOST_CHUNK ? d->n - at : HOST_CHUNK;
 		rc = llmt_gopt_get(d->go, LLMT_GBUF_GRADS, at, k, b);
 		for (size_t i = 0; !rc && i < k; i++)
 			b[i] *= 1000;
@@ -237,15 +239,15 @@ static void d_free(llmt_trainopt *o)
 }
 
 /* d_master's weights a piece at a time (gopt_get: the bf16 copy widened
- * with dp > 1, else the master) through a host buffer of SPIKE_CHUNK */
+ * with dp > 1, else the master) through a host buffer of HOST_CHUNK */
 static int d_weights_sum(llmt_trainopt *o, uint64_t *sum)
 {
 	dev_opt *d = (dev_opt *)o;
-	float *b = malloc(sizeof(float) * SPIKE_CHUNK);
+	float *b = malloc(sizeof(float) * HOST_CHUNK);
 	uint64_t h = llmt_checksum_start(d->n);
 	int rc = b ? 0 : -1;
-	for (size_t at = 0; !rc && at < d->n; at += SPIKE_CHUNK) {
-		size_t k = d->n - at < SPIKE_CHUNK ? d->n - at : SPIKE_CHUNK;
+	for (size_t at = 0; !rc && at < d->n; at += HOST_CHUNK) {
+		size_t k = d->n - at < HOST_CHUNK ? d->n - at : HOST_CHUNK;
 		rc = llmt_gopt_get(d->go, LLMT_GBUF_MASTER, at, k, b);
 		h = rc ? h : llmt_checksum_add(h, b, k);
 	}
