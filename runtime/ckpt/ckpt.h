@@ -73,11 +73,32 @@ typedef struct llmt_ckpt_state {
 	                          * the master: the compute weights); hashed with
 	                          * the replicated buffers for replicas_agree */
 	size_t alike_len[2];
+	int hash_given;          /* save: hash is this rank's replica hash (its
+	                          * replicated buffers are not all here, e.g. the
+	                          * part of the master it writes of a whole one
+	                          * on a device: a buffer of that range, not
+	                          * replicated) instead of one of bufs and alike */
+	uint64_t hash;
 	int borrow;              /* save: the writer writes bufs' data in place
 	                          * instead of copying it first; the caller keeps
 	                          * it unchanged until its next llmt_ckpt_save or
 	                          * llmt_ckpt_wait has returned (blobs are copied) */
 } llmt_ckpt_state;
+
+/* Pure: the part [*lo, *hi) of a DP-replicated buffer of n elements that
+ * DP rank dp_rank of dp writes (ceil(n / dp) elements each, the last
+ * fewer). Inline: the memory estimate (libllmtplan) uses it too. */
+static inline void llmt_ckpt_dp_share(size_t n, int dp, int dp_rank, size_t *lo, size_t *hi)
+{
+	size_t chunk = (n + (size_t)dp - 1) / (size_t)dp;
+
+	*lo = (size_t)dp_rank * chunk;
+	*hi = *lo + chunk;
+	if (*lo > n)
+		*lo = n;
+	if (*hi > n)
+		*hi = n;
+}
 
 /* ---- writing --------------------------------------------------------- */
 typedef struct llmt_ckpt_writer llmt_ckpt_writer;

@@ -117,14 +117,7 @@ int ck_box_intersect(const ck_box *a, const ck_box *b, ck_box *o)
 
 void ck_dp_share(size_t n, int dp, int dp_rank, size_t *lo, size_t *hi)
 {
-	size_t chunk = (n + (size_t)dp - 1) / (size_t)dp;
-
-	*lo = (size_t)dp_rank * chunk;
-	*hi = *lo + chunk;
-	if (*lo > n)
-		*lo = n;
-	if (*hi > n)
-		*hi = n;
+	llmt_ckpt_dp_share(n, dp, dp_rank, lo, hi);
 }
 
 size_t ck_dtype_size(llmt_ckpt_dtype t)

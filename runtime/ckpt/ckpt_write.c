@@ -320,9 +320,12 @@ static int parallel_copy(const copy_job *jobs, int nj)
 
 static uint64_t replica_hash(const llmt_ckpt_state *st)
 {
-	XXH3_state_t *h = XXH3_createState();
+	XXH3_state_t *h;
 	uint64_t r;
 
+	if (st->hash_given)
+		return st->hash;
+	h = XXH3_createState();
 	XXH3_64bits_reset(h);
 	for (int i = 0; i < st->nbufs; i++) {
 		const llmt_ckpt_buf *b = &st->bufs[i];

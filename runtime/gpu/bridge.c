@@ -52,6 +52,8 @@ static void b_zero_grad(llmt_model *m)
 
 static void b_fetch_grads(llmt_model *m)
 {
+	if (llmt_gmodel_host_grads(ctx(m)->g))
+		fatal("host gradient buffer");
 	if (!ctx(m)->grads_dirty)
 		return;
 	if (llmt_gmodel_download_grads(ctx(m)->g))

@@ -1,8 +1,9 @@
 /* bridge.h: how the model API of model.h hands a model to the GPU
  * backend, so the training loop, pipeline, optimizer and checkpoints run
  * unchanged on a GPU. llmt_model_create asks llmt_dev_create first; a model
- * the GPU backend built is the host mirror (parameter table, host master
- * and gradient buffers) carrying a table of device operations that model.c
+ * the GPU backend built is the host mirror (parameter table; a host master
+ * and gradient buffer only when asked for: gmodel.h) carrying a table of
+ * device operations that model.c
  * and model_step.c call instead of the CPU code. In training the device
  * holds the authoritative weights and optimizer state (llmt_dev_optim);
  * outside it (tests, tools) the host master can drive the device:

@@ -18,6 +18,7 @@
 #include "gmodel_impl.h"
 #include "gmodel_opt.h"
 #include "llmt/clock.h"
+#include "train/sdc.h"
 
 typedef struct {
 	llmt_trainopt base;
@@ -30,13 +31,14 @@ typedef struct {
 	size_t n, ck_lo, ck_hi;       /* flat length; checkpoint range of m, v */
 	const llmt_param_info *tied;  /* this stage's tied embedding copy, or NULL */
 	float *tied_h;                /* its gradient on the host for the exchange */
-	float *ld_m, *ld_v;           /* resume: AdamW state of the whole buffer */
+	float *ld_w, *ld_m, *ld_v;    /* resume: master (dp > 1), m and v over [ck_lo, ck_hi) */
 } dev_opt;
 
 static int d_finish(llmt_trainopt *o, double *norm)
 {
 	dev_opt *d = (dev_opt *)o;
 	double t0 = llmt_mono_s(), ss;
+	llmt_gmodel_drop_host_master(d->g);     /* a replica check's (d_master) */
 	/* the reduce-scatter launched during backward, then the tied copies:
 	 * both stages make the copy whole over DP and add the other's */
 	if (llmt_gmodel_dp_wait(d->g))
@@ -70,6 +72,25 @@ static int d_step(llmt_trainopt *o, double lr, double norm)
 	return rc;
 }
 
+/* host buffers of the device optimizer: HOST_CHUNK floats (4 MiB) */
+#define HOST_CHUNK ((size_t)1 << 20)
+
+/* the reduced gradients x1000, a host buffer at a time */
+static int spike(dev_opt *d)
+{
+	float *b = malloc(sizeof(float) * HOST_CHUNK);
+	int rc = b && !llmt_gmodel_dp_wait(d->g) ? 0 : -1;
+	for (size_t at = 0; !rc && at < d->n; at += HOST_CHUNK) {
+		size_t k = d->n - at < HOST_CHUNK ? d->n - at : HOST_CHUNK;
+		rc = llmt_gopt_get(d->go, LLMT_GBUF_GRADS, at, k, b);
+		for (size_t i = 0; !rc && i < k; i++)
+			b[i] *= 1000;
+		rc = rc || llmt_gopt_put(d->go, LLMT_GBUF_GRADS, at, k, b);
+	}
+	free(b);
+	return rc;
+}
+
 static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 {
 	dev_opt *d = (dev_opt *)o;
@@ -84,12 +105,8 @@ static int d_poke(llmt_trainopt *o, llmt_poke what, size_t *at)
 		x = (float)NAN;
 		return llmt_gmodel_dp_wait(d->g) ||
 			   (*at < d->n && llmt_gopt_put(d->go, LLMT_GBUF_GRADS, *at, 1, &x)) ? -1 : 0;
-	case LLMT_POKE_SPIKE:   /* the reduced gradients, through the host mirror */
-		if (llmt_gmodel_dp_wait(d->g) || llmt_gopt_get(d->go, LLMT_GBUF_GRADS, 0, d->n, h->grads))
-			return -1;
-		for (size_t i = 0; i < d->n; i++)
-			h->grads[i] *= 1000;
-		return llmt_gopt_put(d->go, LLMT_GBUF_GRADS, 0, d->n, h->grads);
+	case LLMT_POKE_SPIKE:
+		return spike(d);
 	case LLMT_POKE_BITFLIP:
 		*at = llmt_model_params(h, &np)[0].offset;
 		if (llmt_gopt_get(d->go, LLMT_GBUF_MASTER, *at, 1, &x))
@@ -124,7 +141,8 @@ static const float *d_master(llmt_trainopt *o)
 {
 	dev_opt *d = (dev_opt *)o;
 	/* with dp > 1 the fp32 master is a ZeRO-1 share: the replicas hold the
-	 * same bf16 weights, compared instead */
+	 * same bf16 weights, compared instead; into the host mirror's whole
+	 * master, made for it and dropped by the next finish */
 	int rc = d->dp ? llmt_gmodel_download_compute(d->g) : llmt_gmodel_download_master(d->g);
 	return rc ? NULL : d->g->h->master;
 }
@@ -138,8 +156,13 @@ static int d_saved(llmt_trainopt *o, llmt_opt_state *s)
 {
 	dev_opt *d = (dev_opt *)o;
 	const float *w, *m, *v;
-	if (llmt_gopt_snapshot_wait(d->go, &w, &m, &v))
+	uint64_t hash;
+	if (llmt_gopt_snapshot_wait(d->go, &w, &m, &v, &hash))
 		return -1;
+	/* dp > 1: the part of the master this rank writes, and the whole's
+	 * replica hash */
+	s->master_part = d->dp != NULL;
+	s->master_hash = hash;
 	/* the writer only reads them */
 	s->master = (float *)(uintptr_t)w;
 	s->m = (float *)(uintptr_t)m;
@@ -152,37 +175,43 @@ static int d_saved(llmt_trainopt *o, llmt_opt_state *s)
 
 static void drop_load(dev_opt *d)
 {
+	free(d->ld_w);
 	free(d->ld_m);
 	free(d->ld_v);
-	d->ld_m = d->ld_v = NULL;
+	d->ld_w = d->ld_m = d->ld_v = NULL;
 }
 
-/* every rank loads the whole AdamW state: its device share (bucket
- * blocks) is not one range of the checkpoint's layout */
+/* each rank loads the checkpoint's ZeRO-1 range of master, m and v (its
+ * device share, bucket blocks, is not one range: loaded() gathers the
+ * ranges on the device); dp = 1: the range is the whole buffer, the
+ * master the host mirror's */
 static int d_load_into(llmt_trainopt *o, int with_state, llmt_opt_state *s)
 {
 	dev_opt *d = (dev_opt *)o;
+	size_t k = d->ck_hi - d->ck_lo;
 	drop_load(d);
-	if (with_state && (!(d->ld_m = calloc(d->n ? d->n : 1, 4)) ||
-					   !(d->ld_v = calloc(d->n ? d->n : 1, 4)))) {
+	if ((d->dp ? !(d->ld_w = calloc(k ? k : 1, 4)) : ghost_master(d->g) != 0) ||
+		(with_state && (!(d->ld_m = calloc(k ? k : 1, 4)) || !(d->ld_v = calloc(k ? k : 1, 4))))) {
 		drop_load(d);
 		return -1;
 	}
-	s->master = d->g->h->master;
+	s->master = d->dp ? d->ld_w : d->g->h->master;
+	s->master_share = d->dp != NULL;
 	s->n = d->n;
 	s->m = d->ld_m;
 	s->v = d->ld_v;
-	s->lo = 0;
-	s->hi = d->n;
+	s->lo = d->ck_lo;
+	s->hi = d->ck_hi;
 	return 0;
 }
 
 static int d_loaded(llmt_trainopt *o, long t, int with_state)
 {
 	dev_opt *d = (dev_opt *)o;
-	int rc = llmt_gopt_restore(d->go, d->g->h->master, with_state ? d->ld_m : NULL,
-							   with_state ? d->ld_v : NULL);
+	int rc = llmt_gopt_restore_range(d->go, d->dp ? d->ld_w : d->g->h->master,
+									 with_state ? d->ld_m : NULL, with_state ? d->ld_v : NULL);
 	drop_load(d);
+	llmt_gmodel_drop_host_master(d->g);
 	if (with_state)
 		o->t = t;
 	return rc;
@@ -209,9 +238,27 @@ static void d_free(llmt_trainopt *o)
 	free(d);
 }
 
+/* d_master's weights a piece at a time (gopt_get: the bf16 copy widened
+ * with dp > 1, else the master) through a host buffer of HOST_CHUNK */
+static int d_weights_sum(llmt_trainopt *o, uint64_t *sum)
+{
+	dev_opt *d = (dev_opt *)o;
+	float *b = malloc(sizeof(float) * HOST_CHUNK);
+	uint64_t h = llmt_checksum_start(d->n);
+	int rc = b ? 0 : -1;
+	for (size_t at = 0; !rc && at < d->n; at += HOST_CHUNK) {
+		size_t k = d->n - at < HOST_CHUNK ? d->n - at : HOST_CHUNK;
+		rc = llmt_gopt_get(d->go, LLMT_GBUF_MASTER, at, k, b);
+		h = rc ? h : llmt_checksum_add(h, b, k);
+	}
+	free(b);
+	*sum = llmt_checksum_end(h);
+	return rc;
+}
+
 static const struct llmt_trainopt_ops dev_ops = {
 	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
-	d_share_check,
+	d_share_check, d_weights_sum,
 };
 
 /* The norm runs: consecutive tensors counted in the global norm (as the
@@ -277,6 +324,9 @@ int llmt_dev_optim(llmt_model *m, const llmt_opt_env *e, llmt_trainopt **out)
 	d->ck_hi = ck_hi;
 	if (!(d->go = llmt_gopt_create(d->g, &d->cfg, lo, hi, nr, ck_lo, ck_hi)))
 		goto fail;
+	/* the device holds the weights now (llmt_gopt_create made its master
+	 * from the host's): no whole fp32 master stays on the host */
+	llmt_gmodel_drop_host_master(d->g);
 	free(lo);
 	free(hi);
 	d->b->A = e->A;

@@ -212,10 +212,12 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 	}
 	g->rc = llmt_rc_mode(rc);
 	g->rc_layers = llmt_rc_layers(rc, c->n_layers / par->pp);
-	/* the host mirror: parameter table, init, host buffers; its own
-	 * activations are sized for one token only */
+	/* the host mirror: parameter table and init (the device's weights
+	 * made a piece at a time: no whole host master unless asked for); its
+	 * own activations are sized for one token only; host gradients only
+	 * on demand */
 	building = 1;
-	g->h = llmt_model_create(c, par, LLMT_BF16, 1, 1, 1);
+	g->h = llmt_model_create_mirror(c, par);
 	building = 0;
 	if (!g->h)
 		goto fail;
@@ -256,16 +258,6 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 		goto fail;
 	if (!(g->tok_h = malloc((size_t)h->M * 4 * 3 + 4)))
 		goto fail;
-	/* page-lock the host master and gradients: the loop moves them every
-	 * step (upload after the host optimizer, gradient download); a failure
-	 * only makes those copies slower */
-	g->pinned = cudaHostRegister(h->master, h->n * 4, cudaHostRegisterDefault) == cudaSuccess;
-	if (g->pinned &&
-		cudaHostRegister(h->grads, h->n * 4, cudaHostRegisterDefault) != cudaSuccess) {
-		cudaHostUnregister(h->master);
-		g->pinned = 0;
-	}
-	cudaGetLastError();     /* clear a registration failure */
 	/* rotary tables for length T, same values as the CPU model's */
 	int h2 = h->hd / 2;
 	float *ct = malloc((size_t)T * h2 * 4), *sn = malloc((size_t)T * h2 * 4);
@@ -291,7 +283,7 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 	/* the table copies ran on the legacy default stream, which the
 	 * non-blocking model streams do not wait for */
 	bad = bad || gcheck(cudaDeviceSynchronize(), "synchronize");
-	if (bad || llmt_gmodel_upload(g))
+	if (bad || ginit_weights(g, 0) || llmt_gmodel_sync(g))
 		goto fail;
 	return g;
 fail:
@@ -370,6 +362,52 @@ void llmt_gmodel_free(llmt_gmodel *g)
 
 llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
+int ghost_master(llmt_gmodel *g)
+{
+	/* never asked for: the init's values (llmt_model_master), the weights
+	 * until the device optimizer holds them; after: made for a download */
+	if (llmt_model_master(g->h))
+		return 0;
+	if (!(g->h->master = llmt_model_mem(g->h, g->h->n * 4))) {
+		fprintf(stderr, "llm-train: out of host memory for the master weights (%zu bytes)\n",
+				g->h->n * 4);
+		return -1;
+	}
+	return 0;
+}
+
+int llmt_gmodel_host_grads(llmt_gmodel *g)
+{
+	llmt_model *h = g->h;
+	if (h->grads)
+		return 0;
+	if (ghost_master(g) || !(h->grads = llmt_model_mem(h, h->n * 4))) {
+		fprintf(stderr, "llm-train: out of host memory for the gradients (%zu bytes)\n", h->n * 4);
+		return -1;
+	}
+	/* a host optimizer: page-lock master and gradients, the loop moves
+	 * them every step (upload after the update, gradient download); a
+	 * failure only makes those copies slower */
+	g->pinned = cudaHostRegister(h->master, h->n * 4, cudaHostRegisterDefault) == cudaSuccess;
+	if (g->pinned &&
+		cudaHostRegister(h->grads, h->n * 4, cudaHostRegisterDefault) != cudaSuccess) {
+		cudaHostUnregister(h->master);
+		g->pinned = 0;
+	}
+	cudaGetLastError();     /* clear a registration failure */
+	return 0;
+}
+
+void llmt_gmodel_drop_host_master(llmt_gmodel *g)
+{
+	llmt_model *h = g->h;
+	if (h->grads)       /* kept with a host gradient buffer (host optimizer) */
+		return;
+	h->lazy_master = 0; /* the init's values are no longer the weights */
+	llmt_model_mem_free(h, h->master);
+	h->master = NULL;
+}
+
 int llmt_gmodel_sync(llmt_gmodel *g)
 {
 	/* once the compute stream waits for the whole weight all-gather (the
@@ -398,6 +436,11 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 	/* into a whole master on the device and from there; else staged in the
 	 * gradient buffer (zeroed after): no whole fp32 master needs to exist */
 	size_t n = g->h->n;
+	if (!llmt_model_master(g->h)) {     /* made with the init's values if never asked for */
+		fprintf(stderr, "llm-train: internal error: the host master was dropped (the device "
+						"optimizer holds the weights) or is out of memory\n");
+		return -1;
+	}
 	if (gsnap_fence(g) || gag_finish(g))
 		return -1;
 	if (g->master && !g->sh_lo) {
@@ -416,7 +459,7 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 
 int llmt_gmodel_download_grads(llmt_gmodel *g)
 {
-	if (ggrads_settle(g) ||
+	if (llmt_gmodel_host_grads(g) || ggrads_settle(g) ||
 		gcheck(cudaMemcpyAsync(g->h->grads, g->grads, g->h->n * 4, cudaMemcpyDeviceToHost, g->st),
 			   "download gradients"))
 		return -1;
@@ -428,6 +471,8 @@ int llmt_gmodel_download_master(llmt_gmodel *g)
 	size_t n = g->h->n;
 	if (!g->master)
 		return 0;       /* no update since the last upload of the host master */
+	if (ghost_master(g))
+		return -1;
 	if (!g->sh_lo) {
 		if (gcheck(cudaMemcpyAsync(g->h->master, g->master, n * 4, cudaMemcpyDeviceToHost, g->st),
 				   "download master"))
@@ -447,7 +492,7 @@ int llmt_gmodel_download_master(llmt_gmodel *g)
 int llmt_gmodel_download_compute(llmt_gmodel *g)
 {
 	size_t n = g->h->n;
-	uint16_t *b = gag_finish(g) ? NULL : malloc(n * 2 + 2);
+	uint16_t *b = ghost_master(g) || gag_finish(g) ? NULL : malloc(n * 2 + 2);
 	if (!b || gcheck(cudaMemcpyAsync(b, g->wc, n * 2, cudaMemcpyDeviceToHost, g->st),
 					 "download weights") || llmt_gmodel_sync(g)) {
 		free(b);

@@ -52,8 +52,18 @@ void llmt_gmodel_free(llmt_gmodel *g);
  * model whatever LLM_TRAIN_GPU says). */
 int llmt_gmodel_building(void);
 
-/* The host mirror: parameter table, host master and gradient buffers. */
+/* The host mirror: parameter table, init, host master (whole, made when
+ * llmt_model_master first asks, with the init's values; dropped once the
+ * device optimizer holds the weights, made again by a download) and
+ * gradient buffer (on demand: llmt_gmodel_host_grads; the device
+ * optimizer needs none). */
 llmt_model *llmt_gmodel_host(llmt_gmodel *g);
+/* The host gradient buffer (a host optimizer, tests) made if absent, with
+ * the master; both page-locked when possible. 0 or -1 (out of memory). */
+int llmt_gmodel_host_grads(llmt_gmodel *g);
+/* Free the whole host master (the device optimizer holds the weights);
+ * kept with a host gradient buffer. A download makes it again. */
+void llmt_gmodel_drop_host_master(llmt_gmodel *g);
 
 /* Host master -> device master (+ bf16 copy). Without a whole fp32 master
  * on the device (before the optimizer's first use, or a ZeRO-1 share) the

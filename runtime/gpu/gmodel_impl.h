@@ -129,6 +129,14 @@ int gsh_check(llmt_gmodel *g, unsigned long long *bad);
  * fp32 copy of flat element flat (kernels read weights there, not master) */
 int gwf_plan(llmt_gmodel *g);
 const float *gw32(const llmt_gmodel *g, size_t flat);
+/* the host mirror's whole master made if absent (before the device
+ * optimizer: the init's values, else for a download: undefined); 0 or -1 */
+int ghost_master(llmt_gmodel *g);
+/* the init's weights (model_impl.h llmt_model_init_range) to the device
+ * GINIT_CHUNK floats at a time through a host buffer (no whole host
+ * master): master 1, into the fp32 master; 0, staged in the gradient
+ * buffer (free: at creation) and spread (gmaster_spread). 0 or -1 */
+int ginit_weights(llmt_gmodel *g, int master);
 /* master made (from the host master) if it does not exist yet */
 int gmaster_need(llmt_gmodel *g);
 /* set_dp: the share's parts; a whole master becomes its share */
@@ -143,6 +151,8 @@ int gwf_refresh(llmt_gmodel *g);
 int gsh_gather(llmt_gmodel *g, const float *packed, float *whole);
 /* host (n floats, flat) into packed (this rank's parts, or all when whole) */
 int gsh_put(llmt_gmodel *g, float *packed, const float *host);
+/* the same from a whole flat buffer on the device */
+int gsh_pack(llmt_gmodel *g, float *packed, const float *whole);
 
 /* Before any write of master (or the AdamW state) on the compute stream:
  * the compute stream waits for a checkpoint snapshot copy in flight on the

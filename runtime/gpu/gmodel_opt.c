@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
+#include <xxhash.h>
+#include "ckpt/ckpt.h"
 #include "comm_nccl.h"
 #include "gmodel_impl.h"
 #include "gmodel_opt.h"
@@ -24,7 +26,11 @@ struct llmt_gopt {
 	double *sq_d, *sq_h;          /* GK_SUMSQ_BLOCKS partials (sq_d: also the
 	                               * share check's count, after the norm) */
 	size_t ck_lo, ck_hi;
-	float *pin;                   /* snapshot: master n, m and v ck_hi - ck_lo each */
+	size_t w_lo, w_hi;            /* the master's part in a snapshot: whole, or (ZeRO-1)
+	                               * the part this DP rank writes (llmt_ckpt_dp_share) */
+	float *pin;                   /* snapshot: master w_hi - w_lo, m and v ck_hi - ck_lo
+	                               * each */
+	uint64_t hash;                /* ZeRO-1: the whole master's XXH3 */
 };
 
 /* this rank's share, part i of nparts: the elements it updates, and
@@ -67,6 +73,9 @@ llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const siz
 	o->n = g->h->n;
 	o->ck_lo = ck_lo;
 	o->ck_hi = ck_hi;
+	o->w_hi = o->n;
+	if (g->dp)
+		llmt_ckpt_dp_share(o->n, g->dp_size, g->dp_rank, &o->w_lo, &o->w_hi);
 	/* norm ranges: counted parts of the share cut to the norm runs, in
 	 * share order (a fixed order, so the sum has the same bits each step) */
 	for (int i = 0; i < np; i++) {
@@ -269,21 +278,44 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
 	return 0;
 }
 
+/* the XXH3 of the whole master gathered in the gradient buffer, its
+ * bytes brought through the (empty) snapshot buffer a piece at a time:
+ * the replica hash a checkpoint of a whole master holds, without a whole
+ * master on the host */
+static int hash_whole(llmt_gopt *o, size_t cap)
+{
+	llmt_gmodel *g = o->g;
+	XXH3_state_t *h = XXH3_createState();
+	/* the gather first, under the DP watchdog */
+	int rc = h && XXH3_64bits_reset(h) == XXH_OK && !llmt_nccl_wait(g->dp, g->st) ? 0 : -1;
+	for (size_t at = 0; !rc && at < o->n; at += cap) {
+		size_t k = o->n - at < cap ? o->n - at : cap;
+		rc = gcheck(cudaMemcpyAsync(o->pin, g->grads + at, k * 4, cudaMemcpyDeviceToHost, g->st),
+					"snapshot hash") || gcheck(cudaStreamSynchronize(g->st), "snapshot hash") ||
+			 XXH3_64bits_update(h, o->pin, k * 4) != XXH_OK ? -1 : 0;
+	}
+	if (!rc)
+		o->hash = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return rc;
+}
+
 /* ZeRO-1 share: master, m and v one after the other all-gathered into
- * the gradient buffer (free between steps) and copied from there; each
- * gather waits for the copy before it, the next backward for the last
+ * the gradient buffer (free between steps) and copied from there (the
+ * master: its part this rank writes, after its whole hash); each gather
+ * waits for the copy before it, the next backward for the last
  * (gsnap_fence) */
 static int snapshot_shared(llmt_gopt *o)
 {
 	llmt_gmodel *g = o->g;
-	size_t k = o->ck_hi - o->ck_lo;
+	size_t k = o->ck_hi - o->ck_lo, w = o->w_hi - o->w_lo;
 	float *const src[3] = {g->master, g->m1, g->v1};
-	float *const dst[3] = {o->pin, o->pin + o->n, o->pin + o->n + k};
+	float *const dst[3] = {o->pin, o->pin + w, o->pin + w + k};
 	for (int i = 0; i < 3; i++) {
-		size_t lo = i ? o->ck_lo : 0, len = i ? k : o->n;
+		size_t lo = i ? o->ck_lo : o->w_lo, len = i ? k : w;
 		if (i)
 			CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
-		if (gsh_gather(g, src[i], g->grads))
+		if (gsh_gather(g, src[i], g->grads) || (!i && hash_whole(o, w + 2 * k + 1)))
 			return -1;
 		CK(cudaEventRecord(g->ev_snap, g->st), "event");
 		CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");
@@ -298,8 +330,8 @@ static int snapshot_shared(llmt_gopt *o)
 int llmt_gopt_snapshot(llmt_gopt *o)
 {
 	llmt_gmodel *g = o->g;
-	size_t k = o->ck_hi - o->ck_lo;
-	if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (o->n + 2 * k) * 4 + 4),
+	size_t k = o->ck_hi - o->ck_lo, w = o->w_hi - o->w_lo;
+	if (!o->pin && gcheck(cudaMallocHost((void **)&o->pin, (w + 2 * k) * 4 + 4),
 						  "pinned checkpoint buffer"))
 		return -1;
 	if (gsnap_fence(g) || gag_finish(g))
@@ -319,15 +351,17 @@ int llmt_gopt_snapshot(llmt_gopt *o)
 }
 
 int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
-							const float **v)
+							const float **v, uint64_t *hash)
 {
 	if (!o->pin)
 		return -1;
 	CK(cudaStreamSynchronize(o->g->xst), "snapshot");
-	size_t k = o->ck_hi - o->ck_lo;
+	size_t k = o->ck_hi - o->ck_lo, w = o->w_hi - o->w_lo;
 	*master = o->pin;
-	*m = o->pin + o->n;
-	*v = o->pin + o->n + k;
+	*m = o->pin + w;
+	*v = o->pin + w + k;
+	if (hash)
+		*hash = o->hash;
 	return 0;
 }
 
@@ -343,4 +377,43 @@ int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const f
 		return -1;
 	CK(cudaStreamSynchronize(g->st), "upload");
 	return 0;
+}
+
+/* [ck_lo, ck_hi) of a flat buffer, this DP rank's llmt_zero1_range (blocks
+ * of n/dp, the last rank's with the rest), made whole in the gradient
+ * buffer: the blocks all-gathered, the rest broadcast by the last rank;
+ * copies only, the same bits */
+static int whole_from_range(llmt_gopt *o, const float *part)
+{
+	llmt_gmodel *g = o->g;
+	size_t b = o->n / (size_t)g->dp_size, rest = b * (size_t)g->dp_size;
+	if (o->ck_lo != b * (size_t)g->dp_rank) {
+		fprintf(stderr, "llm-train: internal error: checkpoint range %zu..%zu is not DP rank %d's "
+						"ZeRO-1 range\n", o->ck_lo, o->ck_hi, g->dp_rank);
+		return -1;
+	}
+	CK(cudaMemcpyAsync(g->grads + o->ck_lo, part, (o->ck_hi - o->ck_lo) * 4,
+					   cudaMemcpyHostToDevice, g->st), "upload");
+	if ((b && llmt_nccl_allgather_f32(g->dp, g->grads + o->ck_lo, g->grads, b, g->st)) ||
+		(o->n > rest && llmt_nccl_bcast_bytes(g->dp, g->grads + rest, (o->n - rest) * 4,
+											  g->dp_size - 1, g->st)))
+		return -1;
+	return 0;
+}
+
+int llmt_gopt_restore_range(llmt_gopt *o, const float *master, const float *m, const float *v)
+{
+	llmt_gmodel *g = o->g;
+	if (!g->dp)
+		return llmt_gopt_restore(o, master, m, v);
+	if (gsnap_fence(g) || gag_finish(g))
+		return -1;
+	/* m, v, then master (spread to its share, bf16 and fp32 copies,
+	 * which zeroes the gradient buffer) */
+	if (m && (whole_from_range(o, m) || gsh_pack(g, g->m1, g->grads) ||
+			  whole_from_range(o, v) || gsh_pack(g, g->v1, g->grads)))
+		return -1;
+	if (whole_from_range(o, master) || gmaster_spread(g, 0, o->n))
+		return -1;
+	return llmt_nccl_wait(g->dp, g->st);
 }

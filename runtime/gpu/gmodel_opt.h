@@ -50,16 +50,24 @@ typedef enum { LLMT_GBUF_MASTER, LLMT_GBUF_GRADS, LLMT_GBUF_SHARE } llmt_gbuf;
 int llmt_gopt_get(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, float *host);
 int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const float *host);
 
-/* Checkpoint: (dp > 1: all-gather the AdamW state blocks so [ck_lo,
- * ck_hi) is whole) then copy master [0, n) and m, v [ck_lo, ck_hi) into
- * pinned host memory on the copy stream after the queued work; the next
- * write of master, m or v on the device waits for that copy. wait returns
- * the three host pointers once the copy is complete. */
+/* Checkpoint: copy master and m, v [ck_lo, ck_hi) into pinned host
+ * memory on the copy stream after the queued work; the next write of
+ * master, m or v on the device waits for that copy. The master: whole
+ * [0, n); dp > 1 (master, m and v all-gathered on the device) the part
+ * this DP rank writes of the replicated master (ckpt.h
+ * llmt_ckpt_dp_share), and the XXH3 of the whole (its replica hash,
+ * computed at once through the empty pinned buffer). wait returns the
+ * three host pointers and that hash (hash may be NULL) once the copy is
+ * complete. */
 int llmt_gopt_snapshot(llmt_gopt *o);
 int llmt_gopt_snapshot_wait(llmt_gopt *o, const float **master, const float **m,
-                            const float **v);
+                            const float **v, uint64_t *hash);
 /* Resume: master (n floats) and, when m is not NULL, m and v over the
  * whole flat buffer, to the device; bf16 copy refreshed. */
 int llmt_gopt_restore(llmt_gopt *o, const float *master, const float *m, const float *v);
+/* The same from master, m and v over [ck_lo, ck_hi) only (this DP rank's
+ * llmt_zero1_range: with dp > 1, collective over DP, each rank's range
+ * all-gathered on the device; dp = 1: the whole buffers). */
+int llmt_gopt_restore_range(llmt_gopt *o, const float *master, const float *m, const float *v);
 
 #endif

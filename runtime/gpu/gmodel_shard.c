@@ -76,20 +76,40 @@ static int meet(size_t a, size_t b, size_t c, size_t d, size_t *x, size_t *y)
 	return *x < *y;
 }
 
-/* copy the flat range [at, at + n) of src (flat layout) into master (its
- * layout); on the compute stream */
-static int to_master(llmt_gmodel *g, const float *src, size_t at, size_t n, enum cudaMemcpyKind k)
+/* copy the flat range [at, at + n) of src (flat layout from element s0:
+ * src[0] is element s0) into master (its layout); on the compute stream */
+static int to_master(llmt_gmodel *g, const float *src, size_t s0, size_t at, size_t n,
+					 enum cudaMemcpyKind k)
 {
 	size_t x, y;
 	if (!g->sh_lo) {
-		CK(cudaMemcpyAsync(g->master + at, src + at, n * 4, k, g->st), "master copy");
+		CK(cudaMemcpyAsync(g->master + at, src + (at - s0), n * 4, k, g->st), "master copy");
 		return 0;
 	}
 	for (int i = 0; i < g->nsh_parts; i++)
 		if (meet(at, at + n, g->sh_lo[i], g->sh_hi[i], &x, &y))
-			CK(cudaMemcpyAsync(g->master + g->sh_at[i] + (x - g->sh_lo[i]), src + x, (y - x) * 4,
-							   k, g->st), "master copy");
+			CK(cudaMemcpyAsync(g->master + g->sh_at[i] + (x - g->sh_lo[i]), src + (x - s0),
+							   (y - x) * 4, k, g->st), "master copy");
 	return 0;
+}
+
+int ginit_weights(llmt_gmodel *g, int master)
+{
+	size_t n = g->h->n, C = GINIT_CHUNK;
+	float *b = malloc((n < C ? n : C) * 4 + 4);
+	int rc = b ? 0 : -1;
+	if (!b)
+		fprintf(stderr, "llm-train: out of host memory initialising the weights\n");
+	for (size_t at = 0; !rc && at < n; at += C) {
+		size_t k = n - at < C ? n - at : C;
+		llmt_model_init_range(g->h, at, at + k, b);
+		rc = master ? to_master(g, b, at, at, k, cudaMemcpyHostToDevice)
+					: gcheck(cudaMemcpyAsync(g->grads + at, b, k * 4, cudaMemcpyHostToDevice, g->st),
+							 "init") || gmaster_spread(g, at, k);
+		rc = rc || gcheck(cudaStreamSynchronize(g->st), "init");   /* b is used again */
+	}
+	free(b);
+	return rc ? -1 : 0;
 }
 
 /* the share check's ranges, GK_SHARE_RANGES to a launch: one more (n
@@ -139,8 +159,12 @@ int gmaster_need(llmt_gmodel *g)
 		fprintf(stderr, "llm-train: out of GPU memory for the fp32 master weights\n");
 		return -1;
 	}
-	/* the device weights are the last upload's: the host master */
-	if (to_master(g, g->h->master, 0, g->h->n, cudaMemcpyHostToDevice))
+	/* the device weights are the last upload's: the host master; with
+	 * none (never asked for on the host) the init's, made again a piece
+	 * at a time */
+	if (!g->h->master)
+		return ginit_weights(g, 1);
+	if (to_master(g, g->h->master, 0, 0, g->h->n, cudaMemcpyHostToDevice))
 		return -1;
 	return gcheck(cudaStreamSynchronize(g->st), "master upload");
 }
@@ -180,7 +204,7 @@ int gsh_plan(llmt_gmodel *g)
 	g->master = NULL;
 	g->nsh = at;
 	if (!(g->master = gdmem(g, at * 4)) ||
-		to_master(g, whole, 0, g->h->n, cudaMemcpyDeviceToDevice) ||
+		to_master(g, whole, 0, 0, g->h->n, cudaMemcpyDeviceToDevice) ||
 		gcheck(cudaStreamSynchronize(g->st), "synchronize"))
 		return -1;
 	gdfree(g, whole);
@@ -196,7 +220,7 @@ int gmaster_spread(llmt_gmodel *g, size_t at, size_t n)
 		if (meet(at, at + n, g->wf_flat[i], g->wf_flat[i] + g->wf_n[i], &x, &y))
 			CK(cudaMemcpyAsync(g->wf + g->wf_at[i] + (x - g->wf_flat[i]), s + x, (y - x) * 4,
 							   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
-	if (g->master && to_master(g, s, at, n, cudaMemcpyDeviceToDevice))
+	if (g->master && to_master(g, s, 0, at, n, cudaMemcpyDeviceToDevice))
 		return -1;
 	CK(cudaMemsetAsync(g->grads + at, 0, n * 4, g->st), "zero gradients");
 	return 0;
@@ -246,18 +270,28 @@ int gsh_gather(llmt_gmodel *g, const float *packed, float *whole)
 	return llmt_nccl_group_end(g->dp) || bad ? -1 : 0;
 }
 
-int gsh_put(llmt_gmodel *g, float *packed, const float *host)
+static int sh_pack(llmt_gmodel *g, float *packed, const float *whole, enum cudaMemcpyKind k)
 {
 	size_t x, y;
 	if (!g->sh_lo) {
-		CK(cudaMemcpyAsync(packed, host, g->h->n * 4, cudaMemcpyHostToDevice, g->st), "upload");
+		CK(cudaMemcpyAsync(packed, whole, g->h->n * 4, k, g->st), "share copy");
 		return 0;
 	}
 	for (int p = 0; p < g->nsh_parts; p++)
 		if (meet(g->sh_lo[p], g->sh_hi[p], 0, g->h->n, &x, &y))
-			CK(cudaMemcpyAsync(packed + g->sh_at[p], host + x, (y - x) * 4,
-							   cudaMemcpyHostToDevice, g->st), "upload");
+			CK(cudaMemcpyAsync(packed + g->sh_at[p], whole + x, (y - x) * 4, k, g->st),
+			   "share copy");
 	return 0;
+}
+
+int gsh_put(llmt_gmodel *g, float *packed, const float *host)
+{
+	return sh_pack(g, packed, host, cudaMemcpyHostToDevice);
+}
+
+int gsh_pack(llmt_gmodel *g, float *packed, const float *whole)
+{
+	return sh_pack(g, packed, whole, cudaMemcpyDeviceToDevice);
 }
 
 int gag_wait(llmt_gmodel *g, size_t hi)

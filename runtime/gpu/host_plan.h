@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The device's weights are initialised GINIT_CHUNK floats at a time
+ * through a host buffer (gmodel_shard.c ginit_weights; memest.c counts
+ * it). */
+#define GINIT_CHUNK ((size_t)1 << 22)
+
 /* ---- device choice (device_pick.c) -------------------------------------------
  * ndev visible devices. One visible device (the plugin narrowed
  * CUDA_VISIBLE_DEVICES): 0. Else LLM_TRAIN_GPU when set and >= 0, else

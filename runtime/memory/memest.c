@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ckpt/ckpt.h"
 #include "gpu/host_plan.h"
 #include "train/optim.h"
 #include "comm/comm.h"
@@ -167,39 +168,54 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 void llmt_memory_estimate_gpu_host(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int devopt, int ckpt, int resume, llmt_memest_host *e)
 {
-	double M = (double)B * T, n = (double)nflat, k = n / l->dp;
+	double M = (double)B * T, n = (double)nflat;
 	int first = l->pp_rank == 0, last = l->pp_rank == l->pp - 1;
 	llmt_memest one;
 
 	memset(e, 0, sizeof(*e));
-	/* gmodel.c: llmt_model_create(B = T = 1, one slot): the mirror's
-	 * master is whole (as with dp = 1) */
+	/* gmodel.c: llmt_model_create_mirror (B = T = 1, one slot): the CPU
+	 * model's buffers without its bf16 copy (n x 2) nor its fp32 master
+	 * and gradients (n x 4 each; the host optimizer's: below) */
 	llmt_grid l1 = *l;
 	l1.dp = 1;
 	l1.dp_rank = 0;
 	llmt_memory_estimate(c, &l1, nflat, 1, 1, 1, 1, 0, 0, LLMT_RECOMPUTE_NONE, &one);
-	e->mirror = one.params + one.activations + one.scratch + one.pipeline;
+	e->mirror = one.params - n * 10 + one.activations + one.scratch + one.pipeline;
 	/* tokens, targets and mask (gmodel.c tok_h), pinned loss row */
 	e->staging = M * 4 * 3 + 4 + M * 4;
 	if (devopt) {
-		/* bridge_optim.c: the tied embedding's host copy on both its
-		 * stages; gmodel_opt.c llmt_gopt_snapshot: master, m and v of
-		 * the ZeRO-1 checkpoint range; d_load_into: whole m and v */
+		/* no whole fp32 master (gmodel.c: the init goes to the device
+		 * GINIT_CHUNK floats at a time, the SDC check sums the weights
+		 * a piece at a time), no host gradient buffer. bridge_optim.c: the tied
+		 * embedding's host copy on both its stages; gmodel_opt.c
+		 * llmt_gopt_snapshot: m and v of this rank's ZeRO-1 checkpoint
+		 * range, the master whole (dp = 1) or the part of it this DP
+		 * rank writes (ckpt.h); d_load_into: master, m and v of that
+		 * range (dp = 1: the whole buffers), freed once on the device */
+		size_t lo, hi, wlo = 0, whi = nflat;
+		llmt_zero1_range(nflat, l->dp, l->dp_rank, &lo, &hi);
+		if (l->dp > 1)
+			llmt_ckpt_dp_share(nflat, l->dp, l->dp_rank, &wlo, &whi);
+		e->init = (nflat < GINIT_CHUNK ? n : (double)GINIT_CHUNK) * 4 + 4;
 		if (c->tie_embeddings && l->pp > 1 && (first || last))
 			e->staging += (double)c->vocab_size * c->d_model / l->tp * 4;
-		e->snapshot = ckpt ? (n + 2 * k) * 4 + 4 : 0;
-		e->load = resume ? n * 8 : 0;
+		e->snapshot = ckpt ? ((double)(whi - wlo) + 2.0 * (double)(hi - lo)) * 4 + 4 : 0;
+		e->load = resume ? 3.0 * (double)(hi - lo) * 4 : 0;
 	}
 	if (!devopt) {
-		/* the host optimizer's state, and the writer's copy of its share
-		 * (the device optimizer's pinned snapshot is written in place) */
+		/* the mirror's whole master and gradient buffer (gmodel.c
+		 * llmt_gmodel_host_grads), the host optimizer's state, and the
+		 * writer's copy of its share (the device optimizer's pinned
+		 * snapshot is written in place) */
 		llmt_memest h;
 		llmt_memory_estimate(c, l, nflat, B, T, 1, 0, ckpt, 0, LLMT_RECOMPUTE_NONE, &h);
-		e->mirror += h.optimizer + h.comm;
+		e->mirror += n * 8 + h.optimizer + h.comm;
 		e->writer = h.snapshot;
 	}
-	e->total = e->mirror + e->staging +
-		(e->snapshot + e->writer > e->load ? e->snapshot + e->writer : e->load);
+	/* the init's buffer and a resume's come before the first snapshot,
+	 * and are freed before it */
+	double kept = e->snapshot + e->writer, early = e->init > e->load ? e->init : e->load;
+	e->total = e->mirror + e->staging + (kept > early ? kept : early);
 }
 
 double llmt_memory_peak(void)

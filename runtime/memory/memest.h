@@ -54,18 +54,27 @@ typedef struct {
  * recomputes is kept once, not per recomputed layer and slot: gpu/act_plan.c). */
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
 	int B, int T, int A, int devopt, int recompute, llmt_memest_gpu *e);
-/* Host memory of a rank whose model is on a GPU (gpu/gbridge*.c,
- * gmodel*.c): the host mirror (the CPU model built for one token: fp32
- * master and gradients, bf16 copy), the pinned checkpoint snapshot (the
- * checkpoint writer writes it in place), the AdamW state read on a resume (freed before the first snapshot) and the
- * staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
+/* Host memory of a rank whose model is on a GPU (gpu/bridge*.c,
+ * gmodel*.c): the host mirror (the CPU model built for one token, without
+ * its bf16 copy; with the host optimizer also the fp32 master, gradients
+ * and AdamW state; with the device optimizer no whole fp32 master: the
+ * init goes to the device a piece at a time), the pinned checkpoint
+ * snapshot (the checkpoint writer writes it in place), the master and
+ * AdamW state read on a resume (this rank's ZeRO-1 range; freed before
+ * the first snapshot) and the staging buffers. Runtime overhead (CUDA, MPI, NCCL) is not counted. */
 typedef struct {
-	double mirror;       /* the host model: parameter state, one-token buffers */
-	double snapshot;     /* pinned: whole master, this rank's m and v share */
+	double mirror;       /* the host model kept: parameter table, one-token buffers
+	                      * (host optimizer: master, gradients, AdamW state) */
+	double init;         /* device optimizer: the host buffer the init's weights
+	                      * go to the device through (16 MiB at most) */
+	double snapshot;     /* pinned: this rank's m and v share, the master whole
+	                      * (dp = 1) or the part this DP rank writes */
 	double writer;       /* the writer's copy of the share: host optimizer only */
-	double load;         /* a resume's whole m and v, freed before a snapshot */
+	double load;         /* a resume's master, m and v of this rank's ZeRO-1 range
+	                      * (dp = 1: whole), freed before a snapshot */
 	double staging;      /* tokens, pinned loss row, tied embedding copy */
-	double total;        /* mirror + staging + the larger of snapshot + writer, load */
+	double total;        /* mirror + staging + the largest of init, load,
+	                      * snapshot + writer: the peak */
 } llmt_memest_host;
 
 /* Pure. ckpt: checkpoints are written (the snapshot is allocated at the

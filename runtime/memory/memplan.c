@@ -53,8 +53,8 @@ static int stage(const llmt_config *c, int tp, int pp, int dp, int s, int B, int
 	       "%.1f, workspace %.1f MiB\n", MIB(g.total), MIB(g.params), MIB(g.optimizer),
 	       MIB(g.activations), MIB(g.scratch), MIB(g.workspace));
 	printf("  GPU rank: host %.1f MiB: mirror %.1f, snapshot %.1f (pinned), resume %.1f, "
-	       "staging %.1f MiB\n", MIB(h.total), MIB(h.mirror), MIB(h.snapshot), MIB(h.load),
-	       MIB(h.staging));
+	       "staging %.1f, init %.1f MiB\n", MIB(h.total), MIB(h.mirror), MIB(h.snapshot),
+	       MIB(h.load), MIB(h.staging), MIB(h.init));
 	return 0;
 }
 

@@ -71,6 +71,18 @@ static void *mem(llmt_model *m, size_t bytes)
 	return p;
 }
 
+void *llmt_model_mem(llmt_model *m, size_t bytes) { return mem(m, bytes); }
+
+void llmt_model_mem_free(llmt_model *m, void *p)
+{
+	for (int i = 0; p && i < m->nallocs; i++)
+		if (m->allocs[i] == p) {
+			m->allocs[i] = m->allocs[--m->nallocs];
+			free(p);
+			return;
+		}
+}
+
 static int add_param(llmt_model *m, int *cap, size_t *off, const char *name, int ndim,
 					 int64_t r, int64_t c, int split, int64_t soff, int64_t slen, int nodecay)
 {
@@ -254,6 +266,24 @@ float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, 
 	return (float)(std * normal_at(key, (uint64_t)((i + ro) * p->shape[1] + (j + co))));
 }
 
+void llmt_model_init_range(const llmt_model *m, size_t lo, size_t hi, float *out)
+{
+	memset(out, 0, (hi - lo) * sizeof(float));
+	for (int t = 0; t < m->nparams_t; t++) {
+		const llmt_param_info *p = &m->params[t];
+		size_t a = p->offset > lo ? p->offset : lo;
+		size_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+		uint64_t key;
+		double std;
+		if (a >= b)
+			continue;
+		llmt_model_init_key(m, p, &key, &std);
+#pragma omp parallel for schedule(static)
+		for (size_t i = a; i < b; i++)
+			out[i - lo] = llmt_model_init_value(p, key, std, i - p->offset);
+	}
+}
+
 void llmt_model_init(llmt_model *m)
 {
 	if (m->mshare) {
@@ -280,7 +310,7 @@ void llmt_model_sync_compute(llmt_model *m)
 		m->dev->sync_compute(m);
 		return;
 	}
-	if (!m->bf)
+	if (!m->bf || !m->wc)   /* a GPU mirror has no compute copy */
 		return;
 	size_t n = m->mhi - m->mlo;
 	bf16 *wc = m->wc + m->mlo;
@@ -303,7 +333,8 @@ void llmt_model_zero_grad(llmt_model *m)
 		m->dev->zero_grad(m);
 		return;
 	}
-	memset(m->grads, 0, m->n * sizeof(float));
+	if (m->grads)       /* a GPU mirror's are made on demand */
+		memset(m->grads, 0, m->n * sizeof(float));
 	m->gz = 1; /* the next (CPU) backward's products write instead of adding */
 }
 
@@ -419,11 +450,24 @@ llmt_model *llmt_model_create_rc(const llmt_config *c, const llmt_par *par, llmt
 	return llmt_model_create_share(c, par, prec, B, T, nslots, recompute, 0, (size_t)-1);
 }
 
+static int building_mirror;     /* llmt_model_create_mirror is building */
+
+llmt_model *llmt_model_create_mirror(const llmt_config *c, const llmt_par *par)
+{
+	building_mirror = 1;
+	llmt_model *m = llmt_model_create_share(c, par, LLMT_BF16, 1, 1, 1, LLMT_RECOMPUTE_NONE, 0,
+											(size_t)-1);
+	building_mirror = 0;
+	return m;
+}
+
 llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, llmt_prec prec,
 									int B, int T, int nslots, int recompute, size_t lo,
 									size_t hi)
 {
 	char err[256];
+	int mirror = building_mirror;
+	building_mirror = 0;
 	if (llmt_model_check_layout(c, par, err, sizeof err)) {
 		fprintf(stderr, "llm-train: %s\n", err);
 		return NULL;
@@ -462,9 +506,14 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 		if (llmt_model_wf_plan(m, mem))
 			goto oom;
 	}
-	if (!(m->master = mem(m, (m->mhi - m->mlo) * 4)) || !(m->grads = mem(m, m->n * 4)))
+	/* a GPU mirror: no master (gpu/gmodel.c initialises the device a
+	 * piece at a time; made whole when asked for), no gradients (made on
+	 * demand) and no compute copy */
+	m->lazy_master = mirror;
+	if ((!mirror && !(m->master = mem(m, (m->mhi - m->mlo) * 4))) ||
+		(!mirror && !(m->grads = mem(m, m->n * 4))))
 		goto oom;
-	if (m->bf && !(m->wc = mem(m, m->n * 2)))
+	if (m->bf && !mirror && !(m->wc = mem(m, m->n * 2)))
 		goto oom;
 	int h2 = m->hd / 2;
 	if (!(m->cos_t = mem(m, (size_t)T * h2 * 4)) || !(m->sin_t = mem(m, (size_t)T * h2 * 4)))
@@ -475,12 +524,13 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 			m->cos_t[t * h2 + i] = (float)cos(t * f);
 			m->sin_t[t * h2 + i] = (float)sin(t * f);
 		}
-	if (m->bf && attn_ok(m->hd) &&
+	if (m->bf && !mirror && attn_ok(m->hd) &&
 		!(m->aw = attn_ws_new(B * m->Hl, T, m->hd, omp_get_max_threads())))
 		goto oom;
 	if (alloc_acts(m))
 		goto oom;
-	llmt_model_init(m);
+	if (!mirror)
+		llmt_model_init(m);
 	return m;
 oom:
 	fprintf(stderr, "llm-train: out of memory building the model (B=%d T=%d slots=%d)\n", B, T,
@@ -512,7 +562,12 @@ const llmt_param_info *llmt_model_params(const llmt_model *m, int *count)
 }
 size_t llmt_model_nparams(const llmt_model *m) { return m->n; }
 int llmt_model_blocked_attn(const llmt_model *m) { return m->aw != NULL; }
-float *llmt_model_master(llmt_model *m) { return m->master; }
+float *llmt_model_master(llmt_model *m)
+{
+	if (!m->master && m->lazy_master && (m->master = mem(m, m->n * 4)))
+		llmt_model_init_range(m, 0, m->n, m->master);
+	return m->master;
+}
 void llmt_model_master_range(const llmt_model *m, size_t *lo, size_t *hi)
 {
 	*lo = m->mshare ? m->mlo : 0;

@@ -55,6 +55,8 @@ struct llmt_model {
 	                         * at wf_at[i] in wf */
 	size_t *wf_flat, *wf_at, *wf_n, wf_len;
 	int nwf;
+	int lazy_master;        /* a GPU mirror: master NULL until asked for (made with
+	                         * the init's values: llmt_model_master) */
 	size_t off_embed, off_norm, off_head;
 	struct layer_off *lo;
 	float *cos_t, *sin_t;   /* [T][hd/2] */
@@ -82,6 +84,18 @@ float llmt_model_init_value(const llmt_param_info *p, uint64_t key, double std, 
 int llmt_model_wf_plan(llmt_model *m, void *(*alloc)(llmt_model *, size_t));
 void llmt_model_init_share(llmt_model *m);
 const float *llmt_model_w32(const llmt_model *m, size_t off);
+
+/* model.c, for the GPU backend's host mirror (gpu/gmodel.c): the CPU
+ * model for one token (B = T = 1, one slot, bf16) without master,
+ * gradient buffer or compute copy (master, grads, wc NULL; the master is
+ * made whole with the init's values when llmt_model_master first asks,
+ * while lazy_master is set); buffers freed with the model (mem), or one
+ * of them before. llmt_model_init_range: the init's values (padding 0)
+ * of flat elements [lo, hi) into out[0 .. hi - lo). */
+llmt_model *llmt_model_create_mirror(const llmt_config *c, const llmt_par *par);
+void *llmt_model_mem(llmt_model *m, size_t bytes);
+void llmt_model_mem_free(llmt_model *m, void *p);
+void llmt_model_init_range(const llmt_model *m, size_t lo, size_t hi, float *out);
 
 /* the recomputation of the stage's layer l */
 #define RC_AT(m, l) ((l) < (m)->rc_layers ? (m)->recompute : LLMT_RECOMPUTE_NONE)

@@ -99,6 +99,13 @@ typedef struct {
 	float *m, *v;
 	size_t lo, hi;
 	int master_share;
+	/* saved() only, instead of a whole master: the part of the whole,
+	 * replicated one this DP rank writes (ckpt.h llmt_ckpt_dp_share;
+	 * master[0] is its first element) and master_hash, the checkpoint's
+	 * replica hash of the whole (a device's ZeRO-1 run: the whole master
+	 * is gathered on the device only) */
+	int master_part;
+	uint64_t master_hash;
 } llmt_opt_state;
 
 /* Where the optimizer runs: the layout pieces it needs. */
@@ -150,6 +157,10 @@ struct llmt_trainopt_ops {
 	 * the last step (0 without a share); 0, or -1 when the check could not
 	 * run (a device error) */
 	int (*share_check)(llmt_trainopt *o, size_t *bad);
+	/* *sum: llmt_checksum_f32 (sdc.h) of what master() gives, for the
+	 * replicas' SDC check (a device: computed a piece at a time, no whole
+	 * copy on the host) */
+	int (*weights_sum)(llmt_trainopt *o, uint64_t *sum);
 };
 struct llmt_trainopt {
 	const struct llmt_trainopt_ops *ops;

@@ -7,6 +7,7 @@
  * broadcast from their owners, instead of the fp32 master. The device
  * implementation is gpu/bridge_optim.c. */
 #include "optim.h"
+#include "sdc.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,9 +201,17 @@ static void h_free(llmt_trainopt *b)
 	free(h);
 }
 
+static int h_weights_sum(llmt_trainopt *b, uint64_t *sum)
+{
+	host_opt *h = (host_opt *)b;
+
+	*sum = llmt_checksum_f32(h_master(b), llmt_model_nparams(h->m));
+	return 0;
+}
+
 static const struct llmt_trainopt_ops host_ops = {
 	h_finish, h_step, h_poke, h_master, h_snapshot, h_saved, h_state, h_loaded, h_free,
-	h_share_check,
+	h_share_check, h_weights_sum,
 };
 
 llmt_trainopt *llmt_trainopt_host(llmt_model *m, const llmt_opt_env *e)

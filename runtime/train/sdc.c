@@ -10,19 +10,33 @@
 #include <string.h>
 #include "llmt/exitcodes.h"
 
-uint64_t llmt_checksum_f32(const float *x, size_t n)
+uint64_t llmt_checksum_start(size_t n)
 {
-	uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)n;
+	return 0x243f6a8885a308d3ULL ^ (uint64_t)n;
+}
+
+uint64_t llmt_checksum_add(uint64_t h, const float *x, size_t k)
+{
 	uint32_t w;
 
 	/* each round is a bijection of h for a fixed word and of the word for
 	 * a fixed h, so any single changed word changes the result */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < k; i++) {
 		memcpy(&w, &x[i], 4);
 		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
 		h = (h << 29) | (h >> 35);
 	}
+	return h;
+}
+
+uint64_t llmt_checksum_end(uint64_t h)
+{
 	return h ^ (h >> 31);
+}
+
+uint64_t llmt_checksum_f32(const float *x, size_t n)
+{
+	return llmt_checksum_end(llmt_checksum_add(llmt_checksum_start(n), x, n));
 }
 
 int llmt_sdc_suspects(const uint64_t *sums, int dp, int *suspects)
@@ -100,11 +114,10 @@ static int write_sdc(const llmt_grid *l, long step, char (*hosts)[LLMT_HOSTLEN],
 	return rc;
 }
 
-int llmt_sdc_check(llmt_parallel *p, const float *w, size_t n, long step, char (*hosts)[LLMT_HOSTLEN],
+int llmt_sdc_check(llmt_parallel *p, uint64_t mine, long step, char (*hosts)[LLMT_HOSTLEN],
 	const char *dir)
 {
 	const llmt_grid *l = &p->l;
-	uint64_t mine = llmt_checksum_f32(w, n);
 	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)l->world);
 	uint64_t *rep = malloc(sizeof(uint64_t) * (size_t)l->dp);
 	int *sus = malloc(sizeof(int) * (size_t)l->dp), ns, rc = 0;

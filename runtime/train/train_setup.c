@@ -89,6 +89,14 @@ static void ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen,
 		size_t nf = 0;
 		cs->alike[1] = llmt_model_f32_copies(t->m, &nf);
 		cs->alike_len[1] = cs->alike[1] ? nf * sizeof(float) : 0;
+	} else if (os->master_part) {
+		/* the part of the replicated master this rank writes, as the
+		 * writer cuts it, with the whole one's hash: the same files */
+		size_t plo, phi;
+		llmt_ckpt_dp_share(cs->nflat, l->dp, l->dp_rank, &plo, &phi);
+		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, plo, phi, 0, 0 };
+		cs->hash_given = 1;
+		cs->hash = os->master_hash;
 	} else
 		cs->bufs[0] = (llmt_ckpt_buf){ "master", LLMT_CKPT_F32, os->master, 0, cs->nflat, 1, 0 };
 	cs->bufs[1] = (llmt_ckpt_buf){ "adam_m", LLMT_CKPT_F32, os->m, os->lo, os->hi, 0, 0 };
@@ -295,12 +303,12 @@ int llmt_tr_sdc_check(trainer *t)
 {
 	const char *dir = t->o->ckpt_dir ? t->o->ckpt_dir : t->o->run_dir;
 
-	const float *w = t->opt->ops->master(t->opt);
-	int rc = w ? 0 : LLMT_EXIT_TRANSIENT;
+	uint64_t sum = 0;
+	int rc = t->opt->ops->weights_sum(t->opt, &sum) ? LLMT_EXIT_TRANSIENT : 0;
 
 	if ((rc = llmt_tr_agree(t->p, rc)))
 		return rc;
-	return llmt_sdc_check(t->p, w, llmt_model_nparams(t->m), (long)t->st.step, t->hosts, dir);
+	return llmt_sdc_check(t->p, sum, (long)t->st.step, t->hosts, dir);
 }
 
 /* The optimizer where the model lives: the device's when the GPU backend

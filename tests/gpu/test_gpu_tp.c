@@ -18,6 +18,7 @@
  * a one-rank TP group: the NCCL all-reduces are issued (counted by the
  * emulation) and change no bit. Tolerances are test_gpu_emu.c's.
  * Exit 0 pass, 1 fail. */
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 
 extern long llmt_nccl_emu_allreduces;   /* cuda_emu.c */
 size_t llmt_emu_dev_bytes(size_t *peak);
+size_t llmt_emu_pinned_bytes(void);
 
 static int fails, world_rank;
 
@@ -477,6 +479,38 @@ static void memest_dp(llmt_parallel *p)
 															  : fabs(opt - e.optimizer), slack);
 	/* and far below the whole-buffer state of before (m, v, master of n) */
 	check("device optimizer bytes / whole-buffer state", "", opt / (12.0 * n), 1.5 / l->dp);
+	/* the pinned checkpoint snapshot: this rank's m and v and the part of
+	 * the master it writes, exactly the host estimate's (about 3n/dp, the
+	 * whole master's n + 2n/dp before) */
+	llmt_memest_host h;
+	llmt_memory_estimate_gpu_host(&c, l, n, B, T, 1, 1, 0, &h);
+	size_t pin0 = llmt_emu_pinned_bytes();
+	llmt_opt_state os;
+	if (o->ops->snapshot(o) || o->ops->saved(o, &os))
+		check("checkpoint snapshot", "", 1, 0);
+	double pin = (double)(llmt_emu_pinned_bytes() - pin0);
+	check("pinned snapshot bytes - host estimate", "", fabs(pin - h.snapshot), 0);
+	check("pinned snapshot bytes / whole master", "", pin / (4.0 * n), 3.5 / l->dp);
+	if (world_rank == 0)
+		printf("dp=%d tp=%d: pinned checkpoint snapshot %.0f bytes (estimate %.0f; whole master "
+			   "%.0f)\n", l->dp, l->tp, pin, h.snapshot, 4.0 * n);
+	/* a resume loads master, m and v of this rank's ZeRO-1 range only
+	 * (the host heap, glibc's mallinfo2: three blocks and their headers),
+	 * exactly the estimate's (a whole master, m and v: 4 x more at dp=2),
+	 * and puts them on the device (collective) */
+	llmt_memory_estimate_gpu_host(&c, l, n, B, T, 1, 1, 1, &h);
+	struct mallinfo2 mi = mallinfo2();
+	double heap0 = (double)(mi.uordblks + mi.hblkhd);
+	llmt_opt_state ls = {0};
+	if (o->ops->load_into(o, 1, &ls))
+		check("resume buffers", "", 1, 0);
+	mi = mallinfo2();
+	double ld = (double)(mi.uordblks + mi.hblkhd) - heap0;
+	check("resume host bytes - host estimate", "", fabs(ld - h.load), 3 * 64);
+	check("resume loaded", "", o->ops->loaded(o, 1, 1) != 0, 0);
+	if (world_rank == 0)
+		printf("dp=%d tp=%d: resume buffers %.0f bytes (estimate %.0f; whole master, m and v "
+			   "%.0f)\n", l->dp, l->tp, ld, h.load, 12.0 * n);
 	if (world_rank == 0)
 		printf("dp=%d tp=%d: device model %.0f bytes (estimate %.0f), optimizer %.0f (estimate %.0f, "
 			   "whole-buffer state %.0f)\n", l->dp, l->tp, model,
