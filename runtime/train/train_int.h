@@ -68,6 +68,11 @@ double llmt_tr_now(void);
 int llmt_tr_agree(llmt_parallel *p, int rc);
 /* Config, data, dirs, heartbeat, model, optimizer, pipeline, start state. */
 int llmt_tr_setup(trainer *t);
+/* The checkpoint description of training state st and optimizer state os
+ * (m and v may be NULL: then only the master buffer is listed); json: the
+ * training state's text when non-NULL (train_save.c). */
+void llmt_tr_ckpt_state(trainer *t, llmt_ckpt_state *cs, char *json, size_t jlen, train_state *st,
+	const llmt_opt_state *os);
 /* Save a checkpoint of the current step (collective; sync: wait for it);
  * *stall: the time spent in the call. With an asynchronous optimizer
  * snapshot (a device) and !sync the save is only begun: the loop calls

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "model/bf16.h"
 #include "model/model.h"
+#include "model/model_impl.h"
 #include "train/optim.h"
 
 enum { B = 2, T = 32 };
