@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/spank/cluster_step_release.sh: a step srun refuses inside an
-# allocation (a layout that does not fit the step, --llm-explain) is
+# allocation (a layout that does not fit the step, also under
+# --export=NONE, and --llm-explain) is
 # released, so the job's next srun runs and the job ends. On Slurm 22.05 a
 # failing local_user_init leaves the step RUNNING in slurmctld (it exists
 # already, no slurmstepd ever completes it, scancel JOB.STEP does not free
@@ -23,6 +24,8 @@ srun --llm-explain touch $w/ran 2>$w/explain.err
 echo "explain rc=\$?"
 srun -n3 --llm-tp=2 touch $w/ran 2>$w/layout.err
 echo "layout rc=\$?"
+srun --export=NONE -n3 --llm-tp=2 touch $w/ran 2>$w/export.err
+echo "export rc=\$?"
 srun -N2 touch $w/after
 echo "plain rc=\$?"
 EOF
@@ -32,7 +35,7 @@ st=$(cluster_sbatch_wait "$jid" 45) ||
 	{ cat "$w/job.out"; scontrol show step "$jid" 2>&1 | grep StepId; fail "job ended $st (a refused step was never released)"; }
 grep -q '^plain rc=0$' "$w/job.out" && [ -e "$w/after" ] || { cat "$w/job.out"; fail "the srun after the refusals did not run"; }
 [ ! -e "$w/ran" ] || fail "a refused srun ran its command"
-for k in explain layout; do
+for k in explain layout export; do
 	grep -q "^$k rc=1\$" "$w/job.out" || { cat "$w/job.out"; fail "$k: srun did not exit 1"; }
 	e=$w/$k.err
 	[ "$(grep -c 'llm_train: ' "$e")" = 1 ] || { cat "$e"; fail "$k: not exactly one llm_train line"; }
@@ -41,6 +44,7 @@ for k in explain layout; do
 done
 grep -q 'llm_train: explain mode: step not launched' "$w/explain.err" || fail "explain refusal line"
 grep -q 'environment of task 3 (node2)' "$w/job.out" || { cat "$w/job.out"; fail "srun --llm-explain printed no map"; }
+grep -q 'llm_train: .*does not divide the 3 tasks' "$w/export.err" || { cat "$w/export.err"; fail "--export=NONE refusal line"; }
 grep -q 'llm_train: .*does not divide the 3 tasks' "$w/layout.err" || { cat "$w/layout.err"; fail "layout refusal line"; }
 echo "ok: refused and --llm-explain steps released; the next srun ran, job $jid COMPLETED"
 

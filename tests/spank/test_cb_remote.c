@@ -202,7 +202,7 @@ static void test_remote_srun_refused_step(void **state)
 		fake.item.total_tasks = 2;
 		fake_env_set("SLURM_STEP_NODELIST", "n1");
 		fake_env_set("SLURM_STEP_TASKS_PER_NODE", "2");
-		fake_env_set("LLM_TRAIN_SRUN_REFUSED", marks[i]);
+		fake_env_set("SLURM_SPANK_LLM_TRAIN_REFUSED", marks[i]);
 		fake_give_option("llm-train", "tp=2");
 		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 		fake.item.in_task = 1;
