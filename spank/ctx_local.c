@@ -2,7 +2,16 @@
  * against the policy; local_user_init, the first point where srun knows
  * the step's task count, checks the layout against it and, with
  * --llm-explain, prints the rank map and every task's environment and
- * refuses to launch. */
+ * refuses to launch.
+ *
+ * A refusal here never fails local_user_init: Slurm 22.05 has already
+ * created the step then, and an srun that exits from this callback leaves
+ * it RUNNING in slurmctld (no slurmstepd ever completes it, scancel does
+ * not free it), so every later step of the job waits "Requested nodes
+ * are busy" until the time limit. srun prints the one line and marks the
+ * step in the tasks' environment (LLMT_SRUN_REFUSED = JOBID.STEPID); the
+ * nodes' task_init refuses every task of that step without a word, no
+ * task runs, the step ends as a failed step and Slurm frees it. */
 #include "plugin.h"
 
 #include <stdlib.h>
@@ -57,13 +66,10 @@ static int local_auto(struct llmt_opts *o, const struct llmt_policy *p,
 	return rc;
 }
 
-int llmt_local_user_init(spank_t sp, int ac, char **av)
+/* The checks of the step; 0, or -1 with the one line logged. */
+static int local_check(spank_t sp, uint32_t job_id, uint32_t step_id)
 {
-	(void)ac;
-	(void)av;
-	if (!llmt_raw_any())
-		return 0;
-	uint32_t ntasks = 0, nnodes = 0, job_id = 0, step_id = 0;
+	uint32_t ntasks = 0, nnodes = 0;
 	spank_err_t rc = spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
 	if (rc != ESPANK_SUCCESS) {
 		slurm_error(LLMT_MSG "cannot get the step's task count: %s", spank_strerror(rc));
@@ -74,10 +80,6 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 		slurm_error(LLMT_MSG "cannot get the step's node count: %s", spank_strerror(rc));
 		return -1;
 	}
-	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
-		job_id = 0;
-	if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS)
-		step_id = 0;
 
 	const char *nl = step_nodelist(nnodes);
 	struct llmt_job_info job;
@@ -123,4 +125,31 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	llmt_policy_free(p);
 	slurm_error(LLMT_MSG "explain mode: step not launched");
 	return -1;
+}
+
+int llmt_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	/* a mark inherited from the caller's environment is never passed on */
+	unsetenv(LLMT_SRUN_REFUSED);
+	if (!llmt_raw_any())
+		return 0;
+	uint32_t job_id = 0, step_id = 0;
+	spank_err_t rc;
+	if ((rc = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS ||
+	    (rc = spank_get_item(sp, S_JOB_STEPID, &step_id)) != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the job/step id: %s", spank_strerror(rc));
+		return -1;
+	}
+	if (local_check(sp, job_id, step_id) == 0)
+		return 0;
+	/* srun merges its environment into the step's after this callback */
+	char mark[32];
+	snprintf(mark, sizeof(mark), "%u.%u", job_id, step_id);
+	if (setenv(LLMT_SRUN_REFUSED, mark, 1) != 0) {
+		slurm_error(LLMT_MSG "cannot mark the step refused: out of memory");
+		return -1;
+	}
+	return 0;
 }

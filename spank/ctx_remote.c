@@ -3,7 +3,9 @@
  * tasks per node, the topology and the node types); task_init gives each
  * task its environment. Errors found in user_init are postponed to
  * task_init, where the task refuses to start with the message on its
- * stderr (srun never sees a user_init failure). The partition and account
+ * stderr (srun never sees a user_init failure); a step that srun refused
+ * (LLMT_SRUN_REFUSED, see ctx_local.c) has its tasks refused without a
+ * word, srun having said why. The partition and account
  * the policy's caps are keyed by come from slurmctld, never from the
  * job's environment. The batch step gets the
  * job-wide settings only, never a rank, so the wrapper is not mistaken
@@ -27,6 +29,7 @@ static struct {
 	int training;
 	int batch;
 	int failed;
+	int srun_refused;     /* srun refused this step and said so: refuse quietly */
 	char err[LLMT_ERRLEN];
 	struct llmt_opts opts;
 	struct llmt_policy *policy;
@@ -47,7 +50,7 @@ static void remote_reset(void)
 	rs.plan = NULL;
 	rs.topo = NULL;
 	rs.policy = NULL;
-	rs.ready = rs.training = rs.batch = rs.failed = 0;
+	rs.ready = rs.training = rs.batch = rs.failed = rs.srun_refused = 0;
 	rs.err[0] = '\0';
 	rs.master[0] = '\0';
 }
@@ -349,6 +352,18 @@ out:
 	return 0;
 }
 
+/* 1 if srun's local_user_init refused this very step (LLMT_SRUN_REFUSED
+ * names it): only srun itself sets that for its own step, and a user who
+ * forges it only refuses their own tasks. */
+static int srun_refused(spank_t sp, uint32_t job_id, uint32_t step_id)
+{
+	char v[32], want[32];
+	if (spank_getenv(sp, LLMT_SRUN_REFUSED, v, sizeof(v)) != ESPANK_SUCCESS)
+		return 0;
+	snprintf(want, sizeof(want), "%u.%u", job_id, step_id);
+	return strcmp(v, want) == 0;
+}
+
 int llmt_remote_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
@@ -367,6 +382,10 @@ int llmt_remote_user_init(spank_t sp, int ac, char **av)
 	rs.job_id = job_id;
 	rs.step_id = step_id;
 
+	if (srun_refused(sp, job_id, step_id)) {
+		rs.training = rs.failed = rs.srun_refused = 1;
+		return 0;
+	}
 	llmt_raw_from_job_env(sp);
 	if (!llmt_raw_any())
 		return 0;
@@ -389,6 +408,8 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	}
 	if (!rs.training)
 		return 0;
+	if (rs.srun_refused)
+		return -1;    /* srun printed why; the step ends, Slurm frees it */
 	if (rs.failed) {
 		slurm_error(LLMT_MSG "task refused: %s", rs.err);
 		return -1;

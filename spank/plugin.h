@@ -134,6 +134,12 @@ void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *
 		  const char *nodelist, const unsigned *tpn, unsigned uniform,
 		  uint32_t job_id, uint32_t step_id);
 
+/* Set by srun's local_user_init in the step's environment to JOBID.STEPID
+ * when it refused the step (the message is printed): the nodes refuse
+ * every task of that step silently, so the step ends and Slurm frees it.
+ * SLURM_-prefixed: srun --export=NONE (or a list) still passes SLURM_*. */
+#define LLMT_SRUN_REFUSED "SLURM_SPANK_LLM_TRAIN_REFUSED"
+
 /* Per-context entry points (one file each). */
 int llmt_allocator_init_post_opt(spank_t sp, int ac, char **av);
 int llmt_local_init_post_opt(spank_t sp, int ac, char **av);

@@ -104,10 +104,14 @@ cat >"$w/in.sh" <<EOF
 #!/bin/sh
 srun --llm-train=tp=auto,pp=auto,model=$big $w/touch.sh 2>$w/in.err
 echo "srun rc=\$?"
+srun true
+echo "after rc=\$?"
 EOF
 jid=$(sbatch --parsable -N1 --ntasks-per-node=2 -o "$w/in.out" "$w/in.sh") || fail "sbatch"
 cluster_sbatch_wait "$jid" 60 >/dev/null || { cat "$w/in.out"; fail "in-allocation job"; }
 grep -q 'srun rc=1' "$w/in.out" || { cat "$w/in.out" "$w/in.err"; fail "srun launched a model that fits nothing"; }
+# the refused step is released: the job's next srun runs (cluster_step_release.sh)
+grep -q 'after rc=0' "$w/in.out" || { cat "$w/in.out"; fail "the srun after the refusal did not run"; }
 grep -q "llm_train: no layout of 1 nodes x 2 tasks .*smallest allocation that fits is $min nodes x 2 tasks: step not launched" "$w/in.err" ||
 	{ cat "$w/in.err"; fail "srun's refusal"; }
 [ "$(grep -c 'llm_train: ' "$w/in.err")" = 1 ] || { cat "$w/in.err"; fail "more than one line from srun"; }

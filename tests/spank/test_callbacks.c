@@ -212,9 +212,17 @@ static void test_local_user_init_checks_task_count(void **state)
 	fake.item.nnodes = 2;
 	assert_int_equal(slurm_spank_local_user_init(FAKE_SP, AC, AV), 0);
 	assert_int_equal(slurm_spank_local_user_init(FAKE_SP, AC, AV), 0);
+	assert_null(getenv("SLURM_SPANK_LLM_TRAIN_REFUSED"));
+	/* refused: one line, and the step marked for the nodes instead of a
+	 * failed callback (that leaves Slurm 22.05's step allocated) */
 	fake.item.total_tasks = 6;
-	assert_int_equal(slurm_spank_local_user_init(FAKE_SP, AC, AV), -1);
+	assert_int_equal(slurm_spank_local_user_init(FAKE_SP, AC, AV), 0);
 	assert_true(fake_log_has("llm_train: "));
+	assert_string_equal(getenv("SLURM_SPANK_LLM_TRAIN_REFUSED"), "1234.0");
+	/* a good step never passes a mark on (one inherited included) */
+	fake.item.total_tasks = 4;
+	assert_int_equal(slurm_spank_local_user_init(FAKE_SP, AC, AV), 0);
+	assert_null(getenv("SLURM_SPANK_LLM_TRAIN_REFUSED"));
 	assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
 }
 
@@ -238,8 +246,10 @@ static void test_local_explain_prints_map(void **state)
 	fflush(stdout);
 	dup2(saved, 1);
 	close(saved);
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, 0);
 	assert_true(fake_log_has("explain mode: step not launched"));
+	assert_string_equal(getenv("SLURM_SPANK_LLM_TRAIN_REFUSED"), "1234.0");
+	unsetenv("SLURM_SPANK_LLM_TRAIN_REFUSED");
 	char buf[16384];
 	FILE *r = fopen(out, "r");
 	assert_non_null(r);

@@ -188,6 +188,36 @@ static void test_remote_gpu_node_env(void **state)
 	assert_true(fake_log_has("task refused"));
 }
 
+/* A step srun refused (and said why): every task refused without a line;
+ * a mark naming another step changes nothing. */
+static void test_remote_srun_refused_step(void **state)
+{
+	(void)state;
+	const char *marks[] = { "1234.3", "1234.30", "4321.3", "" };
+	for (unsigned i = 0; i < 4; i++) {
+		start(S_CTX_REMOTE);
+		fake.item.step_id = 3;
+		fake.item.nnodes = 1;
+		fake.item.local_tasks = 2;
+		fake.item.total_tasks = 2;
+		fake_env_set("SLURM_STEP_NODELIST", "n1");
+		fake_env_set("SLURM_STEP_TASKS_PER_NODE", "2");
+		fake_env_set("SLURM_SPANK_LLM_TRAIN_REFUSED", marks[i]);
+		fake_give_option("llm-train", "tp=2");
+		assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+		fake.item.in_task = 1;
+		for (int k = 0; k < 2; k++) {
+			fake.item.task_id = k;
+			fake.item.task_global_id = (uint32_t)k;
+			assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), i == 0 ? -1 : 0);
+		}
+		assert_false(fake_log_has("llm_train: "));
+		if (i != 0)
+			assert_string_equal(fake_env_get("LLM_TRAIN_TP"), "2");
+		assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
+	}
+}
+
 static void test_remote_batch_step_settings_only(void **state)
 {
 	(void)state;
@@ -448,6 +478,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote_every_task_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_master_addr_is_node_addr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_overwrites_batch_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_srun_refused_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_gpu_node_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_batch_step_settings_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_not_training_untouched, setup, teardown),
