@@ -247,6 +247,25 @@ static int job_part_acct(uint32_t job_id, char *part, size_t plen, char *acct, s
 	return found ? 0 : -1;
 }
 
+/* The policy's caps by partition and account, with slurmctld's partition
+ * and account of the job (in part and acct, LLMT_NAME_MAX each), asked
+ * only when the policy has caps. 0, or -1 after fail(). */
+static int job_caps(struct llmt_job_info *job, char *part, char *acct)
+{
+	char err[LLMT_ERRLEN];
+	if (!rs.policy->limits.npartitions && !rs.policy->limits.naccounts)
+		return 0;
+	if (job_part_acct(rs.job_id, part, LLMT_NAME_MAX, acct, LLMT_NAME_MAX) != 0)
+		return -1;
+	job->partition = part;
+	job->account = acct;
+	if (llmt_opts_validate(&rs.opts, rs.policy, job, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int training_step(spank_t sp)
 {
 	uint32_t ntasks = 0, nnodes = 0;
@@ -302,18 +321,8 @@ static int training_step(spank_t sp)
 		fail("%s", err);
 		goto out;
 	}
-	/* the caps by partition and account: slurmctld is asked only when the
-	 * policy has some */
-	if (rs.policy->limits.npartitions || rs.policy->limits.naccounts) {
-		if (job_part_acct(rs.job_id, part, sizeof(part), acct, sizeof(acct)) != 0)
-			goto out;
-		job.partition = part;
-		job.account = acct;
-		if (llmt_opts_validate(&rs.opts, rs.policy, &job, err, sizeof(err)) != 0) {
-			fail("%s", err);
-			goto out;
-		}
-	}
+	if (job_caps(&job, part, acct) != 0)
+		goto out;
 	if (rs.opts.explain) {
 		fail("--llm-explain: nothing is run (use it with srun or sbatch)");
 		goto out;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
+#include "comm_nccl.h"
 #include "gmodel_impl.h"
 
 llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
