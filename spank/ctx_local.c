@@ -136,12 +136,8 @@ int llmt_local_user_init(spank_t sp, int ac, char **av)
 	if (!llmt_raw_any())
 		return 0;
 	uint32_t job_id = 0, step_id = 0;
-	spank_err_t rc;
-	if ((rc = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS ||
-	    (rc = spank_get_item(sp, S_JOB_STEPID, &step_id)) != ESPANK_SUCCESS) {
-		slurm_error(LLMT_MSG "cannot get the job/step id: %s", spank_strerror(rc));
+	if (llmt_step_ids(sp, &job_id, &step_id) != 0)
 		return -1;
-	}
 	if (local_check(sp, job_id, step_id) == 0)
 		return 0;
 	/* srun merges its environment into the step's after this callback */

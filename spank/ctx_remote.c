@@ -378,12 +378,8 @@ int llmt_remote_user_init(spank_t sp, int ac, char **av)
 	(void)ac;
 	(void)av;
 	uint32_t job_id = 0, step_id = 0;
-	spank_err_t rc;
-	if ((rc = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS ||
-	    (rc = spank_get_item(sp, S_JOB_STEPID, &step_id)) != ESPANK_SUCCESS) {
-		slurm_error(LLMT_MSG "cannot get the job/step id: %s", spank_strerror(rc));
+	if (llmt_step_ids(sp, &job_id, &step_id) != 0)
 		return -1;
-	}
 	if (rs.ready && rs.job_id == job_id && rs.step_id == step_id)
 		return 0;    /* called again for the same step: idempotent */
 	remote_reset();

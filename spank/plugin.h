@@ -113,6 +113,17 @@ int llmt_auto_step(struct llmt_opts *o, const struct llmt_policy *p, uid_t uid,
 /* Tells job_prolog/job_epilog (as SPANK_LLM_TRAIN) that this is a training
  * job, independent of how the options reached the job; failure is logged. */
 void llmt_job_control_mark(spank_t sp);
+/* The step's job and step id (0, or -1 logged). */
+static inline int llmt_step_ids(spank_t sp, uint32_t *job_id, uint32_t *step_id)
+{
+	spank_err_t rc;
+	if ((rc = spank_get_item(sp, S_JOB_ID, job_id)) != ESPANK_SUCCESS ||
+	    (rc = spank_get_item(sp, S_JOB_STEPID, step_id)) != ESPANK_SUCCESS) {
+		slurm_error(LLMT_MSG "cannot get the job/step id: %s", spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
 /* init_post_opt of sbatch/salloc and srun: the options against the policy
  * (partition and account from the variables named), then the job marked.
  * explain_refusal non-NULL: --llm-explain prints the settings and refuses

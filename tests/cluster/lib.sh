@@ -293,6 +293,19 @@ cluster_node_state() {
 	sinfo -h -N -n "$1" -o '%t' 2>/dev/null | head -n 1
 }
 
+# cluster_no_drain WHAT: fail (the test's fail) when a node is drained or
+# draining, naming WHAT drained it and printing the node's reason.
+cluster_no_drain() {
+	for _n in $(cluster_nodes); do
+		case $(cluster_node_state "$_n") in
+		drain*|drng*) scontrol show node "$_n" | grep -i reason; fail "$_n drained $1";;
+		esac
+	done
+}
+
+# cluster_mono_us: CLOCK_MONOTONIC in microseconds (a kernel log record's time).
+cluster_mono_us() { /usr/bin/python3 -c 'import time; print(int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6))'; }
+
 # cluster_wait_idle [TIMEOUT]: wait until every node is idle (default 60 s).
 cluster_wait_idle() {
 	_t=${1:-60} _i=0

@@ -36,14 +36,6 @@ sed -i "s|\$| state_dir=$d/llmt-state|" "$d/etc/plugstack.conf" || exit 1
 as_nobody() {
 	(cd "$w" && sec_as_nobody env -i PATH=/usr/bin:/bin HOME="$w" SLURM_CONF="$SLURM_CONF" "$@")
 }
-no_drain() {
-	for n in $(cluster_nodes); do
-		case $(cluster_node_state "$n") in
-		drain*|drng*) scontrol show node "$n" | grep -i reason; fail "$n drained $1";;
-		esac
-	done
-}
-mono_us() { /usr/bin/python3 -c 'import time; print(int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6))'; }
 
 # ---- 1. a task named like the fixed part of an EDAC record -------------------
 # a first training job sets every node's mark; the spoof comes after it
@@ -55,11 +47,11 @@ ctypes.CDLL(None).prctl(15, b"EDAC MC0: 1 UE ", 0, 0, 0)
 print(os.getpid(), open("/proc/self/comm").read().rstrip("\n"), sep="|")') || fail "naming a task"
 [ "${t#*|}" = "EDAC MC0: 1 UE " ] || fail "task name not set: '$t'"
 printf '6,101,%s,-;%s[%s]: segfault at 0 ip 0000000000401136 sp 00007ffd3c1c4e40 error 6 in python3[401000+1000]\n' \
-	"$(mono_us)" "${t#*|}" "${t%%|*}" >>"$d/klog/node1"
+	"$(cluster_mono_us)" "${t#*|}" "${t%%|*}" >>"$d/klog/node1"
 jid=$(as_nobody sbatch --parsable -N2 --llm-train -o "$w/edac.out" --wrap 'srun true') || fail "sbatch"
 state=$(cluster_sbatch_wait "$jid" 60) || fail "job after the EDAC spoof ended $state: $(cat "$w/edac.out")"
 cluster_wait_idle 30 || fail "nodes not idle after the EDAC spoof"
-no_drain "by a task named 'EDAC MC0: 1 UE '"
+cluster_no_drain "by a task named 'EDAC MC0: 1 UE '"
 echo "ok: a task named 'EDAC MC0: 1 UE ' that segfaulted drained nothing (job $state)"
 
 # ---- 2. the account cap against an exported SLURM_JOB_ACCOUNT ----------------
@@ -77,7 +69,7 @@ echo "ok: SLURM_JOB_ACCOUNT=other did not lift the account's 1-node cap; 1 node 
 
 # ---- afterwards ---------------------------------------------------------------
 cluster_wait_idle 30 || fail "nodes not idle at the end"
-no_drain "at the end"
+cluster_no_drain "at the end"
 for n in $(cluster_nodes); do
 	_cl_daemon_pid "$d" slurmd "$n" >/dev/null || fail "slurmd of $n is gone"
 done

@@ -45,14 +45,6 @@ as_nobody() {
 	(cd "$h" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		env -i PATH=/usr/bin:/bin HOME="$h" SLURM_CONF="$SLURM_CONF" "$@")
 }
-mono_us() { /usr/bin/python3 -c 'import time; print(int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6))'; }
-no_drain() {
-	for n in $(cluster_nodes); do
-		case $(cluster_node_state "$n") in
-		drain*|drng*) scontrol show node "$n" | grep -i reason; fail "$n drained $1";;
-		esac
-	done
-}
 
 # A first training job: every node's prolog and epilog set its mark.
 as_nobody srun -N3 --llm-train true || fail "nobody's first training step"
@@ -72,7 +64,7 @@ spoof() {   # NODE COMM-AND-PID-LINE TAIL
 	pid=${2%%|*} comm=${2#*|}
 	seq=$((seq + 1))
 	printf '6,%s,%s,-;%s[%s]: segfault at 0 ip 0000000000401136 sp 00007ffd3c1c4e40 error 6 in %s\n' \
-		"$seq" "$(mono_us)" "$comm" "$pid" "$3" >>"$d/klog/$1"
+		"$seq" "$(cluster_mono_us)" "$comm" "$pid" "$3" >>"$d/klog/$1"
 }
 t=$(name_task node1 "NVRM: Xid") || fail "naming a task"
 case $t in *"|NVRM: Xid") ;; *) fail "task name not set: '$t'";; esac
@@ -83,11 +75,11 @@ spoof node2 "$t" "severity=Uncorrected[401000+1000]"
 # a 15-byte name that starts the driver's form, and a user-space record
 t=$(name_task node3 "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus") || fail "naming a task"
 spoof node3 "$t" "GPU has fallen off the bus[401000+1000]"
-printf '12,%s,%s,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n' 200 "$(mono_us)" \
+printf '12,%s,%s,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n' 200 "$(cluster_mono_us)" \
 	>>"$d/klog/node3"
 jid=$(as_nobody sbatch --parsable -N3 --llm-train -o "$h/spoof.out" --wrap 'srun true') || fail "sbatch"
 state=$(cluster_sbatch_wait "$jid" 120) || fail "job after the spoofs ended $state: $(cat "$h/spoof.out")"
-no_drain "by a spoofed kernel log"
+cluster_no_drain "by a spoofed kernel log"
 echo "ok: NVRM and PCIe/AER task-name spoofs and a user-space record drained nothing (job $state)"
 
 # ---- 2. newline attempts ------------------------------------------------------
@@ -114,7 +106,7 @@ echo "ok: a job SLURM_CONF beside a FIFO topology.conf: the step ran (slurmstepd
 
 # ---- a genuine record still drains, with the code ----------------------------
 cluster_wait_idle 30 || fail "nodes not idle"
-printf '3,300,%s,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n' "$(mono_us)" \
+printf '3,300,%s,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n' "$(cluster_mono_us)" \
 	>>"$d/klog/node3"
 jid=$(as_nobody sbatch --parsable -N3 --llm-train -o "$h/real.out" --wrap 'srun true') || fail "sbatch"
 reason=
@@ -146,7 +138,7 @@ jid=$(as_nobody sbatch --parsable -N3 --llm-train=tp=1 -o "$h/last.out" \
 state=$(cluster_sbatch_wait "$jid" 120) || fail "last job ended $state: $(cat "$h/last.out")"
 [ "$(grep -c '^R ' "$h/last.out")" = 3 ] || fail "last job output: $(cat "$h/last.out")"
 cluster_wait_idle 60 || fail "nodes not idle after the last job"
-no_drain "at the end"
+cluster_no_drain "at the end"
 for n in $(cluster_nodes); do
 	case $(cluster_node_state "$n") in idle*) ;; *) fail "$n is $(cluster_node_state "$n")";; esac
 done

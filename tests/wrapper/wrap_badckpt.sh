@@ -14,16 +14,8 @@
 # 65 (bad data), never retried: the job ended 65; a step without its
 # manifest was 66 (stopped), then marked by path alone.
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=$top_builddir/runtime/llm-train
-WRAP=$top_builddir/wrapper/llm-train-wrap
-[ -x "$LT" ] && [ -x "$WRAP" ] || fail "llm-train or llm-train-wrap is not built"
-[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-W=$(mktemp -d /tmp/llmt-badck.XXXXXX) || exit 1
-trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
-export OMP_NUM_THREADS=1
-unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT \
-	SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW LLM_TRAIN_CKPT_INTERVAL
+TAG=badck
+. "$top_srcdir/tests/wrapper/real_lib.sh"
 MODEL=$top_srcdir/configs/tiny.yaml
 mkdir "$W/data"
 /usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"

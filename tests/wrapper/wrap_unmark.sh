@@ -11,16 +11,8 @@
 # Fails on the old code: the stop line said to delete ledger lines by hand,
 # and there was no such subcommand (64: "no checkpoint dir").
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=$top_builddir/runtime/llm-train
-WRAP=$top_builddir/wrapper/llm-train-wrap
-[ -x "$LT" ] && [ -x "$WRAP" ] || fail "llm-train or llm-train-wrap is not built"
-[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-W=$(mktemp -d /tmp/llmt-unmark.XXXXXX) || exit 1
-trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
-export OMP_NUM_THREADS=1
-unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT \
-	SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW LLM_TRAIN_CKPT_INTERVAL LLM_TRAIN_CKPT_BAD
+TAG=unmark
+. "$top_srcdir/tests/wrapper/real_lib.sh"
 mkdir "$W/data"
 /usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
 D=$W/ck L=$W/ck/ledger.jsonl S=$W/ck/step_00000002
