@@ -303,6 +303,18 @@ cluster_no_drain() {
 	done
 }
 
+# cluster_all_well: after a test's jobs: every node idle (undrained), its
+# slurmd alive, no slurmstepd left (else the test's fail, naming it).
+cluster_all_well() {
+	cluster_wait_idle 60 || fail "nodes not idle at the end"
+	cluster_no_drain "at the end"
+	for _n in $(cluster_nodes); do
+		_cl_daemon_pid "$CLUSTER_DIR" slurmd "$_n" >/dev/null || fail "slurmd of $_n is gone"
+	done
+	_left=$(_cl_stepd_pids "$CLUSTER_DIR" "")
+	[ -z "$_left" ] || fail "slurmstepd left: $_left"
+}
+
 # cluster_mono_us: CLOCK_MONOTONIC in microseconds (a kernel log record's time).
 cluster_mono_us() { /usr/bin/python3 -c 'import time; print(int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6))'; }
 

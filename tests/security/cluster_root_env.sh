@@ -68,12 +68,6 @@ grep -q '^RAN1 0' "$w/acct.out" && grep -q '^one=0' "$w/acct.out" ||
 echo "ok: SLURM_JOB_ACCOUNT=other did not lift the account's 1-node cap; 1 node ran"
 
 # ---- afterwards ---------------------------------------------------------------
-cluster_wait_idle 30 || fail "nodes not idle at the end"
-cluster_no_drain "at the end"
-for n in $(cluster_nodes); do
-	_cl_daemon_pid "$d" slurmd "$n" >/dev/null || fail "slurmd of $n is gone"
-done
-left=$(_cl_stepd_pids "$d" "")
-[ -z "$left" ] || fail "slurmstepd left: $left"
+cluster_all_well
 echo "ok: every node idle and undrained, every slurmd alive, no slurmstepd left"
 echo "PASS"

@@ -137,12 +137,6 @@ jid=$(as_nobody sbatch --parsable -N3 --llm-train=tp=1 -o "$h/last.out" \
 	--wrap 'srun sh -c "echo R \$RANK \$MASTER_ADDR"') || fail "sbatch"
 state=$(cluster_sbatch_wait "$jid" 120) || fail "last job ended $state: $(cat "$h/last.out")"
 [ "$(grep -c '^R ' "$h/last.out")" = 3 ] || fail "last job output: $(cat "$h/last.out")"
-cluster_wait_idle 60 || fail "nodes not idle after the last job"
-cluster_no_drain "at the end"
-for n in $(cluster_nodes); do
-	case $(cluster_node_state "$n") in idle*) ;; *) fail "$n is $(cluster_node_state "$n")";; esac
-done
-left=$(_cl_stepd_pids "$d" "")
-[ -z "$left" ] || fail "slurmstepd left: $left"
-echo "ok: every node idle and undrained, no slurmstepd left, a normal --llm-train job ran to the end"
+cluster_all_well
+echo "ok: every node idle and undrained, every slurmd alive, no slurmstepd left, a normal --llm-train job ran to the end"
 echo "PASS"

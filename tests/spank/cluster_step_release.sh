@@ -48,12 +48,6 @@ grep -q 'llm_train: .*does not divide the 3 tasks' "$w/export.err" || { cat "$w/
 grep -q 'llm_train: .*does not divide the 3 tasks' "$w/layout.err" || { cat "$w/layout.err"; fail "layout refusal line"; }
 echo "ok: refused and --llm-explain steps released; the next srun ran, job $jid COMPLETED"
 
-cluster_wait_idle 30 || fail "nodes not idle after the job"
-for n in $(cluster_nodes); do
-	_cl_daemon_pid "$CLUSTER_DIR" slurmd "$n" >/dev/null || fail "slurmd of $n died"
-	case $(cluster_node_state "$n") in idle*) ;; *) fail "$n is $(cluster_node_state "$n")";; esac
-done
-left=$(_cl_stepd_pids "$CLUSTER_DIR" "")
-[ -z "$left" ] || fail "slurmstepd left: $left"
+cluster_all_well
 echo "ok: every node idle and undrained, every slurmd alive, no slurmstepd left"
 echo "PASS"
