@@ -396,15 +396,20 @@ static int poll_once(struct ctx *x, struct wr_step *s, struct wloop *L)
 }
 
 /* srun reaped; tasks still holding its pipes 5 s later are killed. True
- * once srun has exited (the loop only drains the pipes then). */
-static bool reaped(struct wr_step *s, struct wloop *L)
+ * once srun has exited (the loop only drains the pipes then). A launcher
+ * of --no-srun that died of the preemption's SIGUSR1 (sh, torchrun's
+ * agent: no handler) leaves its ranks saving: they keep the grace a step
+ * has (SIGKILL at --preempt-grace + --kill-grace after the signal). */
+static bool reaped(struct ctx *x, struct wr_step *s, struct wloop *L)
 {
 	if (!L->exited && waitpid(s->pid, &L->status, WNOHANG) == s->pid)
 		L->exited = true;
 	if (!L->exited)
 		return false;
 	if (L->hard_kill_at < 0) {
-		L->hard_kill_at = wr_now() + 5;
+		double now = wr_now(), grace = x->o->e.wrapper_signal && L->term_at >= 0 ?
+		                                   L->term_at + x->c->kill_grace_s : 0;
+		L->hard_kill_at = grace > now + 5 ? grace : now + 5;
 	} else if (wr_now() > L->hard_kill_at) {
 		kill(-s->pid, SIGKILL);
 		if (L->out_open)
@@ -536,7 +541,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	while (!L.exited || L.out_open || L.err_open) {
 		if (poll_once(&x, s, &L))
 			break;
-		if (reaped(s, &L))
+		if (reaped(&x, s, &L))
 			continue;
 		double now = wr_now();
 		if (now - x.last_tick >= c->tick_s)

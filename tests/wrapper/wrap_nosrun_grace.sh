@@ -1,0 +1,34 @@
+#!/bin/sh
+# tests/wrapper/wrap_nosrun_grace.sh: with --no-srun the preemption's
+# SIGUSR1 goes to the command's process group, and a local launcher
+# without a handler (sh, torchrun's agent) dies of it at once while its
+# ranks save. Those ranks keep the preemption's grace (--preempt-grace,
+# then --kill-grace), not the 5 s the wrapper gives the leftovers of an
+# ended step: here a rank whose save takes 6 s writes it and exits 87
+# (red before: SIGKILLed 5 s after the launcher died, nothing saved, yet
+# the wrapper said 87). No torch, no Slurm; about 7 s.
+set -u
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+T=$(mktemp -d /tmp/llmt-nosrun-grace.XXXXXX) || exit 1
+trap 'rc=$?; [ $rc = 0 ] && rm -rf "$T" || echo "files kept in $T"; exit $rc' EXIT
+cat >"$T/rank.sh" <<'RANK'
+#!/bin/sh
+trap 'sleep 6; echo saved >"$D/saved"; exit 87' USR1
+: >"$D/ready"
+while :; do sleep 0.1; done
+RANK
+cat >"$T/launch.sh" <<'LAUNCH'
+#!/bin/sh
+sh "$D/rank.sh" & wait
+LAUNCH
+D=$T; export D
+timeout -k 5 60 "$WRAP" --no-srun --ckpt-dir "$T/ck" --ckpt-tool none --tick 0.1 --preempt-grace 20 \
+	--max-restarts 0 -- sh "$T/launch.sh" >"$T/out" 2>&1 &
+tp=$!
+wait_file "$T/ready" 30 || { cat "$T/out"; fail "the rank never started"; }
+kill -USR1 "$(pgrep -P $tp)" || fail "no llm-train-wrap under timeout $tp"
+wait $tp; rc=$?
+[ -e "$T/saved" ] || { cat "$T/out"; fail "the rank was killed inside its 6 s save (wrapper exit $rc)"; }
+[ $rc = 87 ] || { cat "$T/out"; fail "wrapper exit $rc, want 87"; }
+echo "ok: the launcher died of SIGUSR1; its rank kept the grace, saved in 6 s and exited 87"
+echo PASS
