@@ -32,7 +32,7 @@ for what, v in (("llm_train.HB_PERIOD_S", llm_train.HB_PERIOD_S), ("Job(refresh_
         print("FAIL: %s is %r, LLMT_HB_PERIOD_S is %r" % (what, v, period))
         bad = 1
 codes = []
-for name in ("ROLLBACK", "USAGE", "REQUEUE"):
+for name in ("ROLLBACK", "USAGE", "REQUEUE", "NOINPUT", "IO"):
     code = define("exitcodes.h", "LLMT_EXIT_" + name)
     codes.append("%s %d" % (name.lower(), code))
     if getattr(llm_train, "EXIT_" + name) != code:

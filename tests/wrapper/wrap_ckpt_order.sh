@@ -7,6 +7,10 @@
 # the first line: every restart resumed from step 10, the progress since
 # lost silently. Now the lister sorts by step and the wrapper sorts what
 # any tool prints (newest first).
+# 3. the torch lister on a CKPT_DIR it cannot list says so in one line and
+# exits 74, as llm-train's lister does (red before: a Python traceback and
+# exit 1); one that is a file: 66 (before: listed as empty, exit 0, so a
+# fresh start).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-order.XXXXXX) || exit 1
@@ -33,4 +37,23 @@ chmod +x "$T/tool"
 "$WRAP" --no-srun --ckpt-dir "$T/ck" --ckpt-tool "$T/tool" --tick 0.1 -- \
 	/bin/sh -c 'echo "$LLM_TRAIN_RESUME" >"$LLM_TRAIN_CKPT_DIR/resumed"' >"$T/out" 2>&1 || { cat "$T/out"; fail "the run failed"; }
 [ "$(cat "$T/ck/resumed")" = "$T/ck/step_00000030" ] || fail "resumed from '$(cat "$T/ck/resumed")', not step 30"
-echo "PASS: the newest checkpoint is picked whatever the listing order"
+echo "ok: the newest checkpoint is picked whatever the listing order"
+lists() {  # WANT_RC DIR [AS...]: the torch lister's exit and its one line naming DIR
+	_w=$1 _d=$2; shift 2
+	"$@" "$CK" ckpt-list "$_d" >"$T/l.out" 2>"$T/l.err"; _rc=$?
+	[ $_rc = "$_w" ] && [ "$(wc -l <"$T/l.err")" = 1 ] && grep -q "$_d" "$T/l.err" && ! grep -q Traceback "$T/l.err" ||
+		fail "ckpt-list $_d: exit $_rc, want $_w and one line naming it: $(cat "$T/l.err")"
+}
+: >"$T/file"
+lists 66 "$T/file"
+mkdir -m 0300 "$T/unl"
+if [ "$(id -u)" != 0 ]; then
+	lists 74 "$T/unl"
+elif command -v setpriv >/dev/null; then
+	chmod 0711 "$T"
+	lists 74 "$T/unl" setpriv --reuid=65534 --regid=65534 --clear-groups
+else
+	echo "note: root without setpriv: the unlistable case not run"
+fi
+echo "ok: the torch lister: a file is 66, an unlistable directory 74, each in one line"
+echo PASS

@@ -66,6 +66,8 @@ AUTO_FIRST_S = 600.0  # runtime/train/train.c llmt_auto_interval: before any sav
 AUTO_MTBF_S = 4 * 3600.0  # llm-train's default --mtbf
 EXIT_USAGE = 64      # include/llmt/exitcodes.h: usage/config error (never retried)
 EXIT_REQUEUE = 87    # include/llmt/exitcodes.h LLMT_EXIT_REQUEUE: preempted, checkpoint written: requeue
+EXIT_NOINPUT = 66    # include/llmt/exitcodes.h: ckpt-list DIR is not a directory
+EXIT_IO = 74         # include/llmt/exitcodes.h: ckpt-list DIR cannot be listed
 # what llm-train-wrap forwards to the ranks (SIGUSR1 at once, SIGTERM after
 # --preempt-grace) and Slurm sends them (--signal, scancel, a time limit):
 # llm-train catches the same two (runtime/train/train.c)
@@ -549,11 +551,22 @@ def complete(path):
 
 
 def ckpt_list(d, out=sys.stdout, err=sys.stderr):
-    """`ckpt-list DIR`: valid checkpoints newest first as "step path"."""
-    if not os.path.isdir(d):
+    """`ckpt-list DIR`: valid checkpoints newest first as "step path";
+    none when DIR does not exist yet, 66 when it is not a directory, 74
+    when it cannot be listed (never taken for empty: that is a fresh
+    start beside the checkpoints), as llm-train's lister."""
+    if not os.path.lexists(d):
         return 0
+    if not os.path.isdir(d):
+        print("llm-train-ckpt-torch: ckpt-list: %s: not a directory" % d, file=err)
+        return EXIT_NOINPUT
+    try:
+        names = os.listdir(d)
+    except OSError as e:
+        print("llm-train-ckpt-torch: ckpt-list: %s: %s" % (d, e.strerror or e), file=err)
+        return EXIT_IO
     good = []
-    for name in sorted((n for n in os.listdir(d) if n.startswith("step_")), reverse=True):
+    for name in sorted((n for n in names if n.startswith("step_")), reverse=True):
         p = os.path.join(d, name)
         if not os.path.isdir(p):
             continue
