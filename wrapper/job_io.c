@@ -138,8 +138,9 @@ int wr_job_pick_io(struct wr_job *j)
 			n = 0;
 		}
 		if (n < 0) {
-			wr_ledger_event(j->led, "end", json_pack("{s:i,s:s}", "exit_code", LLMT_EXIT_SOFTWARE, "why", "checkpoint tool failed"));
-			return LLMT_EXIT_SOFTWARE;
+			int code = n < -2 ? -n : LLMT_EXIT_SOFTWARE;   /* the tool's 66 or 74 */
+			wr_ledger_event(j->led, "end", json_pack("{s:i,s:s}", "exit_code", code, "why", "checkpoint tool failed"));
+			return code;
 		}
 	}
 	int rc = wr_job_pick(j, ck, n);

@@ -3,6 +3,7 @@
  * here we only read the one manifest flag the recovery policy needs. */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "include/llmt/exitcodes.h"
 #include "rdfile.h"
 
 #include <errno.h>
@@ -127,9 +128,10 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 	static char obuf[1 << 20], ebuf[1 << 16];
 	char *argv[] = { (char *)tool, "ckpt-list", (char *)dir, NULL };
 	int rc = wr_run_capture(argv, obuf, sizeof obuf, ebuf, sizeof ebuf);
-	/* Every stderr line is a checkpoint the tool refused: report it. */
+	/* Every stderr line of a listing is a checkpoint the tool refused:
+	 * report it; a failed listing's lines say why it failed */
 	for (char *save = NULL, *ln = strtok_r(ebuf, "\n", &save); ln && rc != 127; ln = strtok_r(NULL, "\n", &save)) {
-		fprintf(stderr, "llm-train-wrap: checkpoint skipped: %s\n", ln);
+		fprintf(stderr, "llm-train-wrap: %s%s\n", rc == 0 ? "checkpoint skipped: " : "", ln);
 		if (l && rc == 0)
 			wr_ledger_event(l, "checkpoint_skipped", json_pack("{s:o}", "why", wr_json_text(ln)));
 	}
@@ -137,7 +139,8 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 		return -2;   /* no such tool */
 	if (rc != 0) {
 		fprintf(stderr, "llm-train-wrap: %s ckpt-list %s failed (exit %d)\n", tool, dir, rc);
-		return -1;
+		/* a CKPT_DIR not a directory (66) or that cannot be listed (74) */
+		return rc == LLMT_EXIT_NOINPUT || rc == LLMT_EXIT_IO ? -rc : -1;
 	}
 	int n = 0;
 	for (char *save = NULL, *ln = strtok_r(obuf, "\n", &save); ln && n < max;

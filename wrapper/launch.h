@@ -19,7 +19,9 @@ struct wr_ckpt {
 /* Runs `tool ckpt-list dir`; fills up to max entries, newest first. Lines
  * the tool prints on stderr (corrupt checkpoints) are echoed and recorded
  * in the ledger as checkpoint_skipped. Returns the count, -2 when the
- * tool does not exist, or -1 when it fails (message printed). */
+ * tool does not exist, -66 or -74 when it exits so (CKPT_DIR not a
+ * directory, not listable), or -1 when it fails otherwise (message
+ * printed). */
 int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max,
                  struct wr_ledger *l);
 

@@ -10,7 +10,9 @@
 # 3. the torch lister on a CKPT_DIR it cannot list says so in one line and
 # exits 74, as llm-train's lister does (red before: a Python traceback and
 # exit 1); one that is a file: 66 (before: listed as empty, exit 0, so a
-# fresh start).
+# fresh start). The wrapper on a lister that fails so: the tool's line
+# relayed as it is (red before: "checkpoint skipped: ...", as if a
+# checkpoint were refused) and its exit code, 74 (red before: 70).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-order.XXXXXX) || exit 1
@@ -56,4 +58,10 @@ else
 	echo "note: root without setpriv: the unlistable case not run"
 fi
 echo "ok: the torch lister: a file is 66, an unlistable directory 74, each in one line"
+printf '#!/bin/sh\necho "lister: $2: Permission denied" >&2; exit 74\n' >"$T/tool74"
+chmod +x "$T/tool74"
+"$WRAP" --no-srun --ckpt-dir "$T/ck" --ckpt-tool "$T/tool74" --tick 0.1 -- /bin/true >"$T/out74" 2>&1; rc=$?
+[ $rc = 74 ] && grep -q "^llm-train-wrap: lister: $T/ck: Permission denied" "$T/out74" && ! grep -q "skipped" "$T/out74" ||
+	{ cat "$T/out74"; fail "wrapper on a lister exiting 74: exit $rc, want 74 and its line relayed"; }
+echo "ok: a lister's 74 is the wrapper's 74, its line relayed (not a skipped checkpoint)"
 echo PASS
