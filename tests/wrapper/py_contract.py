@@ -2,8 +2,9 @@
 """The llm_train Python module's copies of C contract values equal the C
 headers': Job's heartbeat refresh period (its refresh_s default and
 HB_PERIOD_S) is include/llmt/heartbeat.h's LLMT_HB_PERIOD_S, and
-EXIT_ROLLBACK, EXIT_USAGE and EXIT_REQUEUE are include/llmt/exitcodes.h's
-LLMT_EXIT_ROLLBACK, LLMT_EXIT_USAGE and LLMT_EXIT_REQUEUE.
+EXIT_ROLLBACK, EXIT_USAGE, EXIT_REQUEUE, EXIT_NOINPUT and EXIT_IO are
+include/llmt/exitcodes.h's LLMT_EXIT_ROLLBACK, LLMT_EXIT_USAGE,
+LLMT_EXIT_REQUEUE, LLMT_EXIT_NOINPUT and LLMT_EXIT_IO.
 
 The module stays a plain source file (installed as is by automake's
 python_PYTHON, imported from the tree by the tests and copied by users),
