@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <slurm/slurm.h>
 
 #include "hbclean.h"
@@ -221,16 +222,26 @@ static int count_host(const char *name, void *arg)
 /* The job's partition and account as slurmctld has them: the policy's
  * caps are keyed by them, and the job's environment is the user's to set
  * (srun passes an exported SLURM_JOB_ACCOUNT to the step untouched). One
- * query per step and node, where the policy has caps; no answer refuses
- * the step (fail()). */
+ * query per step and node, where the policy has caps: every node of a
+ * large step asks at once, so a query that fails (a busy slurmctld's
+ * timeout or rate limit) is tried again, twice, after a pause that grows
+ * and differs from node to node; still no answer refuses the step
+ * (fail()). */
+#define JOB_QUERY_TRIES 3
 static int job_part_acct(uint32_t job_id, char *part, size_t plen, char *acct, size_t alen)
 {
 	job_info_msg_t *msg = NULL;
-	int found = 0;
+	int found = 0, rc = SLURM_ERROR;
 	part[0] = acct[0] = '\0';
-	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg) {
-		fail("cannot read job %u's partition and account from slurmctld: %s", job_id,
-		     slurm_strerror(slurm_get_errno()));
+	for (int i = 0; i < JOB_QUERY_TRIES; i++) {
+		if (i > 0)   /* 0.1-0.5 s, then 0.2-1 s, spread by pid */
+			usleep((useconds_t)i * 100000u * (1u + (unsigned)getpid() % 5u));
+		if ((rc = slurm_load_job(&msg, job_id, SHOW_ALL)) == SLURM_SUCCESS && msg)
+			break;
+	}
+	if (rc != SLURM_SUCCESS || !msg) {
+		fail("cannot read job %u's partition and account from slurmctld (%d tries): %s", job_id,
+		     JOB_QUERY_TRIES, slurm_strerror(slurm_get_errno()));
 		return -1;
 	}
 	for (uint32_t i = 0; i < msg->record_count && !found; i++) {

@@ -371,7 +371,8 @@ int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags)
 	(void)show_flags;
 	fake.job_queries++;
 	*resp = NULL;
-	if (fake.fail_load_job) {
+	if (fake.fail_load_job > 0) {
+		fake.fail_load_job--;
 		slurm_seterrno(SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT);
 		return SLURM_ERROR;
 	}

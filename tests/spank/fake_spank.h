@@ -42,7 +42,7 @@ struct fake_spank {
 	char job_partition[64];          /* what the fake slurm_load_job answers */
 	char job_account[64];
 	int job_queries;                 /* slurm_load_job calls */
-	int fail_load_job;               /* make slurm_load_job fail */
+	int fail_load_job;               /* slurm_load_job calls to fail */
 };
 
 extern struct fake_spank fake;

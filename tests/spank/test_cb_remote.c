@@ -382,7 +382,8 @@ static void test_remote_caps_never_from_job_env(void **state)
 		}
 		assert_null(fake_env_get("RANK"));
 	}
-	/* within the caps: runs; slurmctld unreachable: refused, one line */
+	/* within the caps: runs; slurmctld busy for two queries: the third
+	 * answers, runs; unreachable throughout: refused, one line */
 	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
 	snprintf(fake.job_account, sizeof(fake.job_account), "students");
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
@@ -390,11 +391,19 @@ static void test_remote_caps_never_from_job_env(void **state)
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), 0);
 	assert_string_equal(fake_env_get("RANK"), "0");
 	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
-	fake.fail_load_job = 1;
+	fake.fail_load_job = 2;
+	fake.job_queries = 0;
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
+	assert_int_equal(fake.job_queries, 3);
+	fake.item.in_task = 1;
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), 0);
+	assert_string_equal(fake_env_get("RANK"), "0");
+	start_step(1, 1, 1, "n1", "1", "llm-train", NULL);
+	fake.fail_load_job = 1000;
 	assert_int_equal(slurm_spank_user_init(FAKE_SP, AC, AV), 0);
 	fake.item.in_task = 1;
 	assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), -1);
-	assert_true(fake_log_has("cannot read job 1234's partition and account from slurmctld"));
+	assert_true(fake_log_has("cannot read job 1234's partition and account from slurmctld (3 tries)"));
 }
 
 /* Issue 14 item 2 (fails on the old code, which took SLURM_CONF from the
