@@ -469,7 +469,14 @@ class Job:
         import torch
         dev = "cpu"
         if dist.get_backend() == "nccl":   # nccl reduces device tensors only
-            dev = torch.device("cuda", torch.cuda.current_device())
+            # the script's device (torch.cuda.set_device); a script that
+            # never set one (model.to(f"cuda:{local_rank}") and DDP's
+            # device_ids only) leaves every rank on cuda:0, where NCCL
+            # refuses two ranks of a node: the local rank's device then,
+            # as torchrun's scripts use it (one device a task when
+            # CUDA_VISIBLE_DEVICES gives each its own)
+            cur, n = torch.cuda.current_device(), torch.cuda.device_count()
+            dev = torch.device("cuda", cur if cur != 0 or n <= 1 else self.local_rank % n)
         t = torch.tensor([1 if timely and dist.get_rank() == 0 else 0, sig], dtype=torch.int32, device=dev)
         with self._waiting():
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
