@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "include/llmt/ckptid.h"
 #include "include/llmt/exitcodes.h"
 #include "hbread.h"
 #include "job_io.h"
@@ -288,7 +289,7 @@ long wr_job_judge(struct wr_job *j, int code, struct wr_watch_out *wo, struct wr
 	if (rule) {
 		/* the checkpoint is left in place (evidence): only never picked again */
 		char id[64];
-		wr_ckpt_id(j->resume, id, sizeof id);
+		llmt_ckpt_id(j->resume, id, sizeof id);
 		fprintf(stderr, PROG ": %s: marked bad: %s\n", j->resume, why);
 		wr_ledger_event(j->led, "ckpt_bad", json_pack("{s:i,s:o,s:I,s:s,s:o,s:s}", "attempt", j->attempt, "path",
 		                wr_json_text(j->resume), "step", (json_int_t)j->resume_step, "rule",

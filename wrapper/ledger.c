@@ -119,11 +119,6 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
-void wr_ckpt_id(const char *path, char *out, size_t len)
-{
-	llmt_ckpt_id(path, out, len);
-}
-
 void wr_history_unmark(struct wr_history *h, const char *path)
 {
 	int n = 0;
@@ -143,7 +138,7 @@ bool wr_history_is_bad(const struct wr_history *h, const char *path)
 		if (!h->bad[i].id[0])
 			return true;
 		if (!have)
-			wr_ckpt_id(path, now, sizeof now), have = true;
+			llmt_ckpt_id(path, now, sizeof now), have = true;
 		/* no identity now (unreadable): still skipped */
 		if (!now[0] || strcmp(now, h->bad[i].id) == 0)
 			return true;

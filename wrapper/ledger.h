@@ -42,7 +42,7 @@ json_t *wr_json_text(const char *s);
 struct wr_bad_ckpt {
 	char path[4096];
 	bool trusted;                   /* llm-train's exit 89 said so (else the load-phase rule) */
-	char id[64];                    /* wr_ckpt_id when marked ("" : the path alone) */
+	char id[64];                    /* llmt_ckpt_id when marked ("" : the path alone) */
 };
 
 struct wr_history {
@@ -71,14 +71,8 @@ struct wr_history {
 	int nbad;
 };
 
-/* The identity of the checkpoint at path now (llmt_ckpt_id: its
- * manifest's inode and mtime, the directory's when it lost its manifest;
- * "" when it is gone): a save of the same step after a rollback moves the
- * bad one aside and puts a new one at the same path, which a mark must
- * not cover. */
-void wr_ckpt_id(const char *path, char *out, size_t len);
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark
- * is dropped); id as wr_ckpt_id gave it when marked ("": by path alone). */
+ * is dropped); id as llmt_ckpt_id (include/llmt/ckptid.h) gave it when marked ("": by path alone). */
 void wr_history_bad_id(struct wr_history *h, const char *path, bool trusted, const char *id);
 /* Lifts h's marks of path (every identity); NULL: all of them (event
  * ckpt_unmark, written by llm-train-wrap ckpt-unmark). */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "include/llmt/ckptid.h"
 #include "include/llmt/exitcodes.h"
 #include "wrapper/job.h"
 
@@ -144,7 +145,7 @@ static int judge(struct wr_job *j, struct wr_watch_out wo, struct wr_verdict *v)
 	int rule = wr_job_ckpt_bad(j, &wo, v, why, sizeof why);
 	if (rule) {
 		char id[64];
-		wr_ckpt_id(j->resume, id, sizeof id);
+		llmt_ckpt_id(j->resume, id, sizeof id);
 		wr_job_mark_bad(j, rule, why, id, v);
 	}
 	wr_job_record(j, &wo, v);
