@@ -192,9 +192,9 @@ int ck_build_manifest(const ck_save_info *w, const char *tdir, json_t **out, cha
 		time_t now = time(NULL);
 		char iso[32];
 		strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		*out = json_pack("{s:s, s:i, s:I, s:I, s:s, s:{s:i, s:i, s:i, s:i}, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
+		*out = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:{s:i, s:i, s:i, s:i}, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
 		                 "format", CK_FORMAT, "version", CK_VERSION, "step", (json_int_t)w->step,
-		                 "created_ns", (json_int_t)ck_now_ns(), "created", iso,
+		                 "generation", (json_int_t)w->generation, "created_ns", (json_int_t)ck_now_ns(), "created", iso,
 		                 "layout", "tp", w->tp, "pp", w->pp, "dp", w->dp, "world", w->world,
 		                 "model", w->model, "training", w->training,
 		                 "replicas_agree", acc.agree < 0 ? json_null() : json_boolean(acc.agree),
