@@ -180,6 +180,9 @@ int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg
 /* A rank that cannot publish its record says so next to tdir, so rank 0
  * does not wait for it. */
 void ck_publish_failure(int rank, const char *tdir, const char *why);
+/* CKPT_DIR dir's largest generation into *gen when unknown (*gen < 0: dir
+ * listed; carried on otherwise). 0, or 74 with err (dir unlisted). */
+int ck_known_generation(const char *dir, long long *gen, char *err, size_t errlen);
 /* Waits for every rank's record in tdir and merges them into the
  * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
 int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);

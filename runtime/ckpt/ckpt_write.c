@@ -155,14 +155,8 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	int rc;
 	struct stat st;
 
-	/* 1 + the largest generation in CKPT_DIR: carried from the caller's
-	 * listing and this writer's saves; listed here only when unknown */
-	if (w->gen < 0 && ck_max_generation(w->dir, &w->gen) != 0) {
-		ck_fmt(err, errlen, "%s: cannot list the checkpoint directory (the new checkpoint's generation): %s",
-		       w->dir, strerror(errno));
-		w->gen = -1;
+	if (ck_known_generation(w->dir, &w->gen, err, errlen) != 0)
 		return LLMT_EXIT_IO;
-	}
 	ck_save_info info = { w->step, llmt_ckpt_gen_next(w->gen), w->tp, w->pp, w->dp, w->world, w->model,
 	                      w->training };
 
