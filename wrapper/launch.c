@@ -3,6 +3,7 @@
  * here we only read the one manifest flag the recovery policy needs. */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "include/llmt/ckptgen.h"
 #include "include/llmt/exitcodes.h"
 #include "rdfile.h"
 
@@ -114,9 +115,36 @@ int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t 
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A listed checkpoint's generation (include/llmt/ckptgen.h): its
+ * manifest's (llm-train) or its marker's (the llm_train Python module);
+ * 0 without either or without the field, or with a bad one (the listers
+ * refuse those; another tool's). */
+static long long ckpt_generation(const char *dir)
+{
+	static const char *const names[] = { "manifest.json", "llm_train.complete" };
+	char p[4200];
+	json_error_t je;
+	long long g = 0;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+		json_t *m = wr_json_load_file(p, &je);
+		if (!m)
+			continue;
+		if (llmt_ckpt_gen_parse(json_object_get(m, "generation"), &g))
+			g = 0;
+		json_decref(m);
+		break;
+	}
+	return g;
+}
+
+/* newest first: the generation, then the step */
 static int newest_first(const void *a, const void *b)
 {
 	const struct wr_ckpt *x = a, *y = b;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? 1 : -1;
 	if (x->step != y->step)
 		return x->step < y->step ? 1 : -1;
 	return -strcmp(x->path, y->path);
@@ -152,11 +180,14 @@ int wr_ckpt_list(const char *tool, const char *dir, struct wr_ckpt *out, int max
 			continue;
 		}
 		out[n].step = step;
+		out[n].gen = ckpt_generation(path);
 		snprintf(out[n].path, sizeof out[n].path, "%s", path);
 		n++;
 	}
 	/* newest first whatever the tool's order (a kept copy of an old
-	 * checkpoint must not be listed, and so resumed from, first) */
+	 * checkpoint must not be listed, and so resumed from, first): by
+	 * generation (a rollback's new step above the abandoned later ones),
+	 * then step (checkpoints without one, any tool's) */
 	qsort(out, (size_t)n, sizeof *out, newest_first);
 	return n;
 }

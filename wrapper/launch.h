@@ -14,9 +14,12 @@
 struct wr_ckpt {
 	long step;
 	char path[4096];
+	long long gen;             /* its manifest's or marker's generation (0: none) */
 };
 
-/* Runs `tool ckpt-list dir`; fills up to max entries, newest first. Lines
+/* Runs `tool ckpt-list dir`; fills up to max entries, newest first (by
+ * generation, read from each one's manifest or marker: include/llmt/ckptgen.h,
+ * then step, whatever the tool's order). Lines
  * the tool prints on stderr (corrupt checkpoints) are echoed and recorded
  * in the ledger as checkpoint_skipped. Returns the count, -2 when the
  * tool does not exist, -66 or -74 when it exits so (CKPT_DIR not a

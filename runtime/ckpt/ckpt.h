@@ -108,6 +108,12 @@ typedef struct llmt_ckpt_writer llmt_ckpt_writer;
  * (LLM_TRAIN_CKPT_BAD, read here: marked ones take no slot and stay).
  * NULL with err on failure. */
 llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, size_t errlen);
+/* CKPT_DIR's largest generation, as the caller's listing of it found it
+ * (llmt_ckpt_scan's maxgen): each save's manifest gets 1 + the largest
+ * generation known, carried on from here and from the writer's own saves
+ * (and retention's listings) without listing CKPT_DIR again. Without it,
+ * the writer's first save lists CKPT_DIR once. Call before the first save. */
+void llmt_ckpt_writer_generation(llmt_ckpt_writer *w, long long maxgen);
 /* stepdir was loaded with its checksums verified: retention never removes
  * it while this writer lives (the last checkpoint known to load). Call
  * before the next save. */
@@ -141,7 +147,8 @@ typedef struct llmt_ckpt llmt_ckpt;
 /* Resolve what to resume from: a step directory (holds manifest.json, or
  * is named step_N or holds a shard: its manifest missing is then
  * llmt_ckpt_open's 65, a broken checkpoint) is returned as is; a CKPT_DIR
- * gives its newest complete checkpoint (by creation time; sizes checked,
+ * gives its newest complete checkpoint (by generation, then creation
+ * time: llmt/ckptgen.h; sizes checked,
  * checksums are checked by the load). 0, 66 when there is none (or no such
  * directory), 74 when the CKPT_DIR cannot be listed, or another exit code. */
 int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, size_t errlen);
@@ -149,10 +156,12 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
  * ("" none), and what is not a complete checkpoint (a step_N directory
  * whose manifest or files do not check (sizes), a .tmp.step_N.* directory
  * a save or an import cut short left): their count in *ninc, their names
- * comma-separated into names (cut with ", ..." when long). The count of
- * complete checkpoints, -1 with errno when dir cannot be listed (opened or
- * read to its end). */
-int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc);
+ * comma-separated into names (cut with ", ..." when long), and the
+ * largest generation of the complete ones into *maxgen (may be NULL; 0
+ * none). The count of complete checkpoints, -1 with errno when dir cannot
+ * be listed (opened or read to its end). */
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc,
+                   long long *maxgen);
 
 /* Open a step directory: parse and check the manifest (sizes of the shard
  * files too; checksums are verified by llmt_ckpt_load). NULL with *code

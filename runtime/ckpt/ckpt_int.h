@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "ckpt.h"
+#include "llmt/ckptgen.h"
 #include "llmt/exitcodes.h"
 
 #define CK_FORMAT "llmt-ckpt"
@@ -128,6 +129,7 @@ int ck_source_verify_file(ck_source *s, int i, char *err, size_t errlen);
 typedef struct ck_manifest {
 	long step;
 	int64_t created_ns;
+	long long generation;  /* 0 when the manifest has none (llmt/ckptgen.h) */
 	int tp, pp, dp, world;
 	int replicas_agree;    /* 1, 0, -1 */
 	json_t *model;         /* config object (owned) */
@@ -151,26 +153,36 @@ void ck_manifest_free(ck_manifest *m);
  * 0 or 65/66 with one line in err. */
 int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, size_t errlen);
 
-/* Valid checkpoints of ckpt_dir, newest first (by creation time, then
- * step). Invalid ones are reported through report() (may be NULL).
+/* Valid checkpoints of ckpt_dir, newest first (by generation, then
+ * creation time, then step: llmt/ckptgen.h). Invalid ones are reported
+ * through report() (may be NULL).
  * Returns the count, paths malloc'd into *paths and steps into *steps. */
 typedef void (*ck_report_fn)(const char *path, const char *why, void *arg);
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg);
 /* ck_list that also gives tmp() (may be NULL) each .tmp.step_* directory
- * (a save or an import cut short), in the same one pass over ckpt_dir. */
+ * (a save or an import cut short), in the same one pass over ckpt_dir,
+ * and the largest generation of the valid ones into *maxgen (may be NULL;
+ * 0 when none). */
 int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
-            ck_report_fn report, ck_report_fn tmp, void *arg);
+            ck_report_fn report, ck_report_fn tmp, void *arg, long long *maxgen);
+
+/* The largest generation among the valid checkpoints of dir (0: none).
+ * 0, or -1 with errno when dir cannot be listed. */
+int ck_max_generation(const char *dir, long long *gen);
 
 /* ---- completing a save (ckpt_merge.c, ckpt_retain.c) ----------------- */
 /* What the manifest says about a save besides the ranks' records. */
-typedef struct { long step; int tp, pp, dp, world; json_t *model, *training; } ck_save_info;
+typedef struct { long step; long long generation; int tp, pp, dp, world; json_t *model, *training; } ck_save_info;
 /* A rank's record of its durable shard (done: pieces, tensors, kinds,
  * blobs; errmsg: its save failed) in tdir, written atomically. 0 or 74/70. */
 int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg, char *err, size_t errlen);
 /* A rank that cannot publish its record says so next to tdir, so rank 0
  * does not wait for it. */
 void ck_publish_failure(int rank, const char *tdir, const char *why);
+/* CKPT_DIR dir's largest generation into *gen when unknown (*gen < 0: dir
+ * listed; carried on otherwise). 0, or 74 with err (dir unlisted). */
+int ck_known_generation(const char *dir, long long *gen, char *err, size_t errlen);
 /* Waits for every rank's record in tdir and merges them into the
  * manifest's JSON (*out). 0, or 74 (a rank failed or timed out) / 70. */
 int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, char *err, size_t errlen);
@@ -180,8 +192,9 @@ int ck_build_manifest(const ck_save_info *s, const char *tdir, json_t **out, cha
  * the wrapper's marks: LLM_TRAIN_CKPT_BAD; NULL none), which take no slot. */
 typedef struct { const char *saved, *verified, *bad_ids; } ck_keep;
 /* Removes dir's checkpoints beyond the newest keep that are not marked
- * bad (k's always stay); keep <= 0 keeps all. */
-void ck_retention(const char *dir, int keep, const ck_keep *k);
+ * bad (k's always stay); keep <= 0 keeps all. Returns the largest
+ * generation its listing saw (-1: keep <= 0 or dir unlisted: none). */
+long long ck_retention(const char *dir, int keep, const ck_keep *k);
 /* Removes temporary directories (and failure notes) of saves up to
  * cur_step that never completed, other than this save's (token). */
 void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);

@@ -3,7 +3,11 @@
  * directory (manifest, sizes, checksums) and listing the valid ones.
  *
  * manifest.json (written by ckpt_write.c, last, tmp + fsync + rename):
- *   format "llmt-ckpt", version 1, step, created_ns, created (ISO UTC),
+ *   format "llmt-ckpt", version 1, step, generation (1 + the largest in
+ *     CKPT_DIR at the save; absent in older manifests: 0; an integer in
+ *     0..2^53-1, else the manifest is bad: include/llmt/ckptgen.h),
+ *   created_ns, created (ISO UTC) (the writing host's clock: only the
+ *     tie-break of equal generations),
  *   layout {tp, pp, dp, world}, model {llmt_config fields},
  *   training {opaque object from the loop}, replicas_agree (bool or null),
  *   replica_hashes [per rank XXH3 of its DP-replicated buffers],
@@ -12,7 +16,8 @@
  *   pieces [[tensor, kind, file, byte offset, r0, nr, c0, nc]]: a box of
  *     the tensor's [rows, cols] view (1-D: [n, 1]) stored row-major,
  *   blobs [{name, rank, file, offset, size}] (per-rank opaque bytes).
- * Every (kind, tensor) is covered exactly once by its pieces. */
+ * Every (kind, tensor) is covered exactly once by its pieces. The list
+ * is newest first: by generation, then created_ns, then step. */
 #include "ckpt_int.h"
 #include <dirent.h>
 #include <errno.h>
@@ -129,6 +134,14 @@ static int load_header(json_t *root, const char *path, ck_manifest *m, char *err
 		FAIL("%s: bad manifest: step", path);
 	m->step = (long)json_integer_value(x);
 	m->created_ns = json_integer_value(json_object_get(root, "created_ns"));
+	x = json_object_get(root, "generation");
+	if (llmt_ckpt_gen_parse(x, &m->generation)) {
+		char *v = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT);
+		ck_fmt(err, errlen, "%s: bad manifest: generation %.40s: not an integer in 0..%lld", path, v ? v : "?",
+		       LLMT_CKPT_GEN_MAX);
+		free(v);
+		return LLMT_EXIT_DATA;
+	}
 	if (json_unpack_ex(root, &je, 0, "{s:{s:i, s:i, s:i, s:i}}", "layout", "tp", &m->tp, "pp", &m->pp,
 	                   "dp", &m->dp, "world", &m->world) != 0 || m->tp < 1 || m->pp < 1 || m->dp < 1 ||
 	    m->world < 1 || m->world % m->tp || (m->world / m->tp) % m->pp || m->world / m->tp / m->pp != m->dp)
@@ -381,12 +394,16 @@ int ck_validate_dir(const char *dir, int quick, ck_manifest *m_out, char *err, s
 	return rc;
 }
 
-typedef struct { char *path; long step; int64_t created; } list_ent;
+typedef struct { char *path; long step; int64_t created; long long gen; } list_ent;
 
+/* newest first: the generation (no clock in it), then the writing host's
+ * clock, then the step */
 static int cmp_ent(const void *a, const void *b)
 {
 	const list_ent *x = a, *y = b;
 
+	if (x->gen != y->gen)
+		return x->gen > y->gen ? -1 : 1;
 	if (x->created != y->created)
 		return x->created > y->created ? -1 : 1;
 	if (x->step != y->step)
@@ -397,11 +414,11 @@ static int cmp_ent(const void *a, const void *b)
 int ck_list(const char *ckpt_dir, int quick, char ***paths, long **steps,
             ck_report_fn report, void *arg)
 {
-	return ck_scan(ckpt_dir, quick, paths, steps, report, NULL, arg);
+	return ck_scan(ckpt_dir, quick, paths, steps, report, NULL, arg, NULL);
 }
 
 int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
-            ck_report_fn report, ck_report_fn tmp, void *arg)
+            ck_report_fn report, ck_report_fn tmp, void *arg, long long *maxgen)
 {
 	DIR *d = opendir(ckpt_dir);
 	struct dirent *de;
@@ -410,6 +427,8 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 
 	*paths = NULL;
 	*steps = NULL;
+	if (maxgen)
+		*maxgen = 0;
 	if (!d)
 		return -1;
 	/* a listing cut short (readdir's error, no memory) is no listing: a
@@ -451,7 +470,9 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 			}
 			v = nv;
 		}
-		v[n++] = (list_ent){ strdup(path), m.step, m.created_ns };
+		v[n++] = (list_ent){ strdup(path), m.step, m.created_ns, m.generation };
+		if (maxgen && m.generation > *maxgen)
+			*maxgen = m.generation;
 		ck_manifest_free(&m);
 	}
 	closedir(d);
@@ -459,6 +480,8 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 		for (int i = 0; i < n; i++)
 			free(v[i].path);
 		free(v);
+		if (maxgen)
+			*maxgen = 0;
 		errno = e;
 		return -1;
 	}
@@ -472,4 +495,17 @@ int ck_scan(const char *ckpt_dir, int quick, char ***paths, long **steps,
 	}
 	free(v);
 	return n;
+}
+
+int ck_max_generation(const char *dir, long long *gen)
+{
+	char **paths;
+	long *steps;
+	int n = ck_scan(dir, 1, &paths, &steps, NULL, NULL, NULL, gen);
+
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(steps);
+	return n < 0 ? -1 : 0;
 }

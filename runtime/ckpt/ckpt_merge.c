@@ -2,8 +2,11 @@
  * publishes its own in the temporary step directory (or a failure note
  * beside it); world rank 0 waits for every one and merges them (kinds,
  * tensors sorted by name, files, pieces, blobs, replica agreement) into
- * the manifest's JSON. The format is described in ckpt_manifest.c. */
+ * the manifest's JSON, with the save's generation (1 + CKPT_DIR's largest,
+ * listed only when the writer does not know it). The format is described
+ * in ckpt_manifest.c. */
 #include "ckpt_int.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -160,6 +163,19 @@ static int merge_rank(ck_merge_acc *acc, json_t *rec, int r, char *err, size_t e
 	return rc;
 }
 
+int ck_known_generation(const char *dir, long long *gen, char *err, size_t errlen)
+{
+	if (*gen >= 0)
+		return 0;
+	if (ck_max_generation(dir, gen) != 0) {
+		ck_fmt(err, errlen, "%s: cannot list the checkpoint directory (the new checkpoint's generation): %s",
+		       dir, strerror(errno));
+		*gen = -1;
+		return LLMT_EXIT_IO;
+	}
+	return 0;
+}
+
 int ck_build_manifest(const ck_save_info *w, const char *tdir, json_t **out, char *err, size_t errlen)
 {
 	ck_merge_acc acc = { json_array(), json_array(), json_array(), json_array(), json_array(), json_array(), 1 };
@@ -192,9 +208,9 @@ int ck_build_manifest(const ck_save_info *w, const char *tdir, json_t **out, cha
 		time_t now = time(NULL);
 		char iso[32];
 		strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		*out = json_pack("{s:s, s:i, s:I, s:I, s:s, s:{s:i, s:i, s:i, s:i}, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
+		*out = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:{s:i, s:i, s:i, s:i}, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
 		                 "format", CK_FORMAT, "version", CK_VERSION, "step", (json_int_t)w->step,
-		                 "created_ns", (json_int_t)ck_now_ns(), "created", iso,
+		                 "generation", (json_int_t)w->generation, "created_ns", (json_int_t)ck_now_ns(), "created", iso,
 		                 "layout", "tp", w->tp, "pp", w->pp, "dp", w->dp, "world", w->world,
 		                 "model", w->model, "training", w->training,
 		                 "replicas_agree", acc.agree < 0 ? json_null() : json_boolean(acc.agree),

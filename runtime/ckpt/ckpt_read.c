@@ -37,7 +37,8 @@ static void inc_report(const char *path, const char *why, void *arg)
 	inc_add(arg, slash ? slash + 1 : path);
 }
 
-int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc)
+int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size_t len, int *ninc,
+                   long long *maxgen)
 {
 	inc_list l = { names, len, 0 };
 	char **paths;
@@ -46,7 +47,7 @@ int llmt_ckpt_scan(const char *dir, char *newest, size_t nlen, char *names, size
 
 	names[0] = '\0';
 	newest[0] = '\0';
-	n = ck_scan(dir, 1, &paths, &steps, inc_report, inc_report, &l);
+	n = ck_scan(dir, 1, &paths, &steps, inc_report, inc_report, &l, maxgen);
 	int e = errno;
 	if (n > 0)
 		ck_fmt(newest, nlen, "%s", paths[0]);
@@ -104,7 +105,7 @@ int llmt_ckpt_resolve(const char *path, char *out, size_t outlen, char *err, siz
 	}
 	/* the newest complete one, not `latest`: a crash between the rename of
 	 * a step directory and the swap of `latest` leaves `latest` behind */
-	if ((n = llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc)) > 0)
+	if ((n = llmt_ckpt_scan(path, out, outlen, inc, sizeof inc, &ninc, NULL)) > 0)
 		return 0;
 	if (n < 0) {
 		/* steps it could not see are not absent ones */

@@ -86,15 +86,17 @@ void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token)
 	closedir(d);
 }
 
-void ck_retention(const char *dir, int keep, const ck_keep *k)
+long long ck_retention(const char *dir, int keep, const ck_keep *k)
 {
 	char **paths, id[64];
 	long *steps;
+	long long gen;
 	int n, kept = 0;
 
 	if (keep <= 0)
-		return;
-	n = ck_list(dir, 1, &paths, &steps, NULL, NULL);
+		return -1;
+	/* newest first by generation: ck_list's order */
+	n = ck_scan(dir, 1, &paths, &steps, NULL, NULL, NULL, &gen);
 	for (int i = 0; i < n; i++) {
 		llmt_ckpt_id(paths[i], id, sizeof id);
 		if (llmt_ckpt_id_in(k->bad_ids, id))
@@ -109,4 +111,5 @@ void ck_retention(const char *dir, int keep, const ck_keep *k)
 		free(paths[i]);
 	free(paths);
 	free(steps);
+	return n < 0 ? -1 : gen;
 }

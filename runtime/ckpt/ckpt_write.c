@@ -34,6 +34,7 @@ struct llmt_ckpt_writer {
 	int result;             /* of the last finished save */
 	char err[1024];
 	long last_step;
+	long long gen;          /* CKPT_DIR's largest generation (-1: unknown, the next save lists it) */
 	/* the job of the thread */
 	long step;
 	char token[48];
@@ -76,6 +77,7 @@ llmt_ckpt_writer *llmt_ckpt_writer_new(const char *dir, int keep, char *err, siz
 	ck_fmt(w->dir, sizeof w->dir, "%s", dir);
 	w->keep = keep;
 	w->last_step = -1;
+	w->gen = -1;
 	const char *bad = getenv(LLMT_ENV_CKPT_BAD);
 	w->bad_ids = bad && *bad ? strdup(bad) : NULL;
 	pthread_mutex_init(&w->mu, NULL);
@@ -153,7 +155,10 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	int rc;
 	struct stat st;
 
-	ck_save_info info = { w->step, w->tp, w->pp, w->dp, w->world, w->model, w->training };
+	if (ck_known_generation(w->dir, &w->gen, err, errlen) != 0)
+		return LLMT_EXIT_IO;
+	ck_save_info info = { w->step, llmt_ckpt_gen_next(w->gen), w->tp, w->pp, w->dp, w->world, w->model,
+	                      w->training };
 
 	if ((rc = ck_build_manifest(&info, tdir, &man, err, errlen)) != 0)
 		return rc;
@@ -188,11 +193,15 @@ static int finalize(llmt_ckpt_writer *w, const char *tdir, char *err, size_t err
 	}
 	ck_fmt(path, sizeof path, "%s/latest", w->dir);
 	ck_fmt(latest, sizeof latest, "step_%08ld\n", w->step);
+	w->gen = info.generation;
 	if (ck_write_file_atomic(path, latest, strlen(latest), err, errlen) != 0)
 		return LLMT_EXIT_IO;
 	ck_remove_stale_tmp(w->dir, w->step, w->token);
 	ck_keep k = { final, w->verified[0] ? w->verified : NULL, w->bad_ids };
-	ck_retention(w->dir, w->keep, &k);
+	/* its listing may see a larger generation (another writer's) */
+	long long seen = ck_retention(w->dir, w->keep, &k);
+	if (seen > w->gen)
+		w->gen = seen;
 	return 0;
 }
 
@@ -274,6 +283,11 @@ int llmt_ckpt_poll(llmt_ckpt_writer *w, char *err, size_t errlen)
 		return 0;
 	int rc = join(w, err, errlen);
 	return rc ? rc : 1;
+}
+
+void llmt_ckpt_writer_generation(llmt_ckpt_writer *w, long long maxgen)
+{
+	w->gen = maxgen < 0 ? -1 : maxgen;
 }
 
 void llmt_ckpt_writer_verified(llmt_ckpt_writer *w, const char *stepdir)

@@ -54,6 +54,7 @@ typedef struct {
 	double write_time;       /* duration of the last complete background write */
 	const char *resume_from;
 	char resume_path[4096];  /* CKPT_DIR's newest complete step, listed once at the start */
+	long long ckpt_gen;      /* that listing's largest generation (-1: not listed) */
 	int save_pending;        /* a snapshot taken, its save not yet handed to the writer */
 	train_state save_st;     /* the training state of that snapshot */
 	double save_snap_s;      /* the time the snapshot call took */

@@ -265,10 +265,15 @@ static int ckpt_dir_start(trainer *t)
 	char *path = t->resume_path, inc[1024];
 	int rank = t->p->l.rank, ninc;
 
+	t->ckpt_gen = -1;
 	if (!o->ckpt_dir || (o->resume && *o->resume))
 		return 0;
-	/* one listing: the newest complete step is passed on to the resume */
-	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc);
+	/* one listing: the newest complete step is passed on to the resume,
+	 * the largest generation to the writer */
+	long long gen;
+	int n = llmt_ckpt_scan(o->ckpt_dir, path, sizeof(t->resume_path), inc, sizeof(inc), &ninc, &gen);
+	if (n >= 0)
+		t->ckpt_gen = gen;
 	if (n < 0 && errno != ENOENT && errno != ENOTDIR && !o->resume) {
 		/* checkpoints it cannot see are not absent ones (74: retried) */
 		fprintf(stderr, "llm-train: rank %d: %s: cannot list the checkpoint directory: %s: not starting from "
@@ -320,6 +325,8 @@ static int setup_dirs(trainer *t)
 		rc = mkdir_p(o->ckpt_dir, err, el);
 		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
 			rc = LLMT_EXIT_IO;
+		else if (!rc)
+			llmt_ckpt_writer_generation(t->w, t->ckpt_gen);   /* -1 (a resume the wrapper chose): listed at the first save */
 		if (rc)
 			fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
 	}

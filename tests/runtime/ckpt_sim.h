@@ -154,6 +154,7 @@ static void free_rank(sim_rank *s)
 static int borrow_mode;
 static const char *sim_verified;   /* llmt_ckpt_writer_verified of each writer (NULL: none) */
 static void (*sim_after_open)(const char *stepdir);   /* load_layout: between open and load */
+static long long sim_gen = -1;     /* llmt_ckpt_writer_generation of each writer (-1: none) */
 
 /* save step under (tp, pp, dp) with every rank simulated; returns rank 0's
  * wait result */
@@ -173,6 +174,8 @@ static int save_layout(const char *dir, long step, int tp, int pp, int dp, int k
 		assert_non_null(w[r]);
 		if (sim_verified)
 			llmt_ckpt_writer_verified(w[r], sim_verified);
+		if (sim_gen >= 0)
+			llmt_ckpt_writer_generation(w[r], sim_gen);
 		s[r].st.borrow = borrow_mode;
 		assert_int_equal(llmt_ckpt_save(w[r], step, &s[r].st, err, sizeof err), 0);
 		/* the snapshot is taken: scribbling on the buffers changes nothing

@@ -4,7 +4,8 @@ headers': Job's heartbeat refresh period (its refresh_s default and
 HB_PERIOD_S) is include/llmt/heartbeat.h's LLMT_HB_PERIOD_S, and
 EXIT_ROLLBACK, EXIT_USAGE, EXIT_REQUEUE, EXIT_NOINPUT and EXIT_IO are
 include/llmt/exitcodes.h's LLMT_EXIT_ROLLBACK, LLMT_EXIT_USAGE,
-LLMT_EXIT_REQUEUE, LLMT_EXIT_NOINPUT and LLMT_EXIT_IO.
+LLMT_EXIT_REQUEUE, LLMT_EXIT_NOINPUT and LLMT_EXIT_IO, and GEN_MAX is
+include/llmt/ckptgen.h's LLMT_CKPT_GEN_MAX.
 
 The module stays a plain source file (installed as is by automake's
 python_PYTHON, imported from the tree by the tests and copied by users),
@@ -18,7 +19,7 @@ import llm_train
 
 def define(header, name):
     text = open(os.path.join(top, "include/llmt", header)).read()
-    m = re.search(r"^#define\s+%s\s+([0-9.]+)\b" % name, text, re.M)
+    m = re.search(r"^#define\s+%s\s+([0-9.]+)(?:LL)?\b" % name, text, re.M)
     if not m:
         print("FAIL: no numeric #define %s in include/llmt/%s" % (name, header))
         sys.exit(1)
@@ -39,6 +40,11 @@ for name in ("ROLLBACK", "USAGE", "REQUEUE", "NOINPUT", "IO"):
     if getattr(llm_train, "EXIT_" + name) != code:
         print("FAIL: llm_train.EXIT_%s is %r, LLMT_EXIT_%s is %r" % (name, getattr(llm_train, "EXIT_" + name), name, code))
         bad = 1
+gen_max = define("ckptgen.h", "LLMT_CKPT_GEN_MAX")
+if llm_train.GEN_MAX != gen_max:
+    print("FAIL: llm_train.GEN_MAX is %r, LLMT_CKPT_GEN_MAX is %r" % (llm_train.GEN_MAX, gen_max))
+    bad = 1
 if not bad:
-    print("ok: heartbeat period %g s, exit codes %s: the same in llm_train.py and the C headers" % (period, ", ".join(codes)))
+    print("ok: heartbeat period %g s, exit codes %s, largest generation %d: the same in llm_train.py and the C headers"
+          % (period, ", ".join(codes), gen_max))
 sys.exit(bad)

@@ -88,7 +88,7 @@ static void start_values(void **st)
 static void pick_resume_point(void **st)
 {
 	(void)st;
-	struct wr_ckpt ck[3] = { { 30, "/ck/step_30" }, { 20, "/ck/step_20" }, { 10, "/ck/step_10" } };
+	struct wr_ckpt ck[3] = { { 30, "/ck/step_30", 0 }, { 20, "/ck/step_20", 0 }, { 10, "/ck/step_10", 0 } };
 	struct wr_job j = job();
 	wr_job_pick(&j, ck, 3);
 	assert_string_equal(j.resume, "/ck/step_30");
@@ -155,7 +155,7 @@ static int judge(struct wr_job *j, struct wr_watch_out wo, struct wr_verdict *v)
 static void bad_checkpoint(void **st)
 {
 	(void)st;
-	struct wr_ckpt ck[3] = { { 30, "/ck/step_30" }, { 20, "/ck/step_20" }, { 10, "/ck/step_10" } };
+	struct wr_ckpt ck[3] = { { 30, "/ck/step_30", 0 }, { 20, "/ck/step_20", 0 }, { 10, "/ck/step_10", 0 } };
 	struct wr_verdict v;
 	struct wr_job j = job();
 	wr_job_pick(&j, ck, 3);
@@ -204,7 +204,7 @@ static void bad_checkpoint(void **st)
 static void bad_checkpoint_foreign(void **st)
 {
 	(void)st;
-	struct wr_ckpt ck[4] = { { 40, "/ck/s40" }, { 30, "/ck/s30" }, { 20, "/ck/s20" }, { 10, "/ck/s10" } };
+	struct wr_ckpt ck[4] = { { 40, "/ck/s40", 0 }, { 30, "/ck/s30", 0 }, { 20, "/ck/s20", 0 }, { 10, "/ck/s10", 0 } };
 	struct wr_verdict v;
 	struct wr_job j = job();
 	/* llm-train (its own checkpoint tool): only its 89 marks; an exit 70

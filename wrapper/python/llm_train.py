@@ -31,7 +31,14 @@ only in phases "load" and "save" (job.phase(...)), so a hung step goes
 stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
 --ckpt-tool: a step directory is complete when it holds this module's
 marker (its files still of the sizes recorded) or, from
-torch.distributed.checkpoint, its .metadata (written last).
+torch.distributed.checkpoint, its .metadata (written last). Newest first
+is the marker's generation (1 + the largest in CKPT_DIR when it was
+saved: after a rollback to step 100, a new step 150 ranks above the
+abandoned step 200), then the step; a marker without one (older, or a
+.metadata directory) is generation 0, below any new save; one that is not
+an integer in 0..2^53-1 makes the checkpoint invalid, as llm-train's
+manifests (include/llmt/ckptgen.h). Rank 0's first ckpt_complete lists
+CKPT_DIR once for the largest; later ones carry it on.
 
 job.ckpt_due(step) follows LLM_TRAIN_CKPT_INTERVAL (--llm-train=ckpt-interval):
 N steps (step % N == 0, decided on each rank alike), Ns/Nm/Nh (time since
@@ -68,11 +75,12 @@ EXIT_USAGE = 64      # include/llmt/exitcodes.h: usage/config error (never retri
 EXIT_REQUEUE = 87    # include/llmt/exitcodes.h LLMT_EXIT_REQUEUE: preempted, checkpoint written: requeue
 EXIT_NOINPUT = 66    # include/llmt/exitcodes.h: ckpt-list DIR is not a directory
 EXIT_IO = 74         # include/llmt/exitcodes.h: ckpt-list DIR cannot be listed
+GEN_MAX = 9007199254740991  # include/llmt/ckptgen.h LLMT_CKPT_GEN_MAX (2^53 - 1): the largest generation
 # what llm-train-wrap forwards to the ranks (SIGUSR1 at once, SIGTERM after
 # --preempt-grace) and Slurm sends them (--signal, scancel, a time limit):
 # llm-train catches the same two (runtime/train/train.c)
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
-# (HB_PERIOD_S and the EXIT_ codes checked against the C headers by tests/wrapper/py_contract.py)
+# (HB_PERIOD_S, the EXIT_ codes and GEN_MAX checked against the C headers by tests/wrapper/py_contract.py)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -175,6 +183,7 @@ class Job:
         self._stop_sig = 0         # the agreed stop's signal (the largest number any rank got)
         self._saved_at = None      # ckpt_due said save for an interval at this step: stop_requested looks again
         self._completed = None     # the last step ckpt_complete marked
+        self._gen = None           # rank 0: CKPT_DIR's largest generation (None: its first save lists it)
         self._beat()
         if signals:
             self._catch_signals()
@@ -495,13 +504,16 @@ class Job:
         if self.rank != 0:
             return
         d = self.ckpt_dir_for(step)
+        if self._gen is None:
+            self._gen = max((g for g, _, _ in _listing(self.ckpt_dir)[0]), default=0)
+        self._gen = gen_next(self._gen)
         files = {}
         for root, _, names in os.walk(d):
             for n in names:
                 if n != MARKER and ".tmp." not in n:
                     p = os.path.join(root, n)
                     files[os.path.relpath(p, d)] = os.path.getsize(p)
-        _atomic_write(d + "/" + MARKER, json.dumps({"step": step, "files": files}) + "\n")
+        _atomic_write(d + "/" + MARKER, json.dumps({"step": step, "generation": self._gen, "files": files}) + "\n")
         _atomic_write(self.ckpt_dir + "/latest", "step_%08d\n" % step)
 
     def done(self):
@@ -534,6 +546,26 @@ def step_of(path):
         pass
     name = os.path.basename(os.path.normpath(path))
     return int(name[5:]) if name.startswith("step_") and name[5:].isdigit() else 0
+
+
+def gen_next(largest):
+    """The generation of a save after one of generation largest (stays at
+    GEN_MAX, never past it: include/llmt/ckptgen.h)."""
+    return min(largest + 1, GEN_MAX)
+
+
+def generation_of(path):
+    """A complete checkpoint's generation: its marker's; 0 without one
+    (torch.distributed.checkpoint) or without the field (an older marker).
+    ValueError naming a value that is not an integer in 0..GEN_MAX."""
+    try:
+        m = json.loads(_read_small(os.path.join(path, MARKER)))
+    except (OSError, ValueError):
+        return 0
+    v = m.get("generation", 0) if isinstance(m, dict) else 0
+    if type(v) is not int or not 0 <= v <= GEN_MAX:
+        raise ValueError("bad marker: generation %.40s: not an integer in 0..%d" % (json.dumps(v), GEN_MAX))
+    return v
 
 
 def complete(path):
@@ -572,21 +604,36 @@ def ckpt_list(d, out=sys.stdout, err=sys.stderr):
     except OSError as e:
         print("llm-train-ckpt-torch: ckpt-list: %s: %s" % (d, e.strerror or e), file=err)
         return EXIT_IO
-    good = []
-    for name in sorted((n for n in names if n.startswith("step_")), reverse=True):
+    good, bad = _listing(d, names)
+    for p, why in bad:
+        print("%s: %s" % (p, why), file=err)
+    for _, step, p in good:
+        print("%d %s" % (step, p), file=out)
+    return 0
+
+
+def _listing(d, names=None):
+    """The complete checkpoints of d newest first as (generation, step,
+    path), and the others as (path, why). names: os.listdir(d)'s (None: listed here)."""
+    good, bad = [], []
+    for name in sorted((n for n in (os.listdir(d) if names is None else names) if n.startswith("step_")),
+                       reverse=True):
         p = os.path.join(d, name)
         if not os.path.isdir(p):
             continue
         why = complete(p)
+        try:
+            g = generation_of(p) if not why else 0
+        except ValueError as e:
+            why = str(e)
         if why:
-            print("%s: %s" % (p, why), file=err)
+            bad.append((p, why))
         else:
-            good.append((step_of(p), p))
-    # newest by step, not by name: a kept copy (step_keep, step_00000010.bak)
-    # sorts after step_0... by name and would be resumed from
-    for step, p in sorted(good, key=lambda t: t[0], reverse=True):
-        print("%d %s" % (step, p), file=out)
-    return 0
+            good.append((g, step_of(p), p))
+    # newest by generation, then step, not by name: a kept copy (step_keep,
+    # step_00000010.bak) sorts after step_0... by name and would be resumed from
+    good.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return good, bad
 
 
 def main(argv=None):
