@@ -36,9 +36,9 @@ struct llmt_env_input {
 	const char *nic;                   /* this task's NIC name, NULL/"" = none */
 	const char *master_addr;           /* host of rank 0 */
 	uint32_t job_id, step_id;
-	const char *resv_ports;            /* SLURM_STEP_RESV_PORTS, NULL = unset */
 	const struct llmt_opts *opts;      /* after apply_defaults + validate */
 	const struct llmt_policy *policy;  /* never NULL (built-in defaults) */
+	const char *resv_ports;            /* SLURM_STEP_RESV_PORTS, NULL = unset */
 };
 
 /* Fill out (replacing what it held). Variables, in this order:
