@@ -165,6 +165,34 @@ static void test_resv_ports_hostile(void **s)
 	assert_non_null(strstr(err, "not a port"));
 }
 
+/* Random strings over the list's own alphabet (and a few bytes beside
+ * it): never a crash (the sanitizer build runs this too), and what is
+ * accepted holds together. */
+static void test_resv_ports_random(void **s)
+{
+	static const char abc[] = "0123456789012345678901234567890123456789,,,---1x \n\xff";
+	uint64_t x = 88172645463325252ull;
+	unsigned accepted = 0;
+	for (int n = 0; n < 200000; n++) {
+		char v[48], err[256];
+		struct llmt_ports r;
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		size_t len = (size_t)(x % 40);
+		for (size_t i = 0; i < len; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			v[i] = abc[x % (sizeof(abc) - 1)];
+		}
+		v[len] = '\0';
+		if (llmt_ports_parse(v, &r, err, sizeof(err)) != 0)
+			continue;
+		accepted++;
+		assert_true(strspn(v, "0123456789,-") == len);
+		assert_true(r.first >= LLMT_PORT_MIN && r.last <= LLMT_PORT_MAX && r.first <= r.last);
+		assert_true(r.items >= 1 && r.count >= r.items && r.count <= r.last - r.first + 1);
+	}
+	assert_true(accepted > 100);   /* the generator does reach valid lists */
+}
+
 /* MASTER_PORT: the last reserved port, else the hash; a bad value says so. */
 static void test_master_port_resv(void **s)
 {
@@ -350,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_master_port),
 		cmocka_unit_test(test_resv_ports_parse),
 		cmocka_unit_test(test_resv_ports_hostile),
+		cmocka_unit_test(test_resv_ports_random),
 		cmocka_unit_test(test_master_port_resv),
 		cmocka_unit_test(test_task_env),
 		cmocka_unit_test(test_cpu_node_env),
