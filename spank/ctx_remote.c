@@ -9,7 +9,8 @@
  * the policy's caps are keyed by come from slurmctld, never from the
  * job's environment. The batch step gets the
  * job-wide settings only, never a rank, so the wrapper is not mistaken
- * for rank 0. */
+ * for rank 0. MASTER_PORT is the step's last reserved port
+ * (SLURM_STEP_RESV_PORTS, ports.h), read in task_init. */
 #include "plugin.h"
 
 #include <stdarg.h>
@@ -31,6 +32,7 @@ static struct {
 	int batch;
 	int failed;
 	int srun_refused;     /* srun refused this step and said so: refuse quietly */
+	int port_noted;       /* the bad SLURM_STEP_RESV_PORTS was reported */
 	char err[LLMT_ERRLEN];
 	struct llmt_opts opts;
 	struct llmt_policy *policy;
@@ -51,7 +53,7 @@ static void remote_reset(void)
 	rs.plan = NULL;
 	rs.topo = NULL;
 	rs.policy = NULL;
-	rs.ready = rs.training = rs.batch = rs.failed = rs.srun_refused = 0;
+	rs.ready = rs.training = rs.batch = rs.failed = rs.srun_refused = rs.port_noted = 0;
 	rs.err[0] = '\0';
 	rs.master[0] = '\0';
 }
@@ -108,6 +110,22 @@ static int unset_env(spank_t sp, const char *name)
 }
 
 static uid_t job_uid(spank_t sp);
+
+/* SLURM_STEP_RESV_PORTS (the step's reserved ports, ports.h) in buf, or
+ * NULL when unset or unreadable. A value that does not fit is longer than
+ * the parser takes: buf is then filled to say so to it (what spank_getenv
+ * copied is not relied on). */
+static const char *resv_ports(spank_t sp, char *buf, size_t len)
+{
+	spank_err_t rc = spank_getenv(sp, "SLURM_STEP_RESV_PORTS", buf, (int)len);
+	if (rc == ESPANK_SUCCESS)
+		return buf;
+	if (rc != ESPANK_NOSPACE)
+		return NULL;
+	memset(buf, '9', len - 1);
+	buf[len - 1] = '\0';
+	return buf;
+}
 
 /* Batch step of an automatic layout: chosen for the whole allocation (the
  * job's nodes and tasks per node), so a model that fits nothing is refused
@@ -465,12 +483,19 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	in.master_addr = rs.master[0] ? rs.master : llmt_plan_master(pl);
 	in.job_id = rs.job_id;
 	in.step_id = rs.step_id;
+	char resv[LLMT_RESV_PORTS_MAX + 2];
+	in.resv_ports = resv_ports(sp, resv, sizeof(resv));
 	in.opts = &rs.opts;
 	in.policy = rs.policy;
 	char err[LLMT_ERRLEN];
 	if (llmt_envgen(&in, &rs.env, err, sizeof(err)) != 0) {
 		slurm_error(LLMT_MSG "task refused: environment of task %u: %s", gid, err);
 		return -1;
+	}
+	/* every node reads the same value: rank 0 alone says it is bad, once */
+	if (rs.env.note[0] && k->rank == 0 && !rs.port_noted) {
+		rs.port_noted = 1;
+		slurm_error(LLMT_MSG "%s", rs.env.note);
 	}
 	/* A variable of ours that this step does not set must not leak in
 	 * from the batch step or the submitting shell. */

@@ -12,11 +12,6 @@
 #include "llmt/err.h"
 #include "llmt/env.h"
 
-unsigned llmt_master_port(uint32_t job_id, uint32_t step_id)
-{
-	return 20000u + (job_id % 625u) * 16u + (step_id % 16u);
-}
-
 /* The ${...} values of one task. */
 static void subst_vars(const struct llmt_env_input *in, struct llmt_subst_vars *v)
 {
@@ -72,6 +67,7 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	char iv[32];
 
 	env->n = 0;
+	env->note[0] = '\0';
 	if (!in->master_addr || !*in->master_addr) {
 		SET_ERR("no MASTER_ADDR (host of rank 0)");
 		return -1;
@@ -83,7 +79,9 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	PUT("LOCAL_RANK", "%u", t->local_rank);
 	PUT("LOCAL_WORLD_SIZE", "%u", in->local_world_size);
 	PUT("MASTER_ADDR", "%s", in->master_addr);
-	PUT("MASTER_PORT", "%u", llmt_master_port(in->job_id, in->step_id));
+	PUT("MASTER_PORT", "%u", llmt_master_port(in->resv_ports, in->job_id, in->step_id,
+						  p->rendezvous.port_lo, p->rendezvous.port_hi,
+						  env->note, sizeof(env->note)));
 	PUT(LLMT_ENV_TP, "%u", in->layout.tp);
 	PUT(LLMT_ENV_PP, "%u", in->layout.pp);
 	PUT(LLMT_ENV_DP, "%u", in->layout.dp);

@@ -1,6 +1,7 @@
 /* Environment of one task (doc/contracts.md): torchrun variables,
  * LLM_TRAIN_* coordinates and settings, CUDA_VISIBLE_DEVICES, the NCCL
- * profile with per-rank substitution. Pure; fixed-size output. */
+ * profile with per-rank substitution. Pure; fixed-size output. MASTER_PORT
+ * itself is ports.h's. */
 #ifndef LLMT_ENVGEN_H
 #define LLMT_ENVGEN_H
 
@@ -9,6 +10,7 @@
 #include "llmt_limits.h"
 #include "opts.h"
 #include "policy.h"
+#include "ports.h"
 #include "rankmap.h"
 
 #define LLMT_ENV_MAX        96    /* variables per task */
@@ -22,6 +24,7 @@ struct llmt_env_var {
 struct llmt_env {
 	unsigned n;
 	struct llmt_env_var var[LLMT_ENV_MAX];
+	char note[320];   /* a warning for the task's stderr, "" = none */
 };
 
 struct llmt_env_input {
@@ -35,12 +38,8 @@ struct llmt_env_input {
 	uint32_t job_id, step_id;
 	const struct llmt_opts *opts;      /* after apply_defaults + validate */
 	const struct llmt_policy *policy;  /* never NULL (built-in defaults) */
+	const char *resv_ports;            /* SLURM_STEP_RESV_PORTS, NULL = unset */
 };
-
-/* MASTER_PORT: 20000 + (job_id % 625) * 16 + step_id % 16, in 20000-29999;
- * two jobs sharing a node collide only when their ids are equal mod 625
- * and their step ids equal mod 16. */
-unsigned llmt_master_port(uint32_t job_id, uint32_t step_id);
 
 /* Fill out (replacing what it held). Variables, in this order:
  * LLM_TRAIN=1 RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR

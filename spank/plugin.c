@@ -566,6 +566,8 @@ void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *
 			plan->names[k->node], k->local_rank, k->gpu, k->tp_rank, k->pp_rank, k->dp_rank,
 			llmt_plan_nic(plan, t));
 	}
+	fprintf(f, "llm_train: explain: MASTER_PORT below is the fallback hash; a step for which "
+		   "Slurm reserves ports (MpiParams=ports) gets the last of them\n");
 	for (unsigned t = 0; e && t < plan->ntasks; t++) {
 		const struct llmt_rm_task *k = &plan->map->task[t];
 		struct llmt_env_input in;

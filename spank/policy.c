@@ -14,6 +14,7 @@
 #include "hostlist.h"
 #include "path.h"
 #include "policy.h"
+#include "ports.h"
 #include "subst.h"
 #include "yaml_walk.h"
 
@@ -33,6 +34,8 @@ void llmt_policy_defaults(struct llmt_policy *p)
 	p->limits.max_restarts = 10;
 	p->limits.restart_window_s = 3600;
 	p->topology.source = LLMT_TOPO_NONE;
+	p->rendezvous.port_lo = LLMT_FALLBACK_PORT_LO;
+	p->rendezvous.port_hi = LLMT_FALLBACK_PORT_HI;
 	p->health.gpu_count.enabled = 1;
 	p->health.gpu_count.timeout_s = 10;
 	p->health.xid_scan.enabled = 1;
@@ -285,6 +288,26 @@ static int topology_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_n
 	return 0;
 }
 
+/* rendezvous.fallback_ports: one port or one LO-HI range (ports.h's parser). */
+static int rendezvous_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
+{
+	struct llmt_policy *p = w->p;
+	struct llmt_ports r;
+	char e[160];
+	if (strcmp(key, "fallback_ports"))
+		return yw_unknown(w, k, "rendezvous", key, "fallback_ports");
+	const char *s = yw_scalar(v);
+	if (!s)
+		return yw_fail(w, v, "rendezvous.fallback_ports must be LO-HI (e.g. 20000-29999)");
+	if (llmt_ports_parse(s, &r, e, sizeof(e)) != 0)
+		return yw_fail(w, v, "rendezvous.fallback_ports %s", e);
+	if (r.items != 1)
+		return yw_fail(w, v, "rendezvous.fallback_ports: one range LO-HI, not a list");
+	p->rendezvous.port_lo = r.first;
+	p->rendezvous.port_hi = r.last;
+	return 0;
+}
+
 static int valid_var(const char *s)
 {
 	if (strncmp(s, "NCCL_", 5) || !s[5])
@@ -385,7 +408,10 @@ static int top_pair(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t
 		return yw_each_pair(w, v, "nccl_profiles", profiles_pair, NULL);
 	if (!strcmp(key, "health"))
 		return yw_each_pair(w, v, "health", health_pair, NULL);
-	return yw_unknown(w, k, "the policy", key, "defaults limits node_types topology nccl_profiles health");
+	if (!strcmp(key, "rendezvous"))
+		return yw_each_pair(w, v, "rendezvous", rendezvous_pair, NULL);
+	return yw_unknown(w, k, "the policy", key,
+			  "defaults limits node_types topology nccl_profiles health rendezvous");
 }
 
 /* Checks that need the whole file. */

@@ -1,7 +1,8 @@
 /* Admin policy /etc/slurm/llm-train.yaml, read with libyaml into a fixed
  * struct: defaults, limits, node types, topology source, NCCL profiles,
- * health checks. Strict: unknown keys and out-of-range values refused
- * with file:line:column; a missing file gives safe built-in defaults. */
+ * health checks, rendezvous ports. Strict: unknown keys and out-of-range
+ * values refused with file:line:column; a missing file gives safe
+ * built-in defaults. */
 #ifndef LLMT_POLICY_H
 #define LLMT_POLICY_H
 
@@ -107,6 +108,10 @@ struct llmt_policy {
 	struct llmt_nccl_profile profiles[LLMT_MAX_PROFILES];
 
 	struct {
+		unsigned port_lo, port_hi;   /* MASTER_PORT without Slurm's reserved ports */
+	} rendezvous;
+
+	struct {
 		struct llmt_health_check gpu_count;      /* GPUs visible == gpus_per_node */
 		struct llmt_health_check xid_scan;       /* kernel log Xid/MCE lines since job start */
 		struct llmt_health_check ckpt_free_space;/* free space on each ckpt root */
@@ -118,7 +123,8 @@ struct llmt_policy {
 
 /* Fill *p with the safe built-in defaults (tp=pp=1, dp=auto, interval
  * auto, 3 restarts (max 10 in 3600 s), no roots restriction, no node
- * types, no topology, no NCCL profile, gpu_count and xid_scan on). */
+ * types, no topology, no NCCL profile, gpu_count and xid_scan on,
+ * fallback MASTER_PORTs 20000-29999). */
 void llmt_policy_defaults(struct llmt_policy *p);
 
 /* Load path into a new heap policy (free with llmt_policy_free). Returns

@@ -9,8 +9,8 @@ data, so it runs anywhere:
     exec llm-train-wrap --ckpt-tool llm-train-ckpt-torch -- python3 ddp_train.py --steps 200
 
 The plugin (or torchrun) sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-(MASTER_PORT from the job and step ids: a fixed 29500 collides when two
-jobs share a node) and LLM_TRAIN_CKPT_DIR, which llm_train.Job() needs.
+(MASTER_PORT the step's last reserved port, else a hash of the job and
+step ids: a fixed 29500 collides when two jobs share a node) and LLM_TRAIN_CKPT_DIR, which llm_train.Job() needs.
 EXAMPLE_FAULT (first attempt only): kill@K:R kills rank R with SIGKILL after
 step K (the wrapper restarts the job from its last checkpoint); stop@K:R
 stops it (SIGSTOP: the wrapper finds the hang from its heartbeat and names

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/cluster/smoke_start_stop.sh: start and stop themselves: bad input
 # is refused, start on a running cluster refuses and leaves it alone, two
-# clusters run side by side, stop ends only its own cluster's daemons
+# clusters run side by side (own ports, own reserved port ranges), stop ends only its own cluster's daemons
 # (never a process whose pid merely sits in a pid file), topology shapes.
 set -u
 . "$top_srcdir/tests/cluster/lib.sh"
@@ -76,6 +76,9 @@ for p in $pids_a; do _cl_alive "$p" || fail "A's daemon $p died after the refuse
 [ ! -s "$b/etc/plugstack.conf" ] || fail "--no-plugin left a plugstack.conf line"
 [ "$(grep '^SlurmctldPort=' "$a/etc/slurm.conf")" != "$(grep '^SlurmctldPort=' "$b/etc/slurm.conf")" ] ||
 	fail "A and B share a port"
+# and each its own reserved ports (MASTER_PORT): every node is this host
+ra=$(sed -n 's/^MpiParams=ports=//p' "$a/etc/slurm.conf") rb=$(sed -n 's/^MpiParams=ports=//p' "$b/etc/slurm.conf")
+[ -n "$ra" ] && [ -n "$rb" ] && [ "${ra%-*}" != "${rb%-*}" ] || fail "reserved ports of A ($ra) and B ($rb)"
 n=$(SLURM_CONF=$a/etc/slurm.conf timeout 30 srun -N16 -n16 printenv SLURMD_NODENAME | sort -u | wc -l)
 [ "$n" = 16 ] || fail "srun -N16 on A ran on $n nodes"
 SLURM_CONF=$b/etc/slurm.conf timeout 30 srun -N2 -n2 true || fail "srun on B failed"

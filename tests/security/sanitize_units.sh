@@ -23,7 +23,7 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter $SAN -I$src/include -I$src -I$src/spank -I$src/runtime -I$bld -I$src/tests/spank -I$src/tests/security"
 LIBS="-lyaml -lslurm -lcmocka -lm"
 export CC CFLAGS
-core="interval opts opts_check path policy policy_load yaml_walk subst hostlist topology rankmap cost envgen plan
+core="interval opts opts_check path policy policy_load yaml_walk subst hostlist topology rankmap cost envgen ports plan
 	opts_auto autolayout model_read"
 glue="plugin ctx_allocator ctx_local ctx_remote ctx_job_script health health_io health_selftest hbclean"
 # the planner the automatic layout calls (runtime/'s libllmtplan.la)

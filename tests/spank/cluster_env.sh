@@ -19,7 +19,8 @@ mkdir -p "$w" || exit 1
 py=/usr/bin/python3
 
 # ---- srun: every task's environment against llm-train-plan --json ----------
-vars='$SLURM_PROCID $SLURMD_NODENAME $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $LLM_TRAIN_TP_RANK $LLM_TRAIN_PP_RANK $LLM_TRAIN_DP_RANK $LLM_TRAIN_GPU $LLM_TRAIN_NIC $LLM_TRAIN_TP $LLM_TRAIN_PP $LLM_TRAIN_DP $LLM_TRAIN_CKPT_DIR $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE'
+# (MASTER_PORT: the last of the step's reserved ports, SLURM_STEP_RESV_PORTS)
+vars='$SLURM_PROCID $SLURMD_NODENAME $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $LLM_TRAIN_TP_RANK $LLM_TRAIN_PP_RANK $LLM_TRAIN_DP_RANK $LLM_TRAIN_GPU $LLM_TRAIN_NIC $LLM_TRAIN_TP $LLM_TRAIN_PP $LLM_TRAIN_DP $LLM_TRAIN_CKPT_DIR $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE $SLURM_STEP_RESV_PORTS'
 srun -N4 --ntasks-per-node=2 --llm-train=tp=2,pp=2 --llm-ckpt-dir="$w/ck" \
 	sh -c "echo T $vars" >"$w/srun.out" 2>"$w/srun.err" || { cat "$w/srun.err"; fail "srun with --llm-train failed"; }
 [ "$(grep -c '^T ' "$w/srun.out")" = 8 ] || { cat "$w/srun.out" "$w/srun.err"; fail "expected 8 task lines"; }
@@ -60,7 +61,10 @@ for r in rows:
     want(maddr == rank0_addr, f"task {procid}: MASTER_ADDR={maddr}, rank 0 is on {rank0_node} ({rank0_addr})")
     want((etp, epp, edp) == (tp, pp, dp), f"task {procid}: layout {etp},{epp},{edp}")
     want(eck == ck, f"task {procid}: LLM_TRAIN_CKPT_DIR={eck}")
-    want(20000 <= int(mport) <= 29999, f"task {procid}: MASTER_PORT={mport}")
+    # the last port Slurm reserved for the step (MpiParams=ports)
+    resv = r[20] if len(r) > 20 else ""
+    want(resv and mport == resv.split(",")[-1].split("-")[-1],
+         f"task {procid}: MASTER_PORT={mport}, SLURM_STEP_RESV_PORTS={resv or 'unset'}")
     ports.add(mport)
 want(len(ports) == 1, f"MASTER_PORT differs between tasks: {ports}")
 want(sorted(int(r[3]) for r in rows) == list(range(len(plan))), "ranks are not 0..n-1 once each")

@@ -77,7 +77,10 @@ P
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert len(m) == 6
-port = 20000 + (4242 % 625) * 16 + 3
+# no reservation here (SLURM_STEP_RESV_PORTS is the step's): the hash of
+# job and step over the policy's fallback range, the same for every task
+port = int(m[0]["env"]["MASTER_PORT"])
+assert 20000 <= port <= 29999, port
 master = [e["node"] for e in m if e["rank"] == 0][0]
 for e in m:
     v = e["env"]

@@ -92,7 +92,7 @@ static void test_choice_is_planners_fastest(void **s)
 	struct llmt_rm_task t = { 0 };
 	t.gpu = -1;
 	struct llmt_env *e = calloc(1, sizeof(*e));
-	struct llmt_env_input in = { &t, { o.tp, o.pp, o.dp }, 4, 2, 0, "lo", "cpu1", 1, 0, &o, p };
+	struct llmt_env_input in = { &t, { o.tp, o.pp, o.dp }, 4, 2, 0, "lo", "cpu1", 1, 0, &o, p, NULL };
 	assert_int_equal(llmt_envgen(&in, e, err, sizeof(err)), 0);
 	char want[32];
 	snprintf(want, sizeof(want), "%u", o.choice.micro_batch);
@@ -294,7 +294,7 @@ static void test_fewest_layers(void **s)
 	struct llmt_rm_task t = { 0 };
 	t.gpu = -1;
 	struct llmt_env *e = calloc(1, sizeof(*e));
-	struct llmt_env_input ei = { &t, { 1, 1, 1 }, 1, 1, 0, "lo", "cpu1", 1, 0, &o, p };
+	struct llmt_env_input ei = { &t, { 1, 1, 1 }, 1, 1, 0, "lo", "cpu1", 1, 0, &o, p, NULL };
 	assert_int_equal(llmt_envgen(&ei, e, err, sizeof(err)), 0);
 	snprintf(want, sizeof want, "%d", k);
 	assert_string_equal(llmt_env_get(e, "LLM_TRAIN_RECOMPUTE_LAYERS"), want);

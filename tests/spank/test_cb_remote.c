@@ -1,7 +1,8 @@
 #define _GNU_SOURCE
 /* test_cb_remote.c: the plugin's remote context (slurmstepd) against the
  * fake spank_*: every task's environment, batch-step leaks, bad layouts,
- * host counts, the topology never taken from the job's environment. */
+ * host counts, the topology never taken from the job's environment,
+ * MASTER_PORT from Slurm's reserved ports. */
 #include "cb_harness.h"
 
 struct task_env {
@@ -15,6 +16,7 @@ static void copy(char *dst, size_t n, const char *v)
 }
 
 static const char *run_stepd_addrs;   /* NodeAddrs the fake slurmctld gives */
+static const char *run_stepd_resv;    /* SLURM_STEP_RESV_PORTS in the job env */
 
 static void run_stepd(const char *spec, const char *nodelist, const char *tpn, uint32_t nnodes,
 		      uint32_t nodeid, uint32_t first, uint32_t ntasks, uint32_t total,
@@ -31,6 +33,8 @@ static void run_stepd(const char *spec, const char *nodelist, const char *tpn, u
 	fake_env_set("SLURM_STEP_NODELIST", nodelist);
 	fake_env_set("SLURM_STEP_TASKS_PER_NODE", tpn);
 	fake_env_set("SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_llm_train", spec);
+	if (run_stepd_resv)
+		fake_env_set("SLURM_STEP_RESV_PORTS", run_stepd_resv);
 	if (leak) {   /* what a batch step or the user's shell left behind */
 		fake_env_set("RANK", "99");
 		fake_env_set("LLM_TRAIN_TP_RANK", "7");
@@ -84,7 +88,8 @@ static void check_step(struct task_env *e, unsigned total, unsigned per_node, un
 		assert_int_equal(atoi(e[t].lws), (int)per_node);
 		assert_string_equal(e[t].addr, e[0].addr);
 		assert_string_equal(e[t].port, e[0].port);
-		assert_true(atoi(e[t].port) >= 20000 && atoi(e[t].port) <= 29999);
+		if (!run_stepd_resv)
+			assert_true(atoi(e[t].port) >= 20000 && atoi(e[t].port) <= 29999);
 		assert_int_equal(atoi(e[t].tp), (int)tp);
 		assert_int_equal(atoi(e[t].tpr), r % (int)tp);
 		assert_string_not_equal(e[t].addr, "elsewhere");
@@ -100,6 +105,60 @@ static void test_remote_every_task_env(void **state)
 		run_stepd("tp=2,ckpt-dir=/tmp/run9", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
 	check_step(e, 4, 2, 2);
 	assert_string_equal(e[0].ckpt, "/tmp/run9");
+}
+
+/* log lines of the last run_stepd holding needle */
+static int log_count(const char *needle)
+{
+	int n = 0;
+	for (int i = 0; i < fake.nlog; i++)
+		n += strstr(fake.log[i], needle) != NULL;
+	return n;
+}
+
+/* MASTER_PORT is the last port Slurm reserved for the step, on every
+ * node; a malformed or overlong SLURM_STEP_RESV_PORTS (the job's
+ * environment) gives the fallback hash, said once, by rank 0 only, in
+ * printable bytes. (Red on the old code: its port ignored the variable.) */
+static void test_remote_master_port_resv_ports(void **state)
+{
+	(void)state;
+	struct task_env e[8];
+	static char huge[4000];
+	memset(huge, '1', sizeof(huge) - 1);
+	static const struct { const char *v, *port, *note; } cases[] = {
+		{ "30641-30643", "30643", NULL },
+		{ "30641,30650-30651", "30651", NULL },
+		{ "12000-11999", NULL, "SLURM_STEP_RESV_PORTS '12000-11999': range 12000-11999 runs backwards" },
+		{ "abc\n\x1b[2J", NULL, "SLURM_STEP_RESV_PORTS 'abc??[2J'" },
+		{ "", NULL, "SLURM_STEP_RESV_PORTS '' is empty" },
+		{ huge, NULL, "SLURM_STEP_RESV_PORTS longer than 1024 bytes" },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int notes = 0, named = 0;
+		memset(e, 0, sizeof(e));
+		run_stepd_resv = cases[c].v;
+		for (uint32_t node = 0; node < 2; node++) {
+			run_stepd("tp=2", "n[1-2]", "2(x2)", 2, node, node * 2, 2, 4, e, 0);
+			notes += log_count("SLURM_STEP_RESV_PORTS");
+			for (int i = 0; i < fake.nlog; i++)
+				for (const char *ch = fake.log[i]; *ch; ch++)
+					assert_true(*ch >= 0x20 && *ch < 0x7f);
+			if (cases[c].note)
+				named += log_count(cases[c].note);
+		}
+		if (cases[c].note && !named)
+			fail_msg("case %zu: no note '%s...'", c, cases[c].note);
+		check_step(e, 4, 2, 2);
+		if (cases[c].port) {
+			assert_string_equal(e[0].port, cases[c].port);
+			assert_int_equal(notes, 0);
+		} else {
+			assert_true(atoi(e[0].port) >= 20000 && atoi(e[0].port) <= 29999);
+			assert_int_equal(notes, 1);
+		}
+	}
+	run_stepd_resv = NULL;
 }
 
 /* Issue 14 item 7 (fails on the old code, whose MASTER_ADDR was always
@@ -486,6 +545,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_remote_every_task_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_master_addr_is_node_addr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_master_port_resv_ports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_overwrites_batch_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_srun_refused_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_gpu_node_env, setup, teardown),

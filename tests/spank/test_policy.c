@@ -49,6 +49,8 @@ static void test_sample(void **s)
 	assert_string_equal(p->profiles[0].vars[0].value, "=${nic}:1");
 	assert_true(p->health.ckpt_free_space.enabled);
 	assert_true(p->health.ckpt_min_free_gib > 499.0);
+	assert_int_equal(p->rendezvous.port_lo, 20000);
+	assert_int_equal(p->rendezvous.port_hi, 29999);
 	const struct llmt_node_type *t = llmt_policy_node_type(p, "nvl017");
 	assert_non_null(t);
 	assert_string_equal(t->name, "gb200");
@@ -120,6 +122,11 @@ static void test_errors(void **s)
 	expect_error("health: {ckpt_free_space: {min_gib: 5}}\n", "ckpt_roots");
 	expect_error("health: {xid_scan: {timeout: 601}}\n", "601");
 	expect_error("- a\n- b\n", "must be a mapping");
+	expect_error("rendezvous:\n  fallback_ports: 29999-20000\n", "pol.yaml:2:19: rendezvous.fallback_ports '29999-20000': range 29999-20000 runs backwards");
+	expect_error("rendezvous: {fallback_ports: 70000}\n", "'70000'");
+	expect_error("rendezvous: {fallback_ports: '20000,20005'}\n", "not a list");
+	expect_error("rendezvous: {fallback_ports: [20000]}\n", "LO-HI");
+	expect_error("rendezvous: {port: 20000}\n", "unknown key 'port'");
 	{
 		static char big[16384];
 		size_t off = (size_t)snprintf(big, sizeof(big), "nccl_profiles:\n  p:\n");
@@ -141,6 +148,13 @@ static void test_missing_and_empty(void **s)
 	assert_int_equal(p->defaults.tp, 1);
 	assert_int_equal(p->limits.nroots, 0);
 	assert_int_equal(p->limits.max_restarts, 10);
+	assert_int_equal(p->rendezvous.port_lo, 20000);
+	assert_int_equal(p->rendezvous.port_hi, 29999);
+	llmt_policy_free(p);
+	static const char rv[] = "rendezvous:\n  fallback_ports: 40000-40999\n";
+	assert_int_equal(llmt_policy_parse(rv, strlen(rv), "r.yaml", &p, err, sizeof(err)), LLMT_POLICY_OK);
+	assert_int_equal(p->rendezvous.port_lo, 40000);
+	assert_int_equal(p->rendezvous.port_hi, 40999);
 	llmt_policy_free(p);
 	assert_int_equal(llmt_policy_parse("", 0, "e.yaml", &p, err, sizeof(err)), LLMT_POLICY_OK);
 	assert_false(p->builtin);
