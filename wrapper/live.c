@@ -198,8 +198,25 @@ static void goodput_now(struct wr_live *l, struct wr_goodput *g)
 	wr_goodput(a, n, alloc, dflt, g);
 }
 
+/* Reads what the ranks appended to metrics.jsonl and eval.jsonl since
+ * the last time; returns the metrics file read. */
+static const char *catch_up(struct wr_live *l)
+{
+	const char *mp = l->c.metrics_alt && access(l->c.metrics, R_OK) != 0 ? l->c.metrics_alt : l->c.metrics;
+	if (mp != l->metrics_now)
+		l->metrics_off = 0;   /* the runtime began writing the other one */
+	l->metrics_now = mp;
+	tail(mp, &l->metrics_off, metric_line, l);
+	tail(l->eval, &l->eval_off, eval_line, l);
+	return mp;
+}
+
 void wr_live_series(struct wr_live *l, FILE *f)
 {
+	/* the report's textfile comes up to --metrics-every after the last
+	 * tick: without this it showed a step and loss of that tick (a job
+	 * done at step 20 left llm_train_step 1) */
+	catch_up(l);
 	struct wr_live_view v = { .job = l->c.job, .attempt = l->n.attempt, .run = l->c.run,
 	                          .m = l->m.valid ? &l->m : NULL, .hb = l->hb, .nranks = l->hb ? l->n.nranks : 0 };
 	wr_prom_live(f, &v);
@@ -306,12 +323,7 @@ void wr_live_tick(struct wr_live *l, const struct wr_live_now *n)
 	if (n->now < l->next_at)
 		return;
 	l->next_at = n->now + every;
-	const char *mp = l->c.metrics_alt && access(l->c.metrics, R_OK) != 0 ? l->c.metrics_alt : l->c.metrics;
-	if (mp != l->metrics_now)
-		l->metrics_off = 0;   /* the runtime began writing the other one */
-	l->metrics_now = mp;
-	tail(mp, &l->metrics_off, metric_line, l);
-	tail(l->eval, &l->eval_off, eval_line, l);
+	const char *mp = catch_up(l);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);

@@ -40,7 +40,8 @@ struct wr_live;
 struct wr_live *wr_live_open(const struct wr_live_cfg *c);
 /* At every tick of the watch loop; does its work every every_s. */
 void wr_live_tick(struct wr_live *l, const struct wr_live_now *n);
-/* The last live view's series (after the job: the report's textfile). */
+/* The series of the last live view and of the metrics and eval lines the
+ * ranks appended since (after the job: the report's textfile). */
 void wr_live_series(struct wr_live *l, FILE *f);
 /* Where the textfile goes. */
 const char *wr_live_textfile(const struct wr_live *l);

@@ -5,7 +5,8 @@
 # bit-identical weights, a corrupt checkpoint is skipped (not deleted), a
 # NaN or a loss spike rolls back and skips data, exit 75 names the stuck
 # peer whatever the nodes' clocks say, a foreign trainer without heartbeats
-# is restarted after an output hang, and the report's outputs exist.
+# is restarted after an output hang, and the report's outputs exist (the
+# Prometheus textfile with the last step).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-local.XXXXXX) || exit 1
@@ -28,6 +29,10 @@ env -u LLM_TRAIN_CKPT_DIR "$WRAP" -- true >"$T/u3" 2>&1; [ $? = 64 ] || fail "no
 [ -s "$T/ref/final_weights" ] || fail "reference run wrote no final weights"
 grep -q '^llm_train_goodput_ratio{job=""} 0\.[0-9]' "$T/ref/llm_train.prom" || fail "no goodput in the Prometheus file"
 grep -q 'llm_train_restarts_total{job="",cause="transient"} 0' "$T/ref/llm_train.prom" || fail "no restarts_total"
+# the final textfile has the last step, not that of the last tick (a job
+# shorter than --metrics-every showed llm_train_step 1 after step 20)
+grep -q '^llm_train_step{job=""} 20$' "$T/ref/llm_train.prom" ||
+	fail "final textfile: $(grep '^llm_train_step{' "$T/ref/llm_train.prom"), not step 20"
 if [ -x /usr/bin/gnuplot ]; then
 	[ -s "$T/ref/loss.png" ] || fail "no loss.png"
 	head -c 8 "$T/ref/loss.png" | od -c | grep -q 'P   N   G' || fail "loss.png is not a PNG"
