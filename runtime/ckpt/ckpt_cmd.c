@@ -9,7 +9,9 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "data/tok_iface.h"
+#include "model/model_config.h"
 
 /* ---- ckpt-verify / ckpt-list ------------------------------------------ */
 int llmt_ckpt_cmd_verify(int argc, char **argv)
@@ -448,6 +450,31 @@ static int import_target_free(const char *dir, char *err, size_t errlen)
 	return used ? LLMT_EXIT_USAGE : 0;
 }
 
+/* DIR/model.yaml: the architecture the import has, for llm-train --model
+ * (written after the checkpoint: a cut-short import leaves none, never a
+ * CKPT_DIR a run would take for an empty one). 0, or LLMT_EXIT_IO. */
+static int import_write_yaml(const char *dir, const llmt_config *c, char *path, size_t plen, char *err,
+                             size_t errlen)
+{
+	char tmp[4200];
+	FILE *f;
+
+	snprintf(path, plen, "%s/model.yaml", dir);
+	snprintf(tmp, sizeof tmp, "%s/.tmp.model.yaml", dir);
+	if (!(f = fopen(tmp, "wx"))) {
+		ck_fmt(err, errlen, "%s: %s", tmp, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	fprintf(f, "# the architecture llm-train import found in config.json: llm-train --model this file\n");
+	llmt_config_write(f, c);
+	if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) != 0) {
+		ck_fmt(err, errlen, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return LLMT_EXIT_IO;
+	}
+	return 0;
+}
+
 int llmt_ckpt_cmd_import(int argc, char **argv)
 {
 	const char *hf = NULL, *out = NULL, *tokfile = NULL;
@@ -502,10 +529,14 @@ int llmt_ckpt_cmd_import(int argc, char **argv)
 		}
 		llmt_ckpt_writer_free(w);
 	}
+	char yml[4200];
+	if (!rc)
+		rc = import_write_yaml(out, &cfg, yml, sizeof yml, err, sizeof err);
 	if (rc)
 		fprintf(stderr, "llm-train: import: %s\n", err);
 	else
-		printf("%s/step_00000000: imported %d tensors, %zu parameters from %s\n", out, nt, nflat, hf);
+		printf("%s/step_00000000: imported %d tensors, %zu parameters from %s; model config for --model: %s\n",
+		       out, nt, nflat, hf, yml);
 	free(tjs);
 	free(flat);
 	free(tab);

@@ -1,6 +1,7 @@
 /* config.c: reads the model config YAML (libyaml document API) into an
  * llmt_config, refusing unknown/duplicate keys and bad values with
- * "file:line: reason"; validation and parameter/FLOP counts. */
+ * "file:line: reason", and writes one back; validation and parameter/FLOP
+ * counts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -103,6 +104,22 @@ static int set_value(const struct key *k, const char *v, llmt_config *c)
 		return -1;
 	*(double *)((char *)c + k->off) = d;
 	return 0;
+}
+
+void llmt_config_write(FILE *f, const llmt_config *c)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		const char *at = (const char *)c + k->off;
+		if (k->kind == K_BOOL)
+			fprintf(f, "%s: %s\n", k->name, *(const int *)at ? "true" : "false");
+		else if (k->kind == K_U64)
+			fprintf(f, "%s: %llu\n", k->name, (unsigned long long)*(const uint64_t *)at);
+		else if (k->kind == K_INT)
+			fprintf(f, "%s: %d\n", k->name, *(const int *)at);
+		else
+			fprintf(f, "%s: %.17g\n", k->name, *(const double *)at);
+	}
 }
 
 static const char *range_text(const struct key *k, char *buf, size_t n)

@@ -1,9 +1,10 @@
 /* model_config.h: the model configuration (sizes and numerics of a Llama-family
- * decoder) and its YAML file reader (libyaml). Pure data plus one loader;
- * the caller turns a load failure into exit code 64 (LLMT_EXIT_USAGE). */
+ * decoder), its YAML file reader (libyaml) and writer. Pure data plus one
+ * loader; the caller turns a load failure into exit code 64 (LLMT_EXIT_USAGE). */
 #ifndef LLMT_CONFIG_H
 #define LLMT_CONFIG_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct llmt_config {
@@ -36,6 +37,10 @@ int llmt_config_load(const char *path, llmt_config *c, char *err, size_t errlen)
 /* Same from len bytes of text in memory (name in the messages). */
 int llmt_config_parse(const char *text, size_t len, const char *name, llmt_config *c, char *err,
 					  size_t errlen);
+
+/* Writes c as a YAML mapping of every key above, one a line, that
+ * llmt_config_load reads back to the same values (%.17g numbers). */
+void llmt_config_write(FILE *f, const llmt_config *c);
 
 /* Consistency checks (d_model % n_heads, n_heads % n_kv_heads, even
  * head_dim, positive sizes...). -1 with a reason in err. */

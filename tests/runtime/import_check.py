@@ -8,9 +8,10 @@
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
-# --hf on the directory. The models are written here (stdlib only).
+# --hf on the directory; its CKPT_DIR/model.yaml trains it as --model.
+# The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
-import hashlib, json, os, random, struct, subprocess, sys, tempfile
+import hashlib, json, os, random, shutil, struct, subprocess, sys, tempfile
 
 top_builddir = os.environ.get('top_builddir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_srcdir = os.environ.get('top_srcdir', top_builddir)
@@ -168,6 +169,19 @@ with tempfile.TemporaryDirectory() as W:
                   '--init-from', good, '--quiet')
     if rc != 0:
         failures.append('--init-from a matching directory: exit %d: %s' % (rc, msg))
+    # the import's model.yaml is config.json's architecture as a --model
+    # file: a run with it starts from the import (a copy: ck_good stays
+    # the import for generate below)
+    mine = os.path.join(W, 'ck_good', 'model.yaml')
+    again = os.path.join(W, 'ck_again')
+    if not os.path.isfile(mine) or os.path.join(again, 'model.yaml') not in run('import', good, again)[1]:
+        failures.append('import wrote no model.yaml, or did not name it')
+    else:
+        shutil.copytree(os.path.join(W, 'ck_good'), os.path.join(W, 'ck_yaml'))
+        rc, msg = run('--model', mine, '--data', corpus, '--steps', '1', '--seq', '16', '--micro-batch', '1',
+                      '--ckpt-dir', os.path.join(W, 'ck_yaml'), '--quiet')
+        if rc != 0 or 'starting from the imported weights' not in msg:
+            failures.append('--model CKPT_DIR/model.yaml: exit %d: %s' % (rc, msg))
     if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
         a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
