@@ -55,6 +55,11 @@ static void stop(struct wr_action *a, int code)
 	a->delay_s = 0;
 }
 
+static const char *no_requeue(const struct wr_policy *p)
+{
+	return p->no_requeue ? p->no_requeue : "requeue is off";
+}
+
 /* Where the next step runs once `bad` nodes are out: the same layout on
  * spares, a smaller data-parallel layout, or another allocation. */
 static void place(const struct wr_verdict *v, const struct wr_policy *p,
@@ -101,7 +106,7 @@ static void place(const struct wr_verdict *v, const struct wr_policy *p,
 		return;
 	}
 	stop(a, LLMT_EXIT_SOFTWARE);
-	why(a, "%s: %d usable node(s) < %d needed and requeue is off: stop", v->why, usable, s->nodes_step);
+	why(a, "%s: %d usable node(s) < %d needed and %s: stop", v->why, usable, s->nodes_step, no_requeue(p));
 }
 
 static void action_init(const struct wr_policy *p, const struct wr_state *s, struct wr_action *a)
@@ -144,7 +149,7 @@ void wr_decide(const struct wr_verdict *v, const struct wr_policy *p,
 			why(a, "%s: requeue", v->why);
 		} else {
 			stop(a, LLMT_EXIT_REQUEUE);
-			why(a, "%s: requeue is off: stop", v->why);
+			why(a, "%s: %s: stop", v->why, no_requeue(p));
 		}
 		return;
 	default:

@@ -23,6 +23,7 @@ struct wr_policy {
 	long rollback_steps;      /* numerical fault: steps to roll back per repeat */
 	long skip_batches;        /* numerical fault: extra batches skipped past the bad one */
 	bool requeue;             /* requeue allowed (--no-requeue clears it; needs a Slurm job) */
+	const char *no_requeue;   /* why not, in the stop message (NULL: "requeue is off") */
 	bool shrink;              /* a smaller layout may run (dp=auto in the plugin's options) */
 	int tasks_per_node;       /* ranks per node of the step */
 	int ranks_per_replica;    /* tp*pp: dp shrinks in these units (0: unknown, no shrink) */

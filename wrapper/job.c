@@ -32,6 +32,8 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 			.window_s = o->window_s, .backoff_s = o->backoff, .backoff_max_s = 600,
 			.rollback_steps = (long)o->rollback, .skip_batches = (long)o->skip,
 			.requeue = o->requeue && site->in_slurm,
+			.no_requeue = !o->requeue ? "--no-requeue"
+			            : "no Slurm job to requeue (--no-srun, or not in a batch job): the same command resumes",
 			.shrink = o->shrink >= 0 ? o->shrink == 1 : site->dp_auto,
 			.tasks_per_node = site->tasks_per_node, .ranks_per_replica = rpr,
 			.dp = dp, .accum = (int)wr_cmd_opt(o->cmd, "--grad-accum", 1),

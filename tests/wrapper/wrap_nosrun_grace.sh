@@ -6,7 +6,9 @@
 # then --kill-grace), not the 5 s the wrapper gives the leftovers of an
 # ended step: here a rank whose save takes 6 s writes it and exits 87
 # (red before: SIGKILLed 5 s after the launcher died, nothing saved, yet
-# the wrapper said 87). No torch, no Slurm; about 7 s.
+# the wrapper said 87), and the stop says there is no Slurm job to requeue
+# (was "requeue is off" with no --no-requeue given). No torch, no Slurm;
+# about 7 s.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-nosrun-grace.XXXXXX) || exit 1
@@ -30,5 +32,9 @@ kill -USR1 "$(pgrep -P $tp)" || fail "no llm-train-wrap under timeout $tp"
 wait $tp; rc=$?
 [ -e "$T/saved" ] || { cat "$T/out"; fail "the rank was killed inside its 6 s save (wrapper exit $rc)"; }
 [ $rc = 87 ] || { cat "$T/out"; fail "wrapper exit $rc, want 87"; }
+# the stop says why there is no requeue: not "requeue is off" (no
+# --no-requeue was given), but no Slurm job, and that the command resumes
+grep -q 'action: stop: .*: no Slurm job to requeue .*: the same command resumes: stop' "$T/out" ||
+	{ cat "$T/out"; fail "the stop line does not say why there is no requeue"; }
 echo "ok: the launcher died of SIGUSR1; its rank kept the grace, saved in 6 s and exited 87"
 echo PASS
