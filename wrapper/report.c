@@ -174,7 +174,10 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 			any = 1;
 		}
 	printf("%s\n", any ? "" : " none");
-	printf("  restarts: %d (", g->restarts);
+	/* the endings, not the restarts: the last one (a preemption, a stop)
+	 * may not have been restarted ("restarts: 0 (preempted 1)" was read
+	 * as a contradiction) */
+	printf("  restarts: %d; attempts ended by: ", g->restarts);
 	any = 0;
 	for (int k = WR_USER_ERROR; k < WR_NCLASSES; k++) {
 		int cnt = 0;
@@ -185,7 +188,7 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 			any = 1;
 		}
 	}
-	printf("%s), runs %d\n", any ? "" : "no failures", h->runs);
+	printf("%s; runs %d\n", any ? "" : "no failure", h->runs);
 	printf("  excluded nodes:");
 	for (int i = 0; i < h->excluded.n; i++)
 		printf(" %s", h->excluded.name[i]);

@@ -7,7 +7,8 @@
 # ended step: here a rank whose save takes 6 s writes it and exits 87
 # (red before: SIGKILLed 5 s after the launcher died, nothing saved, yet
 # the wrapper said 87), and the stop says there is no Slurm job to requeue
-# (was "requeue is off" with no --no-requeue given). No torch, no Slurm;
+# (was "requeue is off" with no --no-requeue given), and the summary
+# counts restarts apart from endings. No torch, no Slurm;
 # about 7 s.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
@@ -36,5 +37,8 @@ wait $tp; rc=$?
 # --no-requeue was given), but no Slurm job, and that the command resumes
 grep -q 'action: stop: .*: no Slurm job to requeue .*: the same command resumes: stop' "$T/out" ||
 	{ cat "$T/out"; fail "the stop line does not say why there is no requeue"; }
+# the summary counts restarts apart from endings (was "restarts: 0 (preempted 1)")
+grep -q '^  restarts: 0; attempts ended by: preempted 1; runs 1$' "$T/out" ||
+	{ cat "$T/out"; fail "summary: $(grep restarts: "$T/out")"; }
 echo "ok: the launcher died of SIGUSR1; its rank kept the grace, saved in 6 s and exited 87"
 echo PASS
