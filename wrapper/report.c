@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dashboard.h"
+#include "prom.h"
 #include "launch.h"
 #include "prom.h"
 
@@ -125,11 +126,35 @@ struct prom_arg {
 	const struct wr_report_cfg *c;
 };
 
+/* The last record of metrics.jsonl (m->valid false: none). */
+static void last_metric(const char *path, struct wr_metric_rec *m)
+{
+	char line[8192];
+	FILE *f = wr_fopen_read(path);
+	memset(m, 0, sizeof *m);
+	while (f && fgets(line, sizeof line, f)) {
+		struct wr_metric_rec r;
+		if (wr_metric_parse(line, &r) == 0)
+			*m = r;
+	}
+	if (f)
+		fclose(f);
+}
+
 static void fill_prom(FILE *f, void *arg)
 {
 	const struct prom_arg *a = arg;
-	if (a->c->live)
+	if (a->c->live) {
 		wr_live_series(a->c->live, f);
+	} else {
+		/* `report RUN_DIR` after the job: the last step's series from
+		 * metrics.jsonl (they were dropped from the textfile it rewrote) */
+		struct wr_metric_rec m;
+		last_metric(a->c->metrics, &m);
+		struct wr_live_view v = { .job = a->c->job, .attempt = a->h->attempts_total > 0 ? a->h->attempts_total - 1 : 0,
+		                          .m = m.valid ? &m : NULL };
+		wr_prom_live(f, &v);
+	}
 	wr_prom_goodput(f, a->c->job, a->h, a->g);
 }
 

@@ -6,7 +6,7 @@
 # NaN or a loss spike rolls back and skips data, exit 75 names the stuck
 # peer whatever the nodes' clocks say, a foreign trainer without heartbeats
 # is restarted after an output hang, and the report's outputs exist (the
-# Prometheus textfile with the last step).
+# Prometheus textfile with the last step, also from `report RUN_DIR`).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-local.XXXXXX) || exit 1
@@ -33,6 +33,10 @@ grep -q 'llm_train_restarts_total{job="",cause="transient"} 0' "$T/ref/llm_train
 # shorter than --metrics-every showed llm_train_step 1 after step 20)
 grep -q '^llm_train_step{job=""} 20$' "$T/ref/llm_train.prom" ||
 	fail "final textfile: $(grep '^llm_train_step{' "$T/ref/llm_train.prom"), not step 20"
+# and `report RUN_DIR` rewrites it with that step (it dropped the series)
+"$WRAP" report "$T/ref" >"$T/report.out" 2>&1 || { cat "$T/report.out"; fail "report: exit $?"; }
+grep -q '^llm_train_step{job=""} 20$' "$T/ref/llm_train.prom" ||
+	fail "textfile of report RUN_DIR: $(grep '^llm_train_step{' "$T/ref/llm_train.prom"), not step 20"
 if [ -x /usr/bin/gnuplot ]; then
 	[ -s "$T/ref/loss.png" ] || fail "no loss.png"
 	head -c 8 "$T/ref/loss.png" | od -c | grep -q 'P   N   G' || fail "loss.png is not a PNG"
