@@ -209,6 +209,9 @@ int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err,
  * 0 or an exit code with one line in err. */
 int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_param_info **tab, int *ntab,
                  size_t *nflat, float **flat, char *err, size_t errlen);
+/* HFDIR's tokenizer file (tokenizer.model, else tokenizer.json) into buf,
+ * or NULL when it has neither. */
+const char *llmt_hf_tokenizer(const char *hfdir, char *buf, size_t len);
 int llmt_ckpt_gather(const char *path, llmt_config *cfg, llmt_param_info **tab, int *ntab, size_t *nflat,
                      float **flat, char *err, size_t errlen);
 

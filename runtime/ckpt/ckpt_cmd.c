@@ -311,19 +311,27 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 /* The tokenizer named (or HFDIR's tokenizer.model / tokenizer.json) has
  * vocab_size ids. A file found in HFDIR that no tokenizer of this build
  * reads is left unchecked, with a note. 0 or an exit code. */
-static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_config *c, char *err, size_t errlen)
+const char *llmt_hf_tokenizer(const char *hfdir, char *buf, size_t len)
 {
 	static const char *found[] = { "tokenizer.model", "tokenizer.json" };
-	char path[4300];
 	struct stat sb;
+
+	for (int i = 0; i < 2; i++) {
+		ck_fmt(buf, len, "%s/%s", hfdir, found[i]);
+		if (stat(buf, &sb) == 0)
+			return buf;
+	}
+	return NULL;
+}
+
+static int hf_check_vocab(const char *hfdir, const char *tokfile, const llmt_config *c, char *err, size_t errlen)
+{
+	char path[4300];
 	llmt_tokseam t;
 	int rc;
 
-	for (int i = 0; i < 2 && !tokfile; i++) {
-		ck_fmt(path, sizeof path, "%s/%s", hfdir, found[i]);
-		if (stat(path, &sb) == 0)
-			tokfile = path;
-	}
+	if (!tokfile)
+		tokfile = llmt_hf_tokenizer(hfdir, path, sizeof path);
 	if (!tokfile)
 		return 0;
 	rc = llmt_tokseam_open(tokfile, &t, err, errlen);

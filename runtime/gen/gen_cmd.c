@@ -196,6 +196,17 @@ int llmt_generate_main(int argc, char **argv)
 
 	if ((rc = parse(argc, argv, &o)) != 0)
 		return rc < 0 ? 0 : rc;
+	char hftok[4300];
+	if (o.hf && !o.tokfile && (o.tokfile = llmt_hf_tokenizer(o.hf, hftok, sizeof hftok)) != NULL &&
+	    llmt_tokseam_open(o.tokfile, &tok, err, sizeof err) == 0) {
+		/* --hf HFDIR reads HFDIR's own tokenizer, as import checks it
+		 * (byte-level ids for a model with another vocabulary were
+		 * refused, or wrong where vocab_size is 256) */
+		llmt_tokseam_close(&tok);
+		fprintf(stderr, "llm-train: generate: tokenizer %s (--tokenizer byte for bytes)\n", o.tokfile);
+	} else if (o.hf && o.tokfile == hftok) {
+		o.tokfile = NULL;   /* not one this build reads: bytes, as before */
+	}
 	rc = o.hf ? llmt_hf_load(o.hf, o.tokfile, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err)
 	          : llmt_ckpt_gather(o.ckpt, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err);
 	if (!rc)

@@ -8,7 +8,8 @@
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
-# --hf on the directory; its CKPT_DIR/model.yaml trains it as --model.
+# --hf on the directory (which reads HFDIR's own tokenizer.model); its
+# CKPT_DIR/model.yaml trains it as --model.
 # The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
 import hashlib, json, os, random, shutil, struct, subprocess, sys, tempfile
@@ -187,6 +188,20 @@ with tempfile.TemporaryDirectory() as W:
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
         if a[0] != 0 or b[0] != 0 or a[1].splitlines()[0] != b[1].splitlines()[0] or len(a[1].split()) < 8:
             failures.append('generate from the import differs from --hf: %r vs %r' % (b, a))
+        # --hf HFDIR reads HFDIR's own tokenizer (was: bytes, refused for
+        # a vocab_size of 512 with "give --tokenizer")
+        c512 = dict(CFG, vocab_size=512)
+        own = os.path.join(W, 'own_tokenizer')
+        write_dir(own, c512, tensors(c512))
+        open(os.path.join(W, 'lc.txt'), 'w').write(''.join(
+            ch for ch in open(os.path.join(W, 't.txt')).read().lower() if ch in 'abcdefghijklmnopqrstuvwxyz \n'))
+        tm = os.path.join(own, 'tokenizer.model')
+        rc, msg = run('tokenizer-train', os.path.join(W, 'lc.txt'), tm, '--vocab', '300')
+        a = run('generate', '--hf', own, '--prompt', 'the program', '--max-new', '8', '--ids')
+        b = run('generate', '--hf', own, '--tokenizer', tm, '--prompt', 'the program', '--max-new', '8', '--ids')
+        print('%-22s exit %d: %s' % ('generate --hf own tok', a[0], a[1].splitlines()[-1] if a[1] else ''))
+        if rc != 0 or a[0] != 0 or b[0] != 0 or a[1].split()[:8] != b[1].split()[:8] or tm not in a[1]:
+            failures.append('generate --hf with HFDIR/tokenizer.model: %r, with --tokenizer it: %r' % (a, b))
         rc, msg = run('generate', '--hf', only, '--prompt', 'a', '--max-new', '2')
         print('%-22s exit %d: %s' % ('generate --hf norm', rc, msg))
         if rc != 65 or 'missing' not in msg:
