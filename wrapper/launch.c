@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -271,6 +272,7 @@ int wr_launch(const struct wr_launch *c, struct wr_step *s)
 		fprintf(stderr, "llm-train-wrap: pipe: %s\n", strerror(errno));
 		return -1;
 	}
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "llm-train-wrap: fork: %s\n", strerror(errno));
@@ -279,6 +281,13 @@ int wr_launch(const struct wr_launch *c, struct wr_step *s)
 	if (pid == 0) {
 		setpgid(0, 0);
 		child_signals();
+		/* --no-srun: a command in its own process group outlived a
+		 * wrapper killed by SIGKILL (OOM killer, kill -9) and trained on
+		 * beside the next run in the same CKPT_DIR; now it gets SIGTERM
+		 * (llm-train saves and stops, as on preemption). Under srun the
+		 * end of the batch step ends the step. */
+		if (c->direct && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent))
+			_exit(127);
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
 		execvp(argv[0], argv);

@@ -8,8 +8,8 @@
 # (red before: SIGKILLed 5 s after the launcher died, nothing saved, yet
 # the wrapper said 87), and the stop says there is no Slurm job to requeue
 # (was "requeue is off" with no --no-requeue given), and the summary
-# counts restarts apart from endings. No torch, no Slurm;
-# about 7 s.
+# counts restarts apart from endings; a command of a wrapper killed by
+# SIGKILL gets SIGTERM (it trained on). No torch, no Slurm; about 8 s.
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-nosrun-grace.XXXXXX) || exit 1
@@ -41,4 +41,21 @@ grep -q 'action: stop: .*: no Slurm job to requeue .*: the same command resumes:
 grep -q '^  restarts: 0; attempts ended by: preempted 1; runs 1$' "$T/out" ||
 	{ cat "$T/out"; fail "summary: $(grep restarts: "$T/out")"; }
 echo "ok: the launcher died of SIGUSR1; its rank kept the grace, saved in 6 s and exited 87"
+
+# the wrapper killed by SIGKILL (OOM killer, kill -9): its command, in a
+# process group of its own and writing nothing to the wrapper's pipes,
+# gets SIGTERM (was: trained on beside the next run in the same CKPT_DIR)
+cat >"$T/quiet.sh" <<'QUIET'
+#!/bin/sh
+trap 'echo term >"$D/term"; exit 0' TERM
+: >"$D/ready2"
+while :; do sleep 0.1; done
+QUIET
+"$WRAP" --no-srun --ckpt-dir "$T/ck2" --ckpt-tool none --tick 0.1 -- sh "$T/quiet.sh" >"$T/out2" 2>&1 &
+wp=$!
+wait_file "$T/ready2" 30 || { cat "$T/out2"; fail "the quiet command never started"; }
+kill -KILL $wp
+wait $wp 2>/dev/null
+wait_file "$T/term" 10 || fail "the command outlived the SIGKILLed wrapper without a SIGTERM"
+echo "ok: the wrapper SIGKILLed, its command got SIGTERM"
 echo PASS
