@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "dashboard.h"
-#include "prom.h"
 #include "launch.h"
 #include "prom.h"
 
@@ -151,8 +150,8 @@ static void fill_prom(FILE *f, void *arg)
 		 * metrics.jsonl (they were dropped from the textfile it rewrote) */
 		struct wr_metric_rec m;
 		last_metric(a->c->metrics, &m);
-		struct wr_live_view v = { .job = a->c->job, .attempt = a->h->attempts_total > 0 ? a->h->attempts_total - 1 : 0,
-		                          .m = m.valid ? &m : NULL };
+		int last = a->h->attempts_total > 0 ? a->h->attempts_total - 1 : 0;
+		struct wr_live_view v = { .job = a->c->job, .attempt = last, .m = m.valid ? &m : NULL };
 		wr_prom_live(f, &v);
 	}
 	wr_prom_goodput(f, a->c->job, a->h, a->g);
