@@ -21,7 +21,7 @@ static int parse_count(const char *s, const char *num, unsigned long long *out, 
 	for (const char *p = num; *p; p++) {
 		unsigned d = (unsigned)(*p - '0');
 		if (v > (1000000000ULL - d) / 10) {
-			SET_ERR("--llm-train: ckpt-interval=%.64s is too large (max 1000000000)", num);
+			SET_ERR("--llm-train: ckpt-interval=%.64s is too large (max 1000000000)", s);
 			return -1;
 		}
 		v = v * 10 + d;

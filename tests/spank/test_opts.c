@@ -141,6 +141,7 @@ static void test_bad_specs(void **s)
 		{ "ckpt-interval=10x", "10x" },
 		{ "ckpt-interval=m", "m" },
 		{ "ckpt-interval=-5m", "-5m" },
+		{ "ckpt-interval=9999999999h", "ckpt-interval=9999999999h is too large" },   /* was "=9999999999" */
 		{ "restarts=1e3", "1e3" },
 		{ "restarts=100001", "100001" },
 		{ "nccl=bad/name", "bad/name" },
