@@ -63,24 +63,28 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 	return j;
 }
 
-long wr_cmd_opt(char *const *cmd, const char *name, long dflt)
+const char *wr_cmd_arg(char *const *cmd, const char *name)
 {
 	size_t len = strlen(name);
 	for (int i = 0; cmd && cmd[i]; i++) {
-		const char *v = NULL;
 		if (strcmp(cmd[i], name) == 0)
-			v = cmd[i + 1];
-		else if (strncmp(cmd[i], name, len) == 0 && cmd[i][len] == '=')
-			v = cmd[i] + len + 1;
-		else if (strcmp(cmd[i], "--") == 0)
+			return cmd[i + 1];
+		if (strncmp(cmd[i], name, len) == 0 && cmd[i][len] == '=')
+			return cmd[i] + len + 1;
+		if (strcmp(cmd[i], "--") == 0)
 			break;
-		if (v) {
-			char *end;
-			long a = strtol(v, &end, 10);
-			return end != v && !*end && a >= 1 && a <= 1L << 40 ? a : dflt;
-		}
 	}
-	return dflt;
+	return NULL;
+}
+
+long wr_cmd_opt(char *const *cmd, const char *name, long dflt)
+{
+	const char *v = wr_cmd_arg(cmd, name);
+	if (!v)
+		return dflt;
+	char *end;
+	long a = strtol(v, &end, 10);
+	return end != v && !*end && a >= 1 && a <= 1L << 40 ? a : dflt;
 }
 
 int wr_job_pick(struct wr_job *j, const struct wr_ckpt *ck, int n)

@@ -77,6 +77,8 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
  * when it gives none or not a positive integer: --grad-accum (default 1: a
  * shrink then keeps dp dividing the full dp), --steps (0: unknown). */
 long wr_cmd_opt(char *const *cmd, const char *name, long dflt);
+/* The value of a trainer's command's option NAME V (or NAME=V), or NULL. */
+const char *wr_cmd_arg(char *const *cmd, const char *name);
 
 /* ---- pick the resume point ---- */
 /* From the checkpoints ck[0..n) (newest first, their replicas' agreement

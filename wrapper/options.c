@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include "options.h"
+#include "job.h"
 #include "live.h"
 
 #include <errno.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
 #include "include/llmt/env.h"
@@ -36,7 +39,8 @@ static void help(void)
 	       "when it fails, and reports goodput at the end. srun options go through srun's input\n"
 	       "environment (e.g. SLURM_MPI_TYPE=pmix). Use `exec " PROG "` in the batch script so\n"
 	       "--signal=B:USR1@T reaches it.\n"
-	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR)\n"
+	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR, else the command's\n"
+	       "                          --ckpt-dir; the command's may not name another one)\n"
 	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
 	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
 	       "  --max-restarts N        restarts per job (default $LLM_TRAIN_RESTARTS or 3); with\n"
@@ -215,6 +219,42 @@ static void take(struct opts *o, int c, const char *opt, bool *hang_min_given)
 	}
 }
 
+/* dir as an absolute path without trailing slashes (relative: to the cwd) */
+static void abs_dir(const char *dir, char *buf, size_t len)
+{
+	char cwd[4096];
+	if (dir[0] != '/' && getcwd(cwd, sizeof cwd))
+		snprintf(buf, len, "%s/%s", cwd, dir);
+	else
+		snprintf(buf, len, "%s", dir);
+	for (size_t n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
+		buf[n - 1] = '\0';
+}
+
+/* The trainer's own --ckpt-dir: the checkpoint dir when none other is
+ * given; one that differs from the wrapper's is refused (the trainer saved
+ * there while the wrapper listed, rolled back and marked the other one).
+ * --ckpt-tool none: the command's options are its own business. */
+static void cmd_ckpt_dir(struct opts *o)
+{
+	const char *t = wr_cmd_arg(o->cmd, "--ckpt-dir");
+	if (!t || !*t)
+		return;
+	if (!o->ckpt_dir || !*o->ckpt_dir) {
+		o->ckpt_dir = t;
+		return;
+	}
+	char a[4200], b[4200];
+	struct stat sa, sb;
+	abs_dir(o->ckpt_dir, a, sizeof a);
+	abs_dir(t, b, sizeof b);
+	bool same = strcmp(a, b) == 0 ||
+	            (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+	if (!same && strcmp(o->ckpt_tool, "none") != 0)
+		wr_usage_error("the command's --ckpt-dir %s is not the checkpoint dir %s (--ckpt-dir or "
+		               "LLM_TRAIN_CKPT_DIR): give the same one, or one of them", t, o->ckpt_dir);
+}
+
 void wr_parse_options(int argc, char **argv, struct opts *o)
 {
 	bool hang_min_given = false;
@@ -233,6 +273,7 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		wr_usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
 	if (!o->ckpt_dir)
 		o->ckpt_dir = getenv(LLMT_ENV_CKPT_DIR);
+	cmd_ckpt_dir(o);
 	if (!o->ckpt_dir || !*o->ckpt_dir)
 		wr_usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/wrapper/wrap_local.sh: llm-train-wrap's loop run directly (no
-# Slurm, --no-srun) with the test trainer: usage errors, a config error is
+# Slurm, --no-srun) with the test trainer: usage errors (a trainer's
+# --ckpt-dir other than the wrapper's), a config error is
 # never retried, the restart budget stops a crash loop, a crash resumes to
 # bit-identical weights, a corrupt checkpoint is skipped (not deleted), a
 # NaN or a loss spike rolls back and skips data, exit 75 names the stuck
@@ -22,6 +23,13 @@ unset LLM_TRAIN_FAULT SLURM_JOB_ID LLM_TRAIN_RESTARTS LLM_TRAIN_RESTART_WINDOW
 grep -q "'lots'" "$T/u2" || fail "bad value not named: $(cat "$T/u2")"
 env -u LLM_TRAIN_CKPT_DIR "$WRAP" -- true >"$T/u3" 2>&1; [ $? = 64 ] || fail "no ckpt dir: not 64"
 "$WRAP" --ckpt-dir "$T/x" --bogus -- true >"$T/u4" 2>&1; [ $? = 64 ] || fail "unknown option: not 64"
+# the trainer's own --ckpt-dir: a different one is refused naming both (the
+# trainer saved where the wrapper did not list); alone, it is the wrapper's
+"$WRAP" --ckpt-dir "$T/x" -- true --ckpt-dir "$T/y" >"$T/u5" 2>&1; [ $? = 64 ] || fail "two ckpt dirs: not 64"
+grep -q "command's --ckpt-dir $T/y is not the checkpoint dir $T/x" "$T/u5" || fail "two ckpt dirs: $(cat "$T/u5")"
+env -u LLM_TRAIN_CKPT_DIR "$WRAP" --no-srun $WRAP_FAST -- true --ckpt-dir="$T/own/" >"$T/u6" 2>&1 ||
+	{ cat "$T/u6"; fail "the command's --ckpt-dir alone: exit $?"; }
+[ -s "$T/own/ledger.jsonl" ] || fail "the command's --ckpt-dir alone: no ledger there"
 
 # -- reference run: 20 steps, no fault
 "$WRAP" --no-srun --ckpt-dir "$T/ref" $WRAP_FAST -- "$TRAINER" --steps 20 >"$T/ref.out" 2>&1 ||
