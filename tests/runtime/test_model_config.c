@@ -1,6 +1,7 @@
 /* test_config.c: the model config reader: a good file loads with defaults
  * filled in; unknown keys, bad values, duplicates, missing keys and
- * inconsistent sizes are refused with file:line. */
+ * inconsistent sizes are refused with file:line; a written config reads
+ * back to the same values. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -72,6 +73,28 @@ static void not_map(void **st) { (void)st; refuse("- 1\n- 2\n", "expected a mapp
 static void syntax(void **st) { (void)st; refuse("a: [1\n", "YAML error"); }
 
 /* the shipped configs load and have the sizes their comments claim */
+/* llmt_config_write reads back to the same values, every field (the
+ * file `llm-train import` writes for --model) */
+static void write_back(void **st)
+{
+	(void)st;
+	llmt_config c, back;
+	llmt_config_defaults(&c);
+	c.vocab_size = 151936, c.d_model = 1024, c.n_layers = 28, c.n_heads = 16, c.n_kv_heads = 8;
+	c.d_ff = 3072, c.max_seq = 40960, c.rope_theta = 1000000.0, c.norm_eps = 1e-6, c.qk_norm = 1;
+	c.tie_embeddings = 0, c.z_loss = 1e-4, c.init_std = 0.1 / 3, c.seed = 18446744073709551615ull;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	llmt_config_write(f, &c);
+	fclose(f);
+	char err[256];
+	assert_int_equal(llmt_config_parse(text, len, "written", &back, err, sizeof err), 0);
+	assert_memory_equal(&c, &back, sizeof c);
+	free(text);
+}
+
 static void shipped(void **st)
 {
 	(void)st;
@@ -98,7 +121,7 @@ int main(void)
 		cmocka_unit_test(bad_int), cmocka_unit_test(negative), cmocka_unit_test(bad_bool),
 		cmocka_unit_test(duplicate), cmocka_unit_test(missing), cmocka_unit_test(heads),
 		cmocka_unit_test(not_map), cmocka_unit_test(syntax), cmocka_unit_test(shipped),
-		cmocka_unit_test(control_chars),
+		cmocka_unit_test(control_chars), cmocka_unit_test(write_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
