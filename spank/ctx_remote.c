@@ -58,6 +58,15 @@ static void remote_reset(void)
 	rs.master[0] = '\0';
 }
 
+/* Control bytes to '?': a line slurmd logs may quote the job's
+ * environment, and no byte of it may start a line of its own there. */
+static void one_line(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
+
 __attribute__((format(printf, 1, 2)))
 static int fail(const char *fmt, ...)
 {
@@ -65,11 +74,7 @@ static int fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(rs.err, sizeof(rs.err), fmt, ap);
 	va_end(ap);
-	/* the message may quote the job's environment, and slurmd logs it:
-	 * no byte of it may start a line of its own there */
-	for (char *c = rs.err; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	one_line(rs.err);
 	rs.failed = 1;
 	return 0;    /* reported in task_init */
 }
@@ -295,6 +300,22 @@ static int job_caps(struct llmt_job_info *job, char *part, char *acct)
 	return 0;
 }
 
+/* One line in slurmd's log for the admin, on the step's first node only:
+ * the layout and order the plugin gave the step (quiet otherwise). */
+static void log_step(spank_t sp, const char *nodelist)
+{
+	uint32_t nodeid = 1;
+	const struct llmt_rankmap *m = rs.plan->map;
+	if (spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS || nodeid != 0)
+		return;
+	char line[LLMT_ERRLEN];
+	snprintf(line, sizeof(line), "step %u.%u: tp=%u pp=%u dp=%u, %u tasks on %u nodes (%.200s), order %s, "
+		 "rank 0 on %s", rs.job_id, rs.step_id, m->layout.tp, m->layout.pp, m->layout.dp, rs.plan->ntasks,
+		 rs.plan->nnodes, nodelist, llmt_rm_order_name(m->order), llmt_plan_master(rs.plan));
+	one_line(line);   /* the node list comes from the job's environment */
+	slurm_info(LLMT_MSG "%s", line);
+}
+
 static int training_step(spank_t sp)
 {
 	uint32_t ntasks = 0, nnodes = 0;
@@ -384,6 +405,7 @@ static int training_step(spank_t sp)
 		goto out;
 	}
 	master_addr(llmt_plan_master(rs.plan), rs.master, sizeof(rs.master));
+	log_step(sp, nodelist);
 out:
 	free(tpn);
 	free(nodelist);

@@ -4,7 +4,8 @@
 # every task's environment on every node matches `llm-train-plan --json`
 # for the same inputs; sbatch's batch step gets settings but no rank, and
 # its inner steps overwrite what the submitting shell leaked; a PyTorch
-# env:// rendezvous (gloo, 4 ranks) works on the injected variables.
+# env:// rendezvous (gloo, 4 ranks) works on the injected variables; the
+# step's first node logs its layout in one slurmd line.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 plan=$top_builddir/spank/llm-train-plan
@@ -75,6 +76,12 @@ EOF
 }
 check_tasks "$w/srun.out" "$w/plan.json" "$w/ck" 2 2 2 || { cat "$w/srun.out"; fail "srun environment differs from llm-train-plan"; }
 echo "ok: srun: 8 tasks on 4 nodes match llm-train-plan --json (interleaved switches)"
+# the admin's one line for the step, in the slurmd log of its first node only
+m0=$("$py" -c 'import json,sys; print([e["node"] for e in json.load(open(sys.argv[1])) if e["rank"] == 0][0])' "$w/plan.json")
+line="llm_train: step [0-9]*\.[0-9]*: tp=2 pp=2 dp=2, 8 tasks on 4 nodes (.*), order [a-z-]*, rank 0 on $m0\$"
+n=$(cat "$CLUSTER_DIR"/log/slurmd-*.log | grep -c "$line")
+[ "$n" = 1 ] || { grep -h 'llm_train: step' "$CLUSTER_DIR"/log/slurmd-*.log; fail "$n slurmd log lines for the step, want 1"; }
+echo "ok: one slurmd log line names the step's layout, order and rank-0 node"
 
 # ---- sbatch: settings in the batch step, ranks only in inner steps ----------
 cat >"$w/job.sh" <<EOF

@@ -248,7 +248,8 @@ static void test_remote_gpu_node_env(void **state)
 }
 
 /* A step srun refused (and said why): every task refused without a line;
- * a mark naming another step changes nothing. */
+ * a mark naming another step changes nothing (the step runs and logs its
+ * layout in one line). */
 static void test_remote_srun_refused_step(void **state)
 {
 	(void)state;
@@ -270,9 +271,12 @@ static void test_remote_srun_refused_step(void **state)
 			fake.item.task_global_id = (uint32_t)k;
 			assert_int_equal(slurm_spank_task_init(FAKE_SP, AC, AV), i == 0 ? -1 : 0);
 		}
-		assert_false(fake_log_has("llm_train: "));
-		if (i != 0)
+		/* refused: no line at all; else only the step's info line */
+		assert_false(fake_log_has(i == 0 ? "llm_train: " : "refused"));
+		if (i != 0) {
 			assert_string_equal(fake_env_get("LLM_TRAIN_TP"), "2");
+			assert_true(fake_log_has("llm_train: step 1234.3: tp=2 pp=1 dp=1, 2 tasks on 1 nodes (n1)"));
+		}
 		assert_int_equal(slurm_spank_exit(FAKE_SP, AC, AV), 0);
 	}
 }
