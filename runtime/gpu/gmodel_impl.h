@@ -144,8 +144,8 @@ int ghost_master(llmt_gmodel *g);
  * (ginit). 0 or -1 */
 int ginit_weights(llmt_gmodel *g, int master);
 /* before grads are used for anything else: the init kept there given up
- * (ginit cleared; grads zeroed unless zero_grad left them to the next
- * backward). 0 or -1 */
+ * (ginit cleared, grads zeroed: the state the creation left them in
+ * before). 0 or -1 */
 int ginit_release(llmt_gmodel *g);
 /* master made if it does not exist yet: from the host master, else the
  * init kept in grads (ginit), else the init made again */

@@ -119,9 +119,7 @@ int ginit_release(llmt_gmodel *g)
 {
 	if (!g->ginit)
 		return 0;
-	g->ginit = 0;
-	if (g->gz)          /* a reader zeroes them, the next backward writes */
-		return 0;
+	g->ginit = 0;       /* zeroed, as they were before the init was kept there */
 	return gcheck(cudaMemsetAsync(g->grads, 0, g->h->n * 4, g->st), "zero gradients");
 }
 
