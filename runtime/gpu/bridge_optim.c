@@ -38,7 +38,6 @@ static int d_finish(llmt_trainopt *o, double *norm)
 {
 	dev_opt *d = (dev_opt *)o;
 	double t0 = llmt_mono_s(), ss;
-	llmt_gmodel_drop_host_master(d->g);     /* a replica check's (d_master) */
 	/* the reduce-scatter launched during backward, then the tied copies:
 	 * both stages make the copy whole over DP and add the other's */
 	if (llmt_gmodel_dp_wait(d->g))
@@ -137,16 +136,6 @@ static int d_share_check(llmt_trainopt *o, size_t *bad)
 	return d->dp ? llmt_gopt_share_check(d->go, bad) : 0;
 }
 
-static const float *d_master(llmt_trainopt *o)
-{
-	dev_opt *d = (dev_opt *)o;
-	/* with dp > 1 the fp32 master is a ZeRO-1 share: the replicas hold the
-	 * same bf16 weights, compared instead; into the host mirror's whole
-	 * master, made for it and dropped by the next finish */
-	int rc = d->dp ? llmt_gmodel_download_compute(d->g) : llmt_gmodel_download_master(d->g);
-	return rc ? NULL : d->g->h->master;
-}
-
 static int d_snapshot(llmt_trainopt *o)
 {
 	return llmt_gopt_snapshot(((dev_opt *)o)->go);
@@ -238,8 +227,9 @@ static void d_free(llmt_trainopt *o)
 	free(d);
 }
 
-/* d_master's weights a piece at a time (gopt_get: the bf16 copy widened
- * with dp > 1, else the master) through a host buffer of HOST_CHUNK */
+/* the weights the replicas hold alike a piece at a time (gopt_get: the
+ * bf16 copy widened with dp > 1, else the master) through a host buffer
+ * of HOST_CHUNK */
 static int d_weights_sum(llmt_trainopt *o, uint64_t *sum)
 {
 	dev_opt *d = (dev_opt *)o;
@@ -257,7 +247,7 @@ static int d_weights_sum(llmt_trainopt *o, uint64_t *sum)
 }
 
 static const struct llmt_trainopt_ops dev_ops = {
-	d_finish, d_step, d_poke, d_master, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
+	d_finish, d_step, d_poke, d_snapshot, d_saved, d_load_into, d_loaded, d_free,
 	d_share_check, d_weights_sum,
 };
 

@@ -368,7 +368,10 @@ int llmt_gmodel_zero_grad(llmt_gmodel *g)
 
 int ggrads_settle(llmt_gmodel *g)
 {
-	/* a checkpoint snapshot may still read the gradient buffer (scratch) */
+	/* the init kept there given up; a checkpoint snapshot may still read
+	 * the gradient buffer (scratch) */
+	if (ginit_release(g))
+		return -1;
 	if (!g->gz || gsnap_fence(g))
 		return g->gz ? -1 : 0;
 	g->gz = 0;

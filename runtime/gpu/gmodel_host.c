@@ -12,9 +12,15 @@ llmt_model *llmt_gmodel_host(llmt_gmodel *g) { return g->h; }
 
 int ghost_master(llmt_gmodel *g)
 {
-	/* never asked for: the init's values (llmt_model_master), the weights
-	 * until the device optimizer holds them; after: made for a download */
-	if (llmt_model_master(g->h))
+	/* never asked for: the init's values, the weights until the device
+	 * optimizer holds them (a download of those kept in grads since
+	 * creation, else llmt_model_master makes them again); after: made for
+	 * a download */
+	llmt_model *h = g->h;
+	if (!h->master && h->lazy_master && g->ginit && (h->master = llmt_model_mem(h, h->n * 4)))
+		return gcheck(cudaMemcpyAsync(h->master, g->grads, h->n * 4, cudaMemcpyDeviceToHost, g->st),
+					  "download the init") || llmt_gmodel_sync(g) ? -1 : 0;
+	if (llmt_model_master(h))
 		return 0;
 	if (!(g->h->master = llmt_model_mem(g->h, g->h->n * 4))) {
 		fprintf(stderr, "llm-train: out of host memory for the master weights (%zu bytes)\n",
@@ -98,7 +104,8 @@ int llmt_gmodel_upload(llmt_gmodel *g)
 			return -1;
 		return llmt_gmodel_sync(g);
 	}
-	if (gcheck(cudaMemcpyAsync(g->grads, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
+	if (ginit_release(g) ||
+		gcheck(cudaMemcpyAsync(g->grads, g->h->master, n * 4, cudaMemcpyHostToDevice, g->st),
 			   "upload master") ||
 		gmaster_spread(g, 0, n))
 		return -1;

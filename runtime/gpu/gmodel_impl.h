@@ -49,6 +49,11 @@ struct llmt_gmodel {
 	 * gw: the backward in progress is that first one, its gradient
 	 * products write (beta 0) instead of adding */
 	int gz, gw;
+	/* ginit: grads hold the init's fp32 weights, staged there at creation
+	 * (ginit_weights) and kept until the master is made from them
+	 * (gmaster_need) or anything else uses grads (ginit_release): the init
+	 * is computed once */
+	int ginit;
 	size_t nsh;                   /* elements of master, m1, v1 */
 	size_t *sh_lo, *sh_hi, *sh_at;/* share parts: flat [lo, hi) at packed at (NULL: whole) */
 	int nsh_parts;
@@ -135,9 +140,15 @@ int ghost_master(llmt_gmodel *g);
 /* the init's weights (model_impl.h llmt_model_init_range) to the device
  * GINIT_CHUNK floats at a time through a host buffer (no whole host
  * master): master 1, into the fp32 master; 0, staged in the gradient
- * buffer (free: at creation) and spread (gmaster_spread). 0 or -1 */
+ * buffer (free: at creation) to the bf16 and fp32 copies and kept there
+ * (ginit). 0 or -1 */
 int ginit_weights(llmt_gmodel *g, int master);
-/* master made (from the host master) if it does not exist yet */
+/* before grads are used for anything else: the init kept there given up
+ * (ginit cleared, grads zeroed: the state the creation left them in
+ * before). 0 or -1 */
+int ginit_release(llmt_gmodel *g);
+/* master made if it does not exist yet: from the host master, else the
+ * init kept in grads (ginit), else the init made again */
 int gmaster_need(llmt_gmodel *g);
 /* set_dp: the share's parts; a whole master becomes its share */
 int gsh_plan(llmt_gmodel *g);

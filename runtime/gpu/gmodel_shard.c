@@ -93,6 +93,8 @@ static int to_master(llmt_gmodel *g, const float *src, size_t s0, size_t at, siz
 	return 0;
 }
 
+static int spread(llmt_gmodel *g, size_t at, size_t n, int zero);
+
 int ginit_weights(llmt_gmodel *g, int master)
 {
 	size_t n = g->h->n, C = GINIT_CHUNK;
@@ -105,11 +107,20 @@ int ginit_weights(llmt_gmodel *g, int master)
 		llmt_model_init_range(g->h, at, at + k, b);
 		rc = master ? to_master(g, b, at, at, k, cudaMemcpyHostToDevice)
 					: gcheck(cudaMemcpyAsync(g->grads + at, b, k * 4, cudaMemcpyHostToDevice, g->st),
-							 "init") || gmaster_spread(g, at, k);
+							 "init") || spread(g, at, k, 0);
 		rc = rc || gcheck(cudaStreamSynchronize(g->st), "init");   /* b is used again */
 	}
 	free(b);
+	g->ginit = !rc && !master;  /* kept in grads for the master (gmaster_need) */
 	return rc ? -1 : 0;
+}
+
+int ginit_release(llmt_gmodel *g)
+{
+	if (!g->ginit)
+		return 0;
+	g->ginit = 0;       /* zeroed, as they were before the init was kept there */
+	return gcheck(cudaMemsetAsync(g->grads, 0, g->h->n * 4, g->st), "zero gradients");
 }
 
 /* the share check's ranges, GK_SHARE_RANGES to a launch: one more (n
@@ -160,11 +171,14 @@ int gmaster_need(llmt_gmodel *g)
 		return -1;
 	}
 	/* the device weights are the last upload's: the host master; with
-	 * none (never asked for on the host) the init's, made again a piece
-	 * at a time */
-	if (!g->h->master)
+	 * none (never asked for on the host) the init's: still in grads since
+	 * creation, or else made again a piece at a time */
+	const float *src = g->h->master ? g->h->master : g->ginit ? g->grads : NULL;
+	if (!src)
 		return ginit_weights(g, 1);
-	if (to_master(g, g->h->master, 0, 0, g->h->n, cudaMemcpyHostToDevice))
+	if (to_master(g, src, 0, 0, g->h->n,
+				  src == g->grads ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice) ||
+		ginit_release(g))
 		return -1;
 	return gcheck(cudaStreamSynchronize(g->st), "master upload");
 }
@@ -211,7 +225,8 @@ int gsh_plan(llmt_gmodel *g)
 	return 0;
 }
 
-int gmaster_spread(llmt_gmodel *g, size_t at, size_t n)
+/* zero: grads[at, at + n) zeroed after (not: the init kept there) */
+static int spread(llmt_gmodel *g, size_t at, size_t n, int zero)
 {
 	size_t x, y;
 	const float *s = g->grads;
@@ -222,9 +237,12 @@ int gmaster_spread(llmt_gmodel *g, size_t at, size_t n)
 							   cudaMemcpyDeviceToDevice, g->st), "fp32 copy");
 	if (g->master && to_master(g, s, 0, at, n, cudaMemcpyDeviceToDevice))
 		return -1;
-	CK(cudaMemsetAsync(g->grads + at, 0, n * 4, g->st), "zero gradients");
+	if (zero)
+		CK(cudaMemsetAsync(g->grads + at, 0, n * 4, g->st), "zero gradients");
 	return 0;
 }
+
+int gmaster_spread(llmt_gmodel *g, size_t at, size_t n) { return spread(g, at, n, 1); }
 
 int gwf_refresh(llmt_gmodel *g)
 {

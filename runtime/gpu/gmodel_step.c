@@ -400,6 +400,8 @@ int llmt_gmodel_backward_dp(llmt_gmodel *g, int s, const float *grad_out, float 
 	int M = h->M, d = h->c.d_model;
 	size_t Md = (size_t)M * d;
 	cudaStream_t st = g->st;
+	if (ginit_release(g))   /* before the gradients are written */
+		return -1;
 	g->reducing = reduce && g->dp;
 	g->bk_sent = 0;
 	g->gw = g->gz;          /* the first backward since zero_grad writes */

@@ -137,10 +137,6 @@ struct llmt_trainopt_ops {
 	 * at rest would (dp > 1: a host share, bf16, or the device's, there
 	 * its first element counted in the norm); *at: the element touched */
 	int (*poke)(llmt_trainopt *o, llmt_poke what, size_t *at);
-	/* the current master weights in host memory (a download on a device;
-	 * with dp > 1 there the fp32 master is a ZeRO-1 share: the bf16
-	 * weights every replica holds, widened, which replicas compare) */
-	const float *(*master)(llmt_trainopt *o);
 	/* capture master, m and v for a checkpoint; saved() hands them over in
 	 * host memory, valid until the next snapshot (waits for the capture) */
 	int (*snapshot)(llmt_trainopt *o);
@@ -157,9 +153,11 @@ struct llmt_trainopt_ops {
 	 * the last step (0 without a share); 0, or -1 when the check could not
 	 * run (a device error) */
 	int (*share_check)(llmt_trainopt *o, size_t *bad);
-	/* *sum: llmt_checksum_f32 (sdc.h) of what master() gives, for the
-	 * replicas' SDC check (a device: computed a piece at a time, no whole
-	 * copy on the host) */
+	/* *sum: llmt_checksum_f32 (sdc.h) of the weights the DP replicas hold
+	 * alike, for their SDC check: the master weights, or where the fp32
+	 * master is a ZeRO-1 share (dp > 1: bf16 on the host, a device) the
+	 * bf16 weights widened (a device: computed a piece at a time, no
+	 * whole copy on the host) */
 	int (*weights_sum)(llmt_trainopt *o, uint64_t *sum);
 };
 struct llmt_trainopt {

@@ -143,9 +143,9 @@ static int h_share_check(llmt_trainopt *b, size_t *bad)
 	return 0;
 }
 
-/* a share: the weights the replicas hold, in the gradient buffer (free
- * between steps) */
-static const float *h_master(llmt_trainopt *b)
+/* the weights the replicas hold alike: the master, or with a share the
+ * bf16 weights widened into the gradient buffer (free between steps) */
+static const float *replica_weights(llmt_trainopt *b)
 {
 	host_opt *h = (host_opt *)b;
 
@@ -205,12 +205,12 @@ static int h_weights_sum(llmt_trainopt *b, uint64_t *sum)
 {
 	host_opt *h = (host_opt *)b;
 
-	*sum = llmt_checksum_f32(h_master(b), llmt_model_nparams(h->m));
+	*sum = llmt_checksum_f32(replica_weights(b), llmt_model_nparams(h->m));
 	return 0;
 }
 
 static const struct llmt_trainopt_ops host_ops = {
-	h_finish, h_step, h_poke, h_master, h_snapshot, h_saved, h_state, h_loaded, h_free,
+	h_finish, h_step, h_poke, h_snapshot, h_saved, h_state, h_loaded, h_free,
 	h_share_check, h_weights_sum,
 };
 

@@ -405,6 +405,7 @@ cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, 
 /* transfer accounting for tests: with LLMT_EMU_STATS=FILE set, each
  * process appends "h2d_bytes d2h_bytes dev_peak_bytes" to FILE at exit */
 static unsigned long long h2d, d2h;
+unsigned long long llmt_emu_h2d_bytes(void) { return h2d; }
 static void stats_write(void)
 {
 	FILE *f = fopen(getenv("LLMT_EMU_STATS"), "a");

@@ -5,9 +5,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <xxhash.h>
 #include "gpu/bridge.h"
 #include "memory/memest.h"
+#include "model/bf16.h"
 #include "model/model.h"
+#include "model/model_impl.h"
 #include "train/optim.h"
 #include "comm/parallel.h"
 #include "small_cfg.h"
@@ -68,6 +71,17 @@ void memest_dp(llmt_parallel *p)
 	double pin = (double)(llmt_emu_pinned_bytes() - pin0);
 	check("pinned snapshot bytes - host estimate", "", fabs(pin - h.snapshot), 0);
 	check("pinned snapshot bytes / whole master", "", pin / (4.0 * n), 3.5 / l->dp);
+	/* the manifest's replica hash: the XXH3 of the whole master, here
+	 * (no step yet) the init's, computed on the host (gmodel_opt.c brings
+	 * the gathered master through halves of the pinned buffer, a piece
+	 * copied while the one before is hashed: a piece lost, repeated or
+	 * out of order, or hashed before its copy landed, changes it) */
+	float *ref = malloc(n * 4);
+	if (ref)
+		llmt_model_init_range(m, 0, n, ref);
+	check("replica hash of the whole master == XXH3 of the init", "",
+		  !ref || !os.master_part || os.master_hash != XXH3_64bits(ref, n * 4), 0);
+	free(ref);
 	if (world_rank == 0)
 		printf("dp=%d tp=%d: pinned checkpoint snapshot %.0f bytes (estimate %.0f; whole master "
 			   "%.0f)\n", l->dp, l->tp, pin, h.snapshot, 4.0 * n);
