@@ -13,15 +13,8 @@
 #   4), saves step 5 (generation 4, carried from its start-up listing), and
 #   retention keeps 5 and 3 (before: 4 and 5).
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=${top_builddir:?}/runtime/llm-train
-[ -x "$LT" ] || fail "$LT is not built"
-[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-W=$(mktemp -d /tmp/llmt-ckptgen.XXXXXX) || exit 1
-trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
-export OMP_NUM_THREADS=1
-unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT \
-	LLM_TRAIN_ATTEMPT LLM_TRAIN_CKPT_BAD LLM_TRAIN_CKPT_INTERVAL SLURM_JOB_ID
+ckpt_name=ckptgen
+. "$top_srcdir/tests/runtime/ckpt_lib.sh"
 mkdir "$W/data"
 /usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
 D=$W/ck

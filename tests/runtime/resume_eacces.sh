@@ -8,20 +8,14 @@
 # CKPT_DIR trained from random weights (here only its save failed, on the
 # directory's fsync; an EIO gone by then saves the random-weight steps).
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-LT=$top_builddir/runtime/llm-train
-[ -x "$LT" ] || fail "llm-train is not built"
-[ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
 AS=
 if [ "$(id -u)" = 0 ]; then
 	command -v setpriv >/dev/null || { echo "SKIP: root without setpriv"; exit 77; }
 	AS="setpriv --reuid=65534 --regid=65534 --clear-groups"
 fi
-W=$(mktemp -d /tmp/llmt-eacces.XXXXXX) || exit 1
-trap 'rc=$?; [ $rc = 0 ] && rm -rf "$W" || echo "files kept in $W"; exit $rc' EXIT
+ckpt_name=eacces
+. "$top_srcdir/tests/runtime/ckpt_lib.sh"
 chmod 755 "$W"
-export OMP_NUM_THREADS=1
-unset LLM_TRAIN_RESUME LLM_TRAIN_CKPT_DIR LLM_TRAIN_RUN_DIR LLM_TRAIN_HEARTBEAT_DIR LLM_TRAIN_FAULT SLURM_JOB_ID
 mkdir "$W/data"
 /usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
 D=$W/ck

@@ -92,23 +92,25 @@ static void test_master_port(void **s)
 }
 
 /* Slurm's port list, read strictly: accepted forms. */
+/* text parses to first..last, count ports in items ranges */
+static void parses_to(const char *text, int first, int last, int count, int items)
+{
+	struct llmt_ports r;
+	char err[256];
+	assert_int_equal(llmt_ports_parse(text, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.first, first);
+	assert_int_equal(r.last, last);
+	assert_int_equal(r.count, count);
+	assert_int_equal(r.items, items);
+}
+
 static void test_resv_ports_parse(void **s)
 {
 	struct llmt_ports r;
 	char err[256];
-	assert_int_equal(llmt_ports_parse("12000-12003", &r, err, sizeof(err)), 0);
-	assert_int_equal(r.first, 12000);
-	assert_int_equal(r.last, 12003);
-	assert_int_equal(r.count, 4);
-	assert_int_equal(r.items, 1);
-	assert_int_equal(llmt_ports_parse("12000", &r, err, sizeof(err)), 0);
-	assert_int_equal(r.first, 12000);
-	assert_int_equal(r.last, 12000);
-	assert_int_equal(llmt_ports_parse("12000,12005-12006,12010", &r, err, sizeof(err)), 0);
-	assert_int_equal(r.first, 12000);
-	assert_int_equal(r.last, 12010);
-	assert_int_equal(r.count, 4);
-	assert_int_equal(r.items, 3);
+	parses_to("12000-12003", 12000, 12003, 4, 1);
+	parses_to("12000", 12000, 12000, 1, 1);
+	parses_to("12000,12005-12006,12010", 12000, 12010, 4, 3);
 	assert_int_equal(llmt_ports_parse("1024-65535", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.count, 64512);
 	/* a long list that still fits: 146 ports, 7 bytes each */
