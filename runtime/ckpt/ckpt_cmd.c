@@ -84,7 +84,12 @@ int llmt_ckpt_cmd_list(int argc, char **argv)
 /* ---- Hugging Face config.json ------------------------------------------ */
 static json_t *hf_config(const llmt_config *c, llmt_ckpt_dtype dt)
 {
-	json_t *o = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:b, s:i, s:s, s:b, s:b, s:s, s:f, s:n}",
+	/* rope_scaling as transformers reads it (modeling_rope_utils.py) */
+	json_t *rs = c->rope_scaling != LLMT_ROPE_LLAMA3 ? json_null()
+	             : json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor", c->rope_factor,
+	                         "low_freq_factor", c->rope_low_freq_factor, "high_freq_factor",
+	                         c->rope_high_freq_factor, "original_max_position_embeddings", c->rope_original_max);
+	json_t *o = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:b, s:i, s:s, s:b, s:b, s:s, s:f, s:o}",
 	                      "architectures", c->qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM",
 	                      "model_type", c->qk_norm ? "qwen3" : "llama",
 	                      "hidden_size", c->d_model, "intermediate_size", c->d_ff,
@@ -95,7 +100,7 @@ static json_t *hf_config(const llmt_config *c, llmt_ckpt_dtype dt)
 	                      "max_position_embeddings", c->max_seq, "hidden_act", "silu",
 	                      "attention_bias", 0, "mlp_bias", 0,
 	                      "torch_dtype", dt == LLMT_CKPT_BF16 ? "bfloat16" : "float32",
-	                      "initializer_range", c->init_std, "rope_scaling");
+	                      "initializer_range", c->init_std, "rope_scaling", rs);
 	return o;
 }
 
@@ -112,6 +117,68 @@ static int hf_int(json_t *o, const char *k, int *v, int dflt, const char *path, 
 		return -1;
 	}
 	*v = (int)json_integer_value(x);
+	return 0;
+}
+
+static int hf_num(json_t *rs, const char *k, double *v, const char *path, char *err, size_t errlen)
+{
+	json_t *x = json_object_get(rs, k);
+
+	if (!json_is_number(x)) {
+		ck_fmt(err, errlen, "%s: rope_scaling llama3: %s missing or not a number", path, k);
+		return -1;
+	}
+	*v = json_number_value(x);
+	return 0;
+}
+
+/* config.json's rope_scaling (null or absent: none) into c: rope_type (or
+ * the older key "type") "default" is none, "llama3" reads its four
+ * parameters; any other type is refused by name. 0 or -1 with err. */
+static int hf_rope_scaling(json_t *rs, llmt_config *c, const char *path, char *err, size_t errlen)
+{
+	json_t *t;
+	const char *ty;
+	double om = 0;
+	char why[256];
+
+	c->rope_scaling = LLMT_ROPE_NONE;
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs)) {
+		ck_fmt(err, errlen, "%s: rope_scaling is not an object", path);
+		return -1;
+	}
+	t = json_object_get(rs, "rope_type");
+	if (!t)
+		t = json_object_get(rs, "type");
+	ty = json_string_value(t);
+	if (!ty) {
+		ck_fmt(err, errlen, "%s: rope_scaling has no rope_type string", path);
+		return -1;
+	}
+	if (!strcmp(ty, "default"))
+		return 0;
+	if (strcmp(ty, "llama3")) {
+		ck_fmt(err, errlen, "%s: rope_scaling rope_type '%.64s': not supported (only llama3)", path, ty);
+		return -1;
+	}
+	c->rope_scaling = LLMT_ROPE_LLAMA3;
+	if (hf_num(rs, "factor", &c->rope_factor, path, err, errlen) ||
+	    hf_num(rs, "low_freq_factor", &c->rope_low_freq_factor, path, err, errlen) ||
+	    hf_num(rs, "high_freq_factor", &c->rope_high_freq_factor, path, err, errlen) ||
+	    hf_num(rs, "original_max_position_embeddings", &om, path, err, errlen))
+		return -1;
+	if (om != (double)(int)om || om < 1 || om > (1 << 24)) {
+		ck_fmt(err, errlen, "%s: rope_scaling llama3: original_max_position_embeddings %g: not an integer in [1, %d]",
+		       path, om, 1 << 24);
+		return -1;
+	}
+	c->rope_original_max = (int)om;
+	if (llmt_config_validate_rope(c, why, sizeof why)) {
+		ck_fmt(err, errlen, "%s: %s", path, why);
+		return -1;
+	}
 	return 0;
 }
 
@@ -158,10 +225,8 @@ static int hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *e
 	if ((x = json_object_get(o, "rope_theta")))
 		c->rope_theta = json_number_value(x);
 	c->tie_embeddings = json_is_true(json_object_get(o, "tie_word_embeddings"));
-	if (!json_is_null(x = json_object_get(o, "rope_scaling")) && x) {
-		ck_fmt(err, errlen, "%s: rope_scaling is set: not supported", path);
+	if (hf_rope_scaling(json_object_get(o, "rope_scaling"), c, path, err, errlen))
 		goto out;
-	}
 	if (json_is_true(json_object_get(o, "attention_bias")) || json_is_true(json_object_get(o, "mlp_bias"))) {
 		ck_fmt(err, errlen, "%s: attention_bias/mlp_bias: not supported", path);
 		goto out;

@@ -8,7 +8,9 @@
  *     0..2^53-1, else the manifest is bad: include/llmt/ckptgen.h),
  *   created_ns, created (ISO UTC) (the writing host's clock: only the
  *     tie-break of equal generations),
- *   layout {tp, pp, dp, world}, model {llmt_config fields},
+ *   layout {tp, pp, dp, world}, model {llmt_config fields; rope_scaling
+ *     {type llama3, factor, low_freq_factor, high_freq_factor,
+ *     original_max} only where set},
  *   training {opaque object from the loop}, replicas_agree (bool or null),
  *   replica_hashes [per rank XXH3 of its DP-replicated buffers],
  *   kinds [{name, dtype f32|bf16}], tensors [{name, shape}] sorted by name,
@@ -28,12 +30,22 @@
 
 json_t *ck_config_to_json(const llmt_config *c)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:b, s:f, s:f, s:I}",
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:b, s:f, s:f, s:I}",
 	                 "vocab_size", c->vocab_size, "d_model", c->d_model, "n_layers", c->n_layers,
 	                 "n_heads", c->n_heads, "n_kv_heads", c->n_kv_heads, "d_ff", c->d_ff,
 	                 "max_seq", c->max_seq, "rope_theta", c->rope_theta, "norm_eps", c->norm_eps,
 	                 "qk_norm", c->qk_norm, "tie_embeddings", c->tie_embeddings,
 	                 "z_loss", c->z_loss, "init_std", c->init_std, "seed", (json_int_t)c->seed);
+	/* rope scaling only where set: older manifests (none) read the same */
+	if (o && c->rope_scaling == LLMT_ROPE_LLAMA3 &&
+	    json_object_set_new(o, "rope_scaling",
+	                        json_pack("{s:s, s:f, s:f, s:f, s:i}", "type", "llama3", "factor", c->rope_factor,
+	                                  "low_freq_factor", c->rope_low_freq_factor, "high_freq_factor",
+	                                  c->rope_high_freq_factor, "original_max", c->rope_original_max))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static int get_int(const json_t *o, const char *k, int *v, char *err, size_t errlen)
@@ -64,6 +76,31 @@ static int get_num(const json_t *o, const char *k, double *v, char *err, size_t 
 	return 0;
 }
 
+/* model.rope_scaling (absent: none) into c, validated */
+static int rope_from_json(const json_t *r, llmt_config *c, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (!r)
+		return 0;
+	if (!json_is_object(r) || !json_is_string(json_object_get(r, "type")) ||
+	    strcmp(json_string_value(json_object_get(r, "type")), "llama3")) {
+		ck_fmt(err, errlen, "model.rope_scaling: not an object of type llama3");
+		return -1;
+	}
+	c->rope_scaling = LLMT_ROPE_LLAMA3;
+	if (get_num(r, "factor", &c->rope_factor, err, errlen) ||
+	    get_num(r, "low_freq_factor", &c->rope_low_freq_factor, err, errlen) ||
+	    get_num(r, "high_freq_factor", &c->rope_high_freq_factor, err, errlen) ||
+	    get_int(r, "original_max", &c->rope_original_max, err, errlen))
+		return -1;
+	if (llmt_config_validate_rope(c, why, sizeof why)) {
+		ck_fmt(err, errlen, "model.rope_scaling: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
 int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errlen)
 {
 	llmt_config_defaults(c);
@@ -84,7 +121,7 @@ int ck_config_from_json(const json_t *o, llmt_config *c, char *err, size_t errle
 		c->init_std = json_number_value(json_object_get(o, "init_std"));
 	if (json_is_integer(json_object_get(o, "seed")))
 		c->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
-	return 0;
+	return rope_from_json(json_object_get(o, "rope_scaling"), c, err, errlen);
 }
 
 int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, size_t errlen)
@@ -92,7 +129,10 @@ int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, siz
 #define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %d, this run %d", a->f, b->f); return 1; }
 #define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %g, this run %g", a->f, b->f); return 1; }
 	CMPI(vocab_size) CMPI(d_model) CMPI(n_layers) CMPI(n_heads) CMPI(n_kv_heads) CMPI(d_ff)
-	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps)
+	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps) CMPI(rope_scaling)
+	if (a->rope_scaling == LLMT_ROPE_LLAMA3) {
+		CMPD(rope_factor) CMPD(rope_low_freq_factor) CMPD(rope_high_freq_factor) CMPI(rope_original_max)
+	}
 #undef CMPI
 #undef CMPD
 	return 0;

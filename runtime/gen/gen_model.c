@@ -112,12 +112,20 @@ llmt_gen *llmt_gen_new(const llmt_config *c, const llmt_param_info *tab, int nta
 		llmt_gen_free(g);
 		return NULL;
 	}
+	double *inv = malloc((size_t)(g->hd / 2) * sizeof *inv);
+	if (!inv) {
+		snprintf(err, errlen, "out of memory");
+		llmt_gen_free(g);
+		return NULL;
+	}
+	llmt_rope_inv_freq(c, g->hd, inv);
 	for (int t = 0; t < max_t; t++)
 		for (int i = 0; i < g->hd / 2; i++) {
-			double inv = pow(c->rope_theta, -2.0 * i / g->hd), a = (double)t * inv;
+			double a = (double)t * inv[i];
 			g->cosb[(size_t)t * (size_t)(g->hd / 2) + (size_t)i] = (float)cos(a);
 			g->sinb[(size_t)t * (size_t)(g->hd / 2) + (size_t)i] = (float)sin(a);
 		}
+	free(inv);
 	return g;
 }
 

@@ -261,17 +261,20 @@ llmt_gmodel *llmt_gmodel_create_rc(const llmt_config *c, const llmt_par *par, in
 	/* rotary tables for length T, same values as the CPU model's */
 	int h2 = h->hd / 2;
 	float *ct = malloc((size_t)T * h2 * 4), *sn = malloc((size_t)T * h2 * 4);
-	if (!ct || !sn) {
+	double *inv = malloc((size_t)h2 * sizeof *inv);
+	if (!ct || !sn || !inv) {
 		free(ct);
 		free(sn);
+		free(inv);
 		goto fail;
 	}
+	llmt_rope_inv_freq(c, h->hd, inv);
 	for (int t = 0; t < T; t++)
 		for (int i = 0; i < h2; i++) {
-			double f = pow(c->rope_theta, -2.0 * i / (double)h->hd);
-			ct[t * h2 + i] = (float)cos(t * f);
-			sn[t * h2 + i] = (float)sin(t * f);
+			ct[t * h2 + i] = (float)cos(t * inv[i]);
+			sn[t * h2 + i] = (float)sin(t * inv[i]);
 		}
+	free(inv);
 	/* dmem's zeroing is queued on the compute stream, which the legacy
 	 * stream's copies below do not wait for: it must not land on the tables
 	 * after them */

@@ -518,12 +518,16 @@ llmt_model *llmt_model_create_share(const llmt_config *c, const llmt_par *par, l
 	int h2 = m->hd / 2;
 	if (!(m->cos_t = mem(m, (size_t)T * h2 * 4)) || !(m->sin_t = mem(m, (size_t)T * h2 * 4)))
 		goto oom;
+	double *inv = malloc((size_t)h2 * sizeof *inv);
+	if (!inv)
+		goto oom;
+	llmt_rope_inv_freq(c, m->hd, inv);
 	for (int t = 0; t < T; t++)
 		for (int i = 0; i < h2; i++) {
-			double f = pow(c->rope_theta, -2.0 * i / (double)m->hd);
-			m->cos_t[t * h2 + i] = (float)cos(t * f);
-			m->sin_t[t * h2 + i] = (float)sin(t * f);
+			m->cos_t[t * h2 + i] = (float)cos(t * inv[i]);
+			m->sin_t[t * h2 + i] = (float)sin(t * inv[i]);
 		}
+	free(inv);
 	if (m->bf && !mirror && attn_ok(m->hd) &&
 		!(m->aw = attn_ws_new(B * m->Hl, T, m->hd, omp_get_max_threads())))
 		goto oom;

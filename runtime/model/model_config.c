@@ -41,14 +41,15 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-enum kind { K_INT, K_DOUBLE, K_BOOL, K_U64 };
+enum kind { K_INT, K_DOUBLE, K_BOOL, K_U64, K_ROPE };
 struct key {
 	const char *name;
 	enum kind kind;
 	size_t off;
 	double lo, hi;   /* accepted range (inclusive) */
-	int required;
+	int required;    /* 1: always; 2: a rope scaling parameter (needed by llama3, else refused) */
 };
+static const char *const rope_names[] = { "none", "llama3" };
 #define F(x) offsetof(llmt_config, x)
 static const struct key keys[] = {
 	{ "vocab_size", K_INT, F(vocab_size), 2, 1 << 24, 1 },
@@ -65,13 +66,27 @@ static const struct key keys[] = {
 	{ "z_loss", K_DOUBLE, F(z_loss), 0.0, 1.0, 0 },
 	{ "init_std", K_DOUBLE, F(init_std), 1e-8, 10.0, 0 },
 	{ "seed", K_U64, F(seed), 0, 1.8e19, 0 },
+	{ "rope_scaling", K_ROPE, F(rope_scaling), 0, 1, 0 },
+	{ "rope_factor", K_DOUBLE, F(rope_factor), 1.0, 1e6, 2 },
+	{ "rope_low_freq_factor", K_DOUBLE, F(rope_low_freq_factor), 1e-6, 1e6, 2 },
+	{ "rope_high_freq_factor", K_DOUBLE, F(rope_high_freq_factor), 1e-6, 1e6, 2 },
+	{ "rope_original_max_position_embeddings", K_INT, F(rope_original_max), 1, 1 << 24, 2 },
 };
+#define KEY_ROPE 14 /* keys[KEY_ROPE] is rope_scaling, its parameters after it */
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static int set_value(const struct key *k, const char *v, llmt_config *c)
 {
 	char *end = NULL;
 	errno = 0;
+	if (k->kind == K_ROPE) {
+		for (int i = 0; i < 2; i++)
+			if (!strcmp(v, rope_names[i])) {
+				*(int *)((char *)c + k->off) = i;
+				return 0;
+			}
+		return -1;
+	}
 	if (k->kind == K_BOOL) {
 		int b;
 		if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
@@ -111,7 +126,11 @@ void llmt_config_write(FILE *f, const llmt_config *c)
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];
 		const char *at = (const char *)c + k->off;
-		if (k->kind == K_BOOL)
+		if (i >= KEY_ROPE && c->rope_scaling == LLMT_ROPE_NONE)
+			continue;
+		if (k->kind == K_ROPE)
+			fprintf(f, "%s: %s\n", k->name, rope_names[c->rope_scaling == LLMT_ROPE_LLAMA3]);
+		else if (k->kind == K_BOOL)
 			fprintf(f, "%s: %s\n", k->name, *(const int *)at ? "true" : "false");
 		else if (k->kind == K_U64)
 			fprintf(f, "%s: %llu\n", k->name, (unsigned long long)*(const uint64_t *)at);
@@ -124,7 +143,9 @@ void llmt_config_write(FILE *f, const llmt_config *c)
 
 static const char *range_text(const struct key *k, char *buf, size_t n)
 {
-	if (k->kind == K_BOOL)
+	if (k->kind == K_ROPE)
+		snprintf(buf, n, "none or llama3 (other rotary scalings are not supported)");
+	else if (k->kind == K_BOOL)
 		snprintf(buf, n, "true or false");
 	else if (k->kind == K_U64)
 		snprintf(buf, n, "a non-negative integer");
@@ -187,9 +208,16 @@ static int parse_doc(yaml_parser_t *pp, const char *path, llmt_config *c, char *
 		}
 	}
 	for (size_t i = 0; i < NKEYS; i++)
-		if (keys[i].required && !seen[i]) {
+		if (keys[i].required == 1 && !seen[i]) {
 			fail(err, errlen, "%s:%zu: missing required key '%s'", path,
 				 root->start_mark.line + 1, keys[i].name);
+			goto out;
+		}
+	for (size_t i = KEY_ROPE + 1; i < NKEYS; i++)
+		if (seen[i] != (c->rope_scaling != LLMT_ROPE_NONE)) {
+			fail(err, errlen, seen[i] ? "%s:%zu: %s is set but rope_scaling is none (set rope_scaling: llama3)"
+			                          : "%s:%zu: rope_scaling llama3 needs %s", path,
+			     root->start_mark.line + 1, keys[i].name);
 			goto out;
 		}
 	if (!seen[4])
@@ -259,7 +287,45 @@ int llmt_config_validate(const llmt_config *c, char *err, size_t errlen)
 		return fail(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads, kv);
 	if (!(c->norm_eps > 0) || !(c->rope_theta > 0) || !(c->init_std > 0) || c->z_loss < 0)
 		return fail(err, errlen, "norm_eps, rope_theta and init_std must be > 0, z_loss >= 0");
+	return llmt_config_validate_rope(c, err, errlen);
+}
+
+int llmt_config_validate_rope(const llmt_config *c, char *err, size_t errlen)
+{
+	if (c->rope_scaling == LLMT_ROPE_NONE)
+		return 0;
+	if (c->rope_scaling != LLMT_ROPE_LLAMA3)
+		return fail(err, errlen, "rope_scaling %d: not supported (none or llama3)", c->rope_scaling);
+	if (!(c->rope_factor >= 1) || !isfinite(c->rope_factor))
+		return fail(err, errlen, "rope_scaling llama3: factor %g must be a number >= 1", c->rope_factor);
+	if (!(c->rope_low_freq_factor > 0) || !isfinite(c->rope_high_freq_factor) ||
+	    !(c->rope_low_freq_factor < c->rope_high_freq_factor))
+		return fail(err, errlen,
+		            "rope_scaling llama3: low_freq_factor %g and high_freq_factor %g must be 0 < low < high",
+		            c->rope_low_freq_factor, c->rope_high_freq_factor);
+	if (c->rope_original_max < 1)
+		return fail(err, errlen, "rope_scaling llama3: original_max_position_embeddings %d must be >= 1",
+		            c->rope_original_max);
 	return 0;
+}
+
+void llmt_rope_inv_freq(const llmt_config *c, int hd, double *inv)
+{
+	const double two_pi = 6.283185307179586476925286766559;
+	for (int i = 0; i < hd / 2; i++) {
+		double f = pow(c->rope_theta, -2.0 * i / (double)hd);
+		if (c->rope_scaling == LLMT_ROPE_LLAMA3) {
+			double L = c->rope_original_max, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+			double w = two_pi / f;
+			if (w > L / lo) {
+				f /= c->rope_factor;
+			} else if (!(w < L / hi)) {
+				double s = (L / w - lo) / (hi - lo);
+				f = (1 - s) * f / c->rope_factor + s * f;
+			}
+		}
+		inv[i] = f;
+	}
 }
 
 int64_t llmt_config_n_params(const llmt_config *c)

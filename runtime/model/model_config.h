@@ -16,6 +16,11 @@ typedef struct llmt_config {
 	int d_ff;            /* SwiGLU inner width */
 	int max_seq;         /* longest sequence (rotary table size) */
 	double rope_theta;   /* rotary base, default 10000 */
+	int rope_scaling;    /* LLMT_ROPE_NONE or LLMT_ROPE_LLAMA3 (Llama 3.1-3.3) */
+	double rope_factor;  /* llama3: long wavelengths' divisor (8; 32 for 3.2) */
+	double rope_low_freq_factor;  /* llama3: 1 */
+	double rope_high_freq_factor; /* llama3: 4, > low */
+	int rope_original_max;        /* llama3: original_max_position_embeddings (8192) */
 	double norm_eps;     /* RMSNorm epsilon, default 1e-5 */
 	int qk_norm;         /* 1: RMSNorm over head_dim on q and k (Qwen3/OLMo2 style) */
 	int tie_embeddings;  /* 1: LM head shares the embedding matrix */
@@ -23,6 +28,10 @@ typedef struct llmt_config {
 	double init_std;     /* std of the normal init, default 0.02 */
 	uint64_t seed;       /* init seed, default 1234 */
 } llmt_config;
+
+/* rope_scaling: the rotary frequencies as they are (none), or rescaled once
+ * as Llama 3.1 does (llama3; Hugging Face's rope_type "llama3"). */
+enum { LLMT_ROPE_NONE = 0, LLMT_ROPE_LLAMA3 = 1 };
 
 /* Defaults for every optional field; required sizes set to 0. */
 void llmt_config_defaults(llmt_config *c);
@@ -39,12 +48,27 @@ int llmt_config_parse(const char *text, size_t len, const char *name, llmt_confi
 					  size_t errlen);
 
 /* Writes c as a YAML mapping of every key above, one a line, that
- * llmt_config_load reads back to the same values (%.17g numbers). */
+ * llmt_config_load reads back to the same values (%.17g numbers); the
+ * rope_* scaling keys only where rope_scaling is not none. YAML keys:
+ * rope_scaling (none|llama3), rope_factor, rope_low_freq_factor,
+ * rope_high_freq_factor, rope_original_max_position_embeddings. */
 void llmt_config_write(FILE *f, const llmt_config *c);
 
 /* Consistency checks (d_model % n_heads, n_heads % n_kv_heads, even
  * head_dim, positive sizes...). -1 with a reason in err. */
 int llmt_config_validate(const llmt_config *c, char *err, size_t errlen);
+
+/* The rope scaling fields alone (llmt_config_validate runs it; import runs
+ * it on config.json's rope_scaling): llama3 needs factor >= 1, 0 <
+ * low_freq_factor < high_freq_factor, original_max >= 1, all finite. */
+int llmt_config_validate_rope(const llmt_config *c, char *err, size_t errlen);
+
+/* The hd/2 rotary inverse frequencies of head width hd: theta^(-2i/hd),
+ * then for llama3 with wavelength w = 2 pi / f and L = original_max:
+ * w > L/low: f / factor; w < L/high: f; between, with s = (L/w - low) /
+ * (high - low): (1 - s) f / factor + s f. The one formula every rotary
+ * table (CPU model, generation, GPU model) is built from. */
+void llmt_rope_inv_freq(const llmt_config *c, int hd, double *inv);
 
 static inline int llmt_config_head_dim(const llmt_config *c) { return c->d_model / c->n_heads; }
 
