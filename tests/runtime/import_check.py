@@ -4,7 +4,9 @@
 # a wrong shape, a dtype other than torch_dtype, lm_head.weight in a tied
 # model, none in an untied one, a tokenizer with more ids than
 # vocab_size (fewer is a padded embedding: tests/runtime/sft_padvocab.sh),
-# an existing non-empty CKPT_DIR. Each: exit 64 or 65, one
+# an existing non-empty CKPT_DIR, a rope_scaling other than llama3 (yarn,
+# dynamic, linear) or a llama3 one with factor 0, -8 or NaN, low >= high,
+# original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
@@ -145,6 +147,25 @@ with tempfile.TemporaryDirectory() as W:
     write_dir(voc, small, tensors(small))
     refused('tokenizer vocabulary', voc, (64,), ['256 tokens, more than', 'vocab_size 200'], ('--tokenizer', 'byte'))
     refused('missing tokenizer', good, (66,), ['/nonexistent.model'], ('--tokenizer', '/nonexistent.model'))
+
+    # rope_scaling: llama3 imports (tests/reference/hf_rope_llama3.py);
+    # other types and hostile llama3 values are refused, naming them
+    L3 = dict(rope_type='llama3', factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+              original_max_position_embeddings=16)
+    for tag, rs, words in (('yarn', dict(rope_type='yarn', factor=4.0), ["rope_type 'yarn'", 'only llama3']),
+                           ('dynamic', dict(type='dynamic', factor=2.0), ["rope_type 'dynamic'", 'only llama3']),
+                           ('linear', dict(rope_type='linear', factor=2.0), ["rope_type 'linear'"]),
+                           ('factor 0', dict(L3, factor=0.0), ['factor 0 ', '>= 1']),
+                           ('factor -8', dict(L3, factor=-8), ['factor -8 ']),
+                           ('factor NaN', dict(L3, factor=float('nan')), ['config.json', 'NaN']),
+                           ('low >= high', dict(L3, low_freq_factor=4.0), ['low_freq_factor 4', 'high_freq_factor 4']),
+                           ('original_max 0', dict(L3, original_max_position_embeddings=0),
+                            ['original_max_position_embeddings 0']),
+                           ('no factor', {k: v for k, v in L3.items() if k != 'factor'}, ['factor missing']),
+                           ('no type', dict(factor=8.0), ['no rope_type'])):
+        d = os.path.join(W, 'rope_' + tag.replace(' ', '_').replace('>=', 'ge'))
+        write_dir(d, dict(CFG, rope_scaling=rs), tensors(CFG))
+        refused('rope_scaling ' + tag, d, (64,), words)
 
     # an existing checkpoint directory is never written into
     ck = os.path.join(W, 'ck_existing')
