@@ -129,7 +129,12 @@ int ck_config_compare(const llmt_config *a, const llmt_config *b, char *err, siz
 #define CMPI(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %d, this run %d", a->f, b->f); return 1; }
 #define CMPD(f) if (a->f != b->f) { ck_fmt(err, errlen, "model " #f ": stored %g, this run %g", a->f, b->f); return 1; }
 	CMPI(vocab_size) CMPI(d_model) CMPI(n_layers) CMPI(n_heads) CMPI(n_kv_heads) CMPI(d_ff)
-	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps) CMPI(rope_scaling)
+	CMPI(qk_norm) CMPI(tie_embeddings) CMPD(rope_theta) CMPD(norm_eps)
+	if (a->rope_scaling != b->rope_scaling) {
+		ck_fmt(err, errlen, "model rope_scaling: stored %s, this run %s", llmt_rope_scaling_name(a->rope_scaling),
+		       llmt_rope_scaling_name(b->rope_scaling));
+		return 1;
+	}
 	if (a->rope_scaling == LLMT_ROPE_LLAMA3) {
 		CMPD(rope_factor) CMPD(rope_low_freq_factor) CMPD(rope_high_freq_factor) CMPI(rope_original_max)
 	}

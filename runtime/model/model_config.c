@@ -50,6 +50,11 @@ struct key {
 	int required;    /* 1: always; 2: a rope scaling parameter (needed by llama3, else refused) */
 };
 static const char *const rope_names[] = { "none", "llama3" };
+
+const char *llmt_rope_scaling_name(int r)
+{
+	return r == LLMT_ROPE_NONE || r == LLMT_ROPE_LLAMA3 ? rope_names[r] : "?";
+}
 #define F(x) offsetof(llmt_config, x)
 static const struct key keys[] = {
 	{ "vocab_size", K_INT, F(vocab_size), 2, 1 << 24, 1 },
@@ -129,7 +134,7 @@ void llmt_config_write(FILE *f, const llmt_config *c)
 		if (i >= KEY_ROPE && c->rope_scaling == LLMT_ROPE_NONE)
 			continue;
 		if (k->kind == K_ROPE)
-			fprintf(f, "%s: %s\n", k->name, rope_names[c->rope_scaling == LLMT_ROPE_LLAMA3]);
+			fprintf(f, "%s: %s\n", k->name, llmt_rope_scaling_name(c->rope_scaling));
 		else if (k->kind == K_BOOL)
 			fprintf(f, "%s: %s\n", k->name, *(const int *)at ? "true" : "false");
 		else if (k->kind == K_U64)

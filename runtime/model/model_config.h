@@ -32,6 +32,8 @@ typedef struct llmt_config {
 /* rope_scaling: the rotary frequencies as they are (none), or rescaled once
  * as Llama 3.1 does (llama3; Hugging Face's rope_type "llama3"). */
 enum { LLMT_ROPE_NONE = 0, LLMT_ROPE_LLAMA3 = 1 };
+/* "none" "llama3", "?" for another value */
+const char *llmt_rope_scaling_name(int r);
 
 /* Defaults for every optional field; required sizes set to 0. */
 void llmt_config_defaults(llmt_config *c);

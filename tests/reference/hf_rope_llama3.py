@@ -12,6 +12,8 @@
 # - `llm-train export` writes rope_scaling back into config.json; the
 #   export loads with AutoModelForCausalLM to the same logits, and
 #   generate's --hf path (rope_logits_drv hf) reads it the same way;
+# - one training step from the import; resuming it or --init-from with a
+#   model.yaml without the scaling (or factor 32) is refused naming it;
 # - the older key name "type" imports the same.
 # Fails on the old code: import refused rope_scaling (exit 64); with the
 # scaling disabled in llmt_rope_inv_freq the logits rel is 1.33 (both
@@ -101,6 +103,24 @@ with tempfile.TemporaryDirectory() as W:
     if got:
         v = rel(got[0], ref)
         expect('export read by our --hf path: logits rel %.3g (limit %.0e)' % (v, LIM), v <= LIM)
+
+    # the import trains as --model CKPT_DIR/model.yaml; the manifest keeps
+    # the scaling: a model without it (or another factor) is refused
+    open(os.path.join(W, 't.txt'), 'w').write(open('/usr/share/common-licenses/GPL-3').read()[:20000])
+    data = os.path.join(W, 'data')
+    lt('tokenize', os.path.join(W, 't.txt'), data)
+    train = ('--data', data, '--steps', '1', '--seq', str(T), '--micro-batch', '1', '--quiet')
+    rc, out, err = lt('--model', os.path.join(ck, 'model.yaml'), '--ckpt-dir', ck, *train)
+    expect('one training step from the import', rc == 0, 'exit %d: %s' % (rc, err.strip()))
+    for tag, edit, why in (('no rope_scaling', lambda l: not l.startswith('rope_') or l.startswith('rope_theta'),
+                            'rope_scaling: stored llama3, this run none'),
+                           ('factor 32', None, 'rope_factor: stored 8, this run 32')):
+        y = os.path.join(W, tag.replace(' ', '_') + '.yaml')
+        open(y, 'w').write(''.join(l for l in yml.splitlines(True) if edit(l)) if edit else
+                           yml.replace('rope_factor: 8\n', 'rope_factor: 32\n'))
+        for how in (('--ckpt-dir', ck, '--steps', '2'), ('--init-from', hf)):
+            rc, out, err = lt('--model', y, *(train + how))
+            expect('%s %s: refused naming it' % (how[0], tag), rc == 64 and why in err, 'exit %d: %s' % (rc, err.strip()))
 
     old = os.path.join(W, 'old')
     shutil.copytree(hf, old)
