@@ -9,7 +9,8 @@
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model); its
-# CKPT_DIR/model.yaml trains it as --model.
+# CKPT_DIR/model.yaml trains it as --model. generate --eos past the
+# vocabulary: exit 64.
 # The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
 import hashlib, json, os, random, shutil, struct, subprocess, sys, tempfile
@@ -188,6 +189,14 @@ with tempfile.TemporaryDirectory() as W:
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
         if a[0] != 0 or b[0] != 0 or a[1].splitlines()[0] != b[1].splitlines()[0] or len(a[1].split()) < 8:
             failures.append('generate from the import differs from --hf: %r vs %r' % (b, a))
+        # --eos past the vocabulary is refused (was: taken, never matched)
+        ckg = os.path.join(W, 'ck_good')
+        rc, msg = run('generate', '--ckpt', ckg, '--prompt', 'abc', '--max-new', '2', '--eos', '256', '--ids')
+        print('%-22s exit %d: %s' % ('generate --eos 256', rc, msg))
+        if rc != 64 or len(msg.splitlines()) != 1 or '--eos 256' not in msg or '256' not in msg.split('--eos 256')[1]:
+            failures.append('generate --eos 256 (vocab_size 256): exit %d: %s' % (rc, msg))
+        if run('generate', '--ckpt', ckg, '--prompt', 'abc', '--max-new', '2', '--eos', '255', '--ids')[0] != 0:
+            failures.append('generate --eos 255 (vocab_size 256) refused')
         # --hf HFDIR reads HFDIR's own tokenizer (was: bytes, refused for
         # a vocab_size of 512 with "give --tokenizer")
         c512 = dict(CFG, vocab_size=512)
