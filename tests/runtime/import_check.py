@@ -9,8 +9,10 @@
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model); its
-# CKPT_DIR/model.yaml trains it as --model. generate --eos past the
-# vocabulary: exit 64.
+# CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
+# files and BOS/EOS ids in CKPT_DIR/hf_tokenizer/ and export writes them
+# back (not a link out of HFDIR, a FIFO, a file over 64 MiB); an export
+# without them is as before. generate --eos past the vocabulary: exit 64.
 # The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
 import hashlib, json, os, random, shutil, struct, subprocess, sys, tempfile
@@ -88,6 +90,53 @@ def refused(tag, hf, codes, words, extra=(), ck=None):
         failures.append('%s: the checkpoint directory %s changed' % (tag, ck))
 
 
+def check_tokenizer_kept(W, good):
+    """import keeps HFDIR's tokenizer files and BOS/EOS ids in
+    CKPT_DIR/hf_tokenizer/, export gives them back (transformers' side:
+    tests/reference/hf_tokexport.py); a link out of HFDIR, a FIFO and a
+    file over 64 MiB are not kept (a note names each), never hang"""
+    hf = os.path.join(W, 'with_tok')
+    shutil.copytree(good, hf)
+    c = dict(CFG, bos_token_id=250, eos_token_id=[251, 252])
+    json.dump(c, open(os.path.join(hf, 'config.json'), 'w'))
+    files = {'tokenizer_config.json': '{"bos_token": "<s>"}', 'special_tokens_map.json': '{}',
+             'tokenizer.model': 'not read by the import', 'generation_config.json': '{"eos_token_id": [251, 252]}'}
+    for n, t in files.items():
+        open(os.path.join(hf, n), 'w').write(t)
+    open(os.path.join(W, 'secret'), 'w').write('outside')
+    os.symlink(os.path.join(W, 'secret'), os.path.join(hf, 'tokenizer.json'))
+    rc, msg = run('import', hf, os.path.join(W, 'ck_tok'), '--tokenizer', 'byte')
+    kept = os.path.join(W, 'ck_tok', 'hf_tokenizer')
+    names = os.listdir(kept) if os.path.isdir(kept) else []
+    print('%-22s exit %d: %s' % ('import keeps tokenizer', rc, msg.splitlines()[-1] if msg else ''))
+    if rc != 0 or 'tokenizer.json: a symbolic link out of the directory: not kept' not in msg or \
+            sorted(f for f in names if f in files or f == 'tokenizer.json') != sorted(files):
+        failures.append('import with tokenizer files: exit %d: %s; kept %s' % (rc, msg, names))
+        return
+    rc, msg = run('export', os.path.join(W, 'ck_tok'), os.path.join(W, 'tok_out'))
+    out = os.path.join(W, 'tok_out')
+    cj = json.load(open(os.path.join(out, 'config.json'))) if rc == 0 else {}
+    if rc != 0 or (cj.get('bos_token_id'), cj.get('eos_token_id')) != (250, [251, 252]) or \
+            any(open(os.path.join(out, n)).read() != t for n, t in files.items() if os.path.exists(os.path.join(out, n))) \
+            or not all(os.path.exists(os.path.join(out, n)) for n in files) or os.path.exists(os.path.join(out, 'tokenizer.json')):
+        failures.append('export of the import with tokenizer files: exit %d: %s; %s %s' % (rc, msg, os.listdir(out), cj))
+    # a FIFO and a sparse 65 MiB file are skipped, not read
+    hf2 = os.path.join(W, 'odd_tok')
+    shutil.copytree(good, hf2)
+    os.mkfifo(os.path.join(hf2, 'tokenizer.json'))
+    with open(os.path.join(hf2, 'tokenizer_config.json'), 'wb') as f:
+        f.truncate(65 << 20)
+    rc, msg = run('import', hf2, os.path.join(W, 'ck_odd'), '--tokenizer', 'byte')
+    print('%-22s exit %d: %s' % ('import odd tokenizer', rc, msg.splitlines()[0] if msg else ''))
+    if rc != 0 or 'tokenizer.json: not a regular file: not kept' not in msg or \
+            'tokenizer_config.json: larger than 64 MiB: not kept' not in msg:
+        failures.append('import with a FIFO / huge tokenizer file: exit %d: %s' % (rc, msg))
+    # no ids in the source: config.json keeps none, and no generation_config.json is made
+    rc, msg = run('export', os.path.join(W, 'ck_odd'), os.path.join(W, 'odd_out'))
+    if rc != 0 or sorted(os.listdir(os.path.join(W, 'odd_out'))) != ['config.json', 'model.safetensors']:
+        failures.append('export of an import without ids: exit %d: %s' % (rc, os.listdir(os.path.join(W, 'odd_out'))))
+
+
 with tempfile.TemporaryDirectory() as W:
     good = os.path.join(W, 'good')
     write_dir(good, CFG, tensors(CFG))
@@ -107,6 +156,13 @@ with tempfile.TemporaryDirectory() as W:
             b[8 + lb + hb[n]['data_offsets'][0]:8 + lb + hb[n]['data_offsets'][1]] for n in ha)
         if rc != 0 or not same:
             failures.append('import -> export does not give the weights back: %d %s' % (rc, msg))
+
+    # the export of a model trained from scratch (no import): config.json
+    # and model.safetensors as before, no BOS/EOS ids
+    if sorted(os.listdir(os.path.join(W, 'back'))) != ['config.json', 'model.safetensors'] or \
+            'eos_token_id' in json.load(open(os.path.join(W, 'back', 'config.json'))):
+        failures.append('export of an import without tokenizer files: %s' % os.listdir(os.path.join(W, 'back')))
+    check_tokenizer_kept(W, good)
 
     only = os.path.join(W, 'only_norm')
     write_dir(only, CFG, {'model.norm.weight': [16]})
