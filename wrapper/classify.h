@@ -59,6 +59,7 @@ struct wr_ending {
 struct wr_past {
 	enum wr_class cls;
 	char node[WR_NODE_LEN];
+	bool restarted;        /* a restart or requeue followed it (not the job's final stop) */
 };
 
 struct wr_verdict {

@@ -325,6 +325,8 @@ enum wr_next wr_job_apply(struct wr_job *j, const struct wr_verdict *v, const st
 			h->restart_times[h->nrestart_times++] = now;
 	}
 	j->attempt++;
+	if (a->act != ACT_STOP && v->cls != WR_DONE && h->npast > 0)
+		h->past[h->npast - 1].restarted = true;   /* the ending wr_job_record kept */
 	if (a->act == ACT_STOP) {
 		j->exit_code = a->exit_code;
 		return WR_NEXT_STOP;

@@ -98,7 +98,7 @@ void wr_job_begin(struct wr_job *j)
 		fprintf(stderr, PROG ": the previous run of this job ended without the wrapper (node failure, scancel, time limit)\n");
 		wr_ledger_event(j->led, "failure", json_pack("{s:s,s:s,s:s}", "class", "transient", "node", "",
 		                "why", "previous run ended without the wrapper"));
-		h->past[h->npast < WR_HIST_MAX ? h->npast++ : h->npast - 1] = (struct wr_past){ WR_TRANSIENT, "" };
+		h->past[h->npast < WR_HIST_MAX ? h->npast++ : h->npast - 1] = (struct wr_past){ WR_TRANSIENT, "", true };
 		h->failures++;
 	}
 	wr_ledger_event(j->led, "start", json_pack("{s:i,s:o,s:o,s:i,s:i,s:i,s:o}", "run", s->run, "job",

@@ -190,6 +190,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 	char line[65536];
 	double run_start = -1, run_last = 0;
 	bool closed = true, ours = true;   /* ours: the current run is job's */
+	int acted = -1;                    /* the failure the next action answers (-1: none) */
 	int lineno = 0;
 	while (fgets(line, sizeof line, f)) {
 		lineno++;
@@ -216,6 +217,9 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 				h->need_agree = false;
 			}
 			ours = !job || strcmp(str(o, "job"), job) == 0;
+			if (acted >= 0)   /* unanswered (a run cut short: wr_job_begin): this run follows it */
+				h->past[acted].restarted = true;
+			acted = -1;
 		} else if (strcmp(ev, "launch") == 0) {
 			h->attempts_total++;
 		} else if (strcmp(ev, "attempt") == 0 && h->nattempts < WR_HIST_MAX) {
@@ -233,6 +237,8 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->past[h->npast].cls = class_of(str(o, "class"));
 			snprintf(h->past[h->npast].node, WR_NODE_LEN, "%s", str(o, "node"));
 			h->fail_steps[h->npast] = (long)num(o, "step", -1);
+			h->past[h->npast].restarted = false;
+			acted = h->npast;
 			if (h->past[h->npast].cls != WR_PREEMPTED)
 				h->failures++;
 			h->npast++;
@@ -250,6 +256,9 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 					h->restart_times[h->nrestart_times++] = t;
 			}
 			h->pending = strcmp(str(o, "act"), "requeue") == 0;
+			if (acted >= 0 && strcmp(str(o, "act"), "stop") != 0)
+				h->past[acted].restarted = true;
+			acted = -1;
 			h->max_resume_step = (long)num(o, "max_resume_step", -1);
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));

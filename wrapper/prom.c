@@ -169,8 +169,8 @@ void wr_prom_goodput(FILE *f, const char *j, const struct wr_history *h, const s
 	head(f, "llm_train_restarts_total", "counter", "Failures that led to a restart or requeue, by cause.");
 	for (int k = WR_USER_ERROR; k < WR_NCLASSES; k++) {
 		int cnt = 0;
-		for (int i = 0; i < h->npast; i++)
-			cnt += h->past[i].cls == (enum wr_class)k;
+		for (int i = 0; i < h->npast; i++)   /* the job's final stop is no restart */
+			cnt += h->past[i].cls == (enum wr_class)k && h->past[i].restarted;
 		job_sample(f, "llm_train_restarts_total", j, "cause", wr_class_name((enum wr_class)k), cnt);
 	}
 	head(f, "llm_train_runs_total", "counter", "Runs of the batch script (1 + requeues).");

@@ -45,10 +45,14 @@ int wr_report_main(int argc, char **argv)
 	}
 	const char *dir = argv[1];
 	snprintf(led, sizeof led, "%s/ledger.jsonl", dir);
-	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(led, R_OK) != 0) {
+	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "llm-train-wrap report: '%s' is not a directory\n", dir);
+		return LLMT_EXIT_USAGE;
+	}
+	if (stat(dir, &sb) != 0 || access(led, R_OK) != 0) {   /* a missing input: EX_NOINPUT */
 		fprintf(stderr, "llm-train-wrap report: '%s' is not a run dir (no readable %s: %s)\n", dir, led,
 		        strerror(errno));
-		return LLMT_EXIT_USAGE;
+		return LLMT_EXIT_NOINPUT;
 	}
 	if (wr_ledger_load(led, NULL, &h) != 0) {
 		fprintf(stderr, "llm-train-wrap report: cannot read %s: %s\n", led, strerror(errno));

@@ -1,6 +1,7 @@
 /* ckpt_cmd.c: the checkpoint subcommands of llm-train (ckpt-verify,
  * ckpt-list, export, import) and --init-from: Hugging Face config.json
- * <-> llmt_config, and weights between checkpoints and safetensors. */
+ * <-> llmt_config, and weights between checkpoints and safetensors (the
+ * tokenizer files and BOS/EOS ids import keeps: ckpt_hftok.c). */
 #include "ckpt_int.h"
 #include "safetensors.h"
 #include <errno.h>
@@ -351,12 +352,16 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 	}
 	export_ctx x = { &m.src, kind, tix, dt };
 	rc = st_write(path, t, n, export_fill, &x, err, sizeof err);
+	int ntok = 0;
 	if (!rc) {
 		json_t *hc = hf_config(&cfg, dt);
-		char *txt = json_dumps(hc, JSON_INDENT(2));
+		char *txt = NULL;
+		/* an import's tokenizer files and BOS/EOS ids (ckpt_hftok.c) */
+		if (!(rc = ck_hftok_export(stepdir, out, hc, &ntok, err, sizeof err)))
+			txt = json_dumps(hc, JSON_INDENT(2));
 		json_decref(hc);
 		ck_fmt(path, sizeof path, "%s/config.json", out);
-		if (!txt || ck_write_file_atomic(path, txt, strlen(txt), err, sizeof err) != 0)
+		if (!rc && (!txt || ck_write_file_atomic(path, txt, strlen(txt), err, sizeof err) != 0))
 			rc = LLMT_EXIT_IO;
 		free(txt);
 	}
@@ -365,7 +370,8 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 	if (rc)
 		fprintf(stderr, "llm-train: export: %s\n", err);
 	else
-		printf("%s: %d tensors (%s) from %s\n", out, n, dt == LLMT_CKPT_BF16 ? "bf16" : "fp32", stepdir);
+		printf("%s: %d tensors (%s) from %s%s\n", out, n, dt == LLMT_CKPT_BF16 ? "bf16" : "fp32", stepdir,
+		       ntok ? ", with the import's tokenizer files and BOS/EOS ids" : "");
 	free(t);
 	free(tix);
 	ck_manifest_free(&m);
@@ -603,13 +609,17 @@ int llmt_ckpt_cmd_import(int argc, char **argv)
 		llmt_ckpt_writer_free(w);
 	}
 	char yml[4200];
+	int ntok = 0;
+	if (!rc)   /* for the export: ckpt_hftok.c */
+		rc = ck_hftok_keep(hf, out, cfg.vocab_size, &ntok, err, sizeof err);
 	if (!rc)
 		rc = import_write_yaml(out, &cfg, yml, sizeof yml, err, sizeof err);
 	if (rc)
 		fprintf(stderr, "llm-train: import: %s\n", err);
 	else
-		printf("%s/step_00000000: imported %d tensors, %zu parameters from %s; model config for --model: %s\n",
-		       out, nt, nflat, hf, yml);
+		printf("%s/step_00000000: imported %d tensors, %zu parameters from %s%s%s%s; model config for --model: "
+		       "%s\n", out, nt, nflat, hf, ntok ? " (its tokenizer files kept in " : "", ntok ? out : "",
+		       ntok ? "/hf_tokenizer for the export)" : "", yml);
 	free(tjs);
 	free(flat);
 	free(tab);

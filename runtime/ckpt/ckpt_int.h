@@ -208,6 +208,19 @@ void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);
 int ck_hf_check(const ck_source *s, const llmt_config *cfg, int want_dtype, const char *hfdir, char *err,
                 size_t errlen);
 
+/* ---- a Hugging Face model's tokenizer files (ckpt_hftok.c) ------------ */
+/* import: HFDIR's tokenizer.json, tokenizer.model, tokenizer_config.json,
+ * special_tokens_map.json, generation_config.json (those there: regular
+ * files up to 64 MiB, a link only to a file inside HFDIR; others skipped
+ * with a note) and its bos/eos_token_id (ids in [0, vocab): config.json's,
+ * else generation_config.json's) into CKPT_DIR/hf_tokenizer/. export: from
+ * the step's CKPT_DIR into OUT, the ids set in hfconfig, and a
+ * generation_config.json of them when none was kept; nothing (*n 0) when
+ * the CKPT_DIR has none (trained from scratch). 0 or an exit code; *n the
+ * files written. */
+int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int *n, char *err, size_t errlen);
+int ck_hftok_export(const char *stepdir, const char *out, json_t *hfconfig, int *n, char *err, size_t errlen);
+
 /* ---- file helpers (ckpt_fs.c) ----------------------------------------- */
 /* snprintf that returns 1 when the output was cut (paths, messages). */
 int ck_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -209,6 +209,10 @@ int llmt_generate_main(int argc, char **argv)
 	}
 	rc = o.hf ? llmt_hf_load(o.hf, o.tokfile, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err)
 	          : llmt_ckpt_gather(o.ckpt, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err);
+	if (!rc && o.eos >= cfg.vocab_size) {   /* an id no step can sample: never stops */
+		snprintf(err, sizeof err, "--eos %ld: not a token id of the model (vocab_size %d)", o.eos, cfg.vocab_size);
+		rc = LLMT_EXIT_USAGE;
+	}
 	if (!rc)
 		rc = llmt_tokseam_open(o.tokfile, &tok, err, sizeof err);
 	if (!rc && (tok.vocab > cfg.vocab_size || (!o.tokfile && tok.vocab != cfg.vocab_size))) {

@@ -11,7 +11,10 @@
 # byte for byte). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model); its
-# CKPT_DIR/model.yaml trains it as --model.
+# CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
+# files and BOS/EOS ids in CKPT_DIR/hf_tokenizer/ and export writes them
+# back (not a link out of HFDIR, a FIFO, a file over 64 MiB); an export
+# without them is as before. generate --eos past the vocabulary: exit 64.
 # The models are written here (stdlib only).
 # Fails on the old code: it imported a lone model.norm.weight (exit 0).
 import hashlib, json, os, random, shutil, struct, subprocess, sys, tempfile
@@ -89,6 +92,53 @@ def refused(tag, hf, codes, words, extra=(), ck=None):
         failures.append('%s: the checkpoint directory %s changed' % (tag, ck))
 
 
+def check_tokenizer_kept(W, good):
+    """import keeps HFDIR's tokenizer files and BOS/EOS ids in
+    CKPT_DIR/hf_tokenizer/, export gives them back (transformers' side:
+    tests/reference/hf_tokexport.py); a link out of HFDIR, a FIFO and a
+    file over 64 MiB are not kept (a note names each), never hang"""
+    hf = os.path.join(W, 'with_tok')
+    shutil.copytree(good, hf)
+    c = dict(CFG, bos_token_id=250, eos_token_id=[251, 252])
+    json.dump(c, open(os.path.join(hf, 'config.json'), 'w'))
+    files = {'tokenizer_config.json': '{"bos_token": "<s>"}', 'special_tokens_map.json': '{}',
+             'tokenizer.model': 'not read by the import', 'generation_config.json': '{"eos_token_id": [251, 252]}'}
+    for n, t in files.items():
+        open(os.path.join(hf, n), 'w').write(t)
+    open(os.path.join(W, 'secret'), 'w').write('outside')
+    os.symlink(os.path.join(W, 'secret'), os.path.join(hf, 'tokenizer.json'))
+    rc, msg = run('import', hf, os.path.join(W, 'ck_tok'), '--tokenizer', 'byte')
+    kept = os.path.join(W, 'ck_tok', 'hf_tokenizer')
+    names = os.listdir(kept) if os.path.isdir(kept) else []
+    print('%-22s exit %d: %s' % ('import keeps tokenizer', rc, msg.splitlines()[-1] if msg else ''))
+    if rc != 0 or 'tokenizer.json: a symbolic link out of the directory: not kept' not in msg or \
+            sorted(f for f in names if f in files or f == 'tokenizer.json') != sorted(files):
+        failures.append('import with tokenizer files: exit %d: %s; kept %s' % (rc, msg, names))
+        return
+    rc, msg = run('export', os.path.join(W, 'ck_tok'), os.path.join(W, 'tok_out'))
+    out = os.path.join(W, 'tok_out')
+    cj = json.load(open(os.path.join(out, 'config.json'))) if rc == 0 else {}
+    if rc != 0 or (cj.get('bos_token_id'), cj.get('eos_token_id')) != (250, [251, 252]) or \
+            any(open(os.path.join(out, n)).read() != t for n, t in files.items() if os.path.exists(os.path.join(out, n))) \
+            or not all(os.path.exists(os.path.join(out, n)) for n in files) or os.path.exists(os.path.join(out, 'tokenizer.json')):
+        failures.append('export of the import with tokenizer files: exit %d: %s; %s %s' % (rc, msg, os.listdir(out), cj))
+    # a FIFO and a sparse 65 MiB file are skipped, not read
+    hf2 = os.path.join(W, 'odd_tok')
+    shutil.copytree(good, hf2)
+    os.mkfifo(os.path.join(hf2, 'tokenizer.json'))
+    with open(os.path.join(hf2, 'tokenizer_config.json'), 'wb') as f:
+        f.truncate(65 << 20)
+    rc, msg = run('import', hf2, os.path.join(W, 'ck_odd'), '--tokenizer', 'byte')
+    print('%-22s exit %d: %s' % ('import odd tokenizer', rc, msg.splitlines()[0] if msg else ''))
+    if rc != 0 or 'tokenizer.json: not a regular file: not kept' not in msg or \
+            'tokenizer_config.json: larger than 64 MiB: not kept' not in msg:
+        failures.append('import with a FIFO / huge tokenizer file: exit %d: %s' % (rc, msg))
+    # no ids in the source: config.json keeps none, and no generation_config.json is made
+    rc, msg = run('export', os.path.join(W, 'ck_odd'), os.path.join(W, 'odd_out'))
+    if rc != 0 or sorted(os.listdir(os.path.join(W, 'odd_out'))) != ['config.json', 'model.safetensors']:
+        failures.append('export of an import without ids: exit %d: %s' % (rc, os.listdir(os.path.join(W, 'odd_out'))))
+
+
 with tempfile.TemporaryDirectory() as W:
     good = os.path.join(W, 'good')
     write_dir(good, CFG, tensors(CFG))
@@ -108,6 +158,13 @@ with tempfile.TemporaryDirectory() as W:
             b[8 + lb + hb[n]['data_offsets'][0]:8 + lb + hb[n]['data_offsets'][1]] for n in ha)
         if rc != 0 or not same:
             failures.append('import -> export does not give the weights back: %d %s' % (rc, msg))
+
+    # the export of a model trained from scratch (no import): config.json
+    # and model.safetensors as before, no BOS/EOS ids
+    if sorted(os.listdir(os.path.join(W, 'back'))) != ['config.json', 'model.safetensors'] or \
+            'eos_token_id' in json.load(open(os.path.join(W, 'back', 'config.json'))):
+        failures.append('export of an import without tokenizer files: %s' % os.listdir(os.path.join(W, 'back')))
+    check_tokenizer_kept(W, good)
 
     only = os.path.join(W, 'only_norm')
     write_dir(only, CFG, {'model.norm.weight': [16]})
@@ -209,6 +266,14 @@ with tempfile.TemporaryDirectory() as W:
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
         if a[0] != 0 or b[0] != 0 or a[1].splitlines()[0] != b[1].splitlines()[0] or len(a[1].split()) < 8:
             failures.append('generate from the import differs from --hf: %r vs %r' % (b, a))
+        # --eos past the vocabulary is refused (was: taken, never matched)
+        ckg = os.path.join(W, 'ck_good')
+        rc, msg = run('generate', '--ckpt', ckg, '--prompt', 'abc', '--max-new', '2', '--eos', '256', '--ids')
+        print('%-22s exit %d: %s' % ('generate --eos 256', rc, msg))
+        if rc != 64 or len(msg.splitlines()) != 1 or '--eos 256' not in msg or '256' not in msg.split('--eos 256')[1]:
+            failures.append('generate --eos 256 (vocab_size 256): exit %d: %s' % (rc, msg))
+        if run('generate', '--ckpt', ckg, '--prompt', 'abc', '--max-new', '2', '--eos', '255', '--ids')[0] != 0:
+            failures.append('generate --eos 255 (vocab_size 256) refused')
         # --hf HFDIR reads HFDIR's own tokenizer (was: bytes, refused for
         # a vocab_size of 512 with "give --tokenizer")
         c512 = dict(CFG, vocab_size=512)

@@ -7,7 +7,9 @@
 # NaN or a loss spike rolls back and skips data, exit 75 names the stuck
 # peer whatever the nodes' clocks say, a foreign trainer without heartbeats
 # is restarted after an output hang, and the report's outputs exist (the
-# Prometheus textfile with the last step, also from `report RUN_DIR`).
+# Prometheus textfile with the last step, also from `report RUN_DIR`;
+# report of a missing run dir exits 66; restarts_total leaves out the
+# final stop).
 set -u
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
 T=$(mktemp -d /tmp/llmt-wrap-local.XXXXXX) || exit 1
@@ -45,6 +47,13 @@ grep -q '^llm_train_step{job=""} 20$' "$T/ref/llm_train.prom" ||
 "$WRAP" report "$T/ref" >"$T/report.out" 2>&1 || { cat "$T/report.out"; fail "report: exit $?"; }
 grep -q '^llm_train_step{job=""} 20$' "$T/ref/llm_train.prom" ||
 	fail "textfile of report RUN_DIR: $(grep '^llm_train_step{' "$T/ref/llm_train.prom"), not step 20"
+# a missing run dir is a missing input (66, was 64); a file, a usage error
+"$WRAP" report "$T/nonexistent" >"$T/bad.out" 2>&1; rc=$?
+[ $rc = 66 ] && [ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q "$T/nonexistent" "$T/bad.out" ||
+	fail "report of a missing run dir: exit $rc: $(cat "$T/bad.out")"
+"$WRAP" report "$T/ref/ledger.jsonl" >"$T/bad.out" 2>&1; rc=$?
+[ $rc = 64 ] && grep -q "ledger.jsonl' is not a directory" "$T/bad.out" ||
+	fail "report of a file: exit $rc: $(cat "$T/bad.out")"
 if [ -x /usr/bin/gnuplot ]; then
 	[ -s "$T/ref/loss.png" ] || fail "no loss.png"
 	head -c 8 "$T/ref/loss.png" | od -c | grep -q 'P   N   G' || fail "loss.png is not a PNG"
@@ -58,6 +67,10 @@ rc=$?; [ $rc = 64 ] || { cat "$T/cfg.out"; fail "config error: wrapper exit $rc,
 [ "$(count launch "$T/cfg/ledger.jsonl")" = 1 ] || fail "config error was retried"
 [ "$(count failure "$T/cfg/ledger.jsonl" user_error)" = 1 ] || fail "config error not classified user_error"
 ledger cfg "launches=1 failures=user_error restarts=0 requeues=0"
+# restarts_total counts what its HELP says, endings a restart or requeue
+# followed: not the final stop (was 1 here, 3 in the crash loop below)
+grep -q '^llm_train_restarts_total{job="",cause="user_error"} 0$' "$T/cfg/llm_train.prom" ||
+	fail "config error: $(grep '^llm_train_restarts_total.*user_error' "$T/cfg/llm_train.prom"), not 0 restarts"
 
 # -- crash loop: crashes every attempt; budget 2 restarts then stop (70)
 LLM_TRAIN_FAULT='crash!@3' "$WRAP" --no-srun --ckpt-dir "$T/loop" $WRAP_FAST --max-restarts 2 \
@@ -66,6 +79,11 @@ rc=$?; [ $rc = 70 ] || { cat "$T/loop.out"; fail "crash loop: exit $rc, not 70";
 [ "$(count launch "$T/loop/ledger.jsonl")" = 3 ] || fail "crash loop: not 3 launches"
 grep '"act":"stop"' "$T/loop/ledger.jsonl" | grep -q 'budget' || fail "crash loop: stop not for the budget"
 ledger loop "launches=3 failures=transient,transient,transient restarts=2 requeues=0"
+grep -q '^llm_train_restarts_total{job="",cause="transient"} 2$' "$T/loop/llm_train.prom" ||
+	fail "crash loop: $(grep '^llm_train_restarts_total.*transient' "$T/loop/llm_train.prom"), not 2 restarts"
+"$WRAP" report "$T/loop" >"$T/loop.report" 2>&1   # from the ledger alone: the same count
+grep -q '^llm_train_restarts_total{job="",cause="transient"} 2$' "$T/loop/llm_train.prom" ||
+	fail "report RUN_DIR: $(grep '^llm_train_restarts_total.*transient' "$T/loop/llm_train.prom"), not 2 restarts"
 
 # -- crash at step 7 (SIGABRT): restart, resume from step 5, same final weights
 LLM_TRAIN_FAULT=crash@7 "$WRAP" --no-srun --ckpt-dir "$T/crash" $WRAP_FAST -- "$TRAINER" --steps 20 \
