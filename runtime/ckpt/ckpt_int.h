@@ -208,6 +208,12 @@ void ck_remove_stale_tmp(const char *dir, long cur_step, const char *token);
 int ck_hf_check(const ck_source *s, const llmt_config *cfg, int want_dtype, const char *hfdir, char *err,
                 size_t errlen);
 
+/* Hugging Face config.json (ckpt_hfconfig.c): export's form of c; import's
+ * read of HFDIR/config.json into c (dtype: its torch_dtype). 0 or an
+ * exit code with err. */
+json_t *ck_hf_config(const llmt_config *c, llmt_ckpt_dtype dt);
+int ck_hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, size_t errlen);
+
 /* ---- a Hugging Face model's tokenizer files (ckpt_hftok.c) ------------ */
 /* import: HFDIR's tokenizer.json, tokenizer.model, tokenizer_config.json,
  * special_tokens_map.json, generation_config.json (those there: regular

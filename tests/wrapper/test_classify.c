@@ -83,7 +83,7 @@ static void test_table(void **state)
 		wr_nodes_add(&e.signal_nodes, r->sig_node);
 		wr_nodes_add(&e.down_nodes, r->down_node);
 		wr_nodes_add(&e.sdc_suspects, r->sdc_node);
-		struct wr_past past = { WR_TRANSIENT, "" };
+		struct wr_past past = { WR_TRANSIENT, "", false };
 		if (r->past_node)
 			strcpy(past.node, r->past_node);
 		struct wr_verdict v;
@@ -163,7 +163,7 @@ static void test_stuck_peer(void **state)
 		e.task_exit_code = cases[i].task_code;
 		strcpy(e.stuck_node, cases[i].stuck);
 		wr_nodes_add(&e.down_nodes, cases[i].down);
-		struct wr_past past = { cases[i].past_cls, "" };
+		struct wr_past past = { cases[i].past_cls, "", false };
 		if (cases[i].past)
 			strcpy(past.node, cases[i].past);
 		struct wr_verdict v;
