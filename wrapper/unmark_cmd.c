@@ -60,10 +60,16 @@ int wr_unmark_main(int argc, char **argv)
 		return LLMT_EXIT_USAGE;
 	}
 	const char *dir = argv[1];
-	if (snprintf(led, sizeof l.path, "%s/ledger.jsonl", dir) >= (int)sizeof l.path || stat(dir, &sb) != 0 ||
-	    !S_ISDIR(sb.st_mode)) {
+	/* as report: a missing run dir or ledger is a missing input (66), a
+	 * path that is no directory a usage error */
+	if (snprintf(led, sizeof l.path, "%s/ledger.jsonl", dir) >= (int)sizeof l.path ||
+	    (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))) {
 		fprintf(stderr, PROG ": '%s' is not a run dir\n", dir);
 		return LLMT_EXIT_USAGE;
+	}
+	if (stat(dir, &sb) != 0) {
+		fprintf(stderr, PROG ": '%s' is not a run dir: %s\n", dir, strerror(errno));
+		return LLMT_EXIT_NOINPUT;
 	}
 	/* a ledger that is not a regular file (a FIFO would block the open):
 	 * refused at once, by the reader and by the writer below */
@@ -73,7 +79,7 @@ int wr_unmark_main(int argc, char **argv)
 	}
 	if (lstat(led, &sb) != 0) {
 		fprintf(stderr, PROG ": '%s' is not a run dir (no %s)\n", dir, led);
-		return LLMT_EXIT_USAGE;
+		return LLMT_EXIT_NOINPUT;
 	}
 	/* every PATH must name a mark before anything is written */
 	int idx[WR_BAD_MAX], n = 0;

@@ -7,7 +7,8 @@
 # later mark holds again (the ledger is read in order); --all lifts every
 # mark. Hostile input: a PATH not marked (a newline, bytes that are not
 # UTF-8, an option) is 64, names it, lists the marks and writes nothing; a
-# FIFO as the ledger is refused at once (no hang), a missing RUN_DIR is 64.
+# FIFO as the ledger is refused at once (no hang); a missing RUN_DIR or
+# ledger is 66, as for report.
 # Fails on the old code: the stop line said to delete ledger lines by hand,
 # and there was no such subcommand (64: "no checkpoint dir").
 set -u
@@ -57,7 +58,10 @@ try 64 "is not marked bad" "$D" "$nl"
 try 64 "is not marked bad" "$D" "$(printf '%s\377' "$S")"
 try 64 "not a checkpoint path" "$D" "-x"
 try 64 "usage" "$D"
-try 64 "'$W/nope' is not a run dir" "$W/nope" "$S"
+try 66 "'$W/nope' is not a run dir" "$W/nope" "$S"
+mkdir "$W/empty" && : >"$W/file"
+try 66 "'$W/empty' is not a run dir (no $W/empty/ledger.jsonl)" "$W/empty" "$S"
+try 64 "'$W/file' is not a run dir" "$W/file" "$S"
 mkdir "$W/fifo" && mkfifo "$W/fifo/ledger.jsonl"
 timeout 20 "$WRAP" ckpt-unmark "$W/fifo" --all >"$W/u.out" 2>&1; rc=$?
 [ $rc = 64 ] && grep -q "cannot read $W/fifo/ledger.jsonl" "$W/u.out" ||
