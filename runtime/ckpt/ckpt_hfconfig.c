@@ -4,6 +4,7 @@
 #include "ckpt_int.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "model/model_config.h"
@@ -111,6 +112,31 @@ static int hf_rope_scaling(json_t *rs, llmt_config *c, const char *path, char *e
 
 /* Read HFDIR/config.json into c, and its torch_dtype into *dtype (an
  * llmt_ckpt_dtype, -1 when absent). 0 or an exit code. */
+/* Mistral's sliding-window attention (sliding_window W, unless
+ * use_sliding_window is false as in Qwen's configs): our attention is full
+ * causal, the same as a window of W up to W tokens, so sequences are kept
+ * within the window (max_seq W, with a note). 0, or -1 with err. */
+static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, size_t errlen)
+{
+	json_t *x = json_object_get(o, "sliding_window");
+	if (!x || json_is_null(x) || json_is_false(json_object_get(o, "use_sliding_window")))
+		return 0;
+	if (!json_is_integer(x) || json_integer_value(x) < 1) {
+		char *v = json_dumps(x, JSON_ENCODE_ANY);
+		ck_fmt(err, errlen, "%s: sliding_window %.40s: not a positive integer", path, v ? v : "?");
+		free(v);
+		return -1;
+	}
+	json_int_t w = json_integer_value(x);
+	if (w < c->max_seq) {
+		fprintf(stderr, "llm-train: note: %s: sliding_window %lld: sequences limited to %lld tokens "
+		        "(max_position_embeddings %d), where full attention is the same\n",
+		        path, (long long)w, (long long)w, c->max_seq);
+		c->max_seq = (int)w;
+	}
+	return 0;
+}
+
 int ck_hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, size_t errlen)
 {
 	char path[4300];
@@ -141,6 +167,8 @@ int ck_hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, 
 	    hf_int(o, "num_key_value_heads", &c->n_kv_heads, c->n_heads, path, err, errlen) ||
 	    hf_int(o, "max_position_embeddings", &c->max_seq, 2048, path, err, errlen) ||
 	    hf_int(o, "head_dim", &hd, c->d_model / c->n_heads, path, err, errlen))
+		goto out;
+	if (hf_window(o, c, path, err, errlen))
 		goto out;
 	if (hd * c->n_heads != c->d_model) {
 		ck_fmt(err, errlen, "%s: head_dim %d * num_attention_heads %d != hidden_size %d: not supported", path, hd,

@@ -4,7 +4,8 @@
 # a wrong shape, a dtype other than torch_dtype, lm_head.weight in a tied
 # model, none in an untied one, a tokenizer with more ids than
 # vocab_size (fewer is a padded embedding: tests/runtime/sft_padvocab.sh),
-# an existing non-empty CKPT_DIR, a rope_scaling other than llama3 (yarn,
+# an existing non-empty CKPT_DIR, a sliding_window that is no positive
+# integer (a Mistral window caps max_seq), a rope_scaling other than llama3 (yarn,
 # dynamic, linear) or a llama3 one with factor 0, -8 or NaN, low >= high,
 # original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
@@ -223,6 +224,31 @@ with tempfile.TemporaryDirectory() as W:
         d = os.path.join(W, 'rope_' + tag.replace(' ', '_').replace('>=', 'ge'))
         write_dir(d, dict(CFG, rope_scaling=rs), tensors(CFG))
         refused('rope_scaling ' + tag, d, (64,), words)
+
+    # Mistral's sliding window: sequences kept within it (max_seq), where
+    # our full causal attention is the same; Qwen's use_sliding_window
+    # false leaves it; a window that is no positive integer is refused
+    for tag, extra, want in (('mistral window 8', dict(sliding_window=8), 8),
+                             ('window off', dict(sliding_window=8, use_sliding_window=False), 64),
+                             ('window null', dict(sliding_window=None), 64)):
+        d = os.path.join(W, 'swa_' + tag.replace(' ', '_'))
+        cfg = dict(CFG, model_type='mistral', architectures=['MistralForCausalLM'], **extra)
+        write_dir(d, cfg, tensors(cfg))
+        ck = d + '.ck'
+        rc, msg = run('import', d, ck)
+        yml = os.path.join(ck, 'model.yaml')
+        got = [l for l in open(yml).read().splitlines() if l.startswith('max_seq:')] if rc == 0 else []
+        print('%-22s exit %d: %s' % (tag, rc, got))
+        if rc != 0 or got != ['max_seq: %d' % want]:
+            failures.append('%s: exit %d, %s, want max_seq: %d: %s' % (tag, rc, got, want, msg))
+        noted = 'sliding_window 8: sequences limited to 8 tokens' in msg
+        if noted != (want == 8):
+            failures.append('%s: the window note %s: %s' % (tag, 'missing' if want == 8 else 'printed', msg))
+    for tag, w, words in (('window 0', 0, ['sliding_window 0', 'positive integer']),
+                          ('window string', 'x', ['sliding_window "x"'])):
+        d = os.path.join(W, 'swa_' + tag.replace(' ', '_'))
+        write_dir(d, dict(CFG, model_type='mistral', sliding_window=w), tensors(CFG))
+        refused(tag, d, (64,), words)
 
     # an existing checkpoint directory is never written into
     ck = os.path.join(W, 'ck_existing')
