@@ -21,18 +21,12 @@
 # after a few steps and logits rel ~1).
 import json, os, struct, subprocess, sys, tempfile
 
-VENV_PY = os.path.join(os.environ.get('LLMT_VENV', '/opt/llmt-venv'), 'bin', 'python')
-try:
-    import transformers
-except ImportError:
-    if not os.environ.get('LLMT_IN_VENV') and os.access(VENV_PY, os.X_OK):
-        os.environ['LLMT_IN_VENV'] = '1'
-        os.execv(VENV_PY, [VENV_PY] + sys.argv)
-    print('FAIL: no transformers in %s (scripts/install-deps makes the venv)' % VENV_PY)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import refcli
+refcli.need_venv('transformers')
+import transformers
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from refcli import expect, failures, finish, lt, top_builddir, top_srcdir
 transformers.logging.set_verbosity_error()
 

@@ -1,7 +1,9 @@
 # refcli.py: what the reference checks that drive the llm-train binary
 # share: its path, lt() (one run: exit code, stdout, stderr), expect() (a
-# named check, its failures kept) and finish() (PASS, or FAIL with them).
-import os, subprocess, sys
+# named check, its failures kept), finish() (PASS, or FAIL with them) and
+# need_venv() (the script run again in the pinned venv when a module is
+# not here).
+import importlib.util, os, subprocess, sys
 
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
 top_builddir = os.environ.get('top_builddir', top_srcdir)
@@ -25,3 +27,16 @@ def finish():
         print('FAIL:\n  ' + '\n  '.join(failures))
         sys.exit(1)
     print('PASS')
+
+
+def need_venv(module='transformers'):
+    """Run this script again with the venv's python (scripts/install-deps
+    makes it, pinned) when module is not importable here; FAIL without it."""
+    if importlib.util.find_spec(module):
+        return
+    py = os.path.join(os.environ.get('LLMT_VENV', '/opt/llmt-venv'), 'bin', 'python')
+    if not os.environ.get('LLMT_IN_VENV') and os.access(py, os.X_OK):
+        os.environ['LLMT_IN_VENV'] = '1'
+        os.execv(py, [py] + sys.argv)
+    print('FAIL: no %s in %s (scripts/install-deps makes the venv)' % (module, py))
+    sys.exit(1)
