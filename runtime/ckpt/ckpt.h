@@ -209,6 +209,16 @@ int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err,
  * 0 or an exit code with one line in err. */
 int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_param_info **tab, int *ntab,
                  size_t *nflat, float **flat, char *err, size_t errlen);
+/* HFDIR as given, or, for the root of a Hugging Face cache repo
+ * (models--ORG--NAME: no config.json, a snapshots/ directory), the
+ * snapshot its refs/main names, into out (ckpt_hfcache.c). refs/main must
+ * hold one revision (a commit hash or a plain name: no '/', no leading
+ * '.'): else 64; its snapshot missing: 66. 0 or an exit code with err. */
+int llmt_hf_resolve(const char *hfdir, char *out, size_t len, char *err, size_t errlen);
+/* --seq T against HFDIR/config.json's sliding window (ckpt_hfconfig.c):
+ * 64 with err when T exceeds it; 0 when within it, when there is none,
+ * or when config.json cannot be read (--init-from says so later). */
+int llmt_hf_check_seq(const char *hfdir, int T, char *err, size_t errlen);
 /* HFDIR's tokenizer file (tokenizer.model, else tokenizer.json) into buf,
  * or NULL when it has neither. */
 const char *llmt_hf_tokenizer(const char *hfdir, char *buf, size_t len);

@@ -1,7 +1,7 @@
 /* ckpt_cmd.c: the checkpoint subcommands of llm-train (ckpt-verify,
  * ckpt-list, export, import) and --init-from: Hugging Face config.json
  * <-> llmt_config, and weights between checkpoints and safetensors (the
- * tokenizer files and BOS/EOS ids import keeps: ckpt_hftok.c; config.json:
+ * tokenizer files and PAD/BOS/EOS ids import keeps: ckpt_hftok.c; config.json:
  * ckpt_hfconfig.c). */
 #include "ckpt_int.h"
 #include "safetensors.h"
@@ -93,7 +93,7 @@ static int export_fill(int i, void *dst, void *arg, char *err, size_t errlen)
 	return ck_source_read_tensor(x->src, x->kind, x->tix[i], dst, x->dt, err, errlen);
 }
 
-/* OUT/config.json, with an import's tokenizer files and BOS/EOS ids
+/* OUT/config.json, with an import's tokenizer files and PAD/BOS/EOS ids
  * (ckpt_hftok.c; *ntok of them) */
 static int export_config(const char *stepdir, const char *out, const llmt_config *cfg, llmt_ckpt_dtype dt,
                          int *ntok, char *err, size_t errlen)
@@ -203,7 +203,7 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 		fprintf(stderr, "llm-train: export: %s\n", err);
 	else
 		printf("%s: %d tensors (%s) from %s%s\n", out, n, dt == LLMT_CKPT_BF16 ? "bf16" : "fp32", stepdir,
-		       ntok ? ", with the import's tokenizer files and BOS/EOS ids" : "");
+		       ntok ? ", with the import's tokenizer files and pad/bos/eos ids" : "");
 	free(t);
 	free(tix);
 	ck_manifest_free(&m);
@@ -269,14 +269,15 @@ static int hf_open(const char *hfdir, const char *tokfile, llmt_config *cfg, ck_
 	return rc;
 }
 
-int llmt_ckpt_init_from(const char *hfdir, const llmt_ckpt_state *st, char *err, size_t errlen)
+int llmt_ckpt_init_from(const char *hfdir_arg, const llmt_ckpt_state *st, char *err, size_t errlen)
 {
 	llmt_config cfg;
 	ck_source s;
-	char e2[1024];
+	char e2[1024], hfdir[4200];
 	int rc, kind;
 
-	if ((rc = hf_open(hfdir, NULL, &cfg, &s, err, errlen)) != 0)
+	if ((rc = llmt_hf_resolve(hfdir_arg, hfdir, sizeof hfdir, err, errlen)) != 0 ||
+	    (rc = hf_open(hfdir, NULL, &cfg, &s, err, errlen)) != 0)
 		return rc;
 	if (st->config && ck_config_compare(&cfg, st->config, e2, sizeof e2) != 0) {
 		ck_fmt(err, errlen, "%s: does not match this model: %s", hfdir, e2);
@@ -389,7 +390,7 @@ static int import_write_yaml(const char *dir, const llmt_config *c, char *path, 
 int llmt_ckpt_cmd_import(int argc, char **argv)
 {
 	const char *hf = NULL, *out = NULL, *tokfile = NULL;
-	char err[2048], e2[1024];
+	char err[2048], e2[1024], snap[4200];
 	llmt_config cfg;
 	llmt_param_info *tab = NULL;
 	size_t nflat = 0;
@@ -413,8 +414,13 @@ int llmt_ckpt_cmd_import(int argc, char **argv)
 		fprintf(stderr, "usage: llm-train import HF_DIR CKPT_DIR [--tokenizer FILE]\n");
 		return LLMT_EXIT_USAGE;
 	}
-	if ((rc = import_target_free(out, err, sizeof err)) != 0 ||
-	    (rc = llmt_hf_load(hf, tokfile, &cfg, &tab, &nt, &nflat, &flat, err, sizeof err)) != 0) {
+	/* a cache repo's root: its refs/main snapshot from here on */
+	if (!(rc = import_target_free(out, err, sizeof err)) &&
+	    !(rc = llmt_hf_resolve(hf, snap, sizeof snap, err, sizeof err)) && strcmp(hf, snap)) {
+		fprintf(stderr, "llm-train: note: %s: a Hugging Face cache repo: its refs/main names %s\n", hf, snap);
+		hf = snap;
+	}
+	if (rc || (rc = llmt_hf_load(hf, tokfile, &cfg, &tab, &nt, &nflat, &flat, err, sizeof err)) != 0) {
 		fprintf(stderr, "llm-train: import: %s\n", err);
 		return rc;
 	}

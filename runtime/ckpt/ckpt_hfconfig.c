@@ -110,15 +110,14 @@ static int hf_rope_scaling(json_t *rs, llmt_config *c, const char *path, char *e
 	return 0;
 }
 
-/* Read HFDIR/config.json into c, and its torch_dtype into *dtype (an
- * llmt_ckpt_dtype, -1 when absent). 0 or an exit code. */
-/* Mistral's sliding-window attention (sliding_window W, unless
- * use_sliding_window is false as in Qwen's configs): our attention is full
- * causal, the same as a window of W up to W tokens, so sequences are kept
- * within the window (max_seq W, with a note). 0, or -1 with err. */
-static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, size_t errlen)
+/* Mistral's sliding-window attention: sliding_window W, unless
+ * use_sliding_window is false as in Qwen's configs, into *w (0: none).
+ * 0, or -1 with err. */
+static int hf_window_of(json_t *o, json_int_t *w, const char *path, char *err, size_t errlen)
 {
 	json_t *x = json_object_get(o, "sliding_window");
+
+	*w = 0;
 	if (!x || json_is_null(x) || json_is_false(json_object_get(o, "use_sliding_window")))
 		return 0;
 	if (!json_is_integer(x) || json_integer_value(x) < 1) {
@@ -127,8 +126,20 @@ static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, siz
 		free(v);
 		return -1;
 	}
-	json_int_t w = json_integer_value(x);
-	if (w < c->max_seq) {
+	*w = json_integer_value(x);
+	return 0;
+}
+
+/* Our attention is full causal, the same as a window of W up to W tokens,
+ * so an import keeps sequences within the window (max_seq W, with a
+ * note). 0, or -1 with err. */
+static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, size_t errlen)
+{
+	json_int_t w;
+
+	if (hf_window_of(o, &w, path, err, errlen))
+		return -1;
+	if (w && w < c->max_seq) {
 		fprintf(stderr, "llm-train: note: %s: sliding_window %lld: sequences limited to %lld tokens "
 		        "(max_position_embeddings %d), where full attention is the same\n",
 		        path, (long long)w, (long long)w, c->max_seq);
@@ -137,6 +148,29 @@ static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, siz
 	return 0;
 }
 
+/* --init-from with the user's own --model (whose max_seq is not capped by
+ * the window as an import's model.yaml is): the same limit on --seq */
+int llmt_hf_check_seq(const char *hfdir_arg, int T, char *err, size_t errlen)
+{
+	char hfdir[4200], path[4300], e2[512];
+	json_int_t w = 0;
+	json_t *o;
+
+	if (llmt_hf_resolve(hfdir_arg, hfdir, sizeof hfdir, e2, sizeof e2))
+		return 0;
+	ck_fmt(path, sizeof path, "%s/config.json", hfdir);
+	if (!(o = json_load_file(path, 0, NULL)))
+		return 0;
+	int bad = !hf_window_of(o, &w, path, e2, sizeof e2) && w > 0 && T > w;
+	json_decref(o);
+	if (bad)
+		ck_fmt(err, errlen, "--seq %d exceeds sliding_window %lld of %s (full attention, which llm-train computes, "
+		       "is the window's only up to %lld tokens)", T, (long long)w, path, (long long)w);
+	return bad ? LLMT_EXIT_USAGE : 0;
+}
+
+/* Read HFDIR/config.json into c, and its torch_dtype into *dtype (an
+ * llmt_ckpt_dtype, -1 when absent). 0 or an exit code. */
 int ck_hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, size_t errlen)
 {
 	char path[4300];

@@ -1,10 +1,13 @@
-/* ckpt_hftok.c: a Hugging Face model's tokenizer files and BOS/EOS ids
+/* ckpt_hftok.c: a Hugging Face model's tokenizer files and PAD/BOS/EOS ids
  * kept by `llm-train import` in CKPT_DIR/hf_tokenizer/ and given back by
  * `llm-train export`: the files copied into the export, the ids written
  * into its config.json (and a generation_config.json when none was kept),
- * so transformers' AutoTokenizer and generate work on the export.
+ * so transformers' AutoTokenizer and generate work on the export (and
+ * generate pads a finished row with the source's pad_token_id, not with
+ * eos_token_id as transformers does when there is none).
  * Only regular files of a bounded size are copied; a symbolic link is
- * followed only to a file inside the source directory. */
+ * followed only to a file inside the source directory, or, from a hub
+ * cache snapshot, into that repo's blobs/ (ckpt_hfcache.c). */
 #include "ckpt_int.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +24,10 @@
 static const char *const kept[] = { "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
 	                            "special_tokens_map.json", "generation_config.json" };
 enum { NKEPT = sizeof kept / sizeof *kept };
-static const char *const keys[] = { "bos_token_id", "eos_token_id" };
+/* pad_token_id is one id in transformers (GenerationConfig), the others
+ * an id or a list */
+static const char *const keys[] = { "bos_token_id", "eos_token_id", "pad_token_id" };
+enum { NKEYS = sizeof keys / sizeof *keys, KEY_PAD = 2 };
 
 /* DIR/NAME read whole into *buf (malloc'd). 0; 1 when absent; 2 when not
  * taken (a note printed: not a regular file, too large, a link out of
@@ -35,10 +41,16 @@ static int read_kept(const char *dir, const char *name, char **buf, size_t *len,
 
 	ck_fmt(path, sizeof path, "%s/%s", dir, name);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno == ELOOP) {   /* a link: followed only inside dir */
+	/* A link is followed only to a file inside dir, or from a hub cache
+	 * snapshot into its own repo's blobs/ (where every file of a download
+	 * is). What is kept is copied into CKPT_DIR and every export of it,
+	 * exports are shared: a link elsewhere (a tokenizer.json -> ~/.ssh/id_rsa
+	 * planted in a model someone downloaded, or a path into another
+	 * user's files) would publish that file under a tokenizer's name. */
+	if (fd < 0 && errno == ELOOP) {
 		if (!realpath(path, real) || !realpath(dir, rdir))
 			why = "a dangling symbolic link";
-		else if (strncmp(real, rdir, strlen(rdir)) || real[strlen(rdir)] != '/')
+		else if ((strncmp(real, rdir, strlen(rdir)) || real[strlen(rdir)] != '/') && !ck_hf_cache_blob(rdir, real))
 			why = "a symbolic link out of the directory";
 		else
 			fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -77,7 +89,8 @@ static int read_kept(const char *dir, const char *name, char **buf, size_t *len,
 	return 0;
 }
 
-/* an id or a list of ids, each in [0, vocab): the value, else NULL */
+/* an id or (but for pad_token_id) a list of ids, each in [0, vocab): the
+ * value, else NULL */
 static json_t *ids_value(json_t *o, const char *key, int vocab)
 {
 	json_t *v = json_object_get(o, key), *x;
@@ -85,7 +98,7 @@ static json_t *ids_value(json_t *o, const char *key, int vocab)
 
 	if (json_is_integer(v))
 		return json_integer_value(v) >= 0 && json_integer_value(v) < vocab ? v : NULL;
-	if (!json_is_array(v) || !json_array_size(v))
+	if (!json_is_array(v) || !json_array_size(v) || !strcmp(key, keys[KEY_PAD]))
 		return NULL;
 	json_array_foreach(v, i, x) {
 		if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= vocab)
@@ -94,19 +107,29 @@ static json_t *ids_value(json_t *o, const char *key, int vocab)
 	return v;
 }
 
-/* bos_token_id / eos_token_id of config.json, else of generation_config.json */
+/* bos/eos/pad_token_id of config.json, else of generation_config.json
+ * (where transformers finds them: the model's config, its generation
+ * config made from it when the file is absent); a value set but no id of
+ * the model is passed over with a note */
 static json_t *source_ids(const char *hfdir, int vocab)
 {
 	static const char *const from[] = { "config.json", "generation_config.json" };
 	json_t *ids = json_object();
 	char path[4300];
 
-	for (int k = 0; k < 2 && ids; k++)
+	for (int k = 0; k < NKEYS && ids; k++)
 		for (int f = 0; f < 2; f++) {
 			ck_fmt(path, sizeof path, "%s/%s", hfdir, from[f]);
 			json_t *o = json_load_file(path, 0, NULL), *v = o ? ids_value(o, keys[k], vocab) : NULL;
-			if (v)
+			json_t *x = o ? json_object_get(o, keys[k]) : NULL;
+			if (v) {
 				json_object_set(ids, keys[k], v);
+			} else if (x && !json_is_null(x)) {
+				char *s = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT);
+				fprintf(stderr, "llm-train: note: %s: %s %.40s: not %s below vocab_size %d: not kept\n", path,
+				        keys[k], s ? s : "?", k == KEY_PAD ? "an id" : "an id or a list of ids", vocab);
+				free(s);
+			}
 			json_decref(o);
 			if (v)
 				break;
@@ -195,10 +218,10 @@ int ck_hftok_export(const char *stepdir, const char *out, json_t *hfconfig, int 
 		}
 		free(buf);
 	}
-	/* the two ids only, checked again: the file is CKPT_DIR's, not the source's */
+	/* the ids only, checked again: the file is CKPT_DIR's, not the source's */
 	json_t *good = json_object();
 	int vocab = (int)json_integer_value(json_object_get(hfconfig, "vocab_size"));
-	for (int k = 0; k < 2 && good; k++) {
+	for (int k = 0; k < NKEYS && good; k++) {
 		json_t *v = ids_value(ids, keys[k], vocab);
 		if (v) {
 			json_object_set(good, keys[k], v);

@@ -214,6 +214,11 @@ int ck_hf_check(const ck_source *s, const llmt_config *cfg, int want_dtype, cons
 json_t *ck_hf_config(const llmt_config *c, llmt_ckpt_dtype dt);
 int ck_hf_read_config(const char *hfdir, llmt_config *c, int *dtype, char *err, size_t errlen);
 
+/* rdir, a realpath, is a cache snapshot .../models--X/snapshots/REV and
+ * real, a realpath, a file of that repo's .../models--X/blobs/ (1; else
+ * 0): the link a download leaves (ckpt_hfcache.c) */
+int ck_hf_cache_blob(const char *rdir, const char *real);
+
 /* ---- a Hugging Face model's tokenizer files (ckpt_hftok.c) ------------ */
 /* import: HFDIR's tokenizer.json, tokenizer.model, tokenizer_config.json,
  * special_tokens_map.json, generation_config.json (those there: regular

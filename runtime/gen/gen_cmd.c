@@ -108,7 +108,7 @@ static int parse(int argc, char **argv, gen_opts *o)
 /* config.json's eos_token_id (an id or a list: its first), or -1 */
 static long hf_eos(const char *hfdir)
 {
-	char path[4200];
+	char path[4300];
 	json_t *o, *e;
 	long id = -1;
 
@@ -196,7 +196,13 @@ int llmt_generate_main(int argc, char **argv)
 
 	if ((rc = parse(argc, argv, &o)) != 0)
 		return rc < 0 ? 0 : rc;
-	char hftok[4300];
+	char hftok[4300], snap[4200];
+	if (o.hf && (rc = llmt_hf_resolve(o.hf, snap, sizeof snap, err, sizeof err)) != 0) {
+		fprintf(stderr, "llm-train: generate: %s\n", err);
+		return rc;
+	}
+	if (o.hf)
+		o.hf = snap;
 	if (o.hf && !o.tokfile && (o.tokfile = llmt_hf_tokenizer(o.hf, hftok, sizeof hftok)) != NULL &&
 	    llmt_tokseam_open(o.tokfile, &tok, err, sizeof err) == 0) {
 		/* --hf HFDIR reads HFDIR's own tokenizer, as import checks it

@@ -220,6 +220,8 @@ static int setup_config(trainer *t, const llmt_par *mp)
 	else if (o->T > t->cfg.max_seq) {
 		snprintf(err, el, "--seq %d exceeds max_seq %d of %s", o->T, t->cfg.max_seq, o->model_path);
 		rc = LLMT_EXIT_USAGE;
+	} else if (o->init_from) {   /* a Mistral window, as an import's model.yaml caps max_seq */
+		rc = llmt_hf_check_seq(o->init_from, o->T, err, el);
 	}
 	if (rc && t->p->l.rank == 0)
 		fprintf(stderr, "llm-train: %s\n", err);

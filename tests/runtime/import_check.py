@@ -9,7 +9,8 @@
 # dynamic, linear) or a llama3 one with factor 0, -8 or NaN, low >= high,
 # original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
-# byte for byte). A matching directory imports, the weights come back by
+# byte for byte); --init-from it with one's own --model refuses a --seq
+# past the window the same way (exit 64). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model); its
 # CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
@@ -274,6 +275,17 @@ with tempfile.TemporaryDirectory() as W:
                   '--init-from', good, '--quiet')
     if rc != 0:
         failures.append('--init-from a matching directory: exit %d: %s' % (rc, msg))
+    # --init-from a Mistral directory with one's own --model (max_seq 64,
+    # not capped by the window as the import's model.yaml is): a --seq
+    # past the window is refused as for model.yaml, naming both; one
+    # within it trains
+    for T, want in ((16, 64), (8, 0)):
+        rc, msg = run('--model', yml, '--data', corpus, '--steps', '1', '--seq', str(T), '--micro-batch', '1',
+                      '--init-from', os.path.join(W, 'swa_mistral_window_8'), '--quiet')
+        print('%-22s exit %d: %s' % ('--init-from window --seq %d' % T, rc, msg.splitlines()[-1] if msg else ''))
+        if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
+                w in msg for w in ('--seq 16', 'sliding_window 8', 'swa_mistral_window_8/config.json')))):
+            failures.append('--init-from window 8, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
     # the import's model.yaml is config.json's architecture as a --model
     # file: a run with it starts from the import (a copy: ck_good stays
     # the import for generate below)
