@@ -222,8 +222,9 @@ int ck_hf_cache_blob(const char *rdir, const char *real);
 /* ---- a Hugging Face model's tokenizer files (ckpt_hftok.c) ------------ */
 /* import: HFDIR's tokenizer.json, tokenizer.model, tokenizer_config.json,
  * special_tokens_map.json, generation_config.json (those there: regular
- * files up to 64 MiB, a link only to a file inside HFDIR; others skipped
- * with a note) and its bos/eos_token_id (ids in [0, vocab): config.json's,
+ * files up to 64 MiB, a link only to a file inside HFDIR or from a cache
+ * snapshot into its repo's blobs/; others skipped with a note) and its
+ * bos/eos/pad_token_id (ids in [0, vocab), pad one id: config.json's,
  * else generation_config.json's) into CKPT_DIR/hf_tokenizer/. export: from
  * the step's CKPT_DIR into OUT, the ids set in hfconfig, and a
  * generation_config.json of them when none was kept; nothing (*n 0) when
