@@ -62,10 +62,11 @@ static int read_ref(const char *root, char *rev, char *err, size_t errlen)
 
 	ck_fmt(path, sizeof path, "%s/refs/main", root);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 && errno != ELOOP)
 		return ck_absent(errno) ? 1 : (ck_fmt(err, errlen, "%s: %s", path, strerror(errno)), LLMT_EXIT_IO);
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
+	if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {   /* a link, a FIFO: never followed or waited on */
+		if (fd >= 0)
+			close(fd);
 		ck_fmt(err, errlen, "%s: not a regular file", path);
 		return LLMT_EXIT_USAGE;
 	}

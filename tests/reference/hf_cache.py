@@ -25,7 +25,7 @@
 #   trains;
 # - still refused: a link out of the snapshot (to a file beside the
 #   cache) and one into another repo's blobs/ (notes, not kept); a
-#   refs/main that is no revision ('../x', 'a/b', empty, two lines):
+#   refs/main that is no revision ('../x', 'a/b', empty, two lines, a link):
 #   exit 64, one line naming it; one naming a missing snapshot: 66;
 # - a pad_token_id past vocab_size is not kept (a note names it).
 # Fails on the old code: the tokenizer files were skipped ("a symbolic
@@ -245,6 +245,16 @@ with tempfile.TemporaryDirectory() as W:
                                    ('two lines', REV + '\nmain\n', 64, ['refs/main']),
                                    ('missing snapshot', 'f' * 40, 66, ['snapshots/' + 'f' * 40])):
         refused_ref(W, root, tag, text, code, words)
+
+    # refs/main a link (to a valid revision file): not followed
+    lnk = os.path.join(W, 'bad_link')
+    shutil.copytree(root, lnk, symlinks=True)
+    open(os.path.join(W, 'rev'), 'w').write(REV)
+    os.unlink(os.path.join(lnk, 'refs', 'main'))
+    os.symlink(os.path.join(W, 'rev'), os.path.join(lnk, 'refs', 'main'))
+    rc, so, se = lt('import', lnk, os.path.join(W, 'ck_link'))
+    expect('refs/main a link: exit 64, one line', rc == 64 and len(se.strip().splitlines()) == 1 and
+           'refs/main: not a regular file' in se, se.strip())
 
     # a pad_token_id past the vocabulary is not kept
     bad = os.path.join(W, 'badpad')
