@@ -151,6 +151,17 @@ cudaError_t gk_share_check(const gk_share_ranges *r, unsigned long long *bad, cu
 #define GK_SUMSQ_BLOCKS 1024
 cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st);
 
+/* XXH3-64 (default secret, seed 0) of len bytes at device x, the same bits
+ * as libxxhash's XXH3_64bits (dev_xxh3.cu): *hash (host) once the hash is
+ * done (synchronous, unlike the rest: the stream is synchronized). x and
+ * scratch 16-byte aligned when len > 240; scratch: gk_xxh3_scratch_bytes(len)
+ * bytes of device memory (at most the block sums of GK_XXH3_CHUNK KiB
+ * blocks, 4 MiB). No atomics: the same bits in every run. */
+#define GK_XXH3_CHUNK ((size_t)1 << 16)
+size_t gk_xxh3_scratch_bytes(size_t len);
+cudaError_t gk_xxh3_64(const void *x, size_t len, uint64_t *scratch, uint64_t *hash,
+                       cudaStream_t st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,13 +2,13 @@
  * gmodel_opt.h): share, norm partials, update and all-gather, element
  * copies, checkpoint snapshot and restore. Reads the GPU model's private
  * layout (gmodel_impl.h): its buffers, streams, buckets and the snapshot
- * events that the fused AdamW already waits on; the share's SDC check. */
+ * events that the fused AdamW already waits on; the share's SDC check; the
+ * ZeRO-1 replica hash (on the device: dev_xxh3.cu). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include <xxhash.h>
 #include "ckpt/ckpt.h"
 #include "comm_nccl.h"
 #include "gmodel_impl.h"
@@ -31,13 +31,8 @@ struct llmt_gopt {
 	float *pin;                   /* snapshot: master w_hi - w_lo, m and v ck_hi - ck_lo
 	                               * each */
 	uint64_t hash;                /* ZeRO-1: the whole master's XXH3 */
-	cudaEvent_t hev[2];           /* its pieces' copies into the two halves of pin */
+	uint64_t *xh;                 /* its device scratch (gk_xxh3_scratch_bytes) */
 };
-
-/* the pieces of that hash: at most HASH_PIECE floats (16 MiB), half of
- * the snapshot buffer and a quarter of the master (so that every model
- * reuses both halves, the tests' tiny ones too) */
-#define HASH_PIECE ((size_t)1 << 22)
 
 /* this rank's share, part i of nparts: the elements it updates, and
  * whether they count in its norm partial (tails: DP rank 0 only) */
@@ -101,8 +96,8 @@ llmt_gopt *llmt_gopt_create(llmt_gmodel *g, const llmt_adamw_cfg *cfg, const siz
 	size_t nb = GK_SUMSQ_BLOCKS * sizeof(double);
 	if (!(o->sq_h = malloc(nb)) || gcheck(cudaMalloc((void **)&o->sq_d, nb), "norm scratch") ||
 		(o->nsq > 1 && gcheck(cudaMalloc((void **)&o->sq_buf, o->sq_n * 4), "norm scratch")) ||
-		(g->dp && (gcheck(cudaEventCreateWithFlags(&o->hev[0], cudaEventDisableTiming), "event") ||
-				   gcheck(cudaEventCreateWithFlags(&o->hev[1], cudaEventDisableTiming), "event"))) ||
+		(g->dp && gcheck(cudaMalloc((void **)&o->xh, gk_xxh3_scratch_bytes(o->n * 4)),
+						 "replica hash scratch")) ||
 		/* the AdamW state (zeros): an empty update allocates it */
 		llmt_gmodel_adamw_range(g, 0, 0, 0.0, 1.0, cfg, 1) ||
 		/* its zeroing, queued on the compute stream */
@@ -125,9 +120,8 @@ void llmt_gopt_free(llmt_gopt *o)
 		cudaFree(o->sq_buf);
 	if (o->pin)
 		cudaFreeHost(o->pin);
-	for (int i = 0; i < 2; i++)
-		if (o->hev[i])
-			cudaEventDestroy(o->hev[i]);
+	if (o->xh)
+		cudaFree(o->xh);
 	free(o->sq_h);
 	free(o->sq_lo);
 	free(o->sq_hi);
@@ -289,48 +283,17 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
 	return 0;
 }
 
-/* piece i of the whole master gathered in the gradient buffer (piece
- * floats from i x piece, fewer at the end) into half i % 2 of the
- * snapshot buffer, queued on the copy stream with that half's event */
-static int hash_copy(llmt_gopt *o, size_t i, size_t piece)
+/* the XXH3 of the whole master gathered in the gradient buffer (the
+ * replica hash a checkpoint of a whole master holds, without a whole
+ * master on the host): hashed on the device after the gather (waited for
+ * under the DP watchdog), only the 8-byte hash comes back */
+static int hash_whole(llmt_gopt *o)
 {
 	llmt_gmodel *g = o->g;
-	size_t at = i * piece, k = o->n - at < piece ? o->n - at : piece;
-	CK(cudaMemcpyAsync(o->pin + (i % 2) * piece, g->grads + at, k * 4, cudaMemcpyDeviceToHost,
-					   g->xst), "snapshot hash");
-	CK(cudaEventRecord(o->hev[i % 2], g->xst), "event");
+	if (llmt_nccl_wait(g->dp, g->st))
+		return -1;
+	CK(gk_xxh3_64(g->grads, o->n * 4, o->xh, &o->hash, g->st), "replica hash");
 	return 0;
-}
-
-/* the XXH3 of that master (the replica hash a checkpoint of a whole
- * master holds, without a whole master on the host), its bytes brought
- * through the (empty) snapshot buffer of cap floats a piece at a time:
- * the copy of piece i + 1 in flight while the host hashes piece i, in
- * the other half (the copy into a half is queued once the host is done
- * with the piece it held: the loop's order); the same bytes in the same
- * order as one copy, so the same hash */
-static int hash_whole(llmt_gopt *o, size_t cap)
-{
-	llmt_gmodel *g = o->g;
-	size_t piece = cap / 2 < HASH_PIECE ? cap / 2 : HASH_PIECE, q = (o->n + 3) / 4;
-	piece = piece < q ? piece : q;
-	size_t np = piece ? (o->n + piece - 1) / piece : 0;
-	XXH3_state_t *h = XXH3_createState();
-	/* the gather first, under the DP watchdog; the copy stream after it */
-	int rc = h && XXH3_64bits_reset(h) == XXH_OK && !llmt_nccl_wait(g->dp, g->st) &&
-			 !gcheck(cudaEventRecord(g->ev_snap, g->st), "event") &&
-			 !gcheck(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event") &&
-			 (!np || !hash_copy(o, 0, piece)) ? 0 : -1;
-	for (size_t i = 0; !rc && i < np; i++) {
-		size_t k = o->n - i * piece < piece ? o->n - i * piece : piece;
-		rc = (i + 1 < np && hash_copy(o, i + 1, piece)) ||
-			 gcheck(cudaEventSynchronize(o->hev[i % 2]), "snapshot hash") ||
-			 XXH3_64bits_update(h, o->pin + (i % 2) * piece, k * 4) != XXH_OK ? -1 : 0;
-	}
-	if (!rc)
-		o->hash = XXH3_64bits_digest(h);
-	XXH3_freeState(h);
-	return rc;
 }
 
 /* ZeRO-1 share: master, m and v one after the other all-gathered into
@@ -348,7 +311,7 @@ static int snapshot_shared(llmt_gopt *o)
 		size_t lo = i ? o->ck_lo : o->w_lo, len = i ? k : w;
 		if (i)
 			CK(cudaStreamWaitEvent(g->st, g->ev_snap_done, 0), "wait for the snapshot");
-		if (gsh_gather(g, src[i], g->grads) || (!i && hash_whole(o, w + 2 * k + 1)))
+		if (gsh_gather(g, src[i], g->grads) || (!i && hash_whole(o)))
 			return -1;
 		CK(cudaEventRecord(g->ev_snap, g->st), "event");
 		CK(cudaStreamWaitEvent(g->xst, g->ev_snap, 0), "wait event");

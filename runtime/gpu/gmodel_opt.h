@@ -56,7 +56,7 @@ int llmt_gopt_put(llmt_gopt *o, llmt_gbuf which, size_t at, size_t n, const floa
  * [0, n); dp > 1 (master, m and v all-gathered on the device) the part
  * this DP rank writes of the replicated master (ckpt.h
  * llmt_ckpt_dp_share), and the XXH3 of the whole (its replica hash,
- * computed at once through the empty pinned buffer). wait returns the
+ * computed on the device: dev_xxh3.cu). wait returns the
  * three host pointers and that hash (hash may be NULL) once the copy is
  * complete. */
 int llmt_gopt_snapshot(llmt_gopt *o);

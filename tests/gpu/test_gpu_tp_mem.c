@@ -72,10 +72,10 @@ void memest_dp(llmt_parallel *p)
 	check("pinned snapshot bytes - host estimate", "", fabs(pin - h.snapshot), 0);
 	check("pinned snapshot bytes / whole master", "", pin / (4.0 * n), 3.5 / l->dp);
 	/* the manifest's replica hash: the XXH3 of the whole master, here
-	 * (no step yet) the init's, computed on the host (gmodel_opt.c brings
-	 * the gathered master through halves of the pinned buffer, a piece
-	 * copied while the one before is hashed: a piece lost, repeated or
-	 * out of order, or hashed before its copy landed, changes it) */
+	 * (no step yet) the init's, against libxxhash's; gmodel_opt.c hashes
+	 * the gathered master on the device (dev_xxh3.cu: block sums, the
+	 * lanes' chain, the tail), so a wrong lane, block or tail, or a hash
+	 * before the gather landed, changes it) */
 	float *ref = malloc(n * 4);
 	if (ref)
 		llmt_model_init_range(m, 0, n, ref);
