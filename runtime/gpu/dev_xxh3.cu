@@ -28,6 +28,14 @@
 #include <xxhash.h>
 #include "dev_common.cuh"
 
+/* the constant loops fully unrolled by nvcc (the emulation's compiler
+ * knows no such pragma) */
+#ifdef GK_EMULATE
+#define XXH_UNROLL
+#else
+#define XXH_UNROLL _Pragma("unroll")
+#endif
+
 #define XXH_P32_1 0x9E3779B1ull
 #define XXH_P64_1 0x9E3779B185EBCA87ull
 
@@ -88,7 +96,7 @@ __global__ void k_xxh_sums(const ulonglong2 *x, size_t nb, ulonglong2 *sums)
 		return;
 	const ulonglong2 *s = x + b * 64 + p;
 	uint64_t a0 = 0, a1 = 0;
-#pragma unroll
+XXH_UNROLL
 	for (int j = 0; j < 16; j++) {
 		GK_EMU_POINT();     /* the emulation's shuffle order may switch threads here */
 		ulonglong2 v = s[4 * j];
@@ -111,20 +119,20 @@ __global__ void k_xxh_chain(const uint64_t *sums, size_t nb, uint64_t *acc, int 
 	uint64_t a = init ? acc0(i) : acc[i], k = xxh_key[16 + i];
 	size_t ng = nb / XXH_AHEAD, b = 0;
 	uint64_t cur[XXH_AHEAD], nxt[XXH_AHEAD];
-#pragma unroll
+XXH_UNROLL
 	for (int j = 0; j < XXH_AHEAD; j++)
 		cur[j] = ng ? sums[j * 8 + i] : 0;
 	for (size_t g = 0; g < ng; g++) {
 		/* the next group's loads (the last group's again at the end):
 		 * in flight while this one's chain runs */
 		size_t n = (g + 1 < ng ? g + 1 : g) * XXH_AHEAD;
-#pragma unroll
+XXH_UNROLL
 		for (int j = 0; j < XXH_AHEAD; j++)
 			nxt[j] = sums[(n + j) * 8 + i];
-#pragma unroll
+XXH_UNROLL
 		for (int j = 0; j < XXH_AHEAD; j++)
 			a = scramble(a + cur[j], k);
-#pragma unroll
+XXH_UNROLL
 		for (int j = 0; j < XXH_AHEAD; j++)
 			cur[j] = nxt[j];
 	}
