@@ -14,5 +14,7 @@
 #define LLMT_MAX_TASKS    1048576u /* most tasks a rank map accepts */
 #define LLMT_MAX_NODES    262144u  /* most nodes in a topology or a step */
 #define LLMT_POLICY_MAX_BYTES (1u << 20) /* largest policy file read */
+#define LLMT_YAML_MAX_DEPTH 16     /* mappings and lists nested in a policy or model config */
+#define LLMT_YAML_MAX_ANCHORS 64   /* anchors (&name) in one */
 
 #endif

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "llmt/err.h"
+#include "llmt_limits.h"
+#include "yaml_walk.h"
 
 /* err without the parser's quotes of the text: "file:3: unknown key" */
 static void unquote(char *s)
@@ -27,6 +29,25 @@ static void unquote(char *s)
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
 			*s = '?';
+}
+
+/* The owner's, group's or others' read bit, as open(2) picks them. The
+ * group's counts only where this process holds the user's identity (its
+ * groups are then the user's: sbatch, srun, slurmstepd's user_init with
+ * privileges dropped), never root's groups for a user. */
+static int user_may_read(const struct stat *st, uid_t uid)
+{
+	if (st->st_uid == uid)
+		return (st->st_mode & S_IRUSR) != 0;
+	int in_group = 0;
+	if (geteuid() == uid) {
+		gid_t g[256];
+		int n = getgroups(256, g);
+		in_group = st->st_gid == getegid();
+		for (int i = 0; i < n && !in_group; i++)
+			in_group = g[i] == st->st_gid;
+	}
+	return (st->st_mode & (in_group ? S_IRGRP : S_IROTH)) != 0;
 }
 
 static int read_all(int fd, char *buf, size_t max, size_t *n)
@@ -65,9 +86,9 @@ int llmt_model_read(const char *path, uid_t uid, llmt_config *c, char *err, size
 		return -1;
 	}
 	/* root reads it for the user: only what the user may read */
-	if (uid != (uid_t)-1 && uid != 0 &&
-	    !(st.st_uid == uid ? (st.st_mode & S_IRUSR) : (st.st_mode & S_IROTH))) {
-		SET_ERR("model=%.200s: not readable by the job's user (owned by you, or readable by all)", path);
+	if (uid != (uid_t)-1 && uid != 0 && !user_may_read(&st, uid)) {
+		SET_ERR("model=%.200s: not readable by the job's user (owned by you, readable by a group "
+			"of yours, or by all)", path);
 		close(fd);
 		return -1;
 	}
@@ -82,7 +103,9 @@ int llmt_model_read(const char *path, uid_t uid, llmt_config *c, char *err, size
 	}
 	close(fd);
 	char e[512];
-	int rc = llmt_config_parse(text, n, path, c, e, sizeof(e));
+	int rc = yw_bounded(text, n, path, LLMT_YAML_MAX_DEPTH, LLMT_YAML_MAX_ANCHORS, e, sizeof(e));
+	if (rc == 0)
+		rc = llmt_config_parse(text, n, path, c, e, sizeof(e));
 	free(text);
 	if (rc != 0) {
 		unquote(e);

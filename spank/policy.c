@@ -444,6 +444,8 @@ int llmt_policy_parse(const char *text, size_t len, const char *name,
 		SET_ERR("%s: larger than %u bytes", name, LLMT_POLICY_MAX_BYTES);
 		return LLMT_POLICY_ERROR;
 	}
+	if (yw_bounded(text, len, name, LLMT_YAML_MAX_DEPTH, LLMT_YAML_MAX_ANCHORS, err, errlen))
+		return LLMT_POLICY_ERROR;
 	p = malloc(sizeof(*p));
 	if (!p) {
 		SET_ERR("%s: out of memory", name);

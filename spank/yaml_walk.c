@@ -150,3 +150,47 @@ int yw_unknown(struct walk *w, yaml_node_t *k, const char *section, const char *
 {
 	return yw_fail(w, k, "unknown key '%.64s' in %s (known: %s)", key, section, known);
 }
+
+/* libyaml sets no limits: its scanner's work grows with the square of the
+ * flow depth and its loader's with the square of the anchors (a 1 MiB
+ * policy of '[' held sbatch and slurmstepd for minutes). One pass over the
+ * events, stopped at the first excess, bounds both before the load;
+ * malformed YAML is left to the loader, whose message names the place. */
+int yw_bounded(const char *text, size_t len, const char *fname, unsigned max_depth,
+	       unsigned max_anchors, char *err, size_t errlen)
+{
+	yaml_parser_t ps;
+	yaml_event_t ev;
+	unsigned depth = 0, anchors = 0;
+	int rc = 0, done = 0;
+	if (!yaml_parser_initialize(&ps))
+		return 0;
+	yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
+	while (!done && rc == 0 && yaml_parser_parse(&ps, &ev)) {
+		const yaml_char_t *a = NULL;
+		done = ev.type == YAML_STREAM_END_EVENT;
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+			a = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
+								 : ev.data.mapping_start.anchor;
+			if (++depth > max_depth) {
+				snprintf(err, errlen, "%s:%lu:%lu: nested deeper than %u levels", fname,
+					 (unsigned long)ev.start_mark.line + 1,
+					 (unsigned long)ev.start_mark.column + 1, max_depth);
+				rc = -1;
+			}
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		} else if (ev.type == YAML_SCALAR_EVENT) {
+			a = ev.data.scalar.anchor;
+		}
+		if (rc == 0 && a && ++anchors > max_anchors) {
+			snprintf(err, errlen, "%s:%lu:%lu: more than %u anchors (&name)", fname,
+				 (unsigned long)ev.start_mark.line + 1,
+				 (unsigned long)ev.start_mark.column + 1, max_anchors);
+			rc = -1;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&ps);
+	return rc;
+}

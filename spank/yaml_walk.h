@@ -33,5 +33,11 @@ int yw_valid_name(const char *s);   /* 1: [A-Za-z0-9_.-], 1..LLMT_NAME_MAX-1 cha
 typedef int (*yw_pair_fn)(struct walk *w, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg);
 int yw_each_pair(struct walk *w, yaml_node_t *map, const char *what, yw_pair_fn fn, void *arg);
 int yw_unknown(struct walk *w, yaml_node_t *k, const char *section, const char *key, const char *known);
+/* Before a load: refuses text nested deeper than max_depth mappings and
+ * lists, or holding more than max_anchors anchors (libyaml's cost grows
+ * with their squares). 0 (malformed YAML included: the loader says
+ * where), or -1 with "file:line:column: ..." in err. */
+int yw_bounded(const char *text, size_t len, const char *fname, unsigned max_depth,
+	       unsigned max_anchors, char *err, size_t errlen);
 
 #endif

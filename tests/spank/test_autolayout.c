@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <grp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "autolayout.h"
@@ -240,8 +242,61 @@ static void test_hostile_model_files(void **s)
 		assert_non_null(strstr(err, "not readable by the job's user"));
 	}
 	assert_int_equal(rd("ok.yaml", 12345, err, sizeof(err)), 0);   /* readable by all */
+	/* nested 30000 deep (libyaml's scanner: seconds of slurmstepd's time
+	 * at 64 KiB): refused by its depth, before the load */
+	char *deep = malloc(60001);
+	assert_non_null(deep);
+	memset(deep, '[', 30000);
+	memset(deep + 30000, ']', 30000);
+	deep[60000] = '\0';
+	put("deep.yaml", deep, 0644);
+	free(deep);
+	assert_int_equal(rd("deep.yaml", (uid_t)-1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nested deeper than"));
 	/* a file name that does not exist */
 	assert_int_equal(rd("none.yaml", (uid_t)-1, err, sizeof(err)), -1);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A model config shared through a project group (0640, group of the
+ * user's) is readable by the job's user: the plugin reads it with the
+ * user's privileges and groups (slurmstepd's user_init, sbatch), so it
+ * must not refuse it (it did: only the owner's and others' bits counted).
+ * Root reading for a user never lends the user its own groups. */
+static void test_group_readable_model(void **s)
+{
+	(void)s;
+	if (geteuid() != 0)
+		skip();
+	char err[512], path[128];
+	strcpy(dir, "/tmp/test_autolayout.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	put("grp.yaml", model_tiny, 0640);
+	snprintf(path, sizeof(path), "%s/grp.yaml", dir);
+	assert_int_equal(chown(path, 0, 4242), 0);
+	int st = 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		gid_t g = 4242;
+		if (setgroups(1, &g) || setegid(4243) || seteuid(12345))
+			_exit(2);
+		if (rd("grp.yaml", 12345, err, sizeof(err)) != 0) {
+			fprintf(stderr, "group member refused: %s\n", err);
+			_exit(1);
+		}
+		/* root (in that group itself) reading for the user: its groups
+		 * are not the user's, so the group's bit does not count */
+		if (seteuid(0) || setegid(4242))
+			_exit(2);
+		_exit(rd("grp.yaml", 12345, err, sizeof(err)) == -1 &&
+		      strstr(err, "not readable by the job's user") ? 0 : 3);
+	}
+	assert_true(pid > 0 && waitpid(pid, &st, 0) == pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
@@ -311,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_no_fit_names_smallest),
 		cmocka_unit_test(test_missing_memory),
 		cmocka_unit_test(test_hostile_model_files),
+		cmocka_unit_test(test_group_readable_model),
 		cmocka_unit_test(test_fewest_layers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -233,6 +233,40 @@ static void test_selftest_keys(void **state)
 	expect_error("defaults: {preflight: maybe}\n", "preflight");
 }
 
+/* libyaml's scanner is quadratic in the flow depth and its loader in the
+ * anchors (a 1 MiB policy of '[' held slurmstepd and sbatch for minutes):
+ * both are bounded before the document is loaded, with the place named. */
+static void test_deep_and_anchors(void **s)
+{
+	(void)s;
+	size_t n = 3000;
+	char *t = malloc(2 * n + 16);
+	assert_non_null(t);
+	int k = sprintf(t, "defaults: ");
+	memset(t + k, '[', n);
+	memset(t + k + n, ']', n);
+	t[k + 2 * n] = '\0';
+	expect_error(t, "pol.yaml:1:");
+	expect_error(t, "nested deeper than");
+	free(t);
+	char *a = malloc(20 * 400 + 64), *e = a;
+	e += sprintf(e, "defaults: [");
+	for (int i = 0; i < 400; i++)
+		e += sprintf(e, "&a%d x, ", i);
+	sprintf(e, "x]\n");
+	expect_error(a, "more than");
+	expect_error(a, "anchors");
+	free(a);
+	/* the schema's own depth and a few anchors still load */
+	struct llmt_policy *p = NULL;
+	char err[512];
+	const char *deep_ok = "node_types:\n  - {name: a, nodes: \"n[1-2]\", nics: [lo]}\n"
+			      "nccl_profiles: {p: &v {NCCL_X: \"1\"}, q: *v}\n";
+	assert_int_equal(llmt_policy_parse(deep_ok, strlen(deep_ok), "pol.yaml", &p, err, sizeof(err)),
+			 LLMT_POLICY_OK);
+	llmt_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_selftest_keys),
 		cmocka_unit_test(test_missing_and_empty),
 		cmocka_unit_test(test_stat_check),
+		cmocka_unit_test(test_deep_and_anchors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
