@@ -18,6 +18,7 @@
 
 struct llmt_raw_opts llmt_raw;
 struct llmt_conf llmt_conf;
+char llmt_conf_err[LLMT_ERRLEN];
 
 static int opt_cb(int val, const char *optarg, int remote);
 
@@ -131,14 +132,14 @@ int llmt_conf_parse(int ac, char **av, struct llmt_conf *c, char *err, size_t er
 
 int llmt_plugin_init(spank_t sp, int ac, char **av)
 {
-	char err[LLMT_ERRLEN];
 	/* llmt_raw is not cleared here: should Slurm call init again after
 	 * delivering the options, they must survive (each process loads the
 	 * plugin fresh, so it starts zeroed). */
-	if (llmt_conf_parse(ac, av, &llmt_conf, err, sizeof(err)) != 0) {
-		slurm_error(LLMT_MSG "%s", err);
-		return -1;
-	}
+	/* Not an init error ("required": every job fails, a batch job's node
+	 * drains): llmt_prepare refuses the training jobs with it. */
+	llmt_conf_err[0] = '\0';
+	if (llmt_conf_parse(ac, av, &llmt_conf, llmt_conf_err, sizeof(llmt_conf_err)) != 0)
+		slurm_error(LLMT_MSG "%s", llmt_conf_err);
 	for (int i = 0; i < LLMT_NOPTS; i++) {
 		spank_err_t rc = spank_option_register(sp, &llmt_options[i]);
 		if (rc != ESPANK_SUCCESS) {
@@ -310,6 +311,9 @@ int llmt_prepare(const struct llmt_job_info *job, struct llmt_opts *o,
 		 struct llmt_policy **pol, char *err, size_t errlen)
 {
 	*pol = NULL;
+	if (llmt_conf_err[0])
+		return snprintf(err, errlen, "plugstack.conf: %s: training jobs refused until it is fixed",
+				llmt_conf_err), -1;
 	if (llmt_opts_from_raw(o, err, errlen) != 0)
 		return -1;
 	struct llmt_policy *p = llmt_policy_open(llmt_conf.policy, err, errlen);

@@ -60,10 +60,14 @@ struct llmt_conf {
 	char scontrol[LLMT_PATH_MAX];
 };
 extern struct llmt_conf llmt_conf;
+/* The plugstack argument error of this process's init ("" when none):
+ * logged there, and llmt_prepare refuses every training job with it. */
+extern char llmt_conf_err[LLMT_ERRLEN];
 
 const char *llmt_opt_name(int id);
-/* Resets llmt_conf, parses av and registers every option
- * with spank_option_register. 0 or -1 (reported). */
+/* Resets llmt_conf, parses av (an error is logged and kept in
+ * llmt_conf_err) and registers every option with spank_option_register.
+ * 0, or -1 when an option cannot be registered (reported). */
 int llmt_plugin_init(spank_t sp, int ac, char **av);
 int llmt_conf_parse(int ac, char **av, struct llmt_conf *c, char *err, size_t errlen);
 /* Name of the environment variable Slurm uses to carry option id into

@@ -24,18 +24,58 @@ static void test_init_registers_options_everywhere(void **state)
 	assert_int_equal(slurm_spank_exit(FAKE_SP, 0, NULL), 0);
 }
 
+/* A typo in the plugstack arguments: init failed (-1) in every context,
+ * so with "required" every job of every user failed, and a batch job's
+ * slurmstepd drained its node ("batch job complete failure", seen on the
+ * emulated cluster with a plain `sbatch --wrap 'echo hi'`). Now init
+ * succeeds with one line naming the argument, jobs without --llm-*
+ * options run, and training jobs are refused with that line (srun and
+ * sbatch at submit; slurmstepd in task_init, which drains nothing). */
+static void bad_arg_init(spank_context_t ctx, const char *arg, const char *must)
+{
+	char *av[] = { (char *)arg };
+	llmt_remote_exit(NULL, 0, NULL);
+	llmt_raw_reset();
+	fake_reset(ctx);
+	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av), 0);
+	assert_int_equal(fake.nopts, LLMT_NOPTS);
+	if (!fake_log_has(must)) {
+		fake_log_dump();
+		fail_msg("no line naming '%s'", must);
+	}
+}
+
 static void test_bad_plugstack_arg(void **state)
 {
 	(void)state;
-	llmt_raw_reset();
-	fake_reset(S_CTX_ALLOCATOR);
 	char *av[] = { (char *)"polcy=/x" };
-	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av), -1);
-	assert_true(fake_log_has("llm_train: unknown plugstack argument 'polcy=/x'"));
-	fake_reset(S_CTX_ALLOCATOR);
-	char *av2[] = { (char *)"policy=relative.yaml" };
-	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av2), -1);
-	assert_true(fake_log_has("need an absolute path"));
+	const char *must = "llm_train: unknown plugstack argument 'polcy=/x'";
+	spank_context_t ctxs[] = { S_CTX_ALLOCATOR, S_CTX_LOCAL, S_CTX_REMOTE };
+	for (int i = 0; i < 3; i++)
+		bad_arg_init(ctxs[i], av[0], must);
+	bad_arg_init(S_CTX_ALLOCATOR, "policy=relative.yaml", "need an absolute path");
+	/* no --llm-* option: nothing refused */
+	bad_arg_init(S_CTX_ALLOCATOR, av[0], must);
+	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, 1, av), 0);
+	/* a training job: refused at submit, naming the argument */
+	bad_arg_init(S_CTX_ALLOCATOR, av[0], must);
+	fake_log_clear();
+	assert_int_equal(fake_give_option("llm-train", "tp=1"), 0);
+	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, 1, av), -1);
+	assert_true(fake_log_has("polcy=/x"));
+	/* and in slurmstepd: user_init passes, the task is refused */
+	bad_arg_init(S_CTX_REMOTE, av[0], must);
+	fake.item.nnodes = 1;
+	fake.item.local_tasks = 1;
+	fake.item.total_tasks = 1;
+	fake_env_set("SLURM_STEP_NODELIST", "n1");
+	fake_env_set("SLURM_STEP_TASKS_PER_NODE", "1");
+	fake_give_option("llm-train", "tp=1");
+	assert_int_equal(slurm_spank_user_init(FAKE_SP, 1, av), 0);
+	fake.item.in_task = 1;
+	fake_log_clear();
+	assert_int_equal(slurm_spank_task_init(FAKE_SP, 1, av), -1);
+	assert_true(fake_log_has("task refused") && fake_log_has("polcy=/x"));
 }
 
 static void test_allocator_no_options_is_noop(void **state)
