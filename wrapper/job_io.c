@@ -335,6 +335,12 @@ enum wr_next wr_job_act(struct wr_job *j, int code, const struct wr_watch_out *w
 
 int wr_job_requeue(struct wr_job *j, int code)
 {
+	if (wr_job_cancelled(j->site->job)) {   /* scancel: the job is to end */
+		printf(PROG ": job %s was cancelled: not requeued\n", j->site->job);
+		wr_ledger_event(j->led, "cancelled", json_pack("{s:s}", "job", j->site->job));
+		j->exit_code = LLMT_EXIT_REQUEUE;
+		return -1;
+	}
 	int rc = wr_requeue(j->site->job, &j->excluded, j->led);
 	if (rc == 0) {
 		printf(PROG ": job %s requeued (run %d ends)\n", j->site->job, j->site->run);

@@ -20,6 +20,7 @@
 #include "options.h"
 #include "preflight.h"
 #include "report_cmd.h"
+#include "slurm.h"
 #include "unmark_cmd.h"
 #include "include/llmt/env.h"
 
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 		return wr_report_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "ckpt-unmark") == 0) /* lift ckpt_bad marks */
 		return wr_unmark_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "job-state") == 0) /* a job's base state (libslurm) */
+		return wr_job_state_main(argc - 1, argv + 1);
 	wr_parse_options(argc, argv, &o);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 

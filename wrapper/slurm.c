@@ -5,9 +5,11 @@
 #include "slurm.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <slurm/slurm.h>
 
 #include "launch.h"
 
@@ -164,4 +166,47 @@ int wr_cancel_leftover_steps(const char *job)
 			n++;
 	}
 	return n;
+}
+
+/* llm-train-wrap job-state JOB: the job's base state from slurmctld
+ * (libslurm), which scontrol and squeue hide behind COMPLETING while the
+ * job ends. A command of its own so that libslurm's fatal() ends it, not
+ * the wrapper. 0 with the name printed, 1 when unknown. */
+int wr_job_state_main(int argc, char **argv)
+{
+	char *end = NULL;
+	unsigned long id = argc == 2 ? strtoul(argv[1], &end, 10) : 0;
+	job_info_msg_t *m = NULL;
+	static const char *const names[] = {   /* enum job_states, slurm.h */
+		[JOB_PENDING] = "PENDING", [JOB_RUNNING] = "RUNNING", [JOB_SUSPENDED] = "SUSPENDED",
+		[JOB_COMPLETE] = "COMPLETED", [JOB_CANCELLED] = "CANCELLED", [JOB_FAILED] = "FAILED",
+		[JOB_TIMEOUT] = "TIMEOUT", [JOB_NODE_FAIL] = "NODE_FAIL", [JOB_PREEMPTED] = "PREEMPTED",
+		[JOB_BOOT_FAIL] = "BOOT_FAIL", [JOB_DEADLINE] = "DEADLINE", [JOB_OOM] = "OUT_OF_MEMORY",
+	};
+	if (!id || id > UINT32_MAX || *end) {
+		fprintf(stderr, PROG " job-state: want a job id\n");
+		return 64;
+	}
+	slurm_init(NULL);
+	if (slurm_load_job(&m, (uint32_t)id, SHOW_ALL) != SLURM_SUCCESS || !m) {
+		fprintf(stderr, PROG " job-state %lu: %s\n", id, slurm_strerror(slurm_get_errno()));
+		return 1;
+	}
+	int rc = 1;
+	for (uint32_t i = 0; i < m->record_count && rc; i++)
+		if (m->job_array[i].job_id == id) {
+			uint32_t b = m->job_array[i].job_state & JOB_STATE_BASE;
+			printf("%s\n", b < sizeof names / sizeof *names ? names[b] : "OTHER");
+			rc = 0;
+		}
+	slurm_free_job_info_msg(m);
+	slurm_fini();
+	return rc;
+}
+
+int wr_job_cancelled(const char *job)
+{
+	char out[256], err[1024];
+	char *argv[] = { "/proc/self/exe", "job-state", (char *)job, NULL };
+	return wr_run_capture(argv, out, sizeof out, err, sizeof err) == 0 && strncmp(out, "CANCELLED\n", 10) == 0;
 }

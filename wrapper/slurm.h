@@ -31,5 +31,10 @@ int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l);
  * their srun ended (a step whose end the controller missed, e.g. while it
  * restarted, holds its CPUs and blocks the next step). Returns how many. */
 int wr_cancel_leftover_steps(const char *job);
+/* 1 when slurmctld has the job cancelled (scancel): its SIGTERM is then
+ * an end, not a preemption or the time limit (scontrol shows COMPLETING
+ * for all of them). 0 otherwise or when unknown. Runs job-state. */
+int wr_job_cancelled(const char *job);
+int wr_job_state_main(int argc, char **argv);
 
 #endif
