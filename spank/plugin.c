@@ -247,6 +247,9 @@ struct llmt_policy *llmt_policy_open(const char *path, char *err, size_t errlen)
 				return NULL;
 			}
 			llmt_policy_defaults(p);
+			spank_context_t c = spank_context();   /* a mistyped policy= drops every limit */
+			(c == S_CTX_REMOTE || c == S_CTX_JOB_SCRIPT ? slurm_info : slurm_verbose)(
+				LLMT_MSG "policy %s not found: built-in defaults", path);
 			return p;
 		}
 		snprintf(err, errlen, "policy %s: %s", path,
@@ -263,12 +266,7 @@ struct llmt_policy *llmt_policy_open(const char *path, char *err, size_t errlen)
 		close(fd);
 		return NULL;
 	}
-	const size_t max = 1u << 20;
-	if (st.st_size < 0 || (size_t)st.st_size > max) {
-		snprintf(err, errlen, "policy %s: larger than 1 MiB", path);
-		close(fd);
-		return NULL;
-	}
+	const size_t max = 1u << 20;   /* read at most max + 1 bytes: larger is refused below */
 	char *text = malloc(max + 1);
 	if (!text) {
 		snprintf(err, errlen, "out of memory reading %s", path);

@@ -228,6 +228,10 @@ static void test_missing_policy_uses_defaults(void **state)
 	assert_int_equal(slurm_spank_init(FAKE_SP, 1, av), 0);
 	fake_give_option("llm-tp", "1");
 	assert_int_equal(slurm_spank_init_post_opt(FAKE_SP, 1, av), 0);
+	/* said, not silent: a mistyped policy= path drops every limit (srun
+	 * and sbatch at verbose level, slurmd's log at info) */
+	assert_true(fake_log_has("verbose: llm_train: policy /nonexistent/llm-train.yaml not found: "
+				 "built-in defaults"));
 }
 
 static void test_allocator_explain(void **state)
