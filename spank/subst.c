@@ -12,9 +12,11 @@
 static int subst_value(const char *name, size_t nlen, const struct llmt_subst_vars *in,
 		       char *val, size_t vlen)
 {
-	if (nlen == 3 && !strncmp(name, "nic", 3))
-		snprintf(val, vlen, "%s", in && in->nic ? in->nic : "");
-	else if (nlen == 3 && !strncmp(name, "gpu", 3))
+	if (nlen == 3 && !strncmp(name, "nic", 3)) {
+		if (in && (!in->nic || !*in->nic))
+			return -2;   /* no NIC for this task: no value to give */
+		snprintf(val, vlen, "%s", in ? in->nic : "");
+	} else if (nlen == 3 && !strncmp(name, "gpu", 3))
 		snprintf(val, vlen, "%d", in ? in->gpu : 0);
 	else if (nlen == 10 && !strncmp(name, "local_rank", 10))
 		snprintf(val, vlen, "%u", in ? in->local_rank : 0);
@@ -42,7 +44,13 @@ int llmt_subst(const char *tmpl, const struct llmt_subst_vars *in, char *buf, si
 				SET_ERR("unterminated ${ in '%.100s'", tmpl);
 				return -1;
 			}
-			if (subst_value(p + 2, (size_t)(e - p - 2), in, v, sizeof(v))) {
+			int r = subst_value(p + 2, (size_t)(e - p - 2), in, v, sizeof(v));
+			if (r == -2) {
+				SET_ERR("${nic} in '%.100s', but this node has no NIC in the policy (no node type "
+					"holds it, or its type lists no nics): use another --llm-nccl-profile", tmpl);
+				return -1;
+			}
+			if (r) {
 				SET_ERR("unknown ${%.*s} in '%.100s' (known: nic gpu local_rank rank local_world_size)",
 					(int)(e - p - 2 > 32 ? 32 : e - p - 2), p + 2, tmpl);
 				return -1;

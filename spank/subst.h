@@ -16,7 +16,8 @@ struct llmt_subst_vars {
 
 /* Substitute ${nic} ${gpu} ${local_rank} ${rank} ${local_world_size} in
  * tmpl into buf (len bytes). v NULL with buf NULL: check only. Unknown
- * names and an unterminated ${ are errors. 0 or -1 with err. */
+ * names, an unterminated ${ and ${nic} for a task without a NIC (v->nic
+ * NULL or "") are errors. 0 or -1 with err. */
 int llmt_subst(const char *tmpl, const struct llmt_subst_vars *v, char *buf, size_t len,
 	       char *err, size_t errlen);
 

@@ -351,6 +351,16 @@ static void test_subst(void **s)
 	/* too long for the buffer: refused, never truncated */
 	assert_int_equal(llmt_env_subst("${rank}${rank}${rank}${rank}", &in, buf, sizeof(buf), err,
 					sizeof(err)), -1);
+	/* a task with no NIC (its node in no node type, or the type lists no
+	 * nics): refused, not an empty name (the sample policy's ib profile
+	 * gave NCCL_IB_HCA==:1 on such a node) */
+	in.nic = NULL;
+	assert_int_equal(llmt_env_subst("=${nic}:1", &in, buf, sizeof(buf), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no NIC"));
+	in.nic = "";
+	assert_int_equal(llmt_env_subst("${nic}", &in, buf, sizeof(buf), err, sizeof(err)), -1);
+	assert_int_equal(llmt_env_subst("${gpu}", &in, buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_int_equal(llmt_subst_check("=${nic}:1", err, sizeof(err)), 0);
 	assert_int_equal(llmt_subst_check("${bad}", err, sizeof(err)), -1);
 	assert_int_equal(llmt_subst_check("${nic", err, sizeof(err)), -1);
 	assert_int_equal(llmt_subst_check("plain", err, sizeof(err)), 0);
