@@ -29,7 +29,8 @@ import llm_train
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=100)
 ap.add_argument("--ckpt-every", type=int, default=5,
-                help="save every N steps when the job sets no --llm-train=ckpt-interval (default 5)")
+                help="save every N steps when the job sets no --llm-train=ckpt-interval, and under "
+                     "auto until a save has been timed (default 5)")
 ap.add_argument("--lr", type=float, default=0.05)
 a = ap.parse_args()
 

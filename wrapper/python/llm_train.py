@@ -47,8 +47,9 @@ torch.distributed is initialized: call it on every rank at every step, as
 a collective), or
 auto (the wrapper's per-attempt choice from the measured checkpoint cost
 and MTBF; before one is measured, Young's interval from this process's
-last save time, 600 s before the first, as llm-train does). Unset: the
-every= argument in steps, else never.
+last save time; before the first, the every= argument in steps when
+given, else 600 s as llm-train does: auto is the shipped policy's
+default). Unset: the every= argument in steps, else never.
 
 Preemption, as llm-train does it: Job() catches SIGUSR1 and SIGTERM (the
 wrapper forwards a --signal=B:USR1@N, scancel or time limit to the ranks
@@ -429,7 +430,8 @@ class Job:
     def ckpt_due(self, step, every=None):
         """Whether to save a checkpoint after this step: when the job's
         --llm-train=ckpt-interval (LLM_TRAIN_CKPT_INTERVAL) says so (every:
-        the step interval when the job sets none; None: never), or once any
+        the step interval when the job sets none, and under auto until a
+        save has been timed; None: never), or once any
         rank got SIGUSR1/SIGTERM (then stop_requested() says exit after the
         save). The answer is the same on every rank: with torch.distributed
         initialized it is a collective, so call it on every rank at every
@@ -437,7 +439,12 @@ class Job:
         self._polled = True
         iv = self.ckpt_interval or (("steps", int(every)) if every else None)
         kind, n = iv if iv else (None, None)
-        if kind == "auto":
+        if kind == "auto" and self._save_cost <= 0 and every:
+            # no save timed yet: the script's own step interval, not 600 s
+            # (auto is the shipped policy's default, so a job that names no
+            # ckpt-interval gets it; a first save measures the cost)
+            kind, n = "steps", int(every)
+        elif kind == "auto":
             # the wrapper turns auto into N or Ns once a checkpoint's cost is
             # in metrics.jsonl; until then Young's interval from the last save
             n = math.sqrt(2 * self._save_cost * AUTO_MTBF_S) if self._save_cost > 0 else AUTO_FIRST_S
