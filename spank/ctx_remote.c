@@ -500,6 +500,8 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 	in.layout = pl->map->layout;
 	in.world_size = pl->ntasks;
 	in.local_world_size = pl->nodes[k->node].ntasks;
+	in.group_rank = llmt_rankmap_group_rank(pl->map, k->node);
+	in.group_world_size = pl->map->nnodes;
 	in.node_gpus = pl->nodes[k->node].gpus;
 	in.nic = llmt_plan_nic(pl, gid);
 	in.master_addr = rs.master[0] ? rs.master : llmt_plan_master(pl);

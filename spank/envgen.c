@@ -82,6 +82,14 @@ int llmt_envgen(const struct llmt_env_input *in, struct llmt_env *env, char *err
 	PUT("MASTER_PORT", "%u", llmt_master_port(in->resv_ports, in->job_id, in->step_id,
 						  p->rendezvous.port_lo, p->rendezvous.port_hi,
 						  env->note, sizeof(env->note)));
+	/* the rest of what torchrun sets a worker (torch/distributed/run.py;
+	 * TORCHELASTIC_RESTART_COUNT and _MAX_RESTARTS come from the wrapper,
+	 * which counts the attempts): scripts read GROUP_RANK as the node rank */
+	PUT("GROUP_RANK", "%u", in->group_rank);
+	PUT("GROUP_WORLD_SIZE", "%u", in->group_world_size ? in->group_world_size : 1);
+	PUT("ROLE_RANK", "%u", t->rank);
+	PUT("ROLE_WORLD_SIZE", "%u", in->world_size);
+	PUT("ROLE_NAME", "default");
 	PUT(LLMT_ENV_TP, "%u", in->layout.tp);
 	PUT(LLMT_ENV_PP, "%u", in->layout.pp);
 	PUT(LLMT_ENV_DP, "%u", in->layout.dp);

@@ -32,6 +32,8 @@ struct llmt_env_input {
 	struct llmt_layout layout;
 	unsigned world_size;               /* tasks in the step */
 	unsigned local_world_size;         /* tasks on this node */
+	unsigned group_rank;               /* this node's place by lowest rank (llmt_rankmap_group_rank) */
+	unsigned group_world_size;         /* nodes in the step */
 	unsigned node_gpus;                /* GPUs on this node (0 = CPU node) */
 	const char *nic;                   /* this task's NIC name, NULL/"" = none */
 	const char *master_addr;           /* host of rank 0 */
@@ -43,7 +45,9 @@ struct llmt_env_input {
 
 /* Fill out (replacing what it held). Variables, in this order:
  * LLM_TRAIN=1 RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR
- * MASTER_PORT LLM_TRAIN_TP LLM_TRAIN_PP LLM_TRAIN_DP LLM_TRAIN_TP_RANK
+ * MASTER_PORT GROUP_RANK GROUP_WORLD_SIZE ROLE_RANK ROLE_WORLD_SIZE
+ * ROLE_NAME (torchrun's names: node place, nodes, RANK, WORLD_SIZE,
+ * "default") LLM_TRAIN_TP LLM_TRAIN_PP LLM_TRAIN_DP LLM_TRAIN_TP_RANK
  * LLM_TRAIN_PP_RANK LLM_TRAIN_DP_RANK LLM_TRAIN_GPU LLM_TRAIN_NIC
  * [CUDA_VISIBLE_DEVICES=0,..,min(gpus,local_world_size)-1 on GPU nodes]
  * [LLM_TRAIN_CKPT_DIR LLM_TRAIN_HEARTBEAT_DIR when a ckpt dir is set]

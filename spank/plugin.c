@@ -439,6 +439,7 @@ int llmt_post_opt_check(spank_t sp, const char *partition_var, const char *accou
 
 const char *const llmt_rank_vars[] = {
 	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+	"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME",
 	LLMT_ENV_TP, LLMT_ENV_PP, LLMT_ENV_DP,
 	LLMT_ENV_TP_RANK, LLMT_ENV_PP_RANK, LLMT_ENV_DP_RANK,
 	LLMT_ENV_GPU, LLMT_ENV_NIC, NULL

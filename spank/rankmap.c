@@ -389,6 +389,29 @@ long llmt_rankmap_task_at(const struct llmt_rankmap *m, const struct llmt_rm_nod
 	return (long)m->first_task[node] + (long)local;
 }
 
+static uint32_t node_min_rank(const struct llmt_rankmap *m, uint32_t node)
+{
+	uint32_t lo = UINT32_MAX;
+
+	for (uint32_t i = m->first_task[node]; i < m->ntasks && m->task[i].node == node; i++)
+		if (m->task[i].rank < lo)
+			lo = m->task[i].rank;
+	return lo;
+}
+
+uint32_t llmt_rankmap_group_rank(const struct llmt_rankmap *m, uint32_t node)
+{
+	uint32_t mine, g = 0;
+
+	if (!m || node >= m->nnodes)
+		return 0;
+	mine = node_min_rank(m, node);
+	for (uint32_t n = 0; n < m->nnodes; n++)
+		if (n != node && node_min_rank(m, n) < mine)
+			g++;
+	return g;
+}
+
 int llmt_rankmap_check(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
 		       char *err, size_t errlen)
 {

@@ -86,6 +86,12 @@ int llmt_rankmap_check(const struct llmt_rankmap *m, const struct llmt_rm_node *
 long llmt_rankmap_task_at(const struct llmt_rankmap *m, const struct llmt_rm_node *nodes,
 			  unsigned node, unsigned local);
 
+/* torchrun's GROUP_RANK of node `node`: its place (0..nnodes-1) among
+ * the step's nodes ordered by the lowest rank each holds, so that with
+ * node-contiguous ranks RANK = GROUP_RANK * LOCAL_WORLD_SIZE + LOCAL_RANK
+ * as under torchrun --nnodes; O(ntasks), no allocation. */
+uint32_t llmt_rankmap_group_rank(const struct llmt_rankmap *m, uint32_t node);
+
 void llmt_rankmap_free(struct llmt_rankmap *m);
 
 const char *llmt_rm_order_name(enum llmt_rm_order o);

@@ -194,6 +194,12 @@ void wr_job_env_io(struct wr_job *j)
 	wr_setenv(LLMT_ENV_CKPT_BAD, e.ckpt_bad);
 	wr_setenv(LLMT_ENV_SKIP_BATCHES, e.skip);
 	wr_setenv(LLMT_ENV_ATTEMPT, e.attempt);
+	/* torchrun's names for the same (torch/distributed/run.py): scripts
+	 * written for torchrun read them to tell a restart from a first start */
+	char maxr[32];
+	snprintf(maxr, sizeof maxr, "%.0f", j->o->max_restarts);
+	wr_setenv("TORCHELASTIC_RESTART_COUNT", e.attempt);
+	wr_setenv("TORCHELASTIC_MAX_RESTARTS", maxr);
 	if (*e.interval)
 		wr_setenv(LLMT_ENV_CKPT_INTERVAL, e.interval);
 	if (*e.dp) {

@@ -107,6 +107,28 @@ static void same_map(const struct llmt_rankmap *a, const struct llmt_rankmap *b)
 	assert_memory_equal(a->task_of_rank, b->task_of_rank, a->ntasks * sizeof(uint32_t));
 }
 
+/* torchrun's GROUP_RANK: the nodes' places by lowest rank are 0..n-1 once
+ * each, in the order of those lowest ranks */
+static void check_group_ranks(const struct llmt_rankmap *m, unsigned seed)
+{
+	uint32_t lo[256], seen[256] = {0};
+	assert_true(m->nnodes <= 256);
+	for (uint32_t n = 0; n < m->nnodes; n++)
+		lo[n] = UINT32_MAX;
+	for (uint32_t t = 0; t < m->ntasks; t++)
+		if (m->task[t].rank < lo[m->task[t].node])
+			lo[m->task[t].node] = m->task[t].rank;
+	for (uint32_t n = 0; n < m->nnodes; n++) {
+		uint32_t g = llmt_rankmap_group_rank(m, n);
+		if (g >= m->nnodes || seen[g]++)
+			fail_msg("seed %u: node %u group rank %u (of %u nodes) twice or out of range",
+				 seed, n, g, m->nnodes);
+		for (uint32_t k = 0; k < m->nnodes; k++)
+			if (k != n && (lo[k] < lo[n]) != (llmt_rankmap_group_rank(m, k) < g))
+				fail_msg("seed %u: nodes %u and %u: group ranks not in lowest-rank order", seed, n, k);
+	}
+}
+
 static void test_random_properties(void **s)
 {
 	struct llmt_cost_model cm;
@@ -134,6 +156,7 @@ static void test_random_properties(void **s)
 			fail_msg("seed %u: %s", seed, err);
 		if (llmt_rankmap_check(m, c.nodes, err, sizeof(err)))
 			fail_msg("seed %u (%s): %s", seed, llmt_rm_order_name(m->order), err);
+		check_group_ranks(m, seed);
 		/* deterministic: the same inputs give the same map */
 		assert_int_equal(llmt_rankmap_build(c.nodes, c.n, L, &cm, &m2, err, sizeof(err)), 0);
 		same_map(m, m2);
