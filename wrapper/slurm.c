@@ -105,6 +105,31 @@ static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a
 	return rc;
 }
 
+/* Slurm itself requeued the job while this run still ends (scontrol
+ * requeue by its owner or an admin, a preemption that requeues): the
+ * wrapper's own scontrol requeue then fails with ESLURM_JOB_PENDING's
+ * "Job is pending execution" (squeue says COMPLETING meanwhile, as for a
+ * cancelled job, so only this message tells them apart), though the job
+ * comes back all the same. */
+static bool requeued_by_slurm(const char *err)
+{
+	return strstr(err, "pending execution") != NULL;
+}
+
+static int requeue_cmd(const char *job, const char *verb)
+{
+	char out[2048], err[2048];
+	char *argv[] = { "scontrol", (char *)verb, (char *)job, NULL };
+	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
+	if (rc != 0 && requeued_by_slurm(err)) {
+		fprintf(stderr, PROG ": job %s was requeued by Slurm already (scontrol requeue or preemption)\n", job);
+		return 0;
+	}
+	if (rc != 0)
+		fprintf(stderr, PROG ": scontrol %s %s: exit %d: %s", verb, job, rc, err);
+	return rc;
+}
+
 /* scontrol requeue, keeping the excluded nodes out of the next run. The
  * exclusion of a running job cannot be updated, so it is held, updated
  * and released. Returns scontrol's exit code. */
@@ -119,8 +144,8 @@ int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l)
 	fflush(NULL);
 	wr_shield_children(true);
 	if (ex->n == 0)
-		return run_cmd("scontrol", "requeue", job, NULL);
-	int rc = run_cmd("scontrol", "requeuehold", job, NULL);
+		return requeue_cmd(job, "requeue");
+	int rc = requeue_cmd(job, "requeuehold");
 	if (rc != 0)
 		return rc;
 	/* From here the job is requeued (held): Slurm signals this run, the
