@@ -186,10 +186,26 @@ class Job:
         self._completed = None     # the last step ckpt_complete marked
         self._gen = None           # rank 0: CKPT_DIR's largest generation (None: its first save lists it)
         self._beat()
+        self._warn_unwatched()
         if signals:
             self._catch_signals()
         t = threading.Thread(target=self._refresh, args=(refresh_s,), daemon=True)
         t.start()
+
+    def _warn_unwatched(self):
+        """llm-train-wrap watches one heartbeat per Slurm task of the step
+        (rank_00000 .. ntasks-1): under torchrun per node inside it
+        (srun --ntasks-per-node=1 torchrun --nproc_per_node=K) WORLD_SIZE is
+        larger, and a hang of a rank past them is never found (its peers
+        wait in ddp_hook's reduction, fresh). Said once, on rank 0."""
+        tasks = _env("SLURM_STEP_NUM_TASKS", _env("SLURM_NTASKS"))
+        if self.rank != 0 or not _env("LLM_TRAIN_ATTEMPT") or not tasks.isdigit():
+            return
+        if self.world_size > int(tasks) > 0:
+            print("llm_train: WORLD_SIZE %d but the step has %s tasks (torchrun per node?): "
+                  "llm-train-wrap watches the heartbeats of ranks 0..%d only, a hang of another "
+                  "rank is not found; start one task per rank (--ntasks-per-node=K, no torchrun)"
+                  % (self.world_size, tasks, int(tasks) - 1), file=sys.stderr, flush=True)
 
     # -- heartbeat ------------------------------------------------------
     def _beat(self):
