@@ -1,0 +1,30 @@
+#!/bin/sh
+# tests/wrapper/wrap_cluster_noopt.sh: a job submitted without any of the
+# plugin's options (no --llm-train, no --llm-ckpt-dir: llm-train-ckpt-torch(1)'s
+# example did so, giving the wrapper --ckpt-dir instead) gets no RANK,
+# WORLD_SIZE, MASTER_ADDR or MASTER_PORT in its tasks, and a PyTorch
+# env:// script fails on every attempt with "MASTER_ADDR expected": the
+# wrapper says why in one line at start; with --llm-train it says nothing
+# of the kind. Red before: no such line (four tracebacks per attempt only).
+set -u
+. "$top_srcdir/tests/cluster/lib.sh"
+. "$top_srcdir/tests/wrapper/lib-wrap.sh"
+cluster_need
+W=$CLUSTER_WORK
+cat >"$W/j.sh" <<JOB
+#!/bin/sh
+exec "$WRAP" --ckpt-dir "$W/ck.\$1" --ckpt-tool none --tick 0.2 --max-restarts 0 -- sh -c 'echo "task \$SLURM_PROCID RANK=\${RANK-unset}"'
+JOB
+chmod +x "$W/j.sh"
+a=$(cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=1 -o noopt.out j.sh noopt) || fail "sbatch"
+b=$(cd "$W" && sbatch --parsable --no-requeue -N2 --ntasks-per-node=1 --llm-train=dp=auto -o opt.out j.sh opt) ||
+	fail "sbatch --llm-train"
+st=$(cluster_sbatch_wait "$a" 60) || { cat "$W/noopt.out"; fail "job $a ended $st"; }
+st=$(cluster_sbatch_wait "$b" 60) || { cat "$W/opt.out"; fail "job $b ended $st"; }
+grep -q "RANK=unset" "$W/noopt.out" || { cat "$W/noopt.out"; fail "without options the tasks got a RANK"; }
+grep -q "has no --llm-train or --llm-ckpt-dir option: the plugin sets no RANK" "$W/noopt.out" ||
+	{ cat "$W/noopt.out"; fail "no line saying the job has none of the plugin's options"; }
+grep -q "RANK=[01]" "$W/opt.out" || { cat "$W/opt.out"; fail "with --llm-train the tasks got no RANK"; }
+grep -q "has no --llm-train" "$W/opt.out" && { cat "$W/opt.out"; fail "said so for a job with --llm-train"; }
+echo "ok: a job without the plugin's options is named at start; one with --llm-train is not"
+echo PASS
