@@ -12,7 +12,7 @@ script in a few lines:
     skip = job.skip_batches               # batches to skip past a bad step
     for step in range(job.resume_step + 1, steps + 1):
         ...
-        job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)
+        job.step(step, loss=loss.item(), grad_norm=norm, lr=lr, tokens=n)  # n: all ranks' tokens
         if job.ckpt_due(step):           # the interval, or SIGUSR1/SIGTERM on any rank (every rank, every step)
             job.phase("save", step)       # heartbeats refreshed while ranks wait here
             d = job.ckpt_dir_for(step)    # CKPT_DIR/step_NNNNNNNN
@@ -376,7 +376,11 @@ class Job:
 
     # -- one step -------------------------------------------------------
     def step(self, step, loss=None, grad_norm=None, lr=None, tokens=None, waits=None, data_s=0.0, ckpt_s=None):
-        """Call once per optimizer step, after it. waits: {"tp"|"pp"|"dp"|"all": seconds};
+        """Call once per optimizer step, after it. tokens: the step's tokens
+        over all ranks (the global batch; rank 0's tokens / step time is the
+        job's tokens_per_s in metrics.jsonl, the dashboard and the
+        Prometheus textfile, so a rank's own count understates it by
+        WORLD_SIZE / (tp * pp)); waits: {"tp"|"pp"|"dp"|"all": seconds};
         ckpt_s: checkpoint stall in it (default: the time in phase 'save' since the last call)."""
         now = time.monotonic()
         if ckpt_s is None:
