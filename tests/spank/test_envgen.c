@@ -243,11 +243,20 @@ static void test_task_env(void **s)
 			.node_gpus = 4, .nic = llmt_plan_nic(plan, t),
 			.master_addr = llmt_plan_master(plan), .job_id = 1234, .step_id = 2,
 			.opts = &o, .policy = p,
+			.group_rank = llmt_rankmap_group_rank(plan->map, x->node), .group_world_size = 4,
 		};
 		struct llmt_env env;
 		char want[128];
 		assert_int_equal(llmt_envgen(&in, &env, err, sizeof(err)), 0);
 		assert_string_equal(llmt_env_get(&env, "LLM_TRAIN"), "1");
+		/* torchrun's node rank: node-contiguous ranks here, 4 a node */
+		snprintf(want, sizeof(want), "%u", x->rank / 4);
+		assert_string_equal(llmt_env_get(&env, "GROUP_RANK"), want);
+		assert_string_equal(llmt_env_get(&env, "GROUP_WORLD_SIZE"), "4");
+		snprintf(want, sizeof(want), "%u", x->rank);
+		assert_string_equal(llmt_env_get(&env, "ROLE_RANK"), want);
+		assert_string_equal(llmt_env_get(&env, "ROLE_WORLD_SIZE"), "16");
+		assert_string_equal(llmt_env_get(&env, "ROLE_NAME"), "default");
 		unsigned rank = (unsigned)atoi(llmt_env_get(&env, "RANK"));
 		assert_int_equal(rank, x->rank);
 		seen_rank[rank]++;
