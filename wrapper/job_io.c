@@ -233,9 +233,12 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	/* The heartbeats there now are an earlier attempt's: this one's are
 	 * told from them by content, not by comparing the nodes' clocks with
 	 * ours (hbfile.h) */
-	struct wr_hbold *old = nranks > 0 ? calloc((size_t)nranks, sizeof *old) : NULL;
+	/* under srun, up to WR_RANKS_PER_TASK ranks a task are watched:
+	 * torchrun per node starts more ranks than Slurm has tasks */
+	int cap = lc.ntasks > 0 || j->site->in_slurm ? nranks * WR_RANKS_PER_TASK : nranks;
+	struct wr_hbold *old = cap > 0 ? calloc((size_t)cap, sizeof *old) : NULL;
 	if (old)
-		wr_hb_snapshot(j->hb_dir, old, nranks);
+		wr_hb_snapshot(j->hb_dir, old, cap);
 	struct wr_step step;
 	if (wr_launch(&lc, &step) != 0) {
 		free(old);
@@ -245,6 +248,7 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	struct wr_watch_cfg wc;
 	wr_job_watch_cfg(j, nranks, &wc);
 	wc.hb_old = old;
+	wc.nranks_max = old ? cap : nranks;
 	wr_watch(&wc, &step, &j->st, wo);
 	free(old);
 	return 0;

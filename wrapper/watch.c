@@ -55,6 +55,8 @@ struct ctx {
 	bool first_seen;          /* srun reported a task ending badly */
 	double first_hb;          /* when this attempt's first heartbeat was read (-1: none) */
 	double doom_at;           /* a rank died: end the step at this time (0: no) */
+	int n;                    /* ranks watched: nranks, or 1 + the highest rank with a record of this attempt */
+	int cap;                  /* the arrays' size: nranks_max */
 };
 
 static void write_all(int fd, const char *p, size_t n)
@@ -139,12 +141,29 @@ static bool pump(struct ctx *x, int fd, int to, struct linebuf *lb, bool is_err)
 	}
 }
 
+/* More ranks than tasks write heartbeats (torchrun per node under srun
+ * --ntasks-per-node=1): watch them all, up to nranks_max, said once. */
+static void grow(struct ctx *x)
+{
+	int top = x->n;
+	for (int r = x->n; r < x->cap; r++)
+		if (x->cur[r].valid)
+			top = r + 1;
+	if (top == x->n)
+		return;
+	fprintf(stderr, "llm-train-wrap: heartbeats of %d ranks for %d tasks (torchrun per node?): watching all %d\n",
+	        top, x->c->nranks, top);
+	x->n = top;
+	x->strag.n = top;
+}
+
 static void read_heartbeats(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
 	double now = wr_now();
-	wr_hb_read_new(c->hb_dir, x->cur, c->nranks, c->hb_old, NULL);
-	for (int r = 0; r < c->nranks; r++) {
+	wr_hb_read_new(c->hb_dir, x->cur, x->cap, c->hb_old, NULL);
+	grow(x);
+	for (int r = 0; r < x->n; r++) {
 		/* not written yet, or only a record there before the launch (a
 		 * leftover: hbread skips it): hang.c counts it from the launch */
 		struct wr_hb h = x->cur[r];
@@ -186,13 +205,13 @@ static void read_heartbeats(struct ctx *x)
 
 static const char *node_of(struct ctx *x, int r)
 {
-	return (r >= 0 && r < x->c->nranks) ? x->hb[r].host : "";
+	return (r >= 0 && r < x->n) ? x->hb[r].host : "";
 }
 
 static void check_stragglers(struct ctx *x)
 {
 	double ratio = 0;
-	int r = wr_straggler(x->hb, x->c->nranks, x->c->straggler_factor, x->c->straggler_min_s, &ratio);
+	int r = wr_straggler(x->hb, x->n, x->c->straggler_factor, x->c->straggler_min_s, &ratio);
 	if (r < 0 || x->straggler_told[r])
 		return;
 	x->straggler_told[r] = true;
@@ -237,7 +256,7 @@ static void find_stuck(struct ctx *x)
 	double silent = 0, gap = 0;
 	if (!watchdog_exit(x))
 		return;
-	int r = wr_stuck_find(x->hb, c->nranks, x->o->t_end, c->stuck_margin_s, &silent, &gap);
+	int r = wr_stuck_find(x->hb, x->n, x->o->t_end, c->stuck_margin_s, &silent, &gap);
 	if (r < 0)
 		return;
 	x->o->stuck_rank = r;
@@ -256,10 +275,10 @@ static void live_tick(struct ctx *x, double now)
 	if (!x->c->live)
 		return;
 	struct wr_attempt_times a;
-	wr_attempt_times(&x->hb[0].t, x->c->nranks, (int)sizeof x->hb[0], &a);
+	wr_attempt_times(&x->hb[0].t, x->n, (int)sizeof x->hb[0], &a);
 	const struct wr_watch_out *o = x->o;
 	struct wr_live_now n = { .now = now, .attempt = x->c->attempt, .hb = x->c->progress_from_output ? NULL : x->hb,
-	                         .nranks = x->c->nranks,
+	                         .nranks = x->n,
 	                         .cur = { o->t_launch, a.ranks ? a.first_step : o->t_first_step, now, x->c->resume_step,
 	                                  o->last_step, a.ranks ? a.step_s : wr_median(x->mine.v, x->mine.n),
 	                                  a.ranks ? a.ckpt_s : o->ckpt_s, WR_DONE, 0 } };
@@ -272,7 +291,7 @@ static void live_tick(struct ctx *x, double now)
 static void use_rank_times(struct ctx *x)
 {
 	struct wr_attempt_times a;
-	wr_attempt_times(&x->hb[0].t, x->c->nranks, (int)sizeof x->hb[0], &a);
+	wr_attempt_times(&x->hb[0].t, x->n, (int)sizeof x->hb[0], &a);
 	if (!a.ranks)
 		return;
 	x->o->step_s = a.step_s;
@@ -295,12 +314,15 @@ static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_stept
 	x->o = o;
 	x->st = st;
 	int n = c->nranks > 0 ? c->nranks : 1;
+	x->n = n;
+	x->cap = c->nranks_max > n ? c->nranks_max : n;
+	n = x->cap;
 	x->hb = calloc((size_t)n, sizeof *x->hb);
 	x->cur = calloc((size_t)n, sizeof *x->cur);
 	x->mark = calloc((size_t)n, sizeof *x->mark);
 	x->seen_step = calloc((size_t)n, sizeof *x->seen_step);
 	x->straggler_told = calloc((size_t)n, sizeof *x->straggler_told);
-	x->strag = (struct wr_strag){ .n = n, .r = calloc((size_t)n, sizeof *x->strag.r),
+	x->strag = (struct wr_strag){ .n = x->n, .r = calloc((size_t)n, sizeof *x->strag.r),
 	                              .factor = c->straggler_factor, .k = c->straggler_steps };
 	x->strag_told = calloc((size_t)n, sizeof *x->strag_told);
 	if (!x->hb || !x->cur || !x->mark || !x->seen_step || !x->straggler_told || !x->strag.r ||
@@ -438,10 +460,10 @@ static int find_hang(struct ctx *x, double now, double timeout, double *stale, s
 	if (c->nranks <= 0)
 		return -1;
 	read_heartbeats(x);
-	hung = wr_hang_find(x->hb, c->nranks, now, x->first_hb >= 0 ? x->first_hb : x->o->t_launch, timeout,
+	hung = wr_hang_find(x->hb, x->n, now, x->first_hb >= 0 ? x->first_hb : x->o->t_launch, timeout,
 	                    startup, c->hang.pause_cap_s, stale);
 	bool any = false;
-	for (int r = 0; r < c->nranks; r++)
+	for (int r = 0; r < x->n; r++)
 		any = any || x->hb[r].valid;
 	if (!any && !L->told_nohb && now - x->o->t_launch > timeout) {
 		L->told_nohb = true;
@@ -556,7 +578,7 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 		read_heartbeats(&x);
 		find_stuck(&x);
 		use_rank_times(&x);
-		for (int r = 0; r < c->nranks; r++)
+		for (int r = 0; r < x.n; r++)
 			o->in_load |= x.hb[r].valid && x.hb[r].phase == PH_LOAD;
 	}
 	ctx_free(&x);

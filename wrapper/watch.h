@@ -15,10 +15,15 @@
 #include "ledger.h"
 #include "live.h"
 
+/* Ranks a Slurm task may stand for (torchrun --nproc_per_node per task:
+ * one per GPU of a node of 8); llm_train.py RANKS_PER_TASK says it too. */
+#define WR_RANKS_PER_TASK 8
+
 struct wr_watch_cfg {
 	const char *hb_dir;        /* per-rank heartbeat files rank_NNNNN */
-	int nranks;
-	const struct wr_hbold *hb_old; /* per rank: records there before the launch (leftovers; NULL: none) */
+	int nranks;                /* the step's tasks: one heartbeat each is expected */
+	int nranks_max;            /* rank files read up to this many (torchrun per node: more ranks than tasks) */
+	const struct wr_hbold *hb_old; /* nranks_max records there before the launch (leftovers; NULL: none) */
 	struct wr_hang_cfg hang;
 	bool progress_from_output; /* no heartbeats: a new output line is progress */
 	double straggler_factor;   /* report a rank slower than factor x median ... */

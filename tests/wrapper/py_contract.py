@@ -5,7 +5,8 @@ HB_PERIOD_S) is include/llmt/heartbeat.h's LLMT_HB_PERIOD_S, and
 EXIT_ROLLBACK, EXIT_USAGE, EXIT_REQUEUE, EXIT_NOINPUT and EXIT_IO are
 include/llmt/exitcodes.h's LLMT_EXIT_ROLLBACK, LLMT_EXIT_USAGE,
 LLMT_EXIT_REQUEUE, LLMT_EXIT_NOINPUT and LLMT_EXIT_IO, and GEN_MAX is
-include/llmt/ckptgen.h's LLMT_CKPT_GEN_MAX.
+include/llmt/ckptgen.h's LLMT_CKPT_GEN_MAX, and RANKS_PER_TASK is
+wrapper/watch.h's WR_RANKS_PER_TASK.
 
 The module stays a plain source file (installed as is by automake's
 python_PYTHON, imported from the tree by the tests and copied by users),
@@ -43,6 +44,11 @@ for name in ("ROLLBACK", "USAGE", "REQUEUE", "NOINPUT", "IO"):
 gen_max = define("ckptgen.h", "LLMT_CKPT_GEN_MAX")
 if llm_train.GEN_MAX != gen_max:
     print("FAIL: llm_train.GEN_MAX is %r, LLMT_CKPT_GEN_MAX is %r" % (llm_train.GEN_MAX, gen_max))
+    bad = 1
+m = re.search(r"^#define\s+WR_RANKS_PER_TASK\s+([0-9]+)\b", open(os.path.join(top, "wrapper/watch.h")).read(), re.M)
+if not m or llm_train.RANKS_PER_TASK != int(m.group(1)):
+    print("FAIL: llm_train.RANKS_PER_TASK is %r, WR_RANKS_PER_TASK %s" % (llm_train.RANKS_PER_TASK,
+                                                                         m.group(1) if m else "not found"))
     bad = 1
 if not bad:
     print("ok: heartbeat period %g s, exit codes %s, largest generation %d: the same in llm_train.py and the C headers"

@@ -82,6 +82,7 @@ GEN_MAX = 9007199254740991  # include/llmt/ckptgen.h LLMT_CKPT_GEN_MAX (2^53 - 1
 # llm-train catches the same two (runtime/train/train.c)
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
 # (HB_PERIOD_S, the EXIT_ codes and GEN_MAX checked against the C headers by tests/wrapper/py_contract.py)
+RANKS_PER_TASK = 8   # wrapper/watch.h WR_RANKS_PER_TASK: heartbeats watched per Slurm task (torchrun per node)
 PARTS = ("step", "compute", "tp", "pp", "dp", "all", "data", "ckpt")
 
 
@@ -193,19 +194,19 @@ class Job:
         t.start()
 
     def _warn_unwatched(self):
-        """llm-train-wrap watches one heartbeat per Slurm task of the step
-        (rank_00000 .. ntasks-1): under torchrun per node inside it
-        (srun --ntasks-per-node=1 torchrun --nproc_per_node=K) WORLD_SIZE is
-        larger, and a hang of a rank past them is never found (its peers
-        wait in ddp_hook's reduction, fresh). Said once, on rank 0."""
+        """llm-train-wrap watches the heartbeats of up to RANKS_PER_TASK
+        ranks per Slurm task of the step (torchrun per node inside it:
+        srun --ntasks-per-node=1 torchrun --nproc_per_node=K): a rank past
+        them is not watched, and its hang never found (its peers wait in
+        ddp_hook's reduction, fresh). Said once, on rank 0."""
         tasks = _env("SLURM_STEP_NUM_TASKS", _env("SLURM_NTASKS"))
         if self.rank != 0 or not _env("LLM_TRAIN_ATTEMPT") or not tasks.isdigit():
             return
-        if self.world_size > int(tasks) > 0:
+        if self.world_size > RANKS_PER_TASK * int(tasks) > 0:
             print("llm_train: WORLD_SIZE %d but the step has %s tasks (torchrun per node?): "
                   "llm-train-wrap watches the heartbeats of ranks 0..%d only, a hang of another "
                   "rank is not found; start one task per rank (--ntasks-per-node=K, no torchrun)"
-                  % (self.world_size, tasks, int(tasks) - 1), file=sys.stderr, flush=True)
+                  % (self.world_size, tasks, RANKS_PER_TASK * int(tasks) - 1), file=sys.stderr, flush=True)
 
     # -- heartbeat ------------------------------------------------------
     def _beat(self):
