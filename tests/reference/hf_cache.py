@@ -43,7 +43,6 @@ from huggingface_hub import scan_cache_dir, snapshot_download
 from huggingface_hub.file_download import _cache_commit_hash_for_specific_revision, _create_symlink, \
     repo_folder_name
 from huggingface_hub.utils.sha import git_hash, sha_fileobj
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, \
     PreTrainedTokenizerFast
 from refcli import expect, finish, lt
@@ -74,12 +73,7 @@ def gen(m, tok, eos=None):
 
 def source(d):
     """the model saved as save_pretrained does; returns (pad, bos, eos)"""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator([TEXT], trainers.BpeTrainer(vocab_size=300, show_progress=False,
-                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.add_special_tokens(SPECIAL)
+    tok = refcli.byte_bpe(TEXT, SPECIAL)
     bos, _, pad = (tok.token_to_id(s) for s in SPECIAL)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=SPECIAL[0], eos_token=SPECIAL[1],
                                    pad_token=SPECIAL[2])

@@ -25,7 +25,6 @@ import refcli
 refcli.need_venv('transformers')
 import transformers
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, \
     PreTrainedTokenizerFast
 from refcli import expect, finish, lt
@@ -38,12 +37,7 @@ SPECIAL = ['<|begin_of_text|>', '<|end_of_text|>', '<|eot_id|>']
 
 def source(d):
     """the Llama-3-like model directory; returns its (bos, eos, [eos, eot])"""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator([TEXT], trainers.BpeTrainer(vocab_size=300, show_progress=False,
-                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.add_special_tokens(SPECIAL)
+    tok = refcli.byte_bpe(TEXT, SPECIAL)
     bos, eos, eot = (tok.token_to_id(s) for s in SPECIAL)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=SPECIAL[0], eos_token=SPECIAL[1])
     fast.save_pretrained(d)

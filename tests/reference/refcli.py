@@ -2,7 +2,8 @@
 # share: its path, lt() (one run: exit code, stdout, stderr), expect() (a
 # named check, its failures kept), finish() (PASS, or FAIL with them) and
 # need_venv() (the script run again in the pinned venv when a module is
-# not here).
+# not here) and byte_bpe() (a small byte-level BPE of Hugging Face
+# tokenizers, as Llama 3's and Qwen's are).
 import importlib.util, os, subprocess, sys
 
 top_srcdir = os.environ.get('top_srcdir', os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -40,3 +41,17 @@ def need_venv(module='transformers'):
         os.execv(py, [py] + sys.argv)
     print('FAIL: no %s in %s (scripts/install-deps makes the venv)' % (module, py))
     sys.exit(1)
+
+
+def byte_bpe(text, special, vocab=300):
+    """A byte-level BPE tokenizers.Tokenizer trained on text to vocab
+    tokens at most, the special tokens added after them.
+    Needs the venv's tokenizers (need_venv first)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([text], trainers.BpeTrainer(vocab_size=vocab, show_progress=False,
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.add_special_tokens(special)
+    return tok

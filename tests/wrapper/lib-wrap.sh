@@ -107,3 +107,12 @@ real_trainer_setup() {
 	export SLURM_MPI_TYPE=pmix OMP_NUM_THREADS=1 LLM_TRAIN_TP=1 LLM_TRAIN_PP=1 LLM_TRAIN_DP=2
 	unset LLM_TRAIN_FAULT LLM_TRAIN_CKPT_INTERVAL
 }
+
+# torch_cluster_need [N]: the cluster tests' preamble for a PyTorch script
+# (after tests/cluster/lib.sh): a skip without Debian's torch, the
+# cluster started, at least N nodes (default 1)
+torch_cluster_need() {
+	/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "SKIP: python3-torch missing"; exit 77; }
+	cluster_need
+	[ "$(cluster_nodes | wc -l)" -ge "${1:-1}" ] || fail "the cluster has fewer than ${1:-1} nodes"
+}

@@ -17,9 +17,7 @@
 set -u
 . "$top_srcdir/tests/cluster/lib.sh"
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "SKIP: python3-torch missing"; exit 77; }
-cluster_need
-[ "$(cluster_nodes | wc -l)" -ge 2 ] || fail "the cluster has fewer than 2 nodes"
+torch_cluster_need 2
 W=$CLUSTER_WORK
 PY=$top_srcdir/tests/wrapper/torch-env.py
 mkdir -p "$W/ref" "$W/ours" || exit 1

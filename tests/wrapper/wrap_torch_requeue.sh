@@ -11,8 +11,7 @@
 set -u
 . "$top_srcdir/tests/cluster/lib.sh"
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "SKIP: python3-torch missing"; exit 77; }
-cluster_need
+torch_cluster_need
 W=$CLUSTER_WORK
 cat >"$W/rq.sh" <<JOB
 #!/bin/sh
