@@ -79,6 +79,23 @@ static void crash_or_node(struct wr_verdict *v, const struct wr_past *hist, int 
 	}
 }
 
+/* The watcher ended a hung step: the stalled rank's node, unless no rank
+ * was singled out (every rank stopped beating together: no node to blame,
+ * none counted toward a node fault). */
+static void hang(const struct wr_ending *e, const struct wr_past *hist, int nhist, struct wr_verdict *v)
+{
+	if (e->hung_together > 0) {
+		set(v, WR_TRANSIENT, "", "hang: all %d ranks stopped beating within %.1f s: no rank singled out",
+		    e->hung_together, e->hung_spread);
+	} else if (e->kill_timeout && e->hung_node[0]) {
+		wr_nodes_add(&v->nodes, e->hung_node);
+		set(v, WR_NODE_FAULT, e->hung_node, "hang on %s and its tasks could not be ended: node unresponsive",
+		    e->hung_node);
+	} else {
+		crash_or_node(v, hist, nhist, e->hung_node, "hang");
+	}
+}
+
 void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhist,
                  struct wr_verdict *v)
 {
@@ -115,14 +132,8 @@ void wr_classify(const struct wr_ending *e, const struct wr_past *hist, int nhis
 		crash_or_node(v, hist, nhist, e->signal_nodes.n ? e->signal_nodes.name[0] : "", what);
 		return;
 	}
-	if (e->hung && e->kill_timeout && e->hung_node[0]) {
-		wr_nodes_add(&v->nodes, e->hung_node);
-		set(v, WR_NODE_FAULT, e->hung_node, "hang on %s and its tasks could not be ended: node unresponsive",
-		    e->hung_node);
-		return;
-	}
 	if (e->hung) {
-		crash_or_node(v, hist, nhist, e->hung_node, "hang");
+		hang(e, hist, nhist, v);
 		return;
 	}
 	if (e->task_exit_code)

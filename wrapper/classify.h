@@ -40,6 +40,8 @@ struct wr_ending {
 	bool hung;            /* the watcher killed the step for lack of progress */
 	bool kill_timeout;    /* ending the step timed out: a node stopped answering */
 	char hung_node[WR_NODE_LEN];  /* node of the stalled rank, "" if unknown */
+	int hung_together;    /* hung, no rank singled out: all these ranks stopped beating ... */
+	double hung_spread;   /* ... within this many seconds (wr_hang_together); else 0 */
 	/* On exit 75 (the communication watchdog): the node of the rank the
 	 * others waited for, whose heartbeat stood out as stale; "" if none. */
 	char stuck_node[WR_NODE_LEN];

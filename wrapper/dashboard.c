@@ -136,6 +136,10 @@ static void keep_event(json_t *o, void *arg)
 	} else if (!strcmp(ev, "launch"))
 		snprintf(text, sizeof text, "attempt %lld from step %lld", (long long)json_integer_value(at),
 		         (long long)json_integer_value(json_object_get(o, "resume_step")));
+	else if (!strcmp(ev, "hang") && json_integer_value(json_object_get(o, "together")) > 0)
+		snprintf(text, sizeof text, "all %lld ranks stopped beating within %.1f s: no rank singled out",
+		         (long long)json_integer_value(json_object_get(o, "together")),
+		         json_number_value(json_object_get(o, "spread_s")));
 	else if (!strcmp(ev, "hang") || !strcmp(ev, "stuck") || !strcmp(ev, "straggler"))
 		snprintf(text, sizeof text, "rank %lld on %s", (long long)json_integer_value(json_object_get(o, "rank")),
 		         str(o, "node"));

@@ -212,3 +212,31 @@ double wr_stuck_margin(double comm_timeout_s)
 		return 0;
 	return comm_timeout_s / 2 > WR_STUCK_FLOOR_S ? comm_timeout_s / 2 : WR_STUCK_FLOOR_S;
 }
+
+bool wr_hang_together(const struct wr_hb *hb, int n, double since, double window_s,
+                      int *nranks, double *spread)
+{
+	int m = 0;
+	long step = 0;
+	double lo = 0, hi = 0;
+	for (int i = 0; i < n; i++) {
+		if (hb[i].valid && hb[i].phase == PH_DONE)
+			continue;
+		long st = hb[i].valid ? hb[i].step : -1;   /* no heartbeat: behind any that has one */
+		double last = hb[i].valid && hb[i].time > since ? hb[i].time : since;
+		if (m == 0) {
+			step = st;
+			lo = hi = last;
+		} else if (st != step) {
+			return false;
+		}
+		lo = last < lo ? last : lo;
+		hi = last > hi ? last : hi;
+		m++;
+	}
+	if (nranks)
+		*nranks = m;
+	if (spread)
+		*spread = hi - lo;
+	return m >= 2 && hi - lo <= window_s;
+}

@@ -106,4 +106,23 @@ int wr_stuck_find(const struct wr_hb *hb, int n, double now, double margin_s, do
  * heartbeat is vouched for. */
 double wr_stuck_margin(double comm_timeout_s);
 
+/* After wr_hang_find named a rank: whether the evidence singles it out.
+ * Without a marked collective wait (ddp_hook, job.collective()) a rank
+ * blocked waiting for a hung peer goes stale too, so when every rank not
+ * done is at the same step and their last beats lie within window_s of
+ * each other, the stalest one is whichever beat first, not the culprit.
+ * True then (*nranks: how many, *spread: newest less oldest last beat);
+ * false when one rank is behind (an older step, no heartbeat while others
+ * have one, or silent window_s longer than another) or fewer than two
+ * ranks are judged. `since` as for wr_hang_find. */
+bool wr_hang_together(const struct wr_hb *hb, int n, double since, double window_s,
+                      int *nranks, double *spread);
+
+/* The window for wr_hang_together: a waiting rank's heartbeat is rewritten
+ * every LLMT_HB_PERIOD_S (at most LLMT_HB_MAX_AGE_S old), so a rank whose
+ * peers wait in a marked collective is older than them by more than this
+ * once they have waited; ranks that all stopped at one step boundary lie
+ * a fraction of a second apart. */
+#define WR_HANG_TOGETHER_S WR_STUCK_FLOOR_S
+
 #endif

@@ -487,13 +487,23 @@ static void on_hang(struct ctx *x, int hung, double now, double stale, double ti
 	struct wr_watch_out *o = x->o;
 
 	o->e.hung = true;
-	o->hung_rank = c->progress_from_output ? -1 : hung;
-	snprintf(o->e.hung_node, sizeof o->e.hung_node, "%s", c->progress_from_output ? "" : node_of(x, hung));
-	fprintf(stderr, "llm-train-wrap: hang: %s %d on %s silent for %.1f s (timeout %.1f s): killing the step\n",
-	        c->progress_from_output ? "output" : "rank", c->progress_from_output ? 0 : hung,
-	        *o->e.hung_node ? o->e.hung_node : "?", stale, timeout);
-	wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f}", "attempt", c->attempt,
-	                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout));
+	bool all = !c->progress_from_output && wr_hang_together(x->hb, x->n, x->first_hb >= 0 ? x->first_hb :
+	           o->t_launch, WR_HANG_TOGETHER_S, &o->e.hung_together, &o->e.hung_spread);
+	if (!all)
+		o->e.hung_together = 0, o->e.hung_spread = 0;
+	o->hung_rank = c->progress_from_output || all ? -1 : hung;
+	snprintf(o->e.hung_node, sizeof o->e.hung_node, "%s", o->hung_rank < 0 ? "" : node_of(x, hung));
+	if (all)
+		fprintf(stderr, "llm-train-wrap: hang: all %d ranks stopped beating within %.1f s: no rank singled out "
+		        "(silent for %.1f s, timeout %.1f s): killing the step\n", o->e.hung_together, o->e.hung_spread,
+		        stale, timeout);
+	else
+		fprintf(stderr, "llm-train-wrap: hang: %s %d on %s silent for %.1f s (timeout %.1f s): killing the step\n",
+		        c->progress_from_output ? "output" : "rank", c->progress_from_output ? 0 : hung,
+		        *o->e.hung_node ? o->e.hung_node : "?", stale, timeout);
+	wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f,s:i,s:f}", "attempt", c->attempt,
+	                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout,
+	                "together", o->e.hung_together, "spread_s", o->e.hung_spread));
 	L->term_at = now;
 	x->killing = true;
 	if (L->save_start >= 0 && !c->progress_from_output) {

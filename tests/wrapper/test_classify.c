@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "wrapper/classify.h"
+#include "wrapper/decide.h"
 
 struct row {
 	const char *name;
@@ -196,6 +197,40 @@ static void test_straggler_replaced(void **state)
 	assert_string_equal(v.nodes.name[0], "node3");
 }
 
+/* A hang no rank was singled out for (every rank stopped beating within
+ * WR_HANG_TOGETHER_S, hang.c): transient with no node, after hangs on
+ * that node and with its tasks not ended alike, whatever node the stalest
+ * rank was on; the policy restarts in place and excludes nothing. */
+static void test_hang_together(void **state)
+{
+	(void)state;
+	struct wr_past past[2] = { { WR_TRANSIENT, "n3", true }, { WR_TRANSIENT, "n3", true } };
+	for (int kill = 0; kill < 2; kill++) {
+		struct wr_ending e;
+		memset(&e, 0, sizeof e);
+		e.exited = true;
+		e.exit_code = 143;
+		e.hung = true;
+		e.kill_timeout = kill;
+		e.hung_together = 4;
+		e.hung_spread = 0.4;
+		strcpy(e.hung_node, "n3");   /* the stalest rank's node, which proves nothing */
+		struct wr_verdict v;
+		wr_classify(&e, past, 2, &v);
+		assert_int_equal(v.cls, WR_TRANSIENT);
+		assert_int_equal(v.nodes.n, 0);
+		assert_string_equal(v.node, "");
+		assert_non_null(strstr(v.why, "all 4 ranks stopped beating within 0.4 s: no rank singled out"));
+		struct wr_policy p = { .max_restarts = 5, .tasks_per_node = 1, .requeue = true };
+		struct wr_state s = { .now = 100, .nodes_alloc = 4, .nodes_step = 4, .fail_step = -1 };
+		struct wr_action a;
+		wr_decide(&v, &p, &s, &a);
+		assert_int_equal(a.act, ACT_RESTART);
+		assert_int_equal(a.exclude.n, 0);
+		assert_non_null(strstr(a.why, "restart in place"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_nodes_set),
 		cmocka_unit_test(test_stuck_peer),
 		cmocka_unit_test(test_straggler_replaced),
+		cmocka_unit_test(test_hang_together),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
