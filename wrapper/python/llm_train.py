@@ -28,7 +28,11 @@ job.step writes the rank's heartbeat (with its step time and, when given,
 its waits: the same timing line llm-train writes) and rank 0's line of
 RUN_DIR/metrics.jsonl; between steps a thread keeps the heartbeat fresh
 only in phases "load" and "save" (job.phase(...)), so a hung step goes
-stale. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
+stale. A rank waiting for its peers in a collective stays fresh inside
+job.ddp_hook(ddp)'s reductions, ckpt_due's all-reduce and
+`with job.collective():` (FSDP's or the script's own collectives), so
+the rank it waits for is the one named for a hang; when every rank went
+stale together the wrapper names none and restarts in place. `llm-train-ckpt-torch ckpt-list DIR` is the checkpoint lister for
 --ckpt-tool: a step directory is complete when it holds this module's
 marker (its files still of the sizes recorded) or, from
 torch.distributed.checkpoint, its .metadata (written last). Newest first
@@ -242,6 +246,17 @@ class Job:
         finally:
             with self._lock:
                 self._comm_busy -= 1
+
+    def collective(self):
+        """`with job.collective():` around a collective of the script's own
+        (FSDP's, a hand-written all_reduce, a barrier outside a save): this
+        rank counts as waiting for its peers while inside, as in ddp_hook's
+        reduction, so its heartbeat stays fresh while a peer is stopped and
+        the wrapper names the stopped peer for the hang. Without it every
+        rank goes stale together and the wrapper blames none (a restart in
+        place). Only the wait belongs inside: a rank that hangs in there on
+        its own is not found."""
+        return self._waiting()
 
     def ddp_hook(self, ddp):
         """Register a DDP communication hook that all-reduces gradients as
