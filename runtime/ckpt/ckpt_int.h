@@ -245,6 +245,8 @@ int ck_fsync_dir(const char *dir);
 static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR; }
 /* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
+/* the same for a done record rank 0 may take and move away at once (ckpt_fs.c) */
+int ck_write_record(const char *path, const void *data, size_t n, char *err, size_t errlen);
 /* Whole small file into a malloc'd NUL-terminated buffer. */
 char *ck_read_small(const char *path, size_t max, size_t *len);
 int ck_mkdir_p(const char *dir);

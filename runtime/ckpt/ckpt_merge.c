@@ -26,7 +26,7 @@ int ck_publish_done(json_t *done, int rank, const char *tdir, const char *errmsg
 		return LLMT_EXIT_SOFTWARE;
 	}
 	ck_fmt(path, sizeof path, "%s/rank_%05d.done.json", tdir, rank);
-	rc = ck_write_file_atomic(path, txt, strlen(txt), err, errlen);
+	rc = ck_write_record(path, txt, strlen(txt), err, errlen);
 	free(txt);
 	return rc ? LLMT_EXIT_IO : 0;
 }

@@ -94,7 +94,8 @@ static void test_choice_is_planners_fastest(void **s)
 	struct llmt_rm_task t = { 0 };
 	t.gpu = -1;
 	struct llmt_env *e = calloc(1, sizeof(*e));
-	struct llmt_env_input in = { &t, { o.tp, o.pp, o.dp }, 4, 2, 0, "lo", "cpu1", 1, 0, &o, p, NULL };
+	struct llmt_env_input in = { .task = &t, .layout = { o.tp, o.pp, o.dp }, .world_size = 4,
+		.local_world_size = 2, .nic = "lo", .master_addr = "cpu1", .job_id = 1, .opts = &o, .policy = p };
 	assert_int_equal(llmt_envgen(&in, e, err, sizeof(err)), 0);
 	char want[32];
 	snprintf(want, sizeof(want), "%u", o.choice.micro_batch);
@@ -349,7 +350,8 @@ static void test_fewest_layers(void **s)
 	struct llmt_rm_task t = { 0 };
 	t.gpu = -1;
 	struct llmt_env *e = calloc(1, sizeof(*e));
-	struct llmt_env_input ei = { &t, { 1, 1, 1 }, 1, 1, 0, "lo", "cpu1", 1, 0, &o, p, NULL };
+	struct llmt_env_input ei = { .task = &t, .layout = { 1, 1, 1 }, .world_size = 1, .local_world_size = 1,
+		.nic = "lo", .master_addr = "cpu1", .job_id = 1, .opts = &o, .policy = p };
 	assert_int_equal(llmt_envgen(&ei, e, err, sizeof(err)), 0);
 	snprintf(want, sizeof want, "%d", k);
 	assert_string_equal(llmt_env_get(e, "LLM_TRAIN_RECOMPUTE_LAYERS"), want);
