@@ -44,7 +44,7 @@ for ckpt in "$u/link/run" "$u/nobody/run"; do
 	fi
 	env=$(grep '^ENV ' <<<"$out" | sed 's/^ENV //')
 	grep -qx "LLM_TRAIN_CKPT_DIR=$ckpt" <<<"$env" || { echo "FAIL: task env lacks LLM_TRAIN_CKPT_DIR=$ckpt: $env"; fail=1; }
-	odd=$(grep -Ev '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|CUDA_VISIBLE_DEVICES|NCCL_[A-Z0-9_]+|LLM_TRAIN[A-Z0-9_]*)=' <<<"$env")
+	odd=$(grep -Ev '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|GROUP_RANK|GROUP_WORLD_SIZE|ROLE_RANK|ROLE_WORLD_SIZE|ROLE_NAME|CUDA_VISIBLE_DEVICES|NCCL_[A-Z0-9_]+|LLM_TRAIN[A-Z0-9_]*)=' <<<"$env")
 	leak=$(grep -iE 's3cr3t|munge|'"$w" <<<"$env$(grep '^CTL ' <<<"$out")")
 	if [ -n "$odd$leak" ]; then
 		echo "FAIL: task environment: unexpected: $odd; leaked: $leak"; fail=1
