@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "host_plan.h"   /* GK_XXH3_CHUNK, gk_xxh3_scratch_bytes */
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,8 +158,6 @@ cudaError_t gk_sumsq(const float *x, size_t n, double *partial, cudaStream_t st)
  * scratch 16-byte aligned when len > 240; scratch: gk_xxh3_scratch_bytes(len)
  * bytes of device memory (at most the block sums of GK_XXH3_CHUNK KiB
  * blocks, 4 MiB). No atomics: the same bits in every run. */
-#define GK_XXH3_CHUNK ((size_t)1 << 16)
-size_t gk_xxh3_scratch_bytes(size_t len);
 cudaError_t gk_xxh3_64(const void *x, size_t len, uint64_t *scratch, uint64_t *hash,
                        cudaStream_t st);
 

@@ -191,12 +191,6 @@ __global__ void k_xxh_tail(const unsigned char *x, size_t len, const uint64_t *a
 
 /* scratch layout (u64): lanes [0, 8), the result at 8, the chunk's block
  * sums from 16 (16-byte aligned) */
-extern "C" size_t gk_xxh3_scratch_bytes(size_t len)
-{
-	size_t nb = len ? (len - 1) / 1024 : 0;
-	return (16 + 8 * (nb < GK_XXH3_CHUNK ? nb : GK_XXH3_CHUNK)) * sizeof(uint64_t);
-}
-
 extern "C" cudaError_t gk_xxh3_64(const void *x, size_t len, uint64_t *scratch, uint64_t *hash,
 								  cudaStream_t st)
 {

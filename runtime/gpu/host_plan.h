@@ -15,6 +15,17 @@
  * it). */
 #define GINIT_CHUNK ((size_t)1 << 22)
 
+/* The replica hash's device scratch (dev_xxh3.cu gk_xxh3_64; gmodel_opt.c
+ * allocates it, memest.c counts it): the 8 lane sums of each 1 KiB block
+ * of one chunk of GK_XXH3_CHUNK blocks (reused chunk after chunk), and 16
+ * words more; len bytes hashed. */
+#define GK_XXH3_CHUNK ((size_t)1 << 16)
+static inline size_t gk_xxh3_scratch_bytes(size_t len)
+{
+	size_t nb = len ? (len - 1) / 1024 : 0;
+	return (16 + 8 * (nb < GK_XXH3_CHUNK ? nb : GK_XXH3_CHUNK)) * sizeof(uint64_t);
+}
+
 /* ---- device choice (device_pick.c) -------------------------------------------
  * ndev visible devices. One visible device (the plugin narrowed
  * CUDA_VISIBLE_DEVICES): 0. Else LLM_TRAIN_GPU when set and >= 0, else

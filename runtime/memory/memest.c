@@ -95,9 +95,6 @@ void llmt_memory_estimate(const llmt_config *c, const llmt_grid *l, size_t nflat
 #define GPU_SUMSQ_BLOCKS 1024
 #define GPU_COLSUM_CHUNKS 64
 #define GPU_COLSUM_MAX 1024
-/* gk_xxh3_scratch_bytes (dev_xxh3.cu): the replica hash's block sums of
- * one chunk of GK_XXH3_CHUNK 1 KiB blocks, at most 4 MiB */
-#define GPU_XXH3_CHUNK 65536.0   /* GK_XXH3_CHUNK */
 #define GPU_MM_WORKSPACE (64.0 * 1048576)
 
 void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t nflat,
@@ -134,9 +131,8 @@ void llmt_memory_estimate_gpu(const llmt_config *c, const llmt_grid *l, size_t n
 		 * scratch (gmodel_opt.c) */
 		int cut = l->dp > 1 || l->tp_rank > 0;
 		double share = n / l->dp;
-		double nbk = nflat ? (double)((nflat * 4 - 1) / 1024) : 0;
 		e->optimizer = share * 12 + GPU_SUMSQ_BLOCKS * 8 + (cut ? share * 4 : 0) +
-			(l->dp > 1 ? (16 + 8 * (nbk < GPU_XXH3_CHUNK ? nbk : GPU_XXH3_CHUNK)) * 8 : 0);
+			(l->dp > 1 ? (double)gk_xxh3_scratch_bytes(nflat * 4) : 0);
 	}
 	/* the attention's scratch: fused, dk dv of the KV heads (bf16) and D;
 	 * chunked, S and dP of one chunk, datt, dk dv of every head, O, dS */
