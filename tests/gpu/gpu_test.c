@@ -16,6 +16,8 @@
  *                               steps, and the TP-aware ZeRO-1 norm
  *   bench CONFIG B T STEPS      tokens/s and MFU of full training steps,
  *                               and the measured cuBLASLt bf16 peak
+ *   hash                        the device XXH3 against libxxhash
+ *                               (gpu_test_hash.c)
  * Exit: 0 pass, 1 fail, 77 no GPU. */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@
 #include "train/optim.h"
 #include "comm/parallel.h"
 #include "ref_dump.h"
+#include "gpu_test_hash.h"
 
 static int failures;
 
@@ -520,7 +523,7 @@ static int cmd_bench(char **a)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gpu_test probe|ref|compare|nccl|tp|bench ...\n");
+		fprintf(stderr, "usage: gpu_test probe|ref|compare|nccl|tp|bench|hash ...\n");
 		return 64;
 	}
 	/* the CPU model here is the CPU model, whatever the job environment
@@ -542,6 +545,8 @@ int main(int argc, char **argv)
 		return cmd_tp(argv + 2, &argc, &argv);
 	if (!strcmp(cmd, "bench") && argc == 6)
 		return cmd_bench(argv + 2);
+	if (!strcmp(cmd, "hash") && argc == 2)
+		return gpu_test_hash();
 	fprintf(stderr, "gpu_test: bad arguments for '%s'\n", cmd);
 	return 64;
 }
