@@ -248,6 +248,7 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	struct wr_watch_cfg wc;
 	wr_job_watch_cfg(j, nranks, &wc);
 	wc.hb_old = old;
+	wc.save_longest_s = &j->save_longest_s;   /* learnt across attempts */
 	wc.nranks_max = old ? cap : nranks;
 	wr_watch(&wc, &step, &j->st, wo);
 	free(old);
