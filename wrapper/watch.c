@@ -157,8 +157,10 @@ static void read_heartbeats(struct ctx *x)
 			struct wr_rank_times before = x->hb[r].t;
 			x->hb[r] = h;
 			note_save(x, r, wr_save_track(&x->save[r], &h, now));
-			if (h.t.valid && h.t.steps > before.steps)
-				note_save(x, r, h.t.last[WR_T_CKPT] > 0 ? h.t.last[WR_T_CKPT] : -1);
+			/* saves shorter than a tick: the checkpoint stall the rank
+			 * timed since the last read (the sum when it saved twice) */
+			double ck = h.t.valid && h.t.steps > before.steps ? h.t.total[WR_T_CKPT] - before.total[WR_T_CKPT] : 0;
+			note_save(x, r, ck > 0 ? ck : -1);
 			if (x->first_hb < 0 || h.time < x->first_hb)
 				x->first_hb = h.time;   /* the ranks of this attempt are up */
 			if (h.phase == PH_TRAIN || h.phase == PH_SAVE || h.phase == PH_DONE) {
