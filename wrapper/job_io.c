@@ -42,6 +42,7 @@ void wr_site_read(const struct opts *o, struct wr_site *s)
 {
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	const char *iv = getenv(LLMT_ENV_CKPT_INTERVAL);
+	wr_slurm_timeout_set(o->slurm_timeout);   /* before the first query (hostnames) */
 	*s = (struct wr_site){
 		.job = job, .nodelist = getenv("SLURM_JOB_NODELIST"),
 		.run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6),
