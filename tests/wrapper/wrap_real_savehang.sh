@@ -19,9 +19,7 @@
 set -u
 TAG=savehang
 . "$top_srcdir/tests/wrapper/real_lib.sh"
-MODEL=$top_srcdir/configs/tiny.yaml
-mkdir "$W/data"
-/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
+tiny_data
 TRAIN="$LT --model $MODEL --data $W/data --seq 16 --micro-batch 1 --ckpt-interval 2 --quiet"
 fin() { printf '%s/step_%08d' "$1" "$2"; }
 # the unfaulted runs: 8 steps, then 12 resumed from its step 8 (as the jobs below)
