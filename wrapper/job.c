@@ -55,7 +55,7 @@ struct wr_job wr_job_start(const struct opts *o, const struct wr_site *site,
 		.rollback_from = -1,
 		.attempt = h->attempts_total, .no_progress = 0, .numeric_repeats = 0, .exit_code = 0,
 		.load_fails = 0, .load_fail_step = -1, .ckpt_marked = false,
-		.st = { .n = 0 },
+		.st = { .n = 0 }, .save_longest_s = h->save_longest_s,
 		.resume = "", .resume_step = 0, .skip = 0, .interval = "",
 	};
 	for (int i = 0; i < h->nattempts; i++)
@@ -244,6 +244,7 @@ void wr_job_watch_cfg(const struct wr_job *j, int nranks, struct wr_watch_cfg *w
 		.hb_dir = j->hb_dir, .nranks = nranks,
 		.hang = { .k = o->hang_k, .floor_s = o->hang_min, .cap_s = o->hang_max,
 		          .startup_s = o->hang_startup, .pause_cap_s = 10 * o->hang_max },
+		.save = { .factor = o->save_factor, .floor_s = o->save_min, .cap_s = 10 * o->hang_max },
 		.progress_from_output = o->progress_out, .straggler_factor = o->strag_factor,
 		.straggler_min_s = o->strag_min, .stuck_margin_s = j->stuck_margin_s,
 		.straggler_steps = (long)o->strag_steps, .straggler_spare = wr_job_has_spare(j),

@@ -60,6 +60,7 @@ struct wr_job {
 	long load_fail_step;       /* ... of the checkpoint of this step */
 	bool ckpt_marked;          /* this attempt's checkpoint was just marked bad (wr_job_mark_bad) */
 	struct wr_steptimes st;
+	double save_longest_s;     /* the longest save seen: the ledger's, then this run's (< 0: none) */
 	/* this attempt */
 	char resume[4096];
 	long resume_step, skip;

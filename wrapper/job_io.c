@@ -42,6 +42,7 @@ void wr_site_read(const struct opts *o, struct wr_site *s)
 {
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	const char *iv = getenv(LLMT_ENV_CKPT_INTERVAL);
+	wr_slurm_timeout_set(o->slurm_timeout);   /* before the first query (hostnames) */
 	*s = (struct wr_site){
 		.job = job, .nodelist = getenv("SLURM_JOB_NODELIST"),
 		.run = (int)wr_env_num("SLURM_RESTART_COUNT", 0, 0, 1e6),
@@ -248,6 +249,7 @@ int wr_job_run(struct wr_job *j, struct wr_watch_out *wo)
 	struct wr_watch_cfg wc;
 	wr_job_watch_cfg(j, nranks, &wc);
 	wc.hb_old = old;
+	wc.save_longest_s = &j->save_longest_s;   /* learnt across attempts */
 	wc.nranks_max = old ? cap : nranks;
 	wr_watch(&wc, &step, &j->st, wo);
 	free(old);

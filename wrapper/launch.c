@@ -17,9 +17,17 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool shield;
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 void wr_shield_children(bool on)
 {
@@ -45,15 +53,24 @@ static void child_signals(void)
 			signal(s, SIG_DFL);
 }
 
-/* Reads both pipes to EOF (bounded by the buffers; the rest is dropped). */
-static void drain2(int ofd, char *out, size_t len, int efd, char *err, size_t errlen)
+/* Reads both pipes to EOF (bounded by the buffers; the rest is dropped)
+ * or until deadline (mono() seconds; <= 0: none). False when the
+ * deadline came first (the pipes are closed then). */
+static bool drain2(int ofd, char *out, size_t len, int efd, char *err, size_t errlen, double deadline)
 {
 	size_t on = 0, en = 0;
 	struct pollfd p[2] = { { ofd, POLLIN, 0 }, { efd, POLLIN, 0 } };
 	int open_ = 2;
+	bool in_time = true;
 	char junk[4096];
 	while (open_ > 0) {
-		if (poll(p, 2, -1) < 0) {
+		double left = deadline > 0 ? deadline - mono() : -1;
+		if (deadline > 0 && left <= 0) {
+			in_time = false;
+			break;
+		}
+		int rc = poll(p, 2, left < 0 ? -1 : (int)(left * 1000) + 1);
+		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -77,13 +94,41 @@ static void drain2(int ofd, char *out, size_t len, int efd, char *err, size_t er
 			}
 		}
 	}
+	for (int i = 0; i < 2; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
 	if (out && len)
 		out[on] = '\0';
 	if (err && errlen)
 		err[en] = '\0';
+	return in_time;
 }
 
-int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t errlen)
+/* Waits for pid until deadline (<= 0: none); past it, SIGKILL to pid (our
+ * own child, not yet reaped: the pid is still ours) and reaps it. Its
+ * exit code, 128 + signal, -1, or WR_RUN_TIMEDOUT. */
+static int reap(pid_t pid, double deadline, bool killed)
+{
+	int st;
+	for (;;) {
+		pid_t w = waitpid(pid, &st, killed || deadline <= 0 ? 0 : WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			return -1;
+		if (w == 0 && mono() >= deadline) {
+			kill(pid, SIGKILL);
+			killed = true;
+		} else if (w == 0) {
+			poll(NULL, 0, 10);
+		}
+	}
+	if (killed)
+		return WR_RUN_TIMEDOUT;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int wr_run_capture_timeout(char *const argv[], char *out, size_t len, char *err, size_t errlen, double timeout_s)
 {
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) != 0)
@@ -93,6 +138,7 @@ int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t 
 		close(po[1]);
 		return -1;
 	}
+	double deadline = timeout_s > 0 ? mono() + timeout_s : 0;
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
@@ -108,12 +154,15 @@ int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t 
 	}
 	close(po[1]);
 	close(pe[1]);
-	drain2(po[0], out, len, pe[0], err, errlen);
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	bool in_time = drain2(po[0], out, len, pe[0], err, errlen, deadline);
+	if (!in_time)
+		kill(pid, SIGKILL);
+	return reap(pid, deadline, !in_time);
+}
+
+int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t errlen)
+{
+	return wr_run_capture_timeout(argv, out, len, err, errlen, 0);
 }
 
 /* A listed checkpoint's generation (include/llmt/ckptgen.h): its

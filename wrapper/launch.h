@@ -64,4 +64,10 @@ void wr_shield_children(bool on);
 /* Runs argv, waits, returns its exit code (or -1), stdout to out (len). */
 int wr_run_capture(char *const argv[], char *out, size_t len, char *err, size_t errlen);
 
+/* As wr_run_capture, with a deadline: a command still running (or holding
+ * its pipes) timeout_s after its start is killed (SIGKILL to its pid, our
+ * own child) and reaped; WR_RUN_TIMEDOUT then. timeout_s <= 0: none. */
+#define WR_RUN_TIMEDOUT (-2)
+int wr_run_capture_timeout(char *const argv[], char *out, size_t len, char *err, size_t errlen, double timeout_s);
+
 #endif

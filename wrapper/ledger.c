@@ -179,11 +179,26 @@ static void load_mark(struct wr_history *h, const char *ev, json_t *o, bool ours
 		wr_history_bad_id(h, str(o, "path"), trusted, str(o, "id"));
 }
 
+/* An attempt event o (written at t) */
+static void load_attempt(struct wr_attempt *a, json_t *o, double t)
+{
+	a->t_launch = num(o, "t_launch", t);
+	a->t_first_step = num(o, "t_first_step", -1);
+	a->t_end = num(o, "t_end", t);
+	a->resume_step = (long)num(o, "resume_step", 0);
+	a->last_step = (long)num(o, "last_step", 0);
+	a->step_s = num(o, "step_s", 0);
+	a->ckpt_s = num(o, "ckpt_s", 0);
+	a->cls = class_of(str(o, "class"));
+	a->run = (int)num(o, "run", 0);
+}
+
 int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 {
 	memset(h, 0, sizeof *h);
 	h->max_resume_step = -1;
 	h->skip_until_step = -1;
+	h->save_longest_s = -1;
 	FILE *f = wr_fopen_read(path);
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
@@ -223,16 +238,7 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 		} else if (strcmp(ev, "launch") == 0) {
 			h->attempts_total++;
 		} else if (strcmp(ev, "attempt") == 0 && h->nattempts < WR_HIST_MAX) {
-			struct wr_attempt *a = &h->attempts[h->nattempts++];
-			a->t_launch = num(o, "t_launch", t);
-			a->t_first_step = num(o, "t_first_step", -1);
-			a->t_end = num(o, "t_end", t);
-			a->resume_step = (long)num(o, "resume_step", 0);
-			a->last_step = (long)num(o, "last_step", 0);
-			a->step_s = num(o, "step_s", 0);
-			a->ckpt_s = num(o, "ckpt_s", 0);
-			a->cls = class_of(str(o, "class"));
-			a->run = (int)num(o, "run", 0);
+			load_attempt(&h->attempts[h->nattempts++], o, t);
 		} else if (strcmp(ev, "failure") == 0 && h->npast < WR_HIST_MAX) {
 			h->past[h->npast].cls = class_of(str(o, "class"));
 			snprintf(h->past[h->npast].node, WR_NODE_LEN, "%s", str(o, "node"));
@@ -262,6 +268,8 @@ int wr_ledger_load(const char *path, const char *job, struct wr_history *h)
 			h->max_resume_step = (long)num(o, "max_resume_step", -1);
 			h->skip_until_step = (long)num(o, "skip_until_step", -1);
 			h->need_agree = json_is_true(json_object_get(o, "need_agree"));
+		} else if (strcmp(ev, "save") == 0 && num(o, "save_s", -1) > h->save_longest_s) {
+			h->save_longest_s = num(o, "save_s", -1);   /* any job's: the same model and storage */
 		} else if (strcmp(ev, "ckpt_bad") == 0 || strcmp(ev, "ckpt_unmark") == 0) {
 			load_mark(h, ev, o, ours);
 		} else if (strcmp(ev, "end") == 0 || strcmp(ev, "requeue") == 0) {

@@ -69,6 +69,7 @@ struct wr_history {
 	struct wr_bad_ckpt bad[WR_BAD_MAX]; /* checkpoints marked bad: by exit 89 in any job of the
 	                                     * run dir, by the load-phase rule in this job */
 	int nbad;
+	double save_longest_s;          /* the longest save event's save_s of the run dir (< 0: none) */
 };
 
 /* Adds path to h's bad checkpoints (no duplicates; full: the oldest mark

@@ -62,6 +62,14 @@ static void help(void)
 	       "  --preflight-timeout S   the self-test's time limit (default 300)\n"
 	       "  --selftest-cmd PATH     the program run as PATH selftest --json FILE (default the\n"
 	       "                          checkpoint tool, llm-train)\n"
+	       "  --save-factor F         a rank in phase save for F x the longest save seen (the run\n"
+	       "                          dir's ledger, this job's attempts) is hung (default\n"
+	       "                          $LLM_TRAIN_SAVE_FACTOR or 5; 0: off; no save seen yet: 10 x\n"
+	       "                          --hang-timeout-max)...\n"
+	       "  --save-timeout-min S    ... or S seconds if longer (default $LLM_TRAIN_SAVE_TIMEOUT_MIN\n"
+	       "                          or 120)\n"
+	       "  --slurm-timeout S       a slurmctld query (scontrol, squeue, sinfo, job state) that has\n"
+	       "                          not answered in S is killed (default $LLM_TRAIN_SLURM_TIMEOUT or 10)\n"
 	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
 	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
 	       "  --no-requeue            never requeue (stop instead)\n"
@@ -113,7 +121,7 @@ double wr_env_num(const char *name, double dflt, double lo, double hi)
 enum { O_CKPT = 256, O_RUN, O_HB, O_MAXR, O_WIN, O_HMIN, O_HMAX, O_HK, O_BACK, O_ROLL, O_SKIP,
        O_SPARES, O_SHRINK, O_NOSHRINK, O_GRACE, O_MTBF, O_NOREQ, O_PROG, O_SRUN, O_NOSRUN, O_TOOL,
        O_TICK, O_NODEWAIT, O_HSTART, O_SFACT, O_SMIN, O_HELP, O_MEVERY, O_MFILE, O_MHTTP,
-       O_PRE, O_NOPRE, O_PRETIME, O_STCMD, O_SSTEPS };
+       O_PRE, O_NOPRE, O_PRETIME, O_STCMD, O_SSTEPS, O_SAVEF, O_SAVEMIN, O_SLURMT };
 
 static const struct option long_opts[] = {
 	{ "ckpt-dir", required_argument, 0, O_CKPT }, { "run-dir", required_argument, 0, O_RUN },
@@ -134,6 +142,8 @@ static const struct option long_opts[] = {
 	{ "straggler-steps", required_argument, 0, O_SSTEPS }, { "hang-startup", required_argument, 0, O_HSTART },
 	{ "preflight", no_argument, 0, O_PRE }, { "no-preflight", no_argument, 0, O_NOPRE },
 	{ "preflight-timeout", required_argument, 0, O_PRETIME }, { "selftest-cmd", required_argument, 0, O_STCMD },
+	{ "save-factor", required_argument, 0, O_SAVEF }, { "save-timeout-min", required_argument, 0, O_SAVEMIN },
+	{ "slurm-timeout", required_argument, 0, O_SLURMT },
 	{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
 };
 
@@ -158,6 +168,9 @@ static void set_defaults(struct opts *o)
 	o->preflight = -1;
 	o->preflight_policy = wr_env_num(LLMT_ENV_PREFLIGHT, 0, 0, 1) == 1;
 	o->preflight_timeout = 300;
+	o->save_factor = wr_env_num(LLMT_ENV_SAVE_FACTOR, 5, 0, 1e4);
+	o->save_min = wr_env_num(LLMT_ENV_SAVE_TIMEOUT_MIN, 120, 0.1, 1e7);
+	o->slurm_timeout = wr_env_num(LLMT_ENV_SLURM_TIMEOUT, 10, 0.1, 3600);
 	o->node_wait = -1;
 	o->strag_factor = 1.5;
 	o->strag_steps = 5;
@@ -189,6 +202,9 @@ static void take(struct opts *o, int c, const char *opt, bool *hang_min_given)
 	case O_NOPRE: o->preflight = 0; break;
 	case O_PRETIME: o->preflight_timeout = num_arg("--preflight-timeout", optarg, 1, 86400); break;
 	case O_STCMD: o->selftest_cmd = optarg; break;
+	case O_SAVEF: o->save_factor = num_arg("--save-factor", optarg, 0, 1e4); break;
+	case O_SAVEMIN: o->save_min = num_arg("--save-timeout-min", optarg, 0.1, 1e7); break;
+	case O_SLURMT: o->slurm_timeout = num_arg("--slurm-timeout", optarg, 0.1, 3600); break;
 	case O_GRACE: o->grace = num_arg("--preempt-grace", optarg, 0, 1e5); break;
 	case O_MTBF: o->mtbf = num_arg("--mtbf", optarg, 1, 1e10); break;
 	case O_NOREQ: o->requeue = false; break;

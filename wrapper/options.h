@@ -17,6 +17,8 @@ struct opts {
 	int preflight;       /* --preflight 1, --no-preflight 0, -1: with spares or the policy's */
 	bool preflight_policy;                    /* LLM_TRAIN_PREFLIGHT=1 (the plugin's policy) */
 	double preflight_timeout;                 /* the self-test's time limit, seconds */
+	double save_factor, save_min;             /* save limit: factor x the longest save, at least save_min (s) */
+	double slurm_timeout;                     /* a slurmctld query (scontrol, squeue, sinfo, job-state) is killed after this (s) */
 	const char *selftest_cmd;                 /* NULL: the checkpoint tool (llm-train) */
 	bool requeue, progress_out, no_srun, ckpt_tool_given;
 	int verbose;

@@ -15,6 +15,23 @@
 
 #define PROG "llm-train-wrap"
 
+static double slurm_timeout_s = 10;
+
+void wr_slurm_timeout_set(double s)
+{
+	slurm_timeout_s = s;
+}
+
+int wr_slurm_query(char *const argv[], char *out, size_t len, char *err, size_t errlen, const char *instead)
+{
+	int rc = wr_run_capture_timeout(argv, out, len, err, errlen, slurm_timeout_s);
+	if (rc == WR_RUN_TIMEDOUT)
+		fprintf(stderr, PROG ": %s %s: no answer in %g s (--slurm-timeout): killed; %s\n",
+		        strcmp(argv[0], "/proc/self/exe") == 0 ? PROG : argv[0], argv[1] ? argv[1] : "",
+		        slurm_timeout_s, instead);
+	return rc;
+}
+
 /* Expands a Slurm hostlist with scontrol; returns the count (names in out). */
 int wr_hostnames(const char *list, char ***out)
 {
@@ -22,7 +39,8 @@ int wr_hostnames(const char *list, char ***out)
 	char err[1024];
 	char *argv[] = { "scontrol", "show", "hostnames", (char *)list, NULL };
 	*out = NULL;
-	if (!list || !*list || wr_run_capture(argv, buf, sizeof buf, err, sizeof err) != 0)
+	if (!list || !*list || wr_slurm_query(argv, buf, sizeof buf, err, sizeof err,
+	                                      "the allocation's node names unknown: heartbeats' node names kept") != 0)
 		return 0;
 	int n = 0, cap = 16;
 	char **v = malloc((size_t)cap * sizeof *v);
@@ -99,8 +117,8 @@ static int run_cmd(const char *a0, const char *a1, const char *a2, const char *a
 {
 	char out[2048], err[2048];
 	char *argv[] = { (char *)a0, (char *)a1, (char *)a2, (char *)a3, NULL };
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
-	if (rc != 0)
+	int rc = wr_slurm_query(argv, out, sizeof out, err, sizeof err, "the requeue may be incomplete");
+	if (rc != 0 && rc != WR_RUN_TIMEDOUT)
 		fprintf(stderr, PROG ": %s %s %s %s: exit %d: %s", a0, a1, a2, a3 ? a3 : "", rc, err);
 	return rc;
 }
@@ -119,8 +137,14 @@ static bool requeued_by_slurm(const char *err)
 static int requeue_cmd(const char *job, const char *verb)
 {
 	char out[2048], err[2048];
-	char *argv[] = { "scontrol", (char *)verb, (char *)job, NULL };
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
+	char *argv[] = { "scontrol", (char *)verb, (char *)job, NULL }, instead[160];
+	/* the safe side: not requeued (the wrapper exits with the attempt's
+	 * code); if slurmctld got it after all, the job comes back and resumes */
+	snprintf(instead, sizeof instead, "taken as not requeued%s", strcmp(verb, "requeuehold") == 0 ?
+	         " (if it was, the job is held: scontrol release it)" : "");
+	int rc = wr_slurm_query(argv, out, sizeof out, err, sizeof err, instead);
+	if (rc == WR_RUN_TIMEDOUT)
+		return rc;
 	if (rc != 0 && requeued_by_slurm(err)) {
 		fprintf(stderr, PROG ": job %s was requeued by Slurm already (scontrol requeue or preemption)\n", job);
 		return 0;
@@ -163,7 +187,7 @@ double wr_slurmd_timeout(void)
 	static char out[1 << 17];
 	char err[512];
 	char *argv[] = { "scontrol", "show", "config", NULL };
-	if (wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+	if (wr_slurm_query(argv, out, sizeof out, err, sizeof err, "SlurmdTimeout taken as 300 s") != 0)
 		return 300;
 	const char *p = strstr(out, "\nSlurmdTimeout");
 	double t;
@@ -177,7 +201,7 @@ int wr_cancel_leftover_steps(const char *job)
 	static char out[1 << 16];
 	char err[1024];
 	char *argv[] = { "squeue", "-h", "-s", "-j", (char *)job, "-o", "%i %j", NULL };
-	if (!job || !*job || wr_run_capture(argv, out, sizeof out, err, sizeof err) != 0)
+	if (!job || !*job || wr_slurm_query(argv, out, sizeof out, err, sizeof err, "leftover steps not looked for") != 0)
 		return 0;
 	int n = 0;
 	for (char *save = NULL, *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
@@ -187,7 +211,7 @@ int wr_cancel_leftover_steps(const char *job)
 		fprintf(stderr, PROG ": step %s is still listed after its srun ended: scancel\n", id);
 		char *cv[] = { "scancel", id, NULL };
 		wr_shield_children(false);
-		if (wr_run_capture(cv, err, sizeof err, err, sizeof err) == 0)
+		if (wr_slurm_query(cv, err, sizeof err, err, sizeof err, "the step is left as it is") == 0)
 			n++;
 	}
 	return n;
@@ -233,5 +257,6 @@ int wr_job_cancelled(const char *job)
 {
 	char out[256], err[1024];
 	char *argv[] = { "/proc/self/exe", "job-state", (char *)job, NULL };
-	return wr_run_capture(argv, out, sizeof out, err, sizeof err) == 0 && strncmp(out, "CANCELLED\n", 10) == 0;
+	return wr_slurm_query(argv, out, sizeof out, err, sizeof err, "the job taken as not cancelled") == 0 &&
+	       strncmp(out, "CANCELLED\n", 10) == 0;
 }

@@ -24,6 +24,13 @@ double wr_slurmd_timeout(void);
  * requeue in the ledger first. Returns 0 once the job is requeued. */
 int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l);
 
+/* The bound on every slurmctld query below (--slurm-timeout, seconds). */
+void wr_slurm_timeout_set(double s);
+/* Runs the slurmctld query argv under that bound: a query past it is
+ * killed, with one line naming it, the bound and what the wrapper does
+ * instead (instead); WR_RUN_TIMEDOUT then, else as wr_run_capture. */
+int wr_slurm_query(char *const argv[], char *out, size_t len, char *err, size_t errlen, const char *instead);
+
 /* The name the wrapper gives its steps (srun --job-name). */
 #define WR_STEP_NAME "llm-train-wrap"
 

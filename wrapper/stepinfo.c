@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "watch.h"
 #include "rdfile.h"
+#include "slurm.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -89,7 +90,9 @@ int wr_node_states(const char *sinfo, const char *nodelist, struct wr_nodes *bad
 	memset(bad, 0, sizeof *bad);
 	if (!nodelist || !*nodelist)
 		return 0;
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
+	int rc = wr_slurm_query(argv, out, sizeof out, err, sizeof err, "node states unknown: no node excluded on Slurm's word");
+	if (rc == WR_RUN_TIMEDOUT)
+		return -1;
 	if (rc != 0) {
 		fprintf(stderr, "llm-train-wrap: sinfo failed (exit %d): %s", rc, err);
 		return -1;

@@ -2,8 +2,7 @@
  * kill, signal forwarding, stragglers); the post-mortem readers (srun's
  * task-exit lines, sinfo node states, sdc.json) are in stepinfo.c. */
 #define _GNU_SOURCE
-#include "watch.h"
-#include "straggle.h"
+#include "watch_priv.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,36 +27,6 @@ double wr_now(void)
 }
 
 /* ---- the loop ---------------------------------------------------------- */
-
-struct linebuf {
-	char b[8192];
-	size_t n;
-};
-
-struct ctx {
-	const struct wr_watch_cfg *c;
-	struct wr_watch_out *o;
-	struct wr_steptimes *st;
-	struct wr_hb *hb;
-	struct wr_hb *cur;        /* per rank: what this tick read (hbread.h) */
-	struct wr_hbmark *mark;   /* per rank: its heartbeat's content and when (our clock) first read */
-	long *seen_step;          /* per rank: last step we sampled */
-	bool *straggler_told;
-	struct wr_strag strag;    /* compute-time stragglers (straggle.h) */
-	bool *strag_told;
-	double last_line;         /* progress_from_output */
-	long lines;
-	double rate_t;
-	long rate_step;
-	double last_tick;
-	struct wr_steptimes mine; /* this attempt's step times */
-	bool killing;             /* the wrapper is ending the step (hang) */
-	bool first_seen;          /* srun reported a task ending badly */
-	double first_hb;          /* when this attempt's first heartbeat was read (-1: none) */
-	double doom_at;           /* a rank died: end the step at this time (0: no) */
-	int n;                    /* ranks watched: nranks, or 1 + the highest rank with a record of this attempt */
-	int cap;                  /* the arrays' size: nranks_max */
-};
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -157,6 +126,19 @@ static void grow(struct ctx *x)
 	x->strag.n = top;
 }
 
+/* A save of rank r that took save_s (< 0: none): the longest save seen
+ * grows, with a save event in the ledger when it does (the next run's
+ * save limit starts from it). */
+static void note_save(struct ctx *x, int r, double save_s)
+{
+	double *l = x->c->save_longest_s;
+	if (!l || save_s < 0 || save_s <= *l)
+		return;
+	*l = save_s;
+	wr_ledger_event(x->c->ledger, "save", json_pack("{s:i,s:i,s:I,s:f}", "attempt", x->c->attempt, "rank", r,
+	                "step", (json_int_t)x->hb[r].step, "save_s", save_s));
+}
+
 static void read_heartbeats(struct ctx *x)
 {
 	const struct wr_watch_cfg *c = x->c;
@@ -174,6 +156,11 @@ static void read_heartbeats(struct ctx *x)
 			wr_hb_mark(&x->mark[r], &h, now);
 			struct wr_rank_times before = x->hb[r].t;
 			x->hb[r] = h;
+			note_save(x, r, wr_save_track(&x->save[r], &h, now));
+			/* saves shorter than a tick: the checkpoint stall the rank
+			 * timed since the last read (the sum when it saved twice) */
+			double ck = h.t.valid && h.t.steps > before.steps ? h.t.total[WR_T_CKPT] - before.total[WR_T_CKPT] : 0;
+			note_save(x, r, ck > 0 ? ck : -1);
 			if (x->first_hb < 0 || h.time < x->first_hb)
 				x->first_hb = h.time;   /* the ranks of this attempt are up */
 			if (h.phase == PH_TRAIN || h.phase == PH_SAVE || h.phase == PH_DONE) {
@@ -203,11 +190,6 @@ static void read_heartbeats(struct ctx *x)
 	}
 }
 
-static const char *node_of(struct ctx *x, int r)
-{
-	return (r >= 0 && r < x->n) ? x->hb[r].host : "";
-}
-
 static void check_stragglers(struct ctx *x)
 {
 	double ratio = 0;
@@ -233,78 +215,6 @@ static void rate_event(struct ctx *x, double now, double timeout)
 	x->rate_step = x->o->last_step;
 }
 
-/* The step ended with exit 75 (a task's first report, or srun's code when
- * no task was reported) and not because the wrapper ended it: the
- * communication watchdog fired in a rank, or a peer was lost. */
-static bool watchdog_exit(const struct ctx *x)
-{
-	const struct wr_ending *e = &x->o->e;
-	if (e->hung || x->killing || e->wrapper_signal || e->task_signal)
-		return false;
-	if (e->task_exit_code)
-		return e->task_exit_code == LLMT_EXIT_TRANSIENT;
-	return e->exited && e->exit_code == LLMT_EXIT_TRANSIENT;
-}
-
-/* On exit 75, the heartbeats last read name the rank the others waited for.
- * Their ages are judged by when this wrapper first read each one, on its
- * own clock (wr_hb_mark): the times in them are from the nodes' clocks,
- * which may be apart by more than the margin (a tick of error instead). */
-static void find_stuck(struct ctx *x)
-{
-	const struct wr_watch_cfg *c = x->c;
-	double silent = 0, gap = 0;
-	if (!watchdog_exit(x))
-		return;
-	int r = wr_stuck_find(x->hb, x->n, x->o->t_end, c->stuck_margin_s, &silent, &gap);
-	if (r < 0)
-		return;
-	x->o->stuck_rank = r;
-	snprintf(x->o->e.stuck_node, sizeof x->o->e.stuck_node, "%s", node_of(x, r));
-	fprintf(stderr, "llm-train-wrap: exit %d: rank %d on %s silent for %.1f s, %.1f s longer than any other rank "
-	        "(margin %.1f s): it stalled its peers into the communication watchdog\n", LLMT_EXIT_TRANSIENT, r,
-	        *x->o->e.stuck_node ? x->o->e.stuck_node : "? (no host in its heartbeat)", silent, gap,
-	        c->stuck_margin_s);
-	wr_ledger_event(c->ledger, "stuck", json_pack("{s:i,s:i,s:s,s:f,s:f,s:f}", "attempt", c->attempt, "rank", r,
-	                "node", x->o->e.stuck_node, "silent_s", silent, "gap_s", gap, "margin_s", c->stuck_margin_s));
-}
-
-/* The live metrics' view of this attempt (live.h). */
-static void live_tick(struct ctx *x, double now)
-{
-	if (!x->c->live)
-		return;
-	struct wr_attempt_times a;
-	wr_attempt_times(&x->hb[0].t, x->n, (int)sizeof x->hb[0], &a);
-	const struct wr_watch_out *o = x->o;
-	struct wr_live_now n = { .now = now, .attempt = x->c->attempt, .hb = x->c->progress_from_output ? NULL : x->hb,
-	                         .nranks = x->n,
-	                         .cur = { o->t_launch, a.ranks ? a.first_step : o->t_first_step, now, x->c->resume_step,
-	                                  o->last_step, a.ranks ? a.step_s : wr_median(x->mine.v, x->mine.n),
-	                                  a.ranks ? a.ckpt_s : o->ckpt_s, WR_DONE, 0 } };
-	wr_live_tick(x->c->live, &n);
-}
-
-/* The ranks' own step times replace what the ticks saw: the step time,
- * the checkpoint stall and the first step of the attempt (a job of short
- * steps may be over between two ticks). Logged as a rank_times event. */
-static void use_rank_times(struct ctx *x)
-{
-	struct wr_attempt_times a;
-	wr_attempt_times(&x->hb[0].t, x->n, (int)sizeof x->hb[0], &a);
-	if (!a.ranks)
-		return;
-	x->o->step_s = a.step_s;
-	x->o->ckpt_s = a.ckpt_s;
-	if (a.first_step >= x->o->t_launch && (x->o->t_first_step < 0 || a.first_step < x->o->t_first_step))
-		x->o->t_first_step = a.first_step;
-	json_t *mean = json_object();
-	for (int k = 0; k < WR_T_N; k++)
-		json_object_set_new(mean, wr_part_name(k), json_real(a.mean[k]));
-	wr_ledger_event(x->c->ledger, "rank_times", json_pack("{s:i,s:i,s:f,s:f,s:o}", "attempt", x->c->attempt,
-	                "ranks", a.ranks, "step_s", a.step_s, "ckpt_s", a.ckpt_s, "total_s", mean));
-}
-
 /* One attempt's buffers and clocks; -1 when out of memory. */
 static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_steptimes *st, struct wr_watch_out *o)
 {
@@ -325,7 +235,8 @@ static int ctx_init(struct ctx *x, const struct wr_watch_cfg *c, struct wr_stept
 	x->strag = (struct wr_strag){ .n = x->n, .r = calloc((size_t)n, sizeof *x->strag.r),
 	                              .factor = c->straggler_factor, .k = c->straggler_steps };
 	x->strag_told = calloc((size_t)n, sizeof *x->strag_told);
-	if (!x->hb || !x->cur || !x->mark || !x->seen_step || !x->straggler_told || !x->strag.r ||
+	x->save = calloc((size_t)n, sizeof *x->save);
+	if (!x->save || !x->hb || !x->cur || !x->mark || !x->seen_step || !x->straggler_told || !x->strag.r ||
 	    !x->strag_told) {
 		fprintf(stderr, "llm-train-wrap: out of memory for %d ranks\n", n);
 		return -1;
@@ -354,16 +265,8 @@ static void ctx_free(struct ctx *x)
 	free(x->straggler_told);
 	free(x->strag.r);
 	free(x->strag_told);
+	free(x->save);
 }
-
-/* The loop's own state: srun's pipes, its exit, the pending escalation. */
-struct wloop {
-	struct linebuf lo, le;
-	bool out_open, err_open, exited, told_nohb;
-	int status;
-	double term_at, kill_at, hard_kill_at;   /* pending escalation (-1: none) */
-	double save_start;                       /* rank 0 entered its current save phase */
-};
 
 /* A signal to the wrapper: the step is asked to checkpoint (SIGUSR1 to its
  * process group: srun alone, which forwards it to every task; with
@@ -462,6 +365,12 @@ static int find_hang(struct ctx *x, double now, double timeout, double *stale, s
 	read_heartbeats(x);
 	hung = wr_hang_find(x->hb, x->n, now, x->first_hb >= 0 ? x->first_hb : x->o->t_launch, timeout,
 	                    startup, c->hang.pause_cap_s, stale);
+	if (hung < 0 && c->save_longest_s) {
+		/* beating on in phase save past the save limit: the save is hung */
+		double limit = wr_save_limit(&c->save, *c->save_longest_s), held = 0;
+		if ((hung = wr_save_find(x->save, x->n, now, limit, &held)) >= 0)
+			L->save_held = held, L->save_limit = limit, *stale = now - x->hb[hung].time;
+	}
 	bool any = false;
 	for (int r = 0; r < x->n; r++)
 		any = any || x->hb[r].valid;
@@ -479,21 +388,43 @@ static int find_hang(struct ctx *x, double now, double timeout, double *stale, s
 	return hung;
 }
 
+/* A save hang: ranks beat on in phase save past the save limit. No rank
+ * is singled out (every rank stays in the save until all have written:
+ * a slow writer, or the storage, holds them all). */
+static void on_save_hang(struct ctx *x, int hung, double stale, struct wloop *L)
+{
+	const struct wr_watch_cfg *c = x->c;
+	struct wr_watch_out *o = x->o;
+	o->hung_rank = -1;
+	o->e.hung_node[0] = '\0';
+	fprintf(stderr, "llm-train-wrap: save hang: rank %d on %s in the save of step %ld for %.1f s (save limit %.1f s: "
+	        "%g x the longest save seen, %.1f s, at least %.1f s): killing the step\n", hung,
+	        *node_of(x, hung) ? node_of(x, hung) : "?", x->save[hung].step, L->save_held, L->save_limit,
+	        c->save.factor, *c->save_longest_s, c->save.floor_s);
+	wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:I}", "attempt",
+	                c->attempt, "rank", -1, "node", "", "silent_s", stale, "timeout_s", L->save_limit, "together", 0,
+	                "spread_s", 0.0, "save_held_s", L->save_held, "save_limit_s", L->save_limit, "save_longest_s",
+	                *c->save_longest_s, "save_step", (json_int_t)x->save[hung].step));
+}
+
 /* A hang found: recorded, the step ended; rank 0 waiting in a checkpoint
- * for the stalled rank was not checkpointing after that rank went silent. */
+ * for the stalled rank was not checkpointing after that rank went silent
+ * (nor in a save that hung: its time is the hang's). */
 static void on_hang(struct ctx *x, int hung, double now, double stale, double timeout, struct wloop *L)
 {
 	const struct wr_watch_cfg *c = x->c;
 	struct wr_watch_out *o = x->o;
 
 	o->e.hung = true;
-	bool all = !c->progress_from_output && wr_hang_together(x->hb, x->n, x->first_hb >= 0 ? x->first_hb :
-	           o->t_launch, WR_HANG_TOGETHER_S, &o->e.hung_together, &o->e.hung_spread);
+	bool all = L->save_held <= 0 && !c->progress_from_output && wr_hang_together(x->hb, x->n, x->first_hb >= 0 ?
+	           x->first_hb : o->t_launch, WR_HANG_TOGETHER_S, &o->e.hung_together, &o->e.hung_spread);
 	if (!all)
 		o->e.hung_together = 0, o->e.hung_spread = 0;
 	o->hung_rank = c->progress_from_output || all ? -1 : hung;
 	snprintf(o->e.hung_node, sizeof o->e.hung_node, "%s", o->hung_rank < 0 ? "" : node_of(x, hung));
-	if (all)
+	if (L->save_held > 0)
+		on_save_hang(x, hung, stale, L);
+	else if (all)
 		fprintf(stderr, "llm-train-wrap: hang: all %d ranks stopped beating within %.1f s: no rank singled out "
 		        "(silent for %.1f s, timeout %.1f s): killing the step\n", o->e.hung_together, o->e.hung_spread,
 		        stale, timeout);
@@ -501,13 +432,15 @@ static void on_hang(struct ctx *x, int hung, double now, double stale, double ti
 		fprintf(stderr, "llm-train-wrap: hang: %s %d on %s silent for %.1f s (timeout %.1f s): killing the step\n",
 		        c->progress_from_output ? "output" : "rank", c->progress_from_output ? 0 : hung,
 		        *o->e.hung_node ? o->e.hung_node : "?", stale, timeout);
-	wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f,s:i,s:f}", "attempt", c->attempt,
-	                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout,
-	                "together", o->e.hung_together, "spread_s", o->e.hung_spread));
+	if (L->save_held <= 0)
+		wr_ledger_event(c->ledger, "hang", json_pack("{s:i,s:i,s:s,s:f,s:f,s:i,s:f}", "attempt", c->attempt,
+		                "rank", o->hung_rank, "node", o->e.hung_node, "silent_s", stale, "timeout_s", timeout,
+		                "together", o->e.hung_together, "spread_s", o->e.hung_spread));
 	L->term_at = now;
 	x->killing = true;
 	if (L->save_start >= 0 && !c->progress_from_output) {
-		double from = x->hb[hung].valid && x->hb[hung].time > L->save_start ? x->hb[hung].time : L->save_start;
+		double from = L->save_held <= 0 && x->hb[hung].valid && x->hb[hung].time > L->save_start ?
+		              x->hb[hung].time : L->save_start;
 		o->ckpt_s -= now - from;
 		if (o->ckpt_s < 0)
 			o->ckpt_s = 0;
@@ -554,7 +487,7 @@ static void tick(struct ctx *x, struct wr_step *s, double now, struct wloop *L)
 	o->ckpt_s += saving ? now - x->last_tick : 0;
 	x->last_tick = now;
 	int hung = find_hang(x, now, timeout, &stale, L);
-	live_tick(x, now);
+	wr_w_live_tick(x, now);
 	rate_event(x, now, timeout);
 	if (hung >= 0 && L->term_at < 0 && L->kill_at < 0 && !o->e.hung)
 		on_hang(x, hung, now, stale, timeout, L);
@@ -586,8 +519,8 @@ int wr_watch(const struct wr_watch_cfg *c, struct wr_step *s, struct wr_steptime
 	o->step_s = wr_median(x.mine.v, x.mine.n);
 	if (c->nranks > 0 && !c->progress_from_output) {
 		read_heartbeats(&x);
-		find_stuck(&x);
-		use_rank_times(&x);
+		wr_w_find_stuck(&x);
+		wr_w_rank_times(&x);
 		for (int r = 0; r < x.n; r++)
 			o->in_load |= x.hb[r].valid && x.hb[r].phase == PH_LOAD;
 	}

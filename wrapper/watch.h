@@ -14,6 +14,7 @@
 #include "launch.h"
 #include "ledger.h"
 #include "live.h"
+#include "savewatch.h"
 
 /* Ranks a Slurm task may stand for (torchrun --nproc_per_node per task:
  * one per GPU of a node of 8); llm_train.py RANKS_PER_TASK says it too. */
@@ -25,6 +26,8 @@ struct wr_watch_cfg {
 	int nranks_max;            /* rank files read up to this many (torchrun per node: more ranks than tasks) */
 	const struct wr_hbold *hb_old; /* nranks_max records there before the launch (leftovers; NULL: none) */
 	struct wr_hang_cfg hang;
+	struct wr_save_cfg save;   /* a rank held in phase save past its limit is hung (savewatch.h) */
+	double *save_longest_s;    /* in/out: the longest save seen (< 0: none yet); NULL: no save limit */
 	bool progress_from_output; /* no heartbeats: a new output line is progress */
 	double straggler_factor;   /* report a rank slower than factor x median ... */
 	double straggler_min_s;    /* ... and slower by at least this */

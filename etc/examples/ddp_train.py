@@ -19,7 +19,10 @@ the loss NaN from step K on (the module exits 85 after 3 such steps: the
 wrapper rolls back and skips the data past them); hold@K holds rank 0
 after step K until a stop signal reached it (at most 60 s), so a test can
 preempt the job at a known step: every rank saves step K and exits 87,
-the wrapper requeues the job and it resumes from step K.
+the wrapper requeues the job and it resumes from step K; savehang@K
+holds rank 0 in the save of step K (phase save, before anything is
+written; at most 120 s) as a save stuck on the storage would: its
+heartbeat beats on, the wrapper's save limit finds it.
 """
 import argparse, hashlib, os, signal, sys, time
 import torch
@@ -86,6 +89,8 @@ for step in range(start + 1, a.steps + 1):
     if due or step == a.steps:
         job.phase("save", step)
         d = job.ckpt_dir_for(step)
+        if fault == "savehang@%d" % step and job.rank == 0:
+            time.sleep(120)
         if job.rank == 0:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                         "batches_skipped": skip}, os.path.join(d, "state.pt"))

@@ -16,9 +16,7 @@
 set -u
 TAG=badck
 . "$top_srcdir/tests/wrapper/real_lib.sh"
-MODEL=$top_srcdir/configs/tiny.yaml
-mkdir "$W/data"
-/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
+tiny_data
 D=$W/ck
 TRAIN="$LT --model $MODEL --data $W/data --seq 16 --micro-batch 1 --ckpt-interval 2 --quiet"
 $TRAIN --steps 4 --ckpt-dir "$D" >"$W/first.out" 2>&1 || { cat "$W/first.out"; fail "first run: exit $?"; }

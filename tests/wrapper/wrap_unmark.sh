@@ -14,8 +14,7 @@
 set -u
 TAG=unmark
 . "$top_srcdir/tests/wrapper/real_lib.sh"
-mkdir "$W/data"
-/usr/bin/python3 "$top_srcdir/tests/runtime/tiny_shard.py" "$W/data/s.bin" || fail "no token shard"
+tiny_data
 D=$W/ck L=$W/ck/ledger.jsonl S=$W/ck/step_00000002
 TRAIN="$LT --model $top_srcdir/configs/tiny.yaml --data $W/data --seq 16 --micro-batch 1 --quiet"
 job() {  # job NAME STEPS: one wrapper job on $D; its output in $W/NAME.out
