@@ -12,6 +12,15 @@ static const llmt_st_golden goldens[] = {
 	/* the same machine, LLMT_CPU=generic (portable kernels, fp32 products) */
 	{ "generic dnnl-2.6.3 isa-0xe7", "small", 0x4637316bcb3e724cULL, 0.0010231180863846934 },
 	{ "generic dnnl-2.6.3 isa-0xe7", "full", 0x6a1bbbcc9cafc5e0ULL, 0.00099799973569698712 },
+	/* Intel Xeon with AMX and AVX-512 FP16 (oneDNN's avx512_core_amx, isa
+	 * 0x3e7), the same oneDNN: its bf16 products run on AMX tiles, other
+	 * bits than AVX-512 BF16's (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 gives
+	 * the Zen 4 line above, bit for bit); the same bits at 1 and 2 threads.
+	 * Its generic path gives the Zen 4 machine's generic bits. */
+	{ "avx512-bf16 dnnl-2.6.3 isa-0x3e7", "small", 0x2a90372f32e7544aULL, 0.0010234836853820002 },
+	{ "avx512-bf16 dnnl-2.6.3 isa-0x3e7", "full", 0x012067e697027485ULL, 0.00099791346094326382 },
+	{ "generic dnnl-2.6.3 isa-0x3e7", "small", 0x4637316bcb3e724cULL, 0.0010231180863846934 },
+	{ "generic dnnl-2.6.3 isa-0x3e7", "full", 0x6a1bbbcc9cafc5e0ULL, 0.00099799973569698712 },
 	{ NULL, NULL, 0, 0 },
 };
 
