@@ -11,7 +11,9 @@
  * No atomics: every output element has one writer and a fixed order, so
  * results are the same bits run to run. Written by hand on the wmma API
  * rather than on CUTLASS or cuDNN's fused attention: the kernels must run
- * in the CPU emulation (tests/gpu/gk_emu_wmma.h) to be tested here. */
+ * in the CPU emulation (tests/gpu/gk_emu_wmma.h) to be tested here. The
+ * forward here is gk_flash_fwd_wmma: gk_flash_fwd runs dev_flash_mma.cu's
+ * (mma.sync) at head dims 64 and 128. */
 #include "dev_flash.cuh"
 #ifndef GK_EMULATE
 #include <mma.h>
