@@ -18,6 +18,14 @@ __device__ __forceinline__ unsigned mma_pack(float lo, float hi)
 	return (unsigned)l | (unsigned)h << 16;
 }
 
+#ifndef GK_EMULATE
+/* ldmatrix OP (x4 or x4.trans) into r[0..3] from the row address p */
+#define MMA_LDSM(OP, r, p)                                                                   \
+	asm volatile("ldmatrix.sync.aligned.m8n8." OP ".shared.b16 {%0, %1, %2, %3}, [%4];\n" \
+				 : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3])                    \
+				 : "r"((unsigned)__cvta_generic_to_shared(p)))
+#endif
+
 /* four 8x8 b16 matrices: lane 8i + j gives the address of row j of
  * matrix i (16-byte aligned, shared memory); r[i] gets row lane/4,
  * elements 2 (lane%4) and +1 of matrix i */
@@ -26,10 +34,7 @@ __device__ __forceinline__ void mma_ldsm_x4(unsigned r[4], const bf_t *p)
 #ifdef GK_EMULATE
 	gk_emu::ldsm_x4(r, p, false);
 #else
-	unsigned a = (unsigned)__cvta_generic_to_shared(p);
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-				 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-				 : "r"(a));
+	MMA_LDSM("x4", r, p);
 #endif
 }
 
@@ -40,10 +45,7 @@ __device__ __forceinline__ void mma_ldsm_x4_t(unsigned r[4], const bf_t *p)
 #ifdef GK_EMULATE
 	gk_emu::ldsm_x4(r, p, true);
 #else
-	unsigned a = (unsigned)__cvta_generic_to_shared(p);
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-				 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-				 : "r"(a));
+	MMA_LDSM("x4.trans", r, p);
 #endif
 }
 
@@ -54,9 +56,9 @@ __device__ __forceinline__ void mma_bf16(float d[4], const unsigned a[4], const 
 	gk_emu::mma_m16n8k16(d, a, b, d);
 #else
 	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+		"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 
