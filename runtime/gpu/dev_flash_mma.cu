@@ -38,7 +38,7 @@ __device__ __forceinline__ void fm_scores(float s[MK / 8][4], const unsigned qa[
 	for (int kc = 0; kc < P / 16; kc++)
 		for (int np = 0; np < MK / 16; np++) {
 			unsigned bk[4];
-			mma_ldsm_x4(bk, kp + np * 16 * PS + kc * 16);
+			mma_ldsm<false>(bk, kp + np * 16 * PS + kc * 16);
 			mma_bf16(s[2 * np], qa[kc], bk);
 			mma_bf16(s[2 * np + 1], qa[kc], bk + 2);
 		}
@@ -99,7 +99,7 @@ __device__ __forceinline__ void fm_pv(float acc[P / 8][4], const float p[MK / 8]
 						 mma_pack(hi[2], hi[3])};
 		for (int np = 0; np < P / 16; np++) {
 			unsigned bv[4];
-			mma_ldsm_x4_t(bv, vp + kc * 16 * PS + np * 16);
+			mma_ldsm<true>(bv, vp + kc * 16 * PS + np * 16);
 			mma_bf16(acc[2 * np], a, bv);
 			mma_bf16(acc[2 * np + 1], a, bv + 2);
 		}
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(32 * MW)
 	__syncthreads();
 	unsigned qa[P / 16][4];
 	for (int kc = 0; kc < P / 16; kc++)
-		mma_ldsm_x4(qa[kc], sq + wr * PS + fo + kc * 16);
+		mma_ldsm<false>(qa[kc], sq + wr * PS + fo + kc * 16);
 	float acc[P / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 	for (int n = 0; n < P / 8; n++)
 		for (int i = 0; i < 4; i++)

@@ -28,24 +28,18 @@ __device__ __forceinline__ unsigned mma_pack(float lo, float hi)
 
 /* four 8x8 b16 matrices: lane 8i + j gives the address of row j of
  * matrix i (16-byte aligned, shared memory); r[i] gets row lane/4,
- * elements 2 (lane%4) and +1 of matrix i */
-__device__ __forceinline__ void mma_ldsm_x4(unsigned r[4], const bf_t *p)
+ * elements 2 (lane%4) and +1 of matrix i; TRANS (x4.trans): each matrix
+ * transposed, r[i] elements [2 (lane%4)][lane/4] and [2 (lane%4) + 1][lane/4]
+ * of matrix i as stored */
+template <bool TRANS> __device__ __forceinline__ void mma_ldsm(unsigned r[4], const bf_t *p)
 {
 #ifdef GK_EMULATE
-	gk_emu::ldsm_x4(r, p, false);
+	gk_emu::ldsm_x4(r, p, TRANS);
 #else
-	MMA_LDSM("x4", r, p);
-#endif
-}
-
-/* the same, each matrix transposed: r[i] gets elements [2 (lane%4)][lane/4]
- * and [2 (lane%4) + 1][lane/4] of matrix i as stored */
-__device__ __forceinline__ void mma_ldsm_x4_t(unsigned r[4], const bf_t *p)
-{
-#ifdef GK_EMULATE
-	gk_emu::ldsm_x4(r, p, true);
-#else
-	MMA_LDSM("x4.trans", r, p);
+	if constexpr (TRANS)
+		MMA_LDSM("x4.trans", r, p);
+	else
+		MMA_LDSM("x4", r, p);
 #endif
 }
 

@@ -72,9 +72,9 @@ __global__ void k_ldsm(const float *m, unsigned *out, int trans)
 	const bf_t *p = sm + (((l >> 3) & 1) * 8 + (l & 7)) * LD + (l >> 4) * 8;
 	unsigned r[4];
 	if (trans)
-		mma_ldsm_x4_t(r, p);
+		mma_ldsm<true>(r, p);
 	else
-		mma_ldsm_x4(r, p);
+		mma_ldsm<false>(r, p);
 	for (int i = 0; i < 4; i++)
 		out[threadIdx.x * 4 + i] = r[i];
 }
@@ -126,9 +126,9 @@ __global__ void k_chain(const float *q, const float *k, const float *v, float *s
 	__syncthreads();
 	int l = threadIdx.x & 31, fo = (((l >> 3) & 1) * 8 + (l & 7)) * LD + (l >> 4) * 8;
 	unsigned qa[4], bk[4], bv[4];
-	mma_ldsm_x4(qa, sq + fo);
-	mma_ldsm_x4(bk, sk + ((l >> 4) * 8 + (l & 7)) * LD + ((l >> 3) & 1) * 8);
-	mma_ldsm_x4_t(bv, sv + fo);
+	mma_ldsm<false>(qa, sq + fo);
+	mma_ldsm<false>(bk, sk + ((l >> 4) * 8 + (l & 7)) * LD + ((l >> 3) & 1) * 8);
+	mma_ldsm<true>(bv, sv + fo);
 	float acc[4][4] = {};
 	mma_bf16(acc[0], qa, bk);
 	mma_bf16(acc[1], qa, bk + 2);
@@ -227,9 +227,9 @@ __global__ void k_bad(int how)
 	if (how == 0 && l == 5)
 		return;
 	if (how == 3 && l == 7)
-		mma_ldsm_x4_t(r, p);
+		mma_ldsm<true>(r, p);
 	else
-		mma_ldsm_x4(r, p);
+		mma_ldsm<false>(r, p);
 }
 static void in_child(const char *what, int how)
 {
