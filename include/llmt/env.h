@@ -56,5 +56,7 @@
 #define LLMT_ENV_FAULT "LLM_TRAIN_FAULT"
 /* the GPU model's attention: fused (default) or chunked (the reference) */
 #define LLMT_ENV_GPU_ATTN "LLM_TRAIN_GPU_ATTN"
+/* its forward at head dims 64 and 128: mma (mma.sync, default) or wmma */
+#define LLMT_ENV_GPU_FLASH "LLM_TRAIN_GPU_FLASH"
 
 #endif

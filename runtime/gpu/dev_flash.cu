@@ -11,8 +11,10 @@
  * No atomics: every output element has one writer and a fixed order, so
  * results are the same bits run to run. Written by hand on the wmma API
  * rather than on CUTLASS or cuDNN's fused attention: the kernels must run
- * in the CPU emulation (tests/gpu/gk_emu_wmma.h) to be tested here. */
-#include "dev_common.cuh"
+ * in the CPU emulation (tests/gpu/gk_emu_wmma.h) to be tested here. The
+ * forward here is gk_flash_fwd_wmma: gk_flash_fwd runs dev_flash_mma.cu's
+ * (mma.sync) at head dims 64 and 128. */
+#include "dev_flash.cuh"
 #ifndef GK_EMULATE
 #include <mma.h>
 #endif
@@ -32,15 +34,15 @@ typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::row_major> fb_row
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf_t, wmma::col_major> fb_col;
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> facc;
 
-/* head dim HD padded to P (a multiple of 16, zeros past HD), rows PS
- * apart; 16-row tiles a block forward (NF) and backward (NB), as many as
+/* the head dim padded (fl_pad, dev_flash.cuh); 16-row tiles a block forward (NF) and backward (NB), as many as
  * 48 KiB of shared memory hold (no opt-in needed): a warp each, but dK/dV
  * gives each of its NB key tiles NS warps, each owning P / NS of the
  * columns of its dK and dV accumulators (NS 2 at head dim 128: the 16
  * accumulator fragments of both did not fit one warp's registers) and
  * FK / NS of the query columns of its scores */
-template <int HD> struct fl_shape {
-	static constexpr int P = HD < 16 ? 16 : HD, PS = P + 8;
+template <int HD> struct fl_shape : fl_pad<HD> {
+	using fl_pad<HD>::P;
+	using fl_pad<HD>::PS;
 	static constexpr int NF = P > 64 ? 2 : 4;
 	static constexpr int NB = P > 32 ? 2 : 4;
 	static constexpr int NS = P > 64 ? 2 : 1;
@@ -62,39 +64,12 @@ template <int HD> struct fl_shape {
 				  "flash tiles beyond 48 KiB of shared memory");
 };
 
-/* may query position tq see key position tk (same batch row b)? */
-__device__ __forceinline__ bool fl_sees(const int *seg, int b, int T, int tq, int tk)
-{
-	return tk <= tq && tq < T && (!seg || seg[(size_t)b * T + tk] == seg[(size_t)b * T + tq]);
-}
-
 /* sum over the 8 threads of a row (lanes differing in bits 0-2) */
 __device__ __forceinline__ float fl_sum8(float v)
 {
 	for (int o = 4; o > 0; o >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
-}
-
-/* rows r0 .. r0+n-1 of a token-major [B*T][nh][HD] bf16 tensor, head hh,
- * into s[n][PS] (zeros past T and past HD up to P), 16 bytes a load (HD
- * is a multiple of 8, the tensor 16-byte aligned) */
-template <int HD>
-__device__ __forceinline__ void fl_load(bf_t *s, const gk_bf16 *src, int b, int T, int nh,
-										int hh, int r0, int n)
-{
-	constexpr int PS = fl_shape<HD>::PS, V = fl_shape<HD>::P / 8;
-	const bf_t *p = reinterpret_cast<const bf_t *>(src);
-	GK_EMU_ALIGNED(p, 16);
-	for (int e = threadIdx.x; e < n * V; e += blockDim.x) {
-		int r = e / V, i = (e % V) * 8, t = r0 + r;
-		uint4 u = make_uint4(0u, 0u, 0u, 0u);
-		if (t < T && i < HD) {
-			GK_EMU_POINT();
-			u = *reinterpret_cast<const uint4 *>(p + (((size_t)b * T + t) * nh + hh) * HD + i);
-		}
-		*reinterpret_cast<uint4 *>(s + r * PS + i) = u;
-	}
 }
 
 /* out [16][N] fp32 (ld SL) = a [16][P] times the transpose of b [N][P]
@@ -496,9 +471,9 @@ static cudaError_t flash_bwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *
 	return GK_LAST_ERROR();
 }
 
-extern "C" cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
-									gk_bf16 *o, float *lse, const int *seg, int B, int T, int H,
-									int KV, int hd, cudaStream_t st)
+extern "C" cudaError_t gk_flash_fwd_wmma(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v,
+										 gk_bf16 *o, float *lse, const int *seg, int B, int T,
+										 int H, int KV, int hd, cudaStream_t st)
 {
 	if (B < 1 || T < 1 || KV < 1 || H % KV)
 		return cudaErrorInvalidValue;

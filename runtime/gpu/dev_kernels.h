@@ -82,7 +82,8 @@ cudaError_t gk_heads_to_tokens(const gk_bf16 *o, gk_bf16 *att, int B, int T, int
 cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int H, int hd,
                                cudaStream_t st);
 
-/* Fused causal attention (dev_flash.cu), token-major: q, o, dO and dq
+/* Fused causal attention (dev_flash.cu; the forward at head dims 64 and
+ * 128 on mma.sync: dev_flash_mma.cu), token-major: q, o, dO and dq
  * [B*T][H][hd], k, v, dk, dv [B*T][KV][hd] (KV divides H: query head h
  * reads KV head h / (H/KV)); lse and D [B][H][T] fp32. seg: NULL, or a
  * segment id per position [B*T]: a query sees the keys at or before it
@@ -94,6 +95,20 @@ cudaError_t gk_tokens_to_heads(const float *datt, gk_bf16 *dO, int B, int T, int
 cudaError_t gk_flash_fwd(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
                          float *lse, const int *seg, int B, int T, int H, int KV, int hd,
                          cudaStream_t st);
+/* the forward on wmma at every head dim (gk_flash_fwd runs it at head
+ * dims other than 64 and 128, LLM_TRAIN_GPU_FLASH=wmma always), and on
+ * mma.sync at 64 and 128 only (dev_flash_mma.cu; cudaErrorInvalidValue
+ * at others): the same contract */
+cudaError_t gk_flash_fwd_wmma(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
+                              float *lse, const int *seg, int B, int T, int H, int KV, int hd,
+                              cudaStream_t st);
+cudaError_t gk_flash_fwd_mma(const gk_bf16 *q, const gk_bf16 *k, const gk_bf16 *v, gk_bf16 *o,
+                             float *lse, const int *seg, int B, int T, int H, int KV, int hd,
+                             cudaStream_t st);
+/* 1 when the mma forward agrees with the wmma one on this device at head
+ * dim hd (64 or 128) on a small case, 0 when not, -1 when the check
+ * could not run */
+int gk_flash_mma_check(int hd, cudaStream_t st);
 /* 1 when this device's wmma keeps one element layout for a product's
  * result and a loaded accumulator (what gk_flash_fwd's rescale needs), 0
  * when not, -1 when the check could not run */

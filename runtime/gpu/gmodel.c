@@ -173,6 +173,27 @@ static int alloc_dev(llmt_gmodel *g)
 	return 0;
 }
 
+/* the fused forward at head dims 64 and 128: mma.sync (default) unless
+ * LLM_TRAIN_GPU_FLASH=wmma, or the mma forward disagrees with the wmma
+ * one on this device (gk_flash_mma_check); 0 or -1 (a bad value) */
+static int gflash_choose(llmt_gmodel *g)
+{
+	const char *fm = getenv(LLMT_ENV_GPU_FLASH);
+	int hd = g->h->hd;
+	if (fm && *fm && strcmp(fm, "mma") && strcmp(fm, "wmma")) {
+		fprintf(stderr, "llm-train: %s='%s' is not mma or wmma\n", LLMT_ENV_GPU_FLASH, fm);
+		return -1;
+	}
+	g->flash_mma = g->fused && (hd == 64 || hd == 128) && !(fm && !strcmp(fm, "wmma"));
+	if (g->flash_mma && gk_flash_mma_check(hd, g->st) != 1) {
+		fprintf(stderr, "llm-train: the mma flash forward disagreed with the wmma one on this GPU "
+				"(self-check at head dim %d): running the wmma forward (set %s=wmma to say so)\n",
+				hd, LLMT_ENV_GPU_FLASH);
+		g->flash_mma = 0;
+	}
+	return 0;
+}
+
 /* fused or chunked attention (LLM_TRAIN_GPU_ATTN, the head dim); the
  * fused kernels' rescale rests on a wmma layout property the API does not
  * promise: checked once per model on this device. 0 or -1 (a bad value) */
@@ -189,7 +210,7 @@ static int gattn_choose(llmt_gmodel *g)
 				"assumed the fused one)\n", LLMT_ENV_GPU_ATTN);
 		g->fused = 0;
 	}
-	return 0;
+	return gflash_choose(g);
 }
 
 static int building;        /* the host mirror is being built (on the CPU) */
@@ -490,3 +511,5 @@ int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C)
 	g->attn_chunk = C;
 	return 0;
 }
+
+int llmt_gmodel_flash_mma(const llmt_gmodel *g) { return g->flash_mma; }

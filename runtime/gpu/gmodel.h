@@ -135,6 +135,10 @@ const float *llmt_gmodel_snapshot_wait(llmt_gmodel *g);
  * T may be set (tests). 0, or -1 when C does not fit or the model runs
  * the fused attention. */
 int llmt_gmodel_set_attn_chunk(llmt_gmodel *g, int C);
+/* 1 when the fused attention's forward runs on mma.sync (head dims 64
+ * and 128, LLM_TRAIN_GPU_FLASH not wmma, the device's self-check passed:
+ * dev_flash_mma.cu), else 0 (wmma, or attention not fused) */
+int llmt_gmodel_flash_mma(const llmt_gmodel *g);
 
 /* Wait for all queued work (under the NCCL watchdog when the model has a
  * TP communicator); 0 or -1 (CUDA or NCCL error on stderr). */

@@ -74,6 +74,7 @@ struct llmt_gmodel {
 	int pinned;                   /* host master and gradients page-locked */
 	int attn_chunk;               /* query rows per attention chunk (gattn_chunk) */
 	int fused;                    /* fused attention (gattn_fused): no P, S, dP, dS, O */
+	int flash_mma;                /* its forward on mma.sync (head dims 64, 128: gflash_choose) */
 	llmt_recompute rc;            /* recomputed in backward: attn core, or whole layers
 	                               * (their activations one set for all: act_plan.c) */
 	int rc_layers;                /* in the stage's first rc_layers layers; the rest keep all */

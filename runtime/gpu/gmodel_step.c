@@ -132,8 +132,9 @@ static int attn_core_fwd(llmt_gmodel *g, struct gslot *sl, struct glayer_act *a)
 	const llmt_model *h = g->h;
 	const int32_t *lo = sl->packed ? sl->lo : NULL;
 	if (g->fused)
-		return gcheck(gk_flash_fwd(a->q, a->k, a->v, a->att, a->lse, lo, h->B, h->T, h->Hl, h->KVl,
-								   h->hd, g->st), "fused attention");
+		return gcheck((g->flash_mma ? gk_flash_fwd : gk_flash_fwd_wmma)(
+						  a->q, a->k, a->v, a->att, a->lse, lo, h->B, h->T, h->Hl, h->KVl, h->hd,
+						  g->st), "fused attention");
 	if (attn_fwd(g, a, h->B * h->Hl, h->T, h->hd, lo))
 		return -1;
 	return gcheck(gk_heads_to_tokens(g->O, a->att, h->B, h->T, h->Hl, h->hd, g->st),

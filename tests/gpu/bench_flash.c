@@ -1,4 +1,5 @@
-/* bench_flash.c: device benchmark of the fused attention (dev_flash.cu):
+/* bench_flash.c: device benchmark of the fused attention (dev_flash.cu;
+ * at head dims 64 and 128 gk_flash_fwd is dev_flash_mma.cu's, mma.sync):
  * `bench_flash kernel B T H KV HD REPS` times gk_flash_fwd and gk_flash_bwd
  * on random bf16 data (ms, causal TFLOPS) and checks that a rerun gives
  * the same bits; `bench_flash model CFG B T STEPS` times forward+backward
@@ -86,12 +87,14 @@ static int kernel(int B, int T, int H, int KV, int hd, int reps)
 	/* causal: half the T x T square; forward 2 products, backward 5 */
 	double fl = 2.0 * B * H * (double)T * T * hd;
 	int same = !memcmp(dq1, dq2, nq * 2);
-	int lay = gk_flash_layout_ok(0);
+	int lay = gk_flash_layout_ok(0), mc = gk_flash_mma_check(hd, 0);
 	printf("bench-flash kernel B=%d T=%d H=%d KV=%d hd=%d: forward %.3f ms (%.1f TFLOPS), "
-	       "backward %.3f ms (%.1f TFLOPS); rerun dq bits %s; wmma layout check %s\n", B, T, H,
+	       "backward %.3f ms (%.1f TFLOPS); rerun dq bits %s; wmma layout check %s; "
+	       "mma forward self-check %s\n", B, T, H,
 	       KV, hd, 1e3 * tf / reps, fl / (tf / reps) / 1e12, 1e3 * tb / reps,
 	       2.5 * fl / (tb / reps) / 1e12, same ? "identical" : "DIFFER",
-	       lay == 1 ? "ok" : lay == 0 ? "FAILED (the fused attention would fall back)" : "not run");
+	       lay == 1 ? "ok" : lay == 0 ? "FAILED (the fused attention would fall back)" : "not run",
+	       mc == 1 ? "ok" : mc == 0 ? "FAILED (the model would run wmma)" : "not run (head dim)");
 	cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(dO); cudaFree(o); cudaFree(lse);
 	cudaFree(D); cudaFree(dq); cudaFree(dk); cudaFree(dv);
 	free(dq1);

@@ -40,6 +40,7 @@
 #undef __forceinline__
 #define __global__
 #define __device__
+#define __launch_bounds__(...)
 /* static shared arrays live in one section, poisoned at every block; the
  * device helpers get internal linkage, so that their shared arrays are not
  * COMDAT (which could not share the section with the kernels' own) */

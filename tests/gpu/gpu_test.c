@@ -15,7 +15,9 @@
  *                               same bits as without a group over 3
  *                               steps, and the TP-aware ZeRO-1 norm
  *   bench CONFIG B T STEPS      tokens/s and MFU of full training steps,
- *                               and the measured cuBLASLt bf16 peak
+ *                               the measured cuBLASLt bf16 peak, and the
+ *                               flash forward on mma.sync vs on wmma
+ *                               (gpu_test_flash.c)
  *   hash                        the device XXH3 against libxxhash
  *                               (gpu_test_hash.c)
  * Exit: 0 pass, 1 fail, 77 no GPU. */
@@ -35,10 +37,11 @@
 #include "comm/parallel.h"
 #include "ref_dump.h"
 #include "gpu_test_hash.h"
+#include "gpu_test_flash.h"
 
 static int failures;
 
-static double now_s(void)
+double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -414,7 +417,7 @@ static int cmd_tp(char **a, int *argc, char ***argv)
 }
 
 /* n bf16 values, uniform in [-1, 1), to device memory at d */
-static int random_bf16(void *d, size_t n, uint64_t seed)
+int random_bf16(void *d, size_t n, uint64_t seed)
 {
 	bf16 *h = malloc(n * sizeof *h);
 	if (!h)
@@ -517,6 +520,8 @@ static int cmd_bench(char **a)
 	llmt_gmodel_free(g);
 	free(tok);
 	free(tgt);
+	if (gpu_test_flash(&c, B, T))   /* the fused forward on mma.sync against wmma */
+		return 1;
 	return lossN < loss0 ? 0 : 1;   /* training the same batch must lower its loss */
 }
 

@@ -13,6 +13,7 @@
  * chunk > 0: attention in query chunks of that many rows */
 /* the model tests' attention: chunked (default) or fused */
 static int fused_run;
+static int wide_hd, want_mma;   /* head dim 64 (d_model 128, 2 heads); the mma forward */
 /* a limit: the chunked path's, or the fused path's */
 #define LIM(chunked, fused) (fused_run ? (fused) : (chunked))
 
@@ -74,6 +75,8 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
 {
 	llmt_config c;
 	small_cfg(&c, gqa);
+	if (wide_hd)
+		c.d_model = 128, c.n_heads = 2, c.n_kv_heads = gqa ? 1 : 2;
 	int M = B * T, d = c.d_model, V = c.vocab_size;
 	llmt_par par = {1, 0, pp, r, NULL};
 	llmt_model *cm = llmt_model_create(&c, &par, LLMT_BF16, B, T, 1);
@@ -83,7 +86,7 @@ static void model_vs_cpu_t(int gqa, int pp, int r, int steps, int B, int T, int 
 	setenv("LLM_TRAIN_GPU_ATTN", "chunked", 1);
 	unsetenv("LLM_TRAIN_GPU");
 	assert_non_null(cm);
-	assert_non_null(g);
+	assert_true(g && llmt_gmodel_flash_mma(g) == want_mma);
 	if (chunk) {
 		assert_int_equal(llmt_gmodel_set_attn_chunk(g, T + 1), -1);
 		assert_int_equal(llmt_gmodel_set_attn_chunk(g, chunk), 0);
@@ -165,7 +168,8 @@ static void test_model_packed_stage(void **st) { (void)st; model_vs_cpu_t(1, 2, 
 static void test_model_gqa_qknorm_zloss(void **st) { (void)st; model_vs_cpu(1, 1, 0, 2, 2); }
 static void test_model_pipeline_first(void **st) { (void)st; model_vs_cpu(1, 2, 0, 1, 1); }
 static void test_model_pipeline_last(void **st) { (void)st; model_vs_cpu(1, 2, 1, 1, 1); }
-/* the fused attention in the whole model: tied, and GQA + QK-norm at T 16 */
+/* the fused attention in the whole model: tied, and GQA + QK-norm at T
+ * 16; at head dim 64 its forward on mma.sync, then on wmma (the switch) */
 static void test_model_fused(void **st)
 {
 	(void)st;
@@ -173,7 +177,13 @@ static void test_model_fused(void **st)
 	model_vs_cpu(0, 1, 0, 1, 2);
 	model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 0);
 	model_vs_cpu(1, 2, 0, 1, 1);
-	fused_run = 0;
+	wide_hd = want_mma = 1;
+	model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 0);
+	setenv("LLM_TRAIN_GPU_FLASH", "wmma", 1);
+	want_mma = 0;
+	model_vs_cpu_t(1, 1, 0, 1, 2, 16, 0, 0);
+	unsetenv("LLM_TRAIN_GPU_FLASH");
+	fused_run = wide_hd = 0;
 }
 /* the fused attention with packed samples (their first key as the segment
  * id), a whole model and a pipeline stage */
@@ -183,7 +193,9 @@ static void test_model_fused_packed(void **st)
 	fused_run = 1;
 	model_vs_cpu_t(1, 1, 0, 2, 2, 16, 0, 1);
 	model_vs_cpu_t(1, 2, 0, 1, 2, 16, 0, 1);
-	fused_run = 0;
+	wide_hd = want_mma = 1;   /* head dim 64: the forward on mma.sync */
+	model_vs_cpu_t(1, 1, 0, 1, 2, 16, 0, 1);
+	fused_run = wide_hd = want_mma = 0;
 }
 
 /* the model.h API routes to the GPU backend when LLM_TRAIN_GPU >= 0: the
@@ -388,6 +400,9 @@ static void test_refusals(void **st)
 	assert_null(llmt_gmodel_create(&c, &par, 2, 8, 1));      /* tp > 1, no TP group */
 	llmt_par p1 = {1, 0, 1, 0, NULL};
 	assert_null(llmt_gmodel_create(&c, &p1, 2, 64, 1));      /* T > max_seq */
+	setenv("LLM_TRAIN_GPU_FLASH", "wmmaa", 1);                /* not mma or wmma */
+	assert_null(llmt_gmodel_create(&c, &p1, 1, 4, 1));
+	unsetenv("LLM_TRAIN_GPU_FLASH");
 	llmt_gmodel *g = llmt_gmodel_create(&c, &p1, 1, 4, 1);
 	assert_non_null(g);
 	int32_t tok[4] = {1, 2, 99, 3}, tgt[4] = {0};
