@@ -10,7 +10,7 @@
 # original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte); --init-from it with one's own --model refuses a --seq
-# past the window the same way (exit 64). A matching directory imports, the weights come back by
+# past the window, or past max_position_embeddings, the same way (exit 64). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model); its
 # CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
@@ -286,6 +286,17 @@ with tempfile.TemporaryDirectory() as W:
         if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
                 w in msg for w in ('--seq 16', 'sliding_window 8', 'swa_mistral_window_8/config.json')))):
             failures.append('--init-from window 8, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
+    # the same for max_position_embeddings 64 under one's own --model of
+    # max_seq 128 (was: --seq 100 trained past the source's positions)
+    yml128 = os.path.join(W, 'm128.yaml')
+    open(yml128, 'w').write(open(yml).read().replace('max_seq: 64', 'max_seq: 128'))
+    for T, want in ((100, 64), (64, 0)):
+        rc, msg = run('--model', yml128, '--data', corpus, '--steps', '1', '--seq', str(T), '--micro-batch', '1',
+                      '--init-from', good, '--quiet')
+        print('%-22s exit %d: %s' % ('--init-from mpe --seq %d' % T, rc, msg.splitlines()[-1] if msg else ''))
+        if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
+                w in msg for w in ('--seq 100', 'max_position_embeddings 64', 'good/config.json')))):
+            failures.append('--init-from max_position_embeddings 64, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
     # the import's model.yaml is config.json's architecture as a --model
     # file: a run with it starts from the import (a copy: ck_good stays
     # the import for generate below)
