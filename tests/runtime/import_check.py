@@ -12,7 +12,8 @@
 # byte for byte); --init-from it with one's own --model refuses a --seq
 # past the window, or past max_position_embeddings, the same way (exit 64). A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
-# --hf on the directory (which reads HFDIR's own tokenizer.model); its
+# --hf on the directory (which reads HFDIR's own tokenizer.model, as
+# generate --ckpt reads the one the import kept); its
 # CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
 # files and BOS/EOS ids in CKPT_DIR/hf_tokenizer/ and export writes them
 # back (not a link out of HFDIR, a FIFO, a file over 64 MiB); an export
@@ -337,6 +338,15 @@ with tempfile.TemporaryDirectory() as W:
         print('%-22s exit %d: %s' % ('generate --hf own tok', a[0], a[1].splitlines()[-1] if a[1] else ''))
         if rc != 0 or a[0] != 0 or b[0] != 0 or a[1].split()[:8] != b[1].split()[:8] or tm not in a[1]:
             failures.append('generate --hf with HFDIR/tokenizer.model: %r, with --tokenizer it: %r' % (a, b))
+        # --ckpt of its import reads the tokenizer the import kept in
+        # CKPT_DIR/hf_tokenizer (was: bytes, refused with "give --tokenizer")
+        ck_own = os.path.join(W, 'ck_own')
+        kept_tm = os.path.join(ck_own, 'hf_tokenizer', 'tokenizer.model')
+        ri = run('import', own, ck_own)
+        c = run('generate', '--ckpt', ck_own, '--prompt', 'the program', '--max-new', '8', '--ids')
+        print('%-22s exit %d: %s' % ('generate --ckpt import', c[0], c[1].splitlines()[-1] if c[1] else ''))
+        if ri[0] != 0 or c[0] != 0 or c[1].split()[:8] != a[1].split()[:8] or kept_tm not in c[1]:
+            failures.append('generate --ckpt of the import of %s: %r, want the ids of --hf %r' % (own, c, a))
         rc, msg = run('generate', '--hf', only, '--prompt', 'a', '--max-new', '2')
         print('%-22s exit %d: %s' % ('generate --hf norm', rc, msg))
         if rc != 65 or 'missing' not in msg:
