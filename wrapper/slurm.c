@@ -39,11 +39,23 @@ int wr_hostnames(const char *list, char ***out)
 	return n;
 }
 
+static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
+
+bool wr_plugin_options(void)
+{
+	extern char **environ;
+	if (getenv("LLM_TRAIN"))
+		return true;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, pre, sizeof pre - 1) == 0 && strchr(*e + sizeof pre - 1, '='))
+			return true;
+	return false;
+}
+
 /* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
 {
 	extern char **environ;
-	static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
 	*tp = *pp = 1;
 	*dp = 0;
 	*dp_auto = false;

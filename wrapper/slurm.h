@@ -16,6 +16,10 @@ int wr_hostnames(const char *list, char ***out);
  * (SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_{llm_train,llm_tp,llm_pp,llm_dp});
  * dp_auto: a plugin training job whose dp follows the task count. */
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto);
+/* The job's steps get one of the plugin's options: LLM_TRAIN set (a step
+ * of the plugin, the batch step), or an option of it in the environment
+ * srun reads (salloc --llm-train=...: the salloc shell is no step). */
+bool wr_plugin_options(void);
 
 /* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
 double wr_slurmd_timeout(void);
