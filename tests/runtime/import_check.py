@@ -10,7 +10,8 @@
 # original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte); --init-from it with one's own --model refuses a --seq
-# past the window, or past max_position_embeddings, the same way (exit 64). A matching directory imports, the weights come back by
+# past the window, or past max_position_embeddings, the same way (exit 64),
+# and so does a run of it on the import. A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
 # --hf on the directory (which reads HFDIR's own tokenizer.model, as
 # generate --ckpt reads the one the import kept); its
@@ -311,6 +312,18 @@ with tempfile.TemporaryDirectory() as W:
                       '--ckpt-dir', os.path.join(W, 'ck_yaml'), '--quiet')
         if rc != 0 or 'starting from the imported weights' not in msg:
             failures.append('--model CKPT_DIR/model.yaml: exit %d: %s' % (rc, msg))
+        # one's own --model (max_seq 128) on the import (max_seq 64, the
+        # source's max_position_embeddings): --seq 100 refused as for
+        # --init-from (was: trained, and the export said 128); 64 trains
+        for T, want in ((100, 64), (64, 0)):
+            ck = os.path.join(W, 'ck_seq%d' % T)
+            shutil.copytree(os.path.join(W, 'ck_good'), ck)
+            rc, msg = run('--model', yml128, '--data', corpus, '--steps', '1', '--seq', str(T), '--micro-batch', '1',
+                          '--ckpt-dir', ck, '--quiet')
+            print('%-22s exit %d: %s' % ('import --seq %d' % T, rc, msg.splitlines()[-1] if msg else ''))
+            if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
+                    w in msg for w in ('--seq 100', 'max_seq 64')))):
+                failures.append('--model max_seq 128 on the import, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
     if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
         a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
