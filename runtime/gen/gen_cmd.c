@@ -22,14 +22,15 @@
 static const char gen_usage[] =
 	"usage: llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE|byte] --prompt TEXT\n"
 	"         [--max-new N (64)] [--temperature T (0: greedy)] [--top-p P (1)] [--seed S (1234)]\n"
-	"         [--eos ID] [--ids (print token ids)] [--no-cache (recompute every token: checks)]\n";
+	"         [--eos ID] [--ids (print token ids)] [--no-cache (recompute every token: checks)]\n"
+	"         [--no-bos (no BOS before the prompt: a model trained on tokenize output without --bos)]\n";
 
 typedef struct gen_opts {
 	const char *ckpt, *hf, *tokfile, *prompt;
 	long max_new, eos;
 	double temperature, top_p;
 	uint64_t seed;
-	int ids, no_cache;
+	int ids, no_cache, no_bos;
 } gen_opts;
 
 static int numarg(const char *opt, const char *s, double lo, double hi, double *out)
@@ -60,14 +61,15 @@ static int intarg(const char *opt, const char *s, long lo, long hi, long *out)
 
 static int parse(int argc, char **argv, gen_opts *o)
 {
-	enum { G_CKPT = 1, G_HF, G_TOK, G_PROMPT, G_MAX, G_TEMP, G_TOPP, G_SEED, G_EOS, G_IDS, G_NOCACHE, G_HELP };
+	enum { G_CKPT = 1, G_HF, G_TOK, G_PROMPT, G_MAX, G_TEMP, G_TOPP, G_SEED, G_EOS, G_IDS, G_NOCACHE, G_NOBOS, G_HELP };
 	static const struct option opts[] = {
 		{ "ckpt", required_argument, NULL, G_CKPT }, { "hf", required_argument, NULL, G_HF },
 		{ "tokenizer", required_argument, NULL, G_TOK }, { "prompt", required_argument, NULL, G_PROMPT },
 		{ "max-new", required_argument, NULL, G_MAX }, { "temperature", required_argument, NULL, G_TEMP },
 		{ "top-p", required_argument, NULL, G_TOPP }, { "seed", required_argument, NULL, G_SEED },
 		{ "eos", required_argument, NULL, G_EOS }, { "ids", no_argument, NULL, G_IDS },
-		{ "no-cache", no_argument, NULL, G_NOCACHE }, { "help", no_argument, NULL, G_HELP },
+		{ "no-cache", no_argument, NULL, G_NOCACHE }, { "no-bos", no_argument, NULL, G_NOBOS },
+		{ "help", no_argument, NULL, G_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	long v;
@@ -89,6 +91,7 @@ static int parse(int argc, char **argv, gen_opts *o)
 		case G_EOS: rc = intarg("--eos", optarg, 0, 1 << 30, &o->eos); break;
 		case G_IDS: o->ids = 1; break;
 		case G_NOCACHE: o->no_cache = 1; break;
+		case G_NOBOS: o->no_bos = 1; break;
 		case G_HELP: fputs(gen_usage, stdout); return -1;
 		default:
 			fprintf(stderr, "llm-train: generate: unknown or incomplete option '%s'\n%s", argv[optind - 1],
@@ -262,7 +265,7 @@ int llmt_generate_main(int argc, char **argv)
 		rc = tok.encode(tok.ctx, o.prompt, strlen(o.prompt), &pids, &np, err, sizeof err);
 	eos = o.eos >= 0 ? o.eos : tok.eos >= 0 ? tok.eos : *eosf ? hf_eos(eosf) : -1;
 	if (!rc) {
-		int bos = tok.bos >= 0 && (np == 0 || pids[0] != tok.bos);
+		int bos = !o.no_bos && tok.bos >= 0 && (np == 0 || pids[0] != tok.bos);
 		long total = (long)np + bos + o.max_new;
 		if (np + (size_t)bos == 0 || total > cfg.max_seq) {
 			snprintf(err, sizeof err, np + (size_t)bos == 0 ? "--prompt is empty (no tokens)"

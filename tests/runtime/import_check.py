@@ -351,6 +351,15 @@ with tempfile.TemporaryDirectory() as W:
         print('%-22s exit %d: %s' % ('generate --hf own tok', a[0], a[1].splitlines()[-1] if a[1] else ''))
         if rc != 0 or a[0] != 0 or b[0] != 0 or a[1].split()[:8] != b[1].split()[:8] or tm not in a[1]:
             failures.append('generate --hf with HFDIR/tokenizer.model: %r, with --tokenizer it: %r' % (a, b))
+        # --no-bos: the prompt without the tokenizer's BOS (a model trained
+        # on `tokenize` output without --bos never saw one): one prompt
+        # token fewer
+        nb = run('generate', '--hf', own, '--no-bos', '--prompt', 'the program', '--max-new', '8', '--ids')
+        np_a = [l for l in a[1].splitlines() if 'prompt tokens' in l]
+        np_nb = [l for l in nb[1].splitlines() if 'prompt tokens' in l]
+        print('%-22s exit %d: %s' % ('generate --no-bos', nb[0], np_nb[0] if np_nb else nb[1]))
+        if nb[0] != 0 or not np_a or not np_nb or int(np_a[0].split()[2]) != int(np_nb[0].split()[2]) + 1:
+            failures.append('generate --no-bos: %r, want one prompt token fewer than %r' % (nb, a))
         # --ckpt of its import reads the tokenizer the import kept in
         # CKPT_DIR/hf_tokenizer (was: bytes, refused with "give --tokenizer")
         ck_own = os.path.join(W, 'ck_own')
