@@ -324,6 +324,15 @@ with tempfile.TemporaryDirectory() as W:
             if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
                     w in msg for w in ('--seq 100', 'max_seq 64')))):
                 failures.append('--model max_seq 128 on the import, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
+        # its export says the source's 64 positions, not the run's max_seq
+        # 128 (was: 128, with a note now)
+        ex = os.path.join(W, 'ex_seq64')
+        rc, msg = run('export', '--dtype', 'fp32', os.path.join(W, 'ck_seq64'), ex)
+        mpe = json.load(open(os.path.join(ex, 'config.json'))).get('max_position_embeddings') if rc == 0 else None
+        print('%-22s exit %d: max_position_embeddings %s' % ('export of max_seq 128', rc, mpe))
+        if rc != 0 or mpe != 64 or 'written as 64' not in msg:
+            failures.append('export of the max_seq 128 run on the import: exit %d, max_position_embeddings %s: %s'
+                            % (rc, mpe, msg))
     if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
         a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
