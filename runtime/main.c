@@ -272,6 +272,8 @@ static int train_main(int argc, char **argv)
 		fprintf(stderr, "llm-train: %s\n", err);
 		return LLMT_EXIT_USAGE;
 	}
+	if (llmt_comm_launch_check())
+		return LLMT_EXIT_USAGE;
 	world = llmt_comm_world(&argc, &argv);
 	if (!world)
 		return LLMT_EXIT_TRANSIENT;

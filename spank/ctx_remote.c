@@ -495,22 +495,11 @@ int llmt_remote_task_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	struct llmt_env_input in;
-	memset(&in, 0, sizeof(in));
-	in.task = k;
-	in.layout = pl->map->layout;
-	in.world_size = pl->ntasks;
-	in.local_world_size = pl->nodes[k->node].ntasks;
-	in.group_rank = llmt_rankmap_group_rank(pl->map, k->node);
-	in.group_world_size = pl->map->nnodes;
-	in.node_gpus = pl->nodes[k->node].gpus;
-	in.nic = llmt_plan_nic(pl, gid);
-	in.master_addr = rs.master[0] ? rs.master : llmt_plan_master(pl);
-	in.job_id = rs.job_id;
-	in.step_id = rs.step_id;
+	llmt_plan_env_input(pl, gid, &rs.opts, rs.policy, rs.job_id, rs.step_id, &in);
+	if (rs.master[0])
+		in.master_addr = rs.master;
 	char resv[LLMT_RESV_PORTS_MAX + 2];
 	in.resv_ports = resv_ports(sp, resv, sizeof(resv));
-	in.opts = &rs.opts;
-	in.policy = rs.policy;
 	char err[LLMT_ERRLEN];
 	if (llmt_envgen(&in, &rs.env, err, sizeof(err)) != 0) {
 		slurm_error(LLMT_MSG "task refused: environment of task %u: %s", gid, err);

@@ -185,3 +185,25 @@ const char *llmt_plan_master(const struct llmt_plan *p)
 {
 	return p->names[p->map->task[p->map->task_of_rank[0]].node];
 }
+
+void llmt_plan_env_input(const struct llmt_plan *p, unsigned t, const struct llmt_opts *o,
+			 const struct llmt_policy *pol, uint32_t job_id, uint32_t step_id,
+			 struct llmt_env_input *in)
+{
+	const struct llmt_rm_task *k = &p->map->task[t];
+
+	memset(in, 0, sizeof(*in));
+	in->task = k;
+	in->layout = p->map->layout;
+	in->world_size = p->ntasks;
+	in->local_world_size = p->nodes[k->node].ntasks;
+	in->group_rank = llmt_rankmap_group_rank(p->map, k->node);
+	in->group_world_size = p->map->nnodes;
+	in->node_gpus = p->nodes[k->node].gpus;
+	in->nic = llmt_plan_nic(p, t);
+	in->master_addr = llmt_plan_master(p);
+	in->job_id = job_id;
+	in->step_id = step_id;
+	in->opts = o;
+	in->policy = pol;
+}

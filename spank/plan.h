@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include "llmt_limits.h"
 #include "cost.h"
+#include "envgen.h"
 #include "policy.h"
 #include "rankmap.h"
 #include "topology.h"
@@ -46,6 +47,14 @@ const char *llmt_plan_nic(const struct llmt_plan *p, unsigned t);
 
 /* The host of rank 0 (MASTER_ADDR). */
 const char *llmt_plan_master(const struct llmt_plan *p);
+
+/* The envgen input of Slurm task id t (< p->ntasks) in this plan, as the
+ * plugin's remote context gives it to the task (GROUP_RANK from
+ * llmt_rankmap_group_rank, MASTER_ADDR the plan's; no reserved ports):
+ * one function for the tasks, --llm-explain and llm-train-plan --env. */
+void llmt_plan_env_input(const struct llmt_plan *p, unsigned t, const struct llmt_opts *o,
+			 const struct llmt_policy *pol, uint32_t job_id, uint32_t step_id,
+			 struct llmt_env_input *in);
 
 void llmt_plan_free(struct llmt_plan *p);
 

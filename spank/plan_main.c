@@ -104,21 +104,9 @@ static void task_env(const struct llmt_plan *plan, unsigned t, const struct llmt
 		     const struct llmt_policy *pol, uint32_t job_id, uint32_t step_id,
 		     struct llmt_env *out)
 {
-	const struct llmt_rm_task *x = &plan->map->task[t];
 	struct llmt_env_input in;
 	char err[512];
-	memset(&in, 0, sizeof(in));
-	in.task = x;
-	in.layout = plan->map->layout;
-	in.world_size = plan->ntasks;
-	in.local_world_size = plan->nodes[x->node].ntasks;
-	in.node_gpus = plan->nodes[x->node].gpus;
-	in.nic = llmt_plan_nic(plan, t);
-	in.master_addr = llmt_plan_master(plan);
-	in.job_id = job_id;
-	in.step_id = step_id;
-	in.opts = o;
-	in.policy = pol;
+	llmt_plan_env_input(plan, t, o, pol, job_id, step_id, &in);
 	if (llmt_envgen(&in, out, err, sizeof(err)))
 		die("environment of task %u: %s", t, err);
 }

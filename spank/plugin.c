@@ -574,18 +574,7 @@ void llmt_explain(FILE *f, const struct llmt_opts *o, const struct llmt_policy *
 	for (unsigned t = 0; e && t < plan->ntasks; t++) {
 		const struct llmt_rm_task *k = &plan->map->task[t];
 		struct llmt_env_input in;
-		memset(&in, 0, sizeof(in));
-		in.task = k;
-		in.layout = plan->map->layout;
-		in.world_size = plan->ntasks;
-		in.local_world_size = plan->nodes[k->node].ntasks;
-		in.node_gpus = plan->nodes[k->node].gpus;
-		in.nic = llmt_plan_nic(plan, t);
-		in.master_addr = llmt_plan_master(plan);
-		in.job_id = job_id;
-		in.step_id = step_id;
-		in.opts = o;
-		in.policy = p;
+		llmt_plan_env_input(plan, t, o, p, job_id, step_id, &in);
 		if (llmt_envgen(&in, e, err, sizeof(err)) != 0) {
 			fprintf(f, "llm_train: explain: task %u: %s\n", t, err);
 			break;

@@ -81,7 +81,9 @@ function chart(label, list, marks) {
 		});
 		s("polyline", { "class": "series", "data-series": se.name, "data-points": pts.length,
 			points: pts.join(" "), fill: "none", stroke: colors[k % 3], "stroke-width": 1.5 }, g);
-		h("span", { style: "color:" + colors[k % 3] + ";margin-right:8px" }, legend, se.name + " (" + pts.length + ")");
+		if (pts.length)   /* no legend for a series without points (val_loss of a run without eval) */
+			h("span", { "class": "legend", style: "color:" + colors[k % 3] + ";margin-right:8px" }, legend,
+				se.name + " (" + pts.length + ")");
 	});
 }
 

@@ -58,9 +58,10 @@ void wr_site_read(const struct opts *o, struct wr_site *s)
 	wr_plugin_layout(&s->tp, &s->pp, &s->dp, &s->dp_auto);
 	s->comm_timeout_s = wr_env_num(LLMT_ENV_COMM_TIMEOUT, 300, 0, 1e9);
 	/* The plugin marks a job submitted with one of its options (LLM_TRAIN=1
-	 * in the batch step too); without one its tasks get no rank variables,
-	 * and every attempt of a torch.distributed env:// script fails alike. */
-	if (s->in_slurm && !getenv("LLM_TRAIN"))
+	 * in the batch step too; under salloc the option's variable, which the
+	 * steps inherit); without one its tasks get no rank variables, and
+	 * every attempt of a torch.distributed env:// script fails alike. */
+	if (s->in_slurm && !wr_plugin_options())
 		fprintf(stderr, PROG ": job %s has no --llm-train or --llm-ckpt-dir option: the plugin sets "
 		        "no RANK, WORLD_SIZE, MASTER_ADDR or MASTER_PORT in its tasks (a torch.distributed "
 		        "env:// rendezvous fails); submit with one, e.g. --llm-train=dp=auto\n", job);

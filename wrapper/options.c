@@ -5,6 +5,7 @@
 #include "options.h"
 #include "job.h"
 #include "live.h"
+#include "slurm.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,8 +40,9 @@ static void help(void)
 	       "when it fails, and reports goodput at the end. srun options go through srun's input\n"
 	       "environment (e.g. SLURM_MPI_TYPE=pmix). Use `exec " PROG "` in the batch script so\n"
 	       "--signal=B:USR1@T reaches it.\n"
-	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR, else the command's\n"
-	       "                          --ckpt-dir; the command's may not name another one)\n"
+	       "  --ckpt-dir DIR          checkpoints (default $LLM_TRAIN_CKPT_DIR, else salloc's\n"
+	       "                          --llm-ckpt-dir, else the command's --ckpt-dir; the command's\n"
+	       "                          may not name another one)\n"
 	       "  --run-dir DIR           ledger, metrics, reports (default the checkpoint dir)\n"
 	       "  --heartbeat-dir DIR     per-rank heartbeats (default CKPT_DIR/heartbeat)\n"
 	       "  --max-restarts N        restarts per job (default $LLM_TRAIN_RESTARTS or 3); with\n"
@@ -287,8 +289,11 @@ void wr_parse_options(int argc, char **argv, struct opts *o)
 		o->hang_min = o->hang_max;   /* a policy cap below the default floor wins */
 	if (o->hang_min > o->hang_max)
 		wr_usage_error("--hang-timeout-min %g is above --hang-timeout-max %g", o->hang_min, o->hang_max);
+	static char plugin_dir[4096];
 	if (!o->ckpt_dir)
 		o->ckpt_dir = getenv(LLMT_ENV_CKPT_DIR);
+	if (!o->ckpt_dir)   /* an salloc shell: the option itself */
+		o->ckpt_dir = wr_plugin_ckpt_dir(plugin_dir, sizeof plugin_dir);
 	cmd_ckpt_dir(o);
 	if (!o->ckpt_dir || !*o->ckpt_dir)
 		wr_usage_error("no checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR");

@@ -57,11 +57,50 @@ int wr_hostnames(const char *list, char ***out)
 	return n;
 }
 
+static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
+
+bool wr_plugin_options(void)
+{
+	extern char **environ;
+	if (getenv("LLM_TRAIN"))
+		return true;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, pre, sizeof pre - 1) == 0 && strchr(*e + sizeof pre - 1, '='))
+			return true;
+	return false;
+}
+
+static const char *opt_env(const char *name)
+{
+	char k[128];
+	snprintf(k, sizeof k, "%s%s", pre, name);
+	return getenv(k);
+}
+
+const char *wr_plugin_ckpt_dir(char *buf, size_t len)
+{
+	const char *v = opt_env("llm_ckpt_dir"), *spec = opt_env("llm_train");
+	char tmp[4200];
+
+	if (!v && spec) {
+		snprintf(tmp, sizeof tmp, "%s", spec);
+		for (char *save = NULL, *kv = strtok_r(tmp, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
+			if (strncmp(kv, "ckpt-dir=", 9) == 0)
+				v = kv + 9;
+	}
+	if (!v || v[0] != '/' || strlen(v) >= len)
+		return NULL;
+	for (const char *c = v; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return NULL;
+	snprintf(buf, len, "%s", v);
+	return buf;
+}
+
 /* tp/pp/dp from the plugin's --llm-train option as the job sees it. */
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto)
 {
 	extern char **environ;
-	static const char pre[] = "SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_";
 	*tp = *pp = 1;
 	*dp = 0;
 	*dp_auto = false;

@@ -16,6 +16,16 @@ int wr_hostnames(const char *list, char ***out);
  * (SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_{llm_train,llm_tp,llm_pp,llm_dp});
  * dp_auto: a plugin training job whose dp follows the task count. */
 void wr_plugin_layout(int *tp, int *pp, int *dp, bool *dp_auto);
+/* The job's steps get one of the plugin's options: LLM_TRAIN set (a step
+ * of the plugin, the batch step), or an option of it in the environment
+ * srun reads (salloc --llm-train=...: the salloc shell is no step). */
+bool wr_plugin_options(void);
+/* The checkpoint dir of the plugin's options in the environment
+ * (--llm-ckpt-dir=DIR, else --llm-train=...,ckpt-dir=DIR,...), which the
+ * tasks get verbatim as LLM_TRAIN_CKPT_DIR: for an salloc shell, which no
+ * step of the plugin set it in. Into buf (absolute, no control bytes), or
+ * NULL. */
+const char *wr_plugin_ckpt_dir(char *buf, size_t len);
 
 /* Slurm's SlurmdTimeout (seconds) from scontrol show config, 300 if unknown. */
 double wr_slurmd_timeout(void);

@@ -215,8 +215,9 @@ int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_
  * hold one revision (a commit hash or a plain name: no '/', no leading
  * '.'): else 64; its snapshot missing: 66. 0 or an exit code with err. */
 int llmt_hf_resolve(const char *hfdir, char *out, size_t len, char *err, size_t errlen);
-/* --seq T against HFDIR/config.json's sliding window (ckpt_hfconfig.c):
- * 64 with err when T exceeds it; 0 when within it, when there is none,
+/* --seq T against HFDIR/config.json's sliding window and its
+ * max_position_embeddings (ckpt_hfconfig.c): 64 with err when T exceeds
+ * one; 0 when within them, when there is none,
  * or when config.json cannot be read (--init-from says so later). */
 int llmt_hf_check_seq(const char *hfdir, int T, char *err, size_t errlen);
 /* HFDIR's tokenizer file (tokenizer.model, else tokenizer.json) into buf,

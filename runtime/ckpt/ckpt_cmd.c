@@ -449,7 +449,7 @@ int llmt_ckpt_cmd_import(int argc, char **argv)
 	char yml[4200];
 	int ntok = 0;
 	if (!rc)   /* for the export: ckpt_hftok.c */
-		rc = ck_hftok_keep(hf, out, cfg.vocab_size, &ntok, err, sizeof err);
+		rc = ck_hftok_keep(hf, out, cfg.vocab_size, cfg.max_seq, &ntok, err, sizeof err);
 	if (!rc)
 		rc = import_write_yaml(out, &cfg, yml, sizeof yml, err, sizeof err);
 	if (rc)

@@ -149,11 +149,13 @@ static int hf_window(json_t *o, llmt_config *c, const char *path, char *err, siz
 }
 
 /* --init-from with the user's own --model (whose max_seq is not capped by
- * the window as an import's model.yaml is): the same limit on --seq */
+ * the window or by max_position_embeddings as an import's model.yaml is):
+ * the same limits on --seq */
 int llmt_hf_check_seq(const char *hfdir_arg, int T, char *err, size_t errlen)
 {
 	char hfdir[4200], path[4300], e2[512];
 	json_int_t w = 0;
+	int mpe = 0;
 	json_t *o;
 
 	if (llmt_hf_resolve(hfdir_arg, hfdir, sizeof hfdir, e2, sizeof e2))
@@ -162,11 +164,15 @@ int llmt_hf_check_seq(const char *hfdir_arg, int T, char *err, size_t errlen)
 	if (!(o = json_load_file(path, 0, NULL)))
 		return 0;
 	int bad = !hf_window_of(o, &w, path, e2, sizeof e2) && w > 0 && T > w;
+	int past = !bad && !hf_int(o, "max_position_embeddings", &mpe, 2048, path, e2, sizeof e2) && mpe > 0 && T > mpe;
 	json_decref(o);
 	if (bad)
 		ck_fmt(err, errlen, "--seq %d exceeds sliding_window %lld of %s (full attention, which llm-train computes, "
 		       "is the window's only up to %lld tokens)", T, (long long)w, path, (long long)w);
-	return bad ? LLMT_EXIT_USAGE : 0;
+	else if (past)
+		ck_fmt(err, errlen, "--seq %d exceeds max_position_embeddings %d of %s (the positions the weights "
+		       "were trained for)", T, mpe, path);
+	return bad || past ? LLMT_EXIT_USAGE : 0;
 }
 
 /* Read HFDIR/config.json into c, and its torch_dtype into *dtype (an

@@ -20,6 +20,7 @@
 
 #define HFTOK_MAX (64u << 20)   /* Llama 3's tokenizer.json is 9 MB */
 #define HFTOK_IDS "llmt_ids.json"
+#define HFTOK_MAXPOS "max_position_embeddings"   /* in it: the import's max_seq */
 
 static const char *const kept[] = { "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
 	                            "special_tokens_map.json", "generation_config.json" };
@@ -150,7 +151,8 @@ static int made(const char *dir, int *done, char *err, size_t errlen)
 	return 0;
 }
 
-int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int *n, char *err, size_t errlen)
+int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int max_pos, int *n, char *err,
+                  size_t errlen)
 {
 	char dir[4200], path[4300];
 	int rc = 0, done = 0;
@@ -158,6 +160,8 @@ int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int *n, char 
 	*n = 0;
 	ck_fmt(dir, sizeof dir, "%s/hf_tokenizer", ckdir);
 	json_t *ids = source_ids(hfdir, vocab);
+	if (ids && max_pos > 0)
+		json_object_set_new(ids, HFTOK_MAXPOS, json_integer(max_pos));
 	char *txt = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
 	size_t nids = ids ? json_object_size(ids) : 0;
 	json_decref(ids);
@@ -217,6 +221,15 @@ int ck_hftok_export(const char *stepdir, const char *out, json_t *hfconfig, int 
 			rc = r;
 		}
 		free(buf);
+	}
+	/* positions: no more than the source's (a larger --model max_seq was
+	 * trained within them, train_setup.c) */
+	json_t *mp = json_object_get(ids, HFTOK_MAXPOS), *ours = json_object_get(hfconfig, HFTOK_MAXPOS);
+	if (json_is_integer(mp) && json_integer_value(mp) > 0 && json_is_integer(ours) &&
+	    json_integer_value(ours) > json_integer_value(mp)) {
+		fprintf(stderr, "llm-train: note: max_position_embeddings %lld (the model's max_seq) written as %lld, "
+		        "the imported source's\n", (long long)json_integer_value(ours), (long long)json_integer_value(mp));
+		json_object_set_new(hfconfig, HFTOK_MAXPOS, json_integer(json_integer_value(mp)));
 	}
 	/* the ids only, checked again: the file is CKPT_DIR's, not the source's */
 	json_t *good = json_object();

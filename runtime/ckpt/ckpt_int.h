@@ -228,9 +228,13 @@ int ck_hf_cache_blob(const char *rdir, const char *real);
  * else generation_config.json's) into CKPT_DIR/hf_tokenizer/. export: from
  * the step's CKPT_DIR into OUT, the ids set in hfconfig, and a
  * generation_config.json of them when none was kept; nothing (*n 0) when
- * the CKPT_DIR has none (trained from scratch). 0 or an exit code; *n the
- * files written. */
-int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int *n, char *err, size_t errlen);
+ * the CKPT_DIR has none (trained from scratch). keep also records
+ * max_pos, the import's max_seq (max_position_embeddings or the window),
+ * and export writes no larger max_position_embeddings (a run of one's own
+ * --model with a larger max_seq trains within it: train_setup.c). 0 or an
+ * exit code; *n the files written. */
+int ck_hftok_keep(const char *hfdir, const char *ckdir, int vocab, int max_pos, int *n, char *err,
+                  size_t errlen);
 int ck_hftok_export(const char *stepdir, const char *out, json_t *hfconfig, int *n, char *err, size_t errlen);
 
 /* ---- file helpers (ckpt_fs.c) ----------------------------------------- */

@@ -13,6 +13,12 @@ typedef struct llmt_comm llmt_comm;
 /* World from the environment (MPI_Init inside). Returns NULL with a
  * message on stderr when the backend cannot start. */
 llmt_comm *llmt_comm_world(int *argc, char ***argv);
+/* Before llmt_comm_world: a task srun started without PMIx
+ * (SLURM_STEP_ID set, no PMIX_RANK, not under mpirun, no PMI-1/2) cannot
+ * join (Open MPI prints pages and aborts): task 0 says so in one line
+ * naming SLURM_MPI_TYPE and MpiDefault=pmix, and it returns 64 (usage:
+ * never retried). 0 where the launch can work or there is no srun. */
+int llmt_comm_launch_check(void);
 /* New group of the members that pass the same color, ordered by key
  * (collective over c). */
 llmt_comm *llmt_comm_split(llmt_comm *c, int color, int key);

@@ -92,6 +92,24 @@ static llmt_comm *wrap(MPI_Comm mc, int owned)
 	return c;
 }
 
+int llmt_comm_launch_check(void)
+{
+	const char *t = getenv("SLURM_MPI_TYPE"), *id = getenv("SLURM_PROCID");
+	char v[40];
+	size_t n = 0;
+
+	if (!getenv("SLURM_STEP_ID") || getenv("PMIX_RANK") || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_RANK"))
+		return 0;
+	for (; t && t[n] && n < 32; n++)   /* the user's own value, printable */
+		v[n] = t[n] > ' ' && t[n] < 127 ? t[n] : '?';
+	v[n] = 0;
+	if (id && !strcmp(id, "0"))
+		fprintf(stderr, "llm-train: srun started the tasks without PMIx (SLURM_MPI_TYPE %s%s), which Open MPI "
+		        "needs to join them: run srun --mpi=pmix, export SLURM_MPI_TYPE=pmix, or have the admin set "
+		        "MpiDefault=pmix in slurm.conf\n", t ? v : "unset", t ? "" : ", and the cluster's MpiDefault is not pmix");
+	return 64;
+}
+
 llmt_comm *llmt_comm_world(int *argc, char ***argv)
 {
 	int inited = 0, provided = 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "ckpt/ckpt.h"
 #include "data/tok_iface.h"
@@ -21,14 +22,15 @@
 static const char gen_usage[] =
 	"usage: llm-train generate (--ckpt DIR | --hf DIR) [--tokenizer FILE|byte] --prompt TEXT\n"
 	"         [--max-new N (64)] [--temperature T (0: greedy)] [--top-p P (1)] [--seed S (1234)]\n"
-	"         [--eos ID] [--ids (print token ids)] [--no-cache (recompute every token: checks)]\n";
+	"         [--eos ID] [--ids (print token ids)] [--no-cache (recompute every token: checks)]\n"
+	"         [--no-bos (no BOS before the prompt: a model trained on tokenize output without --bos)]\n";
 
 typedef struct gen_opts {
 	const char *ckpt, *hf, *tokfile, *prompt;
 	long max_new, eos;
 	double temperature, top_p;
 	uint64_t seed;
-	int ids, no_cache;
+	int ids, no_cache, no_bos;
 } gen_opts;
 
 static int numarg(const char *opt, const char *s, double lo, double hi, double *out)
@@ -59,14 +61,15 @@ static int intarg(const char *opt, const char *s, long lo, long hi, long *out)
 
 static int parse(int argc, char **argv, gen_opts *o)
 {
-	enum { G_CKPT = 1, G_HF, G_TOK, G_PROMPT, G_MAX, G_TEMP, G_TOPP, G_SEED, G_EOS, G_IDS, G_NOCACHE, G_HELP };
+	enum { G_CKPT = 1, G_HF, G_TOK, G_PROMPT, G_MAX, G_TEMP, G_TOPP, G_SEED, G_EOS, G_IDS, G_NOCACHE, G_NOBOS, G_HELP };
 	static const struct option opts[] = {
 		{ "ckpt", required_argument, NULL, G_CKPT }, { "hf", required_argument, NULL, G_HF },
 		{ "tokenizer", required_argument, NULL, G_TOK }, { "prompt", required_argument, NULL, G_PROMPT },
 		{ "max-new", required_argument, NULL, G_MAX }, { "temperature", required_argument, NULL, G_TEMP },
 		{ "top-p", required_argument, NULL, G_TOPP }, { "seed", required_argument, NULL, G_SEED },
 		{ "eos", required_argument, NULL, G_EOS }, { "ids", no_argument, NULL, G_IDS },
-		{ "no-cache", no_argument, NULL, G_NOCACHE }, { "help", no_argument, NULL, G_HELP },
+		{ "no-cache", no_argument, NULL, G_NOCACHE }, { "no-bos", no_argument, NULL, G_NOBOS },
+		{ "help", no_argument, NULL, G_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	long v;
@@ -88,6 +91,7 @@ static int parse(int argc, char **argv, gen_opts *o)
 		case G_EOS: rc = intarg("--eos", optarg, 0, 1 << 30, &o->eos); break;
 		case G_IDS: o->ids = 1; break;
 		case G_NOCACHE: o->no_cache = 1; break;
+		case G_NOBOS: o->no_bos = 1; break;
 		case G_HELP: fputs(gen_usage, stdout); return -1;
 		default:
 			fprintf(stderr, "llm-train: generate: unknown or incomplete option '%s'\n%s", argv[optind - 1],
@@ -106,13 +110,12 @@ static int parse(int argc, char **argv, gen_opts *o)
 }
 
 /* config.json's eos_token_id (an id or a list: its first), or -1 */
-static long hf_eos(const char *hfdir)
+/* eos_token_id (the first of a list) of the JSON file path, or -1 */
+static long hf_eos(const char *path)
 {
-	char path[4300];
 	json_t *o, *e;
 	long id = -1;
 
-	snprintf(path, sizeof path, "%s/config.json", hfdir);
 	if (!(o = json_load_file(path, 0, NULL)))
 		return -1;
 	e = json_object_get(o, "eos_token_id");
@@ -122,6 +125,46 @@ static long hf_eos(const char *hfdir)
 		id = (long)json_integer_value(e);
 	json_decref(o);
 	return id;
+}
+
+/* The tokenizer the model came with, when no --tokenizer was given:
+ * --hf HFDIR's own, or for --ckpt DIR the one `llm-train import` kept in
+ * DIR/hf_tokenizer (for a step directory, its CKPT_DIR's), as import
+ * checked it (byte-level ids for a model with another vocabulary were
+ * refused with "give --tokenizer", or wrong where vocab_size is 256).
+ * Sets o->tokfile to it (in buf) when this build reads it, and eosf to
+ * the file holding the source's eos_token_id ("" when none). */
+static void pick_tokenizer(gen_opts *o, char *buf, size_t len, char *eosf, size_t elen)
+{
+	char dir[4200], err[512];
+	const char *f = NULL;
+	llmt_tokseam tok;
+	struct stat sb;
+
+	*eosf = 0;
+	if (o->hf) {
+		snprintf(eosf, elen, "%s/config.json", o->hf);
+		f = o->tokfile ? NULL : llmt_hf_tokenizer(o->hf, buf, len);
+	} else {
+		size_t cut = strlen(o->ckpt);
+		snprintf(dir, sizeof dir, "%s/hf_tokenizer", o->ckpt);
+		if (stat(dir, &sb) != 0) {   /* a step directory: its CKPT_DIR's */
+			while (cut > 1 && o->ckpt[cut - 1] == '/')
+				cut--;
+			while (cut > 0 && o->ckpt[cut - 1] != '/')
+				cut--;
+			snprintf(dir, sizeof dir, "%.*shf_tokenizer", (int)cut, cut ? o->ckpt : "./");
+		}
+		if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			snprintf(eosf, elen, "%s/llmt_ids.json", dir);
+			f = o->tokfile ? NULL : llmt_hf_tokenizer(dir, buf, len);
+		}
+	}
+	if (f && llmt_tokseam_open(f, &tok, err, sizeof err) == 0) {
+		llmt_tokseam_close(&tok);
+		o->tokfile = f;
+		fprintf(stderr, "llm-train: generate: tokenizer %s (--tokenizer byte for bytes)\n", f);
+	}   /* else not one this build reads: bytes, as before */
 }
 
 static double now_s(void)
@@ -196,23 +239,14 @@ int llmt_generate_main(int argc, char **argv)
 
 	if ((rc = parse(argc, argv, &o)) != 0)
 		return rc < 0 ? 0 : rc;
-	char hftok[4300], snap[4200];
+	char hftok[4300], snap[4200], eosf[4300];
 	if (o.hf && (rc = llmt_hf_resolve(o.hf, snap, sizeof snap, err, sizeof err)) != 0) {
 		fprintf(stderr, "llm-train: generate: %s\n", err);
 		return rc;
 	}
 	if (o.hf)
 		o.hf = snap;
-	if (o.hf && !o.tokfile && (o.tokfile = llmt_hf_tokenizer(o.hf, hftok, sizeof hftok)) != NULL &&
-	    llmt_tokseam_open(o.tokfile, &tok, err, sizeof err) == 0) {
-		/* --hf HFDIR reads HFDIR's own tokenizer, as import checks it
-		 * (byte-level ids for a model with another vocabulary were
-		 * refused, or wrong where vocab_size is 256) */
-		llmt_tokseam_close(&tok);
-		fprintf(stderr, "llm-train: generate: tokenizer %s (--tokenizer byte for bytes)\n", o.tokfile);
-	} else if (o.hf && o.tokfile == hftok) {
-		o.tokfile = NULL;   /* not one this build reads: bytes, as before */
-	}
+	pick_tokenizer(&o, hftok, sizeof hftok, eosf, sizeof eosf);
 	rc = o.hf ? llmt_hf_load(o.hf, o.tokfile, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err)
 	          : llmt_ckpt_gather(o.ckpt, &cfg, &tab, &ntab, &nflat, &flat, err, sizeof err);
 	if (!rc && o.eos >= cfg.vocab_size) {   /* an id no step can sample: never stops */
@@ -229,9 +263,9 @@ int llmt_generate_main(int argc, char **argv)
 	}
 	if (!rc)
 		rc = tok.encode(tok.ctx, o.prompt, strlen(o.prompt), &pids, &np, err, sizeof err);
-	eos = o.eos >= 0 ? o.eos : tok.eos >= 0 ? tok.eos : o.hf ? hf_eos(o.hf) : -1;
+	eos = o.eos >= 0 ? o.eos : tok.eos >= 0 ? tok.eos : *eosf ? hf_eos(eosf) : -1;
 	if (!rc) {
-		int bos = tok.bos >= 0 && (np == 0 || pids[0] != tok.bos);
+		int bos = !o.no_bos && tok.bos >= 0 && (np == 0 || pids[0] != tok.bos);
 		long total = (long)np + bos + o.max_new;
 		if (np + (size_t)bos == 0 || total > cfg.max_seq) {
 			snprintf(err, sizeof err, np + (size_t)bos == 0 ? "--prompt is empty (no tokens)"

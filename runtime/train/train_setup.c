@@ -67,6 +67,22 @@ static int weights_only(const llmt_ckpt *c)
 	return r;
 }
 
+/* Starting from an import (weights only) with one's own --model, whose
+ * max_seq may exceed the import's (config.json's max_position_embeddings,
+ * or its sliding window): --seq within the import's, as --init-from
+ * checks it (llmt_hf_check_seq). 0, or 64 with err on rank 0. */
+static int import_seq_check(trainer *t, const llmt_ckpt *c)
+{
+	llmt_config ic;
+
+	if (llmt_ckpt_config(c, &ic) != 0 || t->o->T <= ic.max_seq)
+		return 0;
+	if (t->p->l.rank == 0)
+		snprintf(t->err, sizeof(t->err), "--seq %d exceeds max_seq %d of this import (the source's "
+			 "max_position_embeddings or sliding window)", t->o->T, ic.max_seq);
+	return LLMT_EXIT_USAGE;
+}
+
 /* A resume's data error is the checkpoint's (its manifest, a shard's size
  * or checksum, the state blob): its own code, so the wrapper falls back to
  * an older checkpoint instead of stopping as for bad token data (65). */
@@ -100,6 +116,8 @@ static int resume(trainer *t, const char *from)
 	}
 	rc = llmt_ckpt_check_config(c, &t->cfg, t->err, sizeof(t->err));
 	wonly = !rc && weights_only(c);
+	if (wonly)
+		rc = import_seq_check(t, c);
 	if (!rc && !wonly)
 		rc = llmt_ckpt_blob_get(c, "train", 0, &blob, &len, t->err, sizeof(t->err));
 	if (!rc && !wonly) {

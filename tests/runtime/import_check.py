@@ -10,9 +10,11 @@
 # original_max_position_embeddings 0, no factor, no type. Each: exit 64 or 65, one
 # line naming the value, nothing written (an existing CKPT_DIR is left
 # byte for byte); --init-from it with one's own --model refuses a --seq
-# past the window the same way (exit 64). A matching directory imports, the weights come back by
+# past the window, or past max_position_embeddings, the same way (exit 64),
+# and so does a run of it on the import. A matching directory imports, the weights come back by
 # export bit for bit, and generate --ckpt on the import equals generate
-# --hf on the directory (which reads HFDIR's own tokenizer.model); its
+# --hf on the directory (which reads HFDIR's own tokenizer.model, as
+# generate --ckpt reads the one the import kept); its
 # CKPT_DIR/model.yaml trains it as --model. Import keeps HFDIR's tokenizer
 # files and BOS/EOS ids in CKPT_DIR/hf_tokenizer/ and export writes them
 # back (not a link out of HFDIR, a FIFO, a file over 64 MiB); an export
@@ -286,6 +288,17 @@ with tempfile.TemporaryDirectory() as W:
         if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
                 w in msg for w in ('--seq 16', 'sliding_window 8', 'swa_mistral_window_8/config.json')))):
             failures.append('--init-from window 8, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
+    # the same for max_position_embeddings 64 under one's own --model of
+    # max_seq 128 (was: --seq 100 trained past the source's positions)
+    yml128 = os.path.join(W, 'm128.yaml')
+    open(yml128, 'w').write(open(yml).read().replace('max_seq: 64', 'max_seq: 128'))
+    for T, want in ((100, 64), (64, 0)):
+        rc, msg = run('--model', yml128, '--data', corpus, '--steps', '1', '--seq', str(T), '--micro-batch', '1',
+                      '--init-from', good, '--quiet')
+        print('%-22s exit %d: %s' % ('--init-from mpe --seq %d' % T, rc, msg.splitlines()[-1] if msg else ''))
+        if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
+                w in msg for w in ('--seq 100', 'max_position_embeddings 64', 'good/config.json')))):
+            failures.append('--init-from max_position_embeddings 64, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
     # the import's model.yaml is config.json's architecture as a --model
     # file: a run with it starts from the import (a copy: ck_good stays
     # the import for generate below)
@@ -299,6 +312,27 @@ with tempfile.TemporaryDirectory() as W:
                       '--ckpt-dir', os.path.join(W, 'ck_yaml'), '--quiet')
         if rc != 0 or 'starting from the imported weights' not in msg:
             failures.append('--model CKPT_DIR/model.yaml: exit %d: %s' % (rc, msg))
+        # one's own --model (max_seq 128) on the import (max_seq 64, the
+        # source's max_position_embeddings): --seq 100 refused as for
+        # --init-from (was: trained, and the export said 128); 64 trains
+        for T, want in ((100, 64), (64, 0)):
+            ck = os.path.join(W, 'ck_seq%d' % T)
+            shutil.copytree(os.path.join(W, 'ck_good'), ck)
+            rc, msg = run('--model', yml128, '--data', corpus, '--steps', '1', '--seq', str(T), '--micro-batch', '1',
+                          '--ckpt-dir', ck, '--quiet')
+            print('%-22s exit %d: %s' % ('import --seq %d' % T, rc, msg.splitlines()[-1] if msg else ''))
+            if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
+                    w in msg for w in ('--seq 100', 'max_seq 64')))):
+                failures.append('--model max_seq 128 on the import, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
+        # its export says the source's 64 positions, not the run's max_seq
+        # 128 (was: 128, with a note now)
+        ex = os.path.join(W, 'ex_seq64')
+        rc, msg = run('export', '--dtype', 'fp32', os.path.join(W, 'ck_seq64'), ex)
+        mpe = json.load(open(os.path.join(ex, 'config.json'))).get('max_position_embeddings') if rc == 0 else None
+        print('%-22s exit %d: max_position_embeddings %s' % ('export of max_seq 128', rc, mpe))
+        if rc != 0 or mpe != 64 or 'written as 64' not in msg:
+            failures.append('export of the max_seq 128 run on the import: exit %d, max_position_embeddings %s: %s'
+                            % (rc, mpe, msg))
     if os.access(LT, os.X_OK) and run('generate', '--help')[0] == 0:
         a = run('generate', '--hf', good, '--prompt', 'abc', '--max-new', '8', '--ids')
         b = run('generate', '--ckpt', os.path.join(W, 'ck_good'), '--prompt', 'abc', '--max-new', '8', '--ids')
@@ -326,6 +360,24 @@ with tempfile.TemporaryDirectory() as W:
         print('%-22s exit %d: %s' % ('generate --hf own tok', a[0], a[1].splitlines()[-1] if a[1] else ''))
         if rc != 0 or a[0] != 0 or b[0] != 0 or a[1].split()[:8] != b[1].split()[:8] or tm not in a[1]:
             failures.append('generate --hf with HFDIR/tokenizer.model: %r, with --tokenizer it: %r' % (a, b))
+        # --no-bos: the prompt without the tokenizer's BOS (a model trained
+        # on `tokenize` output without --bos never saw one): one prompt
+        # token fewer
+        nb = run('generate', '--hf', own, '--no-bos', '--prompt', 'the program', '--max-new', '8', '--ids')
+        np_a = [l for l in a[1].splitlines() if 'prompt tokens' in l]
+        np_nb = [l for l in nb[1].splitlines() if 'prompt tokens' in l]
+        print('%-22s exit %d: %s' % ('generate --no-bos', nb[0], np_nb[0] if np_nb else nb[1]))
+        if nb[0] != 0 or not np_a or not np_nb or int(np_a[0].split()[2]) != int(np_nb[0].split()[2]) + 1:
+            failures.append('generate --no-bos: %r, want one prompt token fewer than %r' % (nb, a))
+        # --ckpt of its import reads the tokenizer the import kept in
+        # CKPT_DIR/hf_tokenizer (was: bytes, refused with "give --tokenizer")
+        ck_own = os.path.join(W, 'ck_own')
+        kept_tm = os.path.join(ck_own, 'hf_tokenizer', 'tokenizer.model')
+        ri = run('import', own, ck_own)
+        c = run('generate', '--ckpt', ck_own, '--prompt', 'the program', '--max-new', '8', '--ids')
+        print('%-22s exit %d: %s' % ('generate --ckpt import', c[0], c[1].splitlines()[-1] if c[1] else ''))
+        if ri[0] != 0 or c[0] != 0 or c[1].split()[:8] != a[1].split()[:8] or kept_tm not in c[1]:
+            failures.append('generate --ckpt of the import of %s: %r, want the ids of --hf %r' % (own, c, a))
         rc, msg = run('generate', '--hf', only, '--prompt', 'a', '--max-new', '2')
         print('%-22s exit %d: %s' % ('generate --hf norm', rc, msg))
         if rc != 65 or 'missing' not in msg:

@@ -5,7 +5,9 @@
 # for the same inputs; sbatch's batch step gets settings but no rank, and
 # its inner steps overwrite what the submitting shell leaked; a PyTorch
 # env:// rendezvous (gloo, 4 ranks) works on the injected variables; the
-# step's first node logs its layout in one slurmd line.
+# step's first node logs its layout in one slurmd line; GROUP_RANK and
+# GROUP_WORLD_SIZE agree between the tasks, --llm-explain and
+# llm-train-plan --env.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 plan=$top_builddir/spank/llm-train-plan
@@ -82,6 +84,40 @@ line="llm_train: step [0-9]*\.[0-9]*: tp=2 pp=2 dp=2, 8 tasks on 4 nodes (.*), o
 n=$(cat "$CLUSTER_DIR"/log/slurmd-*.log | grep -c "$line")
 [ "$n" = 1 ] || { grep -h 'llm_train: step' "$CLUSTER_DIR"/log/slurmd-*.log; fail "$n slurmd log lines for the step, want 1"; }
 echo "ok: one slurmd log line names the step's layout, order and rank-0 node"
+
+# ---- GROUP_RANK/GROUP_WORLD_SIZE: tasks = --llm-explain = llm-train-plan --env ----
+# (one llmt_plan_env_input for all three; was: explain and --env printed
+# GROUP_RANK=0 GROUP_WORLD_SIZE=1 for every task)
+srun -N4 --ntasks-per-node=2 --llm-train=tp=2,pp=2 -w "$nl" \
+	sh -c 'echo G $SLURM_PROCID $GROUP_RANK $GROUP_WORLD_SIZE' >"$w/group.out" 2>"$w/group.err" ||
+	{ cat "$w/group.err"; fail "srun for GROUP_RANK failed"; }
+# --llm-explain prints the map and the environments inside an allocation
+# (outside one it knows no nodes yet); it refuses to launch the step
+salloc -N4 --ntasks-per-node=2 -w "$nl" srun --llm-train=tp=2,pp=2 --llm-explain true >"$w/explain.out" 2>&1
+"$plan" --nodes "$nl" --tasks-per-node "$tpn" --layout tp=2,pp=2,dp=auto \
+	--topology "$CLUSTER_DIR/etc/topology.conf" --policy "$CLUSTER_DIR/etc/llm-train.yaml" \
+	--json --env >"$w/plan-env.json" || fail "llm-train-plan --env failed"
+"$py" - "$w/group.out" "$w/explain.out" "$w/plan-env.json" <<'EOF' || fail "GROUP_RANK/GROUP_WORLD_SIZE differ"
+import json, re, sys
+tasks = {int(l.split()[1]): tuple(l.split()[2:4]) for l in open(sys.argv[1]) if l.startswith("G ")}
+expl, t = {}, None
+for l in open(sys.argv[2]):
+    m = re.match(r"llm_train: explain: environment of task (\d+) ", l)
+    if m:
+        t = int(m.group(1))
+        expl[t] = {}
+    elif t is not None and l.startswith("  ") and "=" in l:
+        k, v = l.strip().split("=", 1)
+        expl[t][k] = v
+plan = {e["task"]: (e["env"]["GROUP_RANK"], e["env"]["GROUP_WORLD_SIZE"]) for e in json.load(open(sys.argv[3]))}
+expl = {k: (v.get("GROUP_RANK"), v.get("GROUP_WORLD_SIZE")) for k, v in expl.items()}
+print("tasks  ", sorted(tasks.items()))
+print("explain", sorted(expl.items()))
+print("plan   ", sorted(plan.items()))
+ok = len(tasks) == 8 and tasks == expl == plan and {g for g, _ in tasks.values()} == {"0", "1", "2", "3"}
+sys.exit(0 if ok else 1)
+EOF
+echo "ok: GROUP_RANK and GROUP_WORLD_SIZE of 8 tasks on 4 nodes: tasks = --llm-explain = llm-train-plan --env"
 
 # ---- sbatch: settings in the batch step, ranks only in inner steps ----------
 cat >"$w/job.sh" <<EOF

@@ -6,6 +6,9 @@
 # env:// script fails on every attempt with "MASTER_ADDR expected": the
 # wrapper says why in one line at start; with --llm-train it says nothing
 # of the kind. Red before: no such line (four tracebacks per attempt only).
+# The same from an salloc shell: salloc --llm-train gets no such line
+# (red before: it did, though its tasks got their ranks), a plain salloc does;
+# the wrapper takes salloc's --llm-ckpt-dir (red before: "no checkpoint dir").
 set -u
 . "$top_srcdir/tests/cluster/lib.sh"
 . "$top_srcdir/tests/wrapper/lib-wrap.sh"
@@ -27,4 +30,35 @@ grep -q "has no --llm-train or --llm-ckpt-dir option: the plugin sets no RANK" "
 grep -q "RANK=[01]" "$W/opt.out" || { cat "$W/opt.out"; fail "with --llm-train the tasks got no RANK"; }
 grep -q "has no --llm-train" "$W/opt.out" && { cat "$W/opt.out"; fail "said so for a job with --llm-train"; }
 echo "ok: a job without the plugin's options is named at start; one with --llm-train is not"
+# under salloc the wrapper runs in the salloc shell, not in a step of the
+# plugin (no LLM_TRAIN=1 there): salloc --llm-train hands its steps the
+# option through SLURM_SPANK__SLURM_SPANK_OPTION_llm_train_*, and the
+# tasks get their ranks; no line says otherwise (was: the false line)
+(cd "$W" && salloc -N2 --ntasks-per-node=1 --llm-train=dp=auto ./j.sh salloc-opt) >"$W/salloc-opt.out" 2>&1 ||
+	{ cat "$W/salloc-opt.out"; fail "salloc --llm-train"; }
+(cd "$W" && salloc -N2 --ntasks-per-node=1 ./j.sh salloc-noopt) >"$W/salloc-noopt.out" 2>&1 ||
+	{ cat "$W/salloc-noopt.out"; fail "salloc"; }
+grep -q "RANK=[01]" "$W/salloc-opt.out" || { cat "$W/salloc-opt.out"; fail "salloc --llm-train: the tasks got no RANK"; }
+grep -q "has no --llm-train" "$W/salloc-opt.out" &&
+	{ cat "$W/salloc-opt.out"; fail "said so under salloc --llm-train"; }
+grep -q "RANK=unset" "$W/salloc-noopt.out" && grep -q "has no --llm-train or --llm-ckpt-dir option" "$W/salloc-noopt.out" ||
+	{ cat "$W/salloc-noopt.out"; fail "salloc without options: no line saying so"; }
+echo "ok: under salloc --llm-train no such line; under a plain salloc the line"
+# and its checkpoint dir: the salloc shell has no LLM_TRAIN_CKPT_DIR (no
+# step of the plugin set it); the wrapper takes --llm-ckpt-dir, or the
+# --llm-train spec's ckpt-dir, as the tasks get it (was: exit 64, "no
+# checkpoint dir: give --ckpt-dir or set LLM_TRAIN_CKPT_DIR")
+cat >"$W/j2.sh" <<JOB
+#!/bin/sh
+exec "$WRAP" --ckpt-tool none --tick 0.2 --max-restarts 0 -- sh -c 'echo "task \$SLURM_PROCID CKPT=\$LLM_TRAIN_CKPT_DIR"'
+JOB
+chmod +x "$W/j2.sh"
+for how in "--llm-ckpt-dir=$W/ck.sa1" "--llm-train=dp=auto,ckpt-dir=$W/ck.sa2"; do
+	d=${how##*=}
+	(cd "$W" && salloc -N2 --ntasks-per-node=1 "$how" ./j2.sh) >"$W/sa.out" 2>&1 ||
+		{ cat "$W/sa.out"; fail "salloc $how: the wrapper without --ckpt-dir failed"; }
+	[ "$(grep -c "^task [01] CKPT=$d\$" "$W/sa.out")" = 2 ] && [ -s "$d/ledger.jsonl" ] ||
+		{ cat "$W/sa.out"; fail "salloc $how: want the tasks' LLM_TRAIN_CKPT_DIR and the ledger in $d"; }
+done
+echo "ok: under salloc --llm-ckpt-dir (or --llm-train=...,ckpt-dir=) the wrapper takes that checkpoint dir"
 echo PASS
