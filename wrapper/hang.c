@@ -213,7 +213,7 @@ double wr_stuck_margin(double comm_timeout_s)
 	return comm_timeout_s / 2 > WR_STUCK_FLOOR_S ? comm_timeout_s / 2 : WR_STUCK_FLOOR_S;
 }
 
-bool wr_hang_together(const struct wr_hb *hb, int n, double since, double window_s,
+bool wr_hang_together(const struct wr_hb *hb, int n, double since, double now, double window_s,
                       int *nranks, double *spread)
 {
 	int m = 0;
@@ -238,5 +238,5 @@ bool wr_hang_together(const struct wr_hb *hb, int n, double since, double window
 		*nranks = m;
 	if (spread)
 		*spread = hi - lo;
-	return m >= 2 && hi - lo <= window_s;
+	return m >= 2 && hi - lo <= window_s && now - hi > LLMT_HB_MAX_AGE_S;
 }

@@ -114,8 +114,12 @@ double wr_stuck_margin(double comm_timeout_s);
  * True then (*nranks: how many, *spread: newest less oldest last beat);
  * false when one rank is behind (an older step, no heartbeat while others
  * have one, or silent window_s longer than another) or fewer than two
- * ranks are judged. `since` as for wr_hang_find. */
-bool wr_hang_together(const struct wr_hb *hb, int n, double since, double window_s,
+ * ranks are judged, or when the newest last beat is at most
+ * LLMT_HB_MAX_AGE_S before now: that rank still beats (it waits in a
+ * marked collective), so the stalest is singled out however short the
+ * hang timeout (at 4 s a waiter 1-2 s old lay within the window).
+ * `since` as for wr_hang_find. */
+bool wr_hang_together(const struct wr_hb *hb, int n, double since, double now, double window_s,
                       int *nranks, double *spread);
 
 /* The window for wr_hang_together: a waiting rank's heartbeat is rewritten

@@ -417,7 +417,7 @@ static void on_hang(struct ctx *x, int hung, double now, double stale, double ti
 
 	o->e.hung = true;
 	bool all = L->save_held <= 0 && !c->progress_from_output && wr_hang_together(x->hb, x->n, x->first_hb >= 0 ?
-	           x->first_hb : o->t_launch, WR_HANG_TOGETHER_S, &o->e.hung_together, &o->e.hung_spread);
+	           x->first_hb : o->t_launch, now, WR_HANG_TOGETHER_S, &o->e.hung_together, &o->e.hung_spread);
 	if (!all)
 		o->e.hung_together = 0, o->e.hung_spread = 0;
 	o->hung_rank = c->progress_from_output || all ? -1 : hung;

@@ -256,38 +256,43 @@ static void test_together(void **state)
 	struct wr_hb r[4] = { hb(10, 100.0, PH_TRAIN, 1), hb(10, 100.3, PH_TRAIN, 1),
 	                      hb(10, 100.1, PH_TRAIN, 1), hb(10, 100.4, PH_TRAIN, 1) };
 	assert_int_equal(wr_hang_find(r, 4, 121, 0, 20, 50, 600, &stale), 0);   /* the stalest... */
-	assert_true(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread)); /* ...but not singled out */
+	assert_true(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread)); /* ...but not singled out */
 	assert_int_equal(m, 4);
 	assert_true(fabs(spread - 0.4) < 1e-9);
 	/* a rank done is left out; the rest still together */
 	r[2].phase = PH_DONE;
 	r[2].time = 50;
-	assert_true(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_true(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	assert_int_equal(m, 3);
 	/* the waiting ranks beat on (ddp_hook, job.collective()): rank 0 is 3.5 s behind */
 	r[1].time = r[3].time = 103.5;
-	assert_false(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_false(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	assert_true(fabs(spread - 3.5) < 1e-9);
 	/* exactly the window apart: still together */
 	r[1].time = r[3].time = 100 + WR_HANG_TOGETHER_S;
-	assert_true(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_true(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	/* a rank a step behind is singled out however close in time */
 	r[1].time = r[3].time = 100.2;
 	r[3].step = 11;
-	assert_false(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_false(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	/* a rank without a heartbeat while others have one: behind */
 	r[3] = (struct wr_hb){ 0 };
-	assert_false(wr_hang_together(r, 4, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_false(wr_hang_together(r, 4, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	/* none has one (all silent since the launch at 90): together */
 	struct wr_hb none[2] = { { 0 }, { 0 } };
-	assert_true(wr_hang_together(none, 2, 90, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_true(wr_hang_together(none, 2, 90, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	assert_true(spread == 0);
 	/* a leftover beat before `since` counts from since */
 	struct wr_hb old[2] = { hb(10, 10, PH_TRAIN, 1), hb(10, 90.5, PH_TRAIN, 1) };
-	assert_true(wr_hang_together(old, 2, 90, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_true(wr_hang_together(old, 2, 90, 121, WR_HANG_TOGETHER_S, &m, &spread));
 	assert_true(fabs(spread - 0.5) < 1e-9);
+	/* the newest beat 2.5 s old or less: that rank beats on (a marked
+	 * wait), the stalest is singled out, however close (a 4 s timeout) */
+	struct wr_hb live[2] = { hb(10, 100.0, PH_TRAIN, 1), hb(10, 101.6, PH_TRAIN, 1) };
+	assert_true(wr_hang_together(live, 2, 0, 104.2, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_false(wr_hang_together(live, 2, 0, 104.0, WR_HANG_TOGETHER_S, &m, &spread));
 	/* one rank: nothing to tell it from */
-	assert_false(wr_hang_together(r, 1, 0, WR_HANG_TOGETHER_S, &m, &spread));
+	assert_false(wr_hang_together(r, 1, 0, 121, WR_HANG_TOGETHER_S, &m, &spread));
 }
 
 int main(void)
