@@ -1,0 +1,69 @@
+#!/bin/bash
+# `llm-train-wrap report RUN_DIR` run by root over a run dir another user
+# (nobody) made with crafted files: a job id that closes gnuplot's string
+# and calls `system`, links at loss.dat / loss.png / eval.jsonl, escape
+# bytes for root's terminal. Before the fix root ran the command and
+# overwrote the links' targets (gnuplot's `set output` and fopen "w").
+. "${top_srcdir:?}/tests/security/lib.sh"
+sec_need_root
+sec_tmpdir
+W=${top_builddir:?}/wrapper/llm-train-wrap
+[ -x "$W" ] || { echo "FAIL: $W not built"; exit 1; }
+command -v gnuplot >/dev/null || { echo "SKIP: gnuplot not installed"; exit 77; }
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+d=$sec_dir
+echo precious >"$d/victim1"; echo precious >"$d/victim2"
+printf '{"step":1,"val_loss":4242.4242}\n' >"$d/secret.jsonl" && chmod 600 "$d/secret.jsonl"
+ledger() {   # the start event of a job id that is a gnuplot command, then ESC and a newline
+	printf '{"event":"start","job":"1)'"'"'; system '"'"'touch %s'"'"'; #\\u001b[2J\\nNVRM: Xid","t":1}\n' "$1"
+	printf '{"event":"action","t":2,"exclude":["n1\\u001b]0;x\\u0007"]}\n'
+}
+plant() {    # a run dir $1 with the ledger, metrics and three links
+	mkdir -p "$1" && ledger "$d/pwn" >"$1/ledger.jsonl" &&
+		printf '{"step":1,"loss":2.5}\n{"step":2,"loss":2.0}\n' >"$1/metrics.jsonl" &&
+		ln -s "$d/victim1" "$1/loss.dat" && ln -s "$d/victim2" "$1/loss.png" &&
+		ln -s "$d/secret.jsonl" "$1/eval.jsonl" || exit 1
+}
+intact() {   # $1: the case
+	[ ! -e "$d/pwn" ] || { bad "$1: gnuplot ran the job id's command as $(stat -c %U "$d/pwn")"; rm -f "$d/pwn"; }
+	for v in victim1 victim2; do
+		[ "$(cat "$d/$v")" = precious ] || { bad "$1: $v overwritten through a link"; echo precious >"$d/$v"; }
+	done
+}
+# 1. another user's run dir, root reports: everything as that user
+u=$d/nobody-run
+plant "$u" && chown -R -h nobody: "$u"
+out=$("$W" report "$u" 2>"$d/err"); rc=$?
+[ $rc = 0 ] || bad "report over nobody's dir: exit $rc: $(cat "$d/err")"
+intact "nobody's dir"
+grep -q "belongs to uid $(id -u nobody): read and written as uid" "$d/err" || bad "no line about the owner: $(cat "$d/err")"
+for f in loss.png loss.dat dashboard.html llm_train.prom; do
+	got=$(stat -c '%U %F' "$u/$f" 2>&1)
+	[ "$got" = "nobody regular file" ] || bad "$u/$f: $got (want nobody's regular file)"
+done
+file "$u/loss.png" | grep -q 'PNG image' || bad "loss.png is not a PNG: $(file "$u/loss.png")"
+grep -q 4242.4242 "$u/dashboard.html" && bad "root's 0600 file, linked as eval.jsonl, reached the page"
+printf '%s' "$out" | grep -q $'\x1b' && bad "an escape byte of the ledger reached the terminal"
+printf '%s\n' "$out" | grep -q '^NVRM' && bad "a newline in the job id forged a line: $out"
+printf '%s\n' "$out" | grep -q 'excluded nodes: n1?]0;x?$' || bad "excluded node not shown with ?: $out"
+# 2. root's own dir with a quote and a newline in its name: the texts alone
+r=$d/"root'run"$'\n'x
+plant "$r"
+"$W" report "$r" >/dev/null 2>"$d/err" || bad "report over root's dir: $(cat "$d/err")"
+intact "root's dir"
+file "$r/loss.png" | grep -q 'PNG image' || bad "root's dir: no PNG"
+[ -L "$r/loss.dat" ] && bad "root's dir: loss.dat still the link"
+# 3. refusals: one line naming the dir, exit 64
+w=$d/open-run
+plant "$w" && chmod 777 "$w"
+"$W" report "$w" >/dev/null 2>"$d/err"; rc=$?
+[ $rc = 64 ] && [ "$(wc -l <"$d/err")" = 1 ] && grep -q "open-run' is writable by every user (mode 0777): refused" "$d/err" ||
+	bad "world-writable dir: exit $rc: $(cat "$d/err")"
+intact "world-writable dir"
+chmod 755 "$w"
+sec_as_nobody "$W" report "$w" >/dev/null 2>"$d/err"; rc=$?
+[ $rc = 64 ] && grep -q "open-run' belongs to uid 0, not to uid $(id -u nobody): refused" "$d/err" ||
+	bad "nobody over root's dir: exit $rc: $(cat "$d/err")"
+[ $fail = 0 ] && echo "ok: no command run, no link followed, no escape printed; refusals 64"
+exit $fail
