@@ -1,0 +1,67 @@
+#!/bin/bash
+# A checkpoint, heartbeat or run directory that another user made first
+# (uid 4242 here; a planted checkpoint in it) or that sits under a
+# directory every user may write without the sticky bit is refused with
+# one line and exit 64, before anything in it is read: by llm-train, by
+# llm-train-wrap and by the PyTorch jobs' module, as nobody and as root.
+# Before the fix all three used such directories (llm-train resumed from
+# or wrote into them; exit 0 or a checkpoint error, never 64).
+. "${top_srcdir:?}/tests/security/lib.sh"
+sec_need_root
+sec_tmpdir
+lt=${top_builddir:?}/runtime/llm-train
+W=${top_builddir:?}/wrapper/llm-train-wrap
+for b in "$lt" "$W"; do [ -x "$b" ] || { echo "FAIL: $b not built"; exit 1; }; done
+d=$sec_dir
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+mkdir "$d/data" && /usr/bin/python3 - "$d/data/a.bin" <<'PY' || exit 1
+import struct, sys
+h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = 4096
+open(sys.argv[1], 'wb').write(struct.pack('<256i', *h) + struct.pack('<4096H', *([65] * 4096)))
+PY
+printf 'vocab_size: 256\nd_model: 64\nn_layers: 1\nn_heads: 2\nd_ff: 128\nmax_seq: 32\n' >"$d/m.yaml"
+cp "${top_srcdir:?}/wrapper/python/llm_train.py" "$d/llm_train.py"
+chmod -R a+rX "$d/data" "$d/m.yaml" "$d/llm_train.py"
+mkdir -m 1777 "$d/scratch" || exit 1   # like /tmp: sticky, every user writes
+train() {    # $1: as (nobody|root); the rest: llm-train's extra options
+	local as=$1; shift
+	local run=("$lt" --model "$d/m.yaml" --data "$d/data" --steps 1 --seq 16 --micro-batch 1 --quiet "$@")
+	if [ "$as" = nobody ]; then (cd "$d" && sec_as_nobody "${run[@]}"); else (cd "$d" && "${run[@]}"); fi
+}
+want64() {   # $1: case, $2: output file, $3: the text the one line holds
+	local rc=$4
+	if [ "$rc" = 64 ] && [ "$(wc -l <"$2")" = 1 ] && grep -qF -- "$3" "$2"; then echo "ok: $1: 64, $(cat "$2")"
+	else bad "$1: exit $rc, want 64 and one line with '$3': $(head -c 600 "$2")"; fi
+}
+# another user's checkpoint dir (0755) with a planted checkpoint
+f=$d/scratch/victim/run7
+mkdir -p "$f/step_00000005" && echo '{"step":5}' >"$f/step_00000005/manifest.json" && ln -s step_00000005 "$f/latest" &&
+	chown -R -h 4242:4242 "$d/scratch/victim" && chmod -R 755 "$d/scratch/victim" || exit 1
+train nobody --ckpt-dir "$f" >"$d/o1" 2>&1; rc=$?
+want64 "llm-train, uid 4242's ckpt dir" "$d/o1" "checkpoint dir $f: owned by uid 4242, not by this user (uid 65534): refused" $rc
+train root --ckpt-dir "$f" >"$d/o2" 2>&1; rc=$?
+want64 "llm-train as root, uid 4242's ckpt dir" "$d/o2" "owned by uid 4242, not by this user (uid 0)" $rc
+sec_as_nobody "$W" --no-srun --ckpt-dir "$f" -- true >"$d/o3" 2>&1; rc=$?
+want64 "llm-train-wrap, uid 4242's ckpt dir" "$d/o3" "llm-train-wrap: run dir $f: owned by uid 4242" $rc
+[ -e "$f/ledger.jsonl" ] && bad "the wrapper wrote its ledger into uid 4242's dir"
+(cd "$d" && sec_as_nobody env PYTHONPATH="$d" LLM_TRAIN_CKPT_DIR="$f" /usr/bin/python3 -c 'import llm_train; llm_train.Job()') \
+	>"$d/o4" 2>&1; rc=$?
+want64 "llm_train.py, uid 4242's ckpt dir" "$d/o4" "llm_train: rank 0: checkpoint dir $f: owned by uid 4242" $rc
+# nobody's own ckpt dir, but heartbeat/ and the run dir made by uid 4242
+o=$d/scratch/own && mkdir -p "$o/ck/heartbeat" "$o/run" && chown -R nobody: "$o" && chown 4242 "$o/ck/heartbeat" "$o/run" || exit 1
+train nobody --ckpt-dir "$o/ck" >"$d/o5" 2>&1; rc=$?
+want64 "llm-train, uid 4242's heartbeat/" "$d/o5" "heartbeat dir $o/ck/heartbeat: owned by uid 4242" $rc
+sec_as_nobody "$W" --no-srun --ckpt-dir "$o/ck2" --run-dir "$o/run" -- true >"$d/o6" 2>&1; rc=$?
+want64 "llm-train-wrap, uid 4242's run dir" "$d/o6" "run dir $o/run: owned by uid 4242" $rc
+# a parent every user may write without the sticky bit (anyone can swap the dir)
+mkdir -p "$d/open/me" && chown -R nobody: "$d/open" && chmod 777 "$d/open" || exit 1
+train nobody --ckpt-dir "$d/open/me/run1" >"$d/o7" 2>&1; rc=$?
+want64 "llm-train under a 0777 parent" "$d/o7" "$d/open is writable by every user without the sticky bit (mode 0777)" $rc
+# the good paths: nobody's new dir under the sticky scratch; root's own
+train nobody --ckpt-dir "$d/scratch/mine/run1" >"$d/o8" 2>&1 || bad "llm-train in nobody's own dir: $(cat "$d/o8")"
+[ -d "$d/scratch/mine/run1/step_00000001" ] || bad "no checkpoint in nobody's own dir"
+train root --ckpt-dir "$d/rootrun" >"$d/o9" 2>&1 || bad "llm-train in root's own dir: $(cat "$d/o9")"
+[ -f "$f/step_00000005/manifest.json" ] && [ "$(stat -c %u "$f/step_00000005/manifest.json")" = 4242 ] ||
+	bad "the planted checkpoint changed"
+exit $fail
