@@ -16,6 +16,7 @@
 #include "dashboard.h"
 #include "launch.h"
 #include "plot.h"
+#include "runowner.h"
 #include "prom.h"
 
 struct points {
@@ -189,18 +190,6 @@ static int prom(const struct wr_history *h, const struct wr_goodput *g, const st
 	return 0;
 }
 
-/* s for a terminal: control bytes and bytes past ASCII as '?' (a job id or
- * node name from a ledger others wrote must not move the admin's cursor,
- * forge lines or send escape sequences) */
-static const char *shown(const char *s, char *buf, size_t len)
-{
-	size_t n = 0;
-	for (; *s && n + 1 < len; s++)
-		buf[n++] = (unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e ? '?' : *s;
-	buf[n] = '\0';
-	return buf;
-}
-
 int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct wr_goodput *g)
 {
 	char sb[512];
@@ -217,7 +206,7 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 		dflt /= ns;
 	}
 	wr_goodput(h->attempts, h->nattempts, alloc, dflt, g);
-	printf("llm-train-wrap: summary%s%s: %d run(s), %d attempt(s)\n", *c->job ? " of job " : "", shown(c->job, sb, sizeof sb),
+	printf("llm-train-wrap: summary%s%s: %d run(s), %d attempt(s)\n", *c->job ? " of job " : "", wr_shown(c->job, sb, sizeof sb),
 	       h->runs, h->nattempts);
 	printf("  goodput %.1f%% (useful %.1f s of %.1f s allocated, %ld steps)\n", 100 * g->ratio, g->useful_s,
 	       g->allocated_s, g->useful_steps);
@@ -246,7 +235,7 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 	printf("%s; runs %d\n", any ? "" : "no failure", h->runs);
 	printf("  excluded nodes:");
 	for (int i = 0; i < h->excluded.n; i++)
-		printf(" %s", shown(h->excluded.name[i], sb, sizeof sb));
+		printf(" %s", wr_shown(h->excluded.name[i], sb, sizeof sb));
 	printf("%s\n", h->excluded.n ? "" : " none");
 	plot(c);
 	prom(h, g, c);

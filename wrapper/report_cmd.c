@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "include/llmt/exitcodes.h"
 #include "report.h"
+#include "runowner.h"
 
 /* The job id of the ledger's newest start event ("" when none). */
 static void last_job(const char *path, char *job, size_t len)
@@ -35,40 +35,6 @@ static void last_job(const char *path, char *job, size_t len)
 		fclose(f);
 }
 
-/* Who reads and writes a run dir: root reports on another user's as that
- * user (setgid/setuid to the dir's owner, no groups), so nothing planted
- * there (a link at an output's or an input's name, the texts gnuplot and
- * the page get) acts with root's rights. Another user's dir, for anyone
- * else, and a dir every user may write without the sticky bit are
- * refused: 0, or the exit code after one line. */
-static int as_owner(const char *dir)
-{
-	struct stat st;
-	if (stat(dir, &st) != 0)
-		return 0;   /* said by the caller: 66 */
-	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
-		fprintf(stderr, "llm-train-wrap report: '%s' is writable by every user (mode %04o): refused\n", dir,
-		        (unsigned)(st.st_mode & 07777));
-		return LLMT_EXIT_USAGE;
-	}
-	if (st.st_uid == geteuid())
-		return 0;
-	if (geteuid() != 0) {
-		fprintf(stderr, "llm-train-wrap report: '%s' belongs to uid %u, not to uid %u: refused (run it as that user or root)\n",
-		        dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return LLMT_EXIT_USAGE;
-	}
-	if (setgroups(0, NULL) != 0 || setgid(st.st_gid) != 0 || setuid(st.st_uid) != 0 || geteuid() != st.st_uid ||
-	    getegid() != st.st_gid) {
-		fprintf(stderr, "llm-train-wrap report: cannot become uid %u (the owner of '%s'): %s\n",
-		        (unsigned)st.st_uid, dir, strerror(errno));
-		return LLMT_EXIT_IO;
-	}
-	fprintf(stderr, "llm-train-wrap report: '%s' belongs to uid %u: read and written as uid %u gid %u\n", dir,
-	        (unsigned)st.st_uid, (unsigned)st.st_uid, (unsigned)st.st_gid);
-	return 0;
-}
-
 int wr_report_main(int argc, char **argv)
 {
 	static struct wr_history h;
@@ -84,7 +50,7 @@ int wr_report_main(int argc, char **argv)
 		fprintf(stderr, "llm-train-wrap report: '%s' is not a directory\n", dir);
 		return LLMT_EXIT_USAGE;
 	}
-	int rc = as_owner(dir);
+	int rc = wr_as_owner("llm-train-wrap report", dir);
 	if (rc)
 		return rc;
 	if (stat(dir, &sb) != 0 || access(led, R_OK) != 0) {   /* a missing input: EX_NOINPUT */

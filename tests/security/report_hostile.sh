@@ -1,5 +1,5 @@
 #!/bin/bash
-# `llm-train-wrap report RUN_DIR` run by root over a run dir another user
+# `llm-train-wrap report RUN_DIR` (and ckpt-unmark) run by root over a run dir another user
 # (nobody) made with crafted files: a job id that closes gnuplot's string
 # and calls `system`, links at loss.dat / loss.png / eval.jsonl, escape
 # bytes for root's terminal. Before the fix root ran the command and
@@ -65,5 +65,24 @@ chmod 755 "$w"
 sec_as_nobody "$W" report "$w" >/dev/null 2>"$d/err"; rc=$?
 [ $rc = 64 ] && grep -q "open-run' belongs to uid 0, not to uid $(id -u nobody): refused" "$d/err" ||
 	bad "nobody over root's dir: exit $rc: $(cat "$d/err")"
+# 4. ckpt-unmark by root: nobody's ledger.jsonl a link to root's own
+# ledger (0600, a mark): root appended `ckpt_unmark all` to it before
+mkdir -p "$d/rootjob" && chmod 700 "$d/rootjob" || exit 1
+printf '{"time":1,"event":"ckpt_bad","attempt":0,"path":"/ck/step_1","step":1,"rule":"exit_code","id":"x"}\n' \
+	>"$d/rootjob/ledger.jsonl" && chmod 600 "$d/rootjob/ledger.jsonl"
+before=$(md5sum <"$d/rootjob/ledger.jsonl")
+m=$d/unmark-run && mkdir "$m" && ln -s "$d/rootjob/ledger.jsonl" "$m/ledger.jsonl" && chown -h -R nobody: "$m" || exit 1
+"$W" ckpt-unmark "$m" --all >/dev/null 2>"$d/err"; rc=$?
+[ "$(md5sum <"$d/rootjob/ledger.jsonl")" = "$before" ] || bad "ckpt-unmark as root wrote through nobody's link into root's ledger"
+[ $rc = 74 ] || bad "ckpt-unmark over the link: exit $rc (want 74, nobody cannot read it): $(cat "$d/err")"
+# a mark's path with ESC and a newline, listed to root's terminal
+rm "$m/ledger.jsonl"
+printf '{"time":1,"event":"ckpt_bad","attempt":0,"path":"/ck/s\\u001b[2J\\nforged","step":1,"rule":"exit_code","id":"x"}\n' \
+	>"$m/ledger.jsonl" && chown nobody: "$m/ledger.jsonl"
+"$W" ckpt-unmark "$m" /nowhere >/dev/null 2>"$d/err"; rc=$?
+[ $rc = 64 ] || bad "ckpt-unmark of an unmarked path: exit $rc: $(cat "$d/err")"
+grep -q $'\x1b' "$d/err" && bad "ckpt-unmark printed a mark's ESC byte"
+grep -q '^forged' "$d/err" && bad "ckpt-unmark printed a mark's newline (a forged line)"
+grep -q 'marked bad: /ck/s?\[2J?forged$' "$d/err" || bad "mark not listed with ?: $(cat "$d/err")"
 [ $fail = 0 ] && echo "ok: no command run, no link followed, no escape printed; refusals 64"
 exit $fail
