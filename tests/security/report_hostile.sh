@@ -84,5 +84,18 @@ printf '{"time":1,"event":"ckpt_bad","attempt":0,"path":"/ck/s\\u001b[2J\\nforge
 grep -q $'\x1b' "$d/err" && bad "ckpt-unmark printed a mark's ESC byte"
 grep -q '^forged' "$d/err" && bad "ckpt-unmark printed a mark's newline (a forged line)"
 grep -q 'marked bad: /ck/s?\[2J?forged$' "$d/err" || bad "mark not listed with ?: $(cat "$d/err")"
+# 5. a ledger text "<!--<script>" (a tool's line, a why) in the page's data
+# block kept it open past its </script>: the page's own script never ran
+p=$d/page-run && mkdir "$p" || exit 1
+printf '{"event":"start","job":"7","t":1}\n{"event":"failure","t":2,"class":"transient","step":3,"why":"x <!--<script> y"}\n' \
+	>"$p/ledger.jsonl" && printf '{"step":1,"loss":2.5}\n{"step":2,"loss":2.0}\n' >"$p/metrics.jsonl"
+"$W" report "$p" >/dev/null 2>&1 || bad "report of the page run"
+grep -q '<!--<script' "$p/dashboard.html" && bad "'<!--<script' of the ledger is in the page's data block"
+if command -v chromium >/dev/null; then
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --user-data-dir="$d/chrome" \
+		--dump-dom "file://$p/dashboard.html" >"$d/page.dom" 2>/dev/null
+	grep -q '<div id="app"><h1>llm-train job 7' "$d/page.dom" || bad "the page's script did not run (empty app)"
+	grep -q 'x &lt;!--&lt;script&gt; y' "$d/page.dom" || bad "the event's text is not shown as text"
+fi
 [ $fail = 0 ] && echo "ok: no command run, no link followed, no escape printed; refusals 64"
 exit $fail
