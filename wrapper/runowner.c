@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,14 +31,24 @@ int wr_as_owner(const char *prog, const char *dir)
 		        prog, dir, (unsigned)st.st_uid, (unsigned)geteuid());
 		return LLMT_EXIT_USAGE;
 	}
-	if (setgroups(0, NULL) != 0 || setgid(st.st_gid) != 0 || setuid(st.st_uid) != 0 || geteuid() != st.st_uid ||
-	    getegid() != st.st_gid) {
+	/* the owner's own primary group, not the dir's: a dir made under a
+	 * setgid one has that group whether or not its owner is a member */
+	errno = 0;
+	struct passwd *pw = getpwuid(st.st_uid);
+	if (!pw) {
+		fprintf(stderr, "%s: '%s' belongs to uid %u, who has no passwd entry: refused\n", prog, dir,
+		        (unsigned)st.st_uid);
+		return LLMT_EXIT_USAGE;
+	}
+	gid_t gid = pw->pw_gid;
+	if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(st.st_uid) != 0 || geteuid() != st.st_uid ||
+	    getegid() != gid) {
 		fprintf(stderr, "%s: cannot become uid %u (the owner of '%s'): %s\n",
 		        prog, (unsigned)st.st_uid, dir, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
 	fprintf(stderr, "%s: '%s' belongs to uid %u: read and written as uid %u gid %u\n", prog, dir,
-	        (unsigned)st.st_uid, (unsigned)st.st_uid, (unsigned)st.st_gid);
+	        (unsigned)st.st_uid, (unsigned)st.st_uid, (unsigned)gid);
 	return 0;
 }
 

@@ -6,8 +6,9 @@
 
 #include <stddef.h>
 
-/* Root over another user's run dir becomes that user (setgid/setuid to the
- * dir's owner, no groups; one line on stderr), so nothing planted there (a
+/* Root over another user's run dir becomes that user (setuid to the dir's
+ * owner, setgid to the owner's primary group, no other groups; one line on
+ * stderr; an owner without a passwd entry: refused), so nothing planted there (a
  * link at an output's or an input's name, texts gnuplot and the page get)
  * acts with root's rights. Another user's dir, for anyone else, and a dir
  * every user may write without the sticky bit are refused. Returns 0, or

@@ -33,14 +33,14 @@ intact() {   # $1: the case
 }
 # 1. another user's run dir, root reports: everything as that user
 u=$d/nobody-run
-plant "$u" && chown -R -h nobody: "$u"
+plant "$u" && chown -R -h nobody: "$u" && chgrp root "$u"   # the dir's group is not its owner's
 out=$("$W" report "$u" 2>"$d/err"); rc=$?
 [ $rc = 0 ] || bad "report over nobody's dir: exit $rc: $(cat "$d/err")"
 intact "nobody's dir"
 grep -q "belongs to uid $(id -u nobody): read and written as uid" "$d/err" || bad "no line about the owner: $(cat "$d/err")"
 for f in loss.png loss.dat dashboard.html llm_train.prom; do
-	got=$(stat -c '%U %F' "$u/$f" 2>&1)
-	[ "$got" = "nobody regular file" ] || bad "$u/$f: $got (want nobody's regular file)"
+	got=$(stat -c '%U %G %F' "$u/$f" 2>&1)
+	[ "$got" = "nobody $(id -gn nobody) regular file" ] || bad "$u/$f: $got (want nobody's, of nobody's own group)"
 done
 file "$u/loss.png" | grep -q 'PNG image' || bad "loss.png is not a PNG: $(file "$u/loss.png")"
 grep -q 4242.4242 "$u/dashboard.html" && bad "root's 0600 file, linked as eval.jsonl, reached the page"
