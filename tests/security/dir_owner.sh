@@ -62,6 +62,19 @@ want64 "llm-train under a 0777 parent" "$d/o7" "$d/open is writable by every use
 train nobody --ckpt-dir "$d/scratch/mine/run1" >"$d/o8" 2>&1 || bad "llm-train in nobody's own dir: $(cat "$d/o8")"
 [ -d "$d/scratch/mine/run1/step_00000001" ] || bad "no checkpoint in nobody's own dir"
 train root --ckpt-dir "$d/rootrun" >"$d/o9" 2>&1 || bad "llm-train in root's own dir: $(cat "$d/o9")"
+# export and import into another user's empty dir (sticky, open to all:
+# they made it to read what lands there): refused; into one's own: done
+x=$d/scratch/theirs && y=$d/scratch/theirs2 && mkdir -m 1777 "$x" "$y" && chown 4242:4242 "$x" "$y" || exit 1
+(cd "$d" && sec_as_nobody "$lt" export "$d/scratch/mine/run1/step_00000001" "$x") >"$d/o10" 2>&1; rc=$?
+want64 "llm-train export into uid 4242's dir" "$d/o10" "llm-train: export: export dir $x: owned by uid 4242" $rc
+[ -e "$x/model.safetensors" ] && bad "export wrote the model into uid 4242's dir"
+(cd "$d" && sec_as_nobody "$lt" export "$d/scratch/mine/run1/step_00000001" "$d/scratch/mine/hf") >"$d/o11" 2>&1 ||
+	bad "export into nobody's own dir: $(cat "$d/o11")"
+(cd "$d" && sec_as_nobody "$lt" import "$d/scratch/mine/hf" "$y") >"$d/o12" 2>&1; rc=$?
+want64 "llm-train import into uid 4242's dir" "$d/o12" "checkpoint dir $y: owned by uid 4242" $rc
+[ -e "$y/latest" ] || [ -n "$(ls "$y")" ] && bad "import wrote into uid 4242's dir: $(ls "$y")"
+(cd "$d" && sec_as_nobody "$lt" import "$d/scratch/mine/hf" "$d/scratch/mine/imp") >"$d/o13" 2>&1 ||
+	bad "import into nobody's own dir: $(cat "$d/o13")"
 [ -f "$f/step_00000005/manifest.json" ] && [ "$(stat -c %u "$f/step_00000005/manifest.json")" = 4242 ] ||
 	bad "the planted checkpoint changed"
 exit $fail
