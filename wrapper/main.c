@@ -87,9 +87,14 @@ int main(int argc, char **argv)
 	}
 	struct wr_ledger led;
 	wr_ledger_verbose(o.verbose > 0);
-	if (wr_ledger_open(&led, run_dir) != 0)
-		return LLMT_EXIT_IO;
+	int lr = wr_ledger_open(&led, run_dir);
+	if (lr != 0)
+		return lr == -2 ? LLMT_EXIT_USAGE : LLMT_EXIT_IO;
 	mkdir(o.ckpt_dir, 0700);
+	if (llmt_dir_owned("checkpoint dir", o.ckpt_dir, derr, sizeof derr)) {
+		fprintf(stderr, PROG ": %s\n", derr);   /* made by another user since the check */
+		return LLMT_EXIT_USAGE;
+	}
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	static struct wr_history h;
 	if (wr_ledger_load(led.path, job, &h) != 0) {

@@ -351,6 +351,10 @@ static int setup_dirs(trainer *t)
 		return llmt_tr_agree(t->p, rc);
 	if (o->ckpt_dir) {
 		rc = mkdir_p(o->ckpt_dir, err, el);
+		/* again once made: another user may have made it between the
+		 * check and mkdir (EEXIST) */
+		if (!rc && llmt_dir_owned("checkpoint dir", o->ckpt_dir, err, el))
+			rc = LLMT_EXIT_USAGE;
 		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
 			rc = LLMT_EXIT_IO;
 		else if (!rc)
@@ -364,6 +368,8 @@ static int setup_dirs(trainer *t)
 		if (!o->hb_dir)
 			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
 		rc = mkdir_p(hb, err, el);
+		if (!rc && llmt_dir_owned("heartbeat dir", hb, err, el))
+			rc = LLMT_EXIT_USAGE;
 		/* every LLMT_HB_PERIOD_S, or a quarter of a short watchdog
 		 * deadline: a rank waiting for a stuck peer must look fresher
 		 * than the peer by the wrapper's margin (half the deadline, at

@@ -194,6 +194,12 @@ class Job:
                 print("llm_train: rank %d: %s" % (self.rank, why), file=sys.stderr)
                 raise SystemExit(EXIT_USAGE)
         _mkdirs(self.hb_dir)
+        # again once made: another user may have made one between the check and mkdir
+        for what, d in (("checkpoint dir", self.ckpt_dir), ("heartbeat dir", self.hb_dir)):
+            why = dir_refusal(what, d)
+            if why:
+                print("llm_train: rank %d: %s" % (self.rank, why), file=sys.stderr)
+                raise SystemExit(EXIT_USAGE)
         self._hb = "%s/rank_%05d" % (self.hb_dir, self.rank)
         self._lock = threading.Lock()
         self._state = [self.resume_step, "init", 0.0]
