@@ -113,24 +113,27 @@ int wr_loss_points(const char *metrics_path, const char *dat_path)
 
 static void plot(const struct wr_report_cfg *c)
 {
-	char dat[4200], png[4200], err[4096];
-	const char *metrics = c->metrics;
+	char dat[4200], png[4200], err[4096], sdat[4200], spng[4200];
+	const char *metrics = c->metrics, *sd = c->shown_dir ? c->shown_dir : c->run_dir;
 	struct points p;
 	snprintf(dat, sizeof dat, "%s/loss.dat", c->run_dir);
 	snprintf(png, sizeof png, "%s/loss.png", c->run_dir);
+	snprintf(sdat, sizeof sdat, "%s/loss.dat", sd);
+	snprintf(spng, sizeof spng, "%s/loss.png", sd);
 	int n = load_points(metrics, &p) != 0 ? -1 : write_points(&p, dat);
 	if (n <= 0) {
-		printf("  loss curve: none (%s: %s)\n", metrics, n < 0 ? strerror(errno) : "no finite loss");
+		printf("  loss curve: none (%s: %s)\n", c->shown_metrics ? c->shown_metrics : metrics,
+		       n < 0 ? strerror(errno) : "no finite loss");
 	} else if (access(c->gnuplot, X_OK) != 0 && strchr(c->gnuplot, '/')) {
-		printf("  loss curve: skipped, gnuplot not found at %s (data in %s)\n", c->gnuplot, dat);
+		printf("  loss curve: skipped, gnuplot not found at %s (data in %s)\n", c->gnuplot, sdat);
 	} else {
 		int rc = wr_plot_png(c->gnuplot, c->job, p.step, p.loss, n, png, err, sizeof err);
 		if (rc == 127)
-			printf("  loss curve: skipped, gnuplot not found (%s); data in %s\n", c->gnuplot, dat);
+			printf("  loss curve: skipped, gnuplot not found (%s); data in %s\n", c->gnuplot, sdat);
 		else if (rc != 0)
 			printf("  loss curve: gnuplot failed (exit %d): %s\n", rc, err);
 		else
-			printf("  loss curve: %s (%d steps)\n", png, n);
+			printf("  loss curve: %s (%d steps)\n", spng, n);
 	}
 	if (n >= 0) {
 		free(p.step);
@@ -186,7 +189,10 @@ static int prom(const struct wr_history *h, const struct wr_goodput *g, const st
 		snprintf(path, sizeof path, "%s/llm_train.prom", c->run_dir);
 	if (wr_write_atomic(path, fill_prom, &a) != 0)
 		return -1;
-	printf("  prometheus: %s\n", path);
+	if (c->live || !c->shown_dir)
+		printf("  prometheus: %s\n", path);
+	else
+		printf("  prometheus: %s/llm_train.prom\n", c->shown_dir);
 	return 0;
 }
 
@@ -240,7 +246,7 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 	plot(c);
 	prom(h, g, c);
 	if (wr_dashboard_write(c->run_dir, c->metrics, c->job, false, g) == 0)
-		printf("  dashboard: %s/dashboard.html\n", c->run_dir);
+		printf("  dashboard: %s/dashboard.html\n", c->shown_dir ? c->shown_dir : c->run_dir);
 	fflush(stdout);
 	return 0;
 }

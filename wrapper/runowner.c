@@ -14,10 +14,10 @@
 
 #include "include/llmt/exitcodes.h"
 
-int wr_as_owner(const char *prog, const char *dir)
+int wr_as_owner(const char *prog, const char *dir, int fd)
 {
 	struct stat st;
-	if (stat(dir, &st) != 0)
+	if (fd >= 0 ? fstat(fd, &st) != 0 : stat(dir, &st) != 0)
 		return 0;   /* said by the caller: 66 */
 	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
 		fprintf(stderr, "%s: '%s' is writable by every user (mode %04o): refused\n", prog, dir,

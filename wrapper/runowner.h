@@ -12,8 +12,10 @@
  * link at an output's or an input's name, texts gnuplot and the page get)
  * acts with root's rights. Another user's dir, for anyone else, and a dir
  * every user may write without the sticky bit are refused. Returns 0, or
- * the exit code after one line prefixed prog (64; 74 when the switch fails). */
-int wr_as_owner(const char *prog, const char *dir);
+ * the exit code after one line prefixed prog (64; 74 when the switch fails).
+ * fd >= 0: the dir as the caller opened it (judged by fstat: what it then
+ * reads through it is what was judged), else judged by its path. */
+int wr_as_owner(const char *prog, const char *dir, int fd);
 
 /* s for a terminal in buf: control bytes and bytes past ASCII as '?' (a
  * job id, node or checkpoint name from a ledger others wrote must not move

@@ -73,7 +73,7 @@ int wr_unmark_main(int argc, char **argv)
 		fprintf(stderr, PROG ": '%s' is not a run dir: %s\n", dir, strerror(errno));
 		return LLMT_EXIT_NOINPUT;
 	}
-	int own = wr_as_owner(PROG, dir);   /* root over a user's dir: as the user */
+	int own = wr_as_owner(PROG, dir, -1);   /* root over a user's dir: as the user */
 	if (own)
 		return own;
 	/* a ledger that is not a regular file (a FIFO would block the open):

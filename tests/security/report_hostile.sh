@@ -97,5 +97,21 @@ if command -v chromium >/dev/null; then
 	grep -q '<div id="app"><h1>llm-train job 7' "$d/page.dom" || bad "the page's script did not run (empty app)"
 	grep -q 'x &lt;!--&lt;script&gt; y' "$d/page.dom" || bad "the event's text is not shown as text"
 fi
+# 6. the run dir named through a link nobody controls: root's own dir when
+# judged (root stays root), nobody's crafted one just after (the shim
+# swaps the link at the first access(2)): before, root then read nobody's
+# eval.jsonl -> root's 0600 file into a page in nobody's dir
+if ${CC:-cc} -shared -fPIC -O1 -o "$d/flip.so" "$top_srcdir/tests/security/mkdir_race.c" -ldl 2>"$d/cc.err"; then
+	mkdir -p "$d/rootrun" "$d/lnk" && cp "$p/ledger.jsonl" "$p/metrics.jsonl" "$d/rootrun/" || exit 1
+	n=$d/nobody-flip && plant "$n" && chown -R -h nobody: "$n" && ln -s "$d/rootrun" "$d/lnk/run" && chown -h nobody: "$d/lnk/run"
+	env LD_PRELOAD="$d/flip.so" LLMT_FLIP_LINK="$d/lnk/run" LLMT_FLIP_TO="$n" "$W" report "$d/lnk/run" >/dev/null 2>"$d/err" ||
+		bad "report through the swapped link: $(cat "$d/err")"
+	[ "$(readlink "$d/lnk/run")" = "$n" ] || bad "the shim did not swap the link"
+	grep -qs 4242.4242 "$n/dashboard.html" && bad "root followed the swapped link: its 0600 file reached nobody's page"
+	[ -f "$d/rootrun/dashboard.html" ] || bad "the report did not stay in the dir it judged"
+	intact "swapped link"
+else
+	bad "the shim does not build: $(cat "$d/cc.err")"
+fi
 [ $fail = 0 ] && echo "ok: no command run, no link followed, no escape printed; refusals 64"
 exit $fail
