@@ -2,6 +2,7 @@
  * reads, fsync of files and directories, atomic replace (tmp + fsync +
  * rename + fsync dir), whole-file XXH3 checksums (libxxhash). */
 #include "ckpt_int.h"
+#include "llmt/openreg.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -146,21 +147,7 @@ int ck_write_record(const char *path, const void *data, size_t n, char *err, siz
 
 int ck_open_ro(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl >= 0)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	return fd;
+	return llmt_open_regular(path, O_RDONLY);
 }
 
 char *ck_read_small(const char *path, size_t max, size_t *len)

@@ -248,7 +248,8 @@ int ck_fsync_dir(const char *dir);
 static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR || e == EINVAL; }
 static inline const char *ck_strerror(int e) { return e == EINVAL ? "not a regular file" : strerror(e); }
 /* fd of a regular file opened read-only without waiting (O_NONBLOCK, then
- * blocking again); -1 with errno, EINVAL for anything else (ckpt_fs.c) */
+ * blocking again); -1 with errno, EINVAL for anything else, a directory
+ * included (include/llmt/openreg.h) */
 int ck_open_ro(const char *path);
 /* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);

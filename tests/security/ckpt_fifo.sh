@@ -12,12 +12,7 @@ lt=${top_builddir:?}/runtime/llm-train
 d=$sec_dir
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-mkdir "$d/data" && /usr/bin/python3 - "$d/data/a.bin" <<'PY' || exit 1
-import struct, sys
-h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = 4096
-open(sys.argv[1], 'wb').write(struct.pack('<256i', *h) + struct.pack('<4096H', *([65] * 4096)))
-PY
-printf 'vocab_size: 256\nd_model: 64\nn_layers: 1\nn_heads: 2\nd_ff: 128\nmax_seq: 32\n' >"$d/m.yaml"
+sec_tiny "$d"
 train() { (cd "$d" && "$lt" --model "$d/m.yaml" --data "$d/data" --seq 16 --micro-batch 1 --quiet "$@"); }
 c=$d/ck
 train --steps 3 --ckpt-interval 1 --ckpt-dir "$c" >"$d/t.out" 2>&1 || { cat "$d/t.out"; exit 1; }

@@ -1,5 +1,5 @@
 /* mkdir_race.c: an LD_PRELOAD shim playing another user at the worst
- * moment. dir_race.sh: mkdir(2) of the path in LLMT_RACE_DIR first makes
+ * moment. dir_owner.sh: mkdir(2) of the path in LLMT_RACE_DIR first makes
  * that directory itself and gives it to uid 4242, then fails with EEXIST,
  * as the real mkdir would after them (needs root: chown).
  * report_hostile.sh: the first access(2) first points the link
