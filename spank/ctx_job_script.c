@@ -210,6 +210,10 @@ static void check_klog(const struct llmt_policy *p, const char *node, struct ver
 	 * an error already acted on. */
 	mark_write(dfd, node, now);
 	close(dfd);
+	if (scan.text)
+		slurm_error(LLMT_MSG "kernel log %s: %u dmesg -r lines not judged: only /dev/kmsg records count "
+			    "(a newline in a task or file name forges a text line); read /dev/kmsg or a copy of it",
+			    path, scan.text);
 	if (scan.errors == 0)
 		return;
 	if (scan.first_kind == LLMT_HW_XID)

@@ -63,6 +63,7 @@ int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 		return -1;
 	out->ts_us = -1;
 	out->facility = -1;
+	out->kmsg = 0;
 	out->msg = line;
 	out->msg_len = len;
 	uint64_t prio;
@@ -95,6 +96,7 @@ int llmt_kline_split(const char *line, size_t len, struct llmt_kline *out)
 				if (k && p + k <= semi) {
 					out->ts_us = (int64_t)usec;
 					out->facility = (int)(prio >> 3);
+					out->kmsg = 1;
 					out->msg = semi + 1;
 					out->msg_len = (size_t)(end - semi - 1);
 				}
@@ -275,6 +277,10 @@ int llmt_health_scan_line(struct llmt_health_scan *s, const char *line, size_t l
 	if (llmt_kline_split(line, len, &kl) != 0)
 		return 0;
 	s->lines++;
+	/* One line not in the /dev/kmsg form (a copy of the device has none):
+	 * the rest may be a record's text after a newline (health.h) */
+	if (!kl.kmsg)
+		s->seen_text = 1;
 	/* A line without a time cannot be placed after the job start: only a
 	 * line known to be recent counts. */
 	if (kl.ts_us < 0 || kl.ts_us < s->since_us)
@@ -283,6 +289,10 @@ int llmt_health_scan_line(struct llmt_health_scan *s, const char *line, size_t l
 	 * facility 1, and plain dmesg text does not say whose a line is. */
 	if (kl.facility != 0)
 		return 0;
+	if (s->seen_text) {
+		s->text++;
+		return 0;
+	}
 	int xid;
 	enum llmt_hw_kind kind = llmt_hw_classify(kl.msg, kl.msg_len, &xid);
 	if (kind == LLMT_HW_NONE)

@@ -22,10 +22,13 @@ enum llmt_hw_kind {
  * "[  sec.usec] message". ts_us is monotonic microseconds since boot, or
  * -1 when the line carries no time. facility is prio >> 3 (0 = the kernel,
  * 1 = a user-space write to /dev/kmsg), -1 when the line does not say
- * (plain dmesg text). */
+ * (plain dmesg text). kmsg is 1 for the /dev/kmsg form only: there the
+ * kernel writes every control byte of a message as \xNN, so a line is one
+ * record; in dmesg text a newline in a task or file name starts a line. */
 struct llmt_kline {
 	int64_t ts_us;
 	int facility;
+	int kmsg;
 	const char *msg;
 	size_t msg_len;
 };
@@ -56,13 +59,21 @@ const char *llmt_hw_kind_name(enum llmt_hw_kind kind);
 int llmt_xid_is_application(int xid);
 
 /* Running scan state: fed line by line, remembers the first error. Only
- * kernel records count (facility 0 known from the record's prefix): plain
- * dmesg text, which merges user-space writes, and user-space records
- * (facility 1) are looked at but never counted. */
+ * kernel records in the /dev/kmsg form count (facility 0 from the prefix):
+ * user-space records (facility 1), plain dmesg text, and dmesg -r text
+ * (util-linux prints a record's newline raw, the kernel's syslog(2) text
+ * repeats the prefix after it: an executable named "a\n<6>[ 5.0] NVRM: Xid
+ * (PCI:...): 79," makes a line no reader can tell from a record) are
+ * looked at but never counted, nor is any line after the first one not in
+ * the /dev/kmsg form (a copy of the device has none: a line such as
+ * "6,1,5000,-;NVRM: Xid ..." in dmesg text is a record's rest); text
+ * counts the kernel's records left unjudged so. */
 struct llmt_health_scan {
 	int64_t since_us;        /* lines older than this are ignored */
 	unsigned lines;          /* records looked at */
 	unsigned errors;         /* hardware errors found */
+	unsigned text;           /* kernel records in dmesg -r text, never judged */
+	int seen_text;           /* a line not in the /dev/kmsg form was seen: none counts after it */
 	enum llmt_hw_kind first_kind;
 	int first_xid;
 	char first[160];         /* first error message, sanitised */

@@ -257,6 +257,25 @@ static void fill_page(FILE *f, void *arg)
 	        p->data, dashboard_js);
 }
 
+/* json with every '<' as \u003c (JSON has '<' only inside strings): the
+ * data block then holds no "<!--", "<script" or "</script" of the
+ * ledger's texts, which would keep the page's own script from running */
+static char *no_lt(char *json)
+{
+	size_t n = 0, len = json ? strlen(json) : 0;
+	for (size_t i = 0; i < len; i++)
+		n += json[i] == '<';
+	char *o = json ? malloc(len + 5 * n + 1) : NULL;
+	if (o) {
+		char *q = o;
+		for (size_t i = 0; i < len; i++)
+			q = json[i] == '<' ? memcpy(q, "\\u003c", 6), q + 6 : (*q = json[i], q + 1);
+		*q = '\0';
+	}
+	free(json);
+	return o;
+}
+
 int wr_dashboard_write(const char *run_dir, const char *metrics, const char *job, bool live,
                        const struct wr_goodput *g)
 {
@@ -279,8 +298,10 @@ int wr_dashboard_write(const char *run_dir, const char *metrics, const char *job
 	snprintf(path, sizeof path, "%s/ranks.jsonl", run_dir);
 	json_object_set_new(d, "ranks", heatmap(path));
 	json_object_set_new(d, "goodput", goodput_json(g));
-	/* escaped slashes: no "</script>" can end the data early */
-	struct page p = { job && *job ? job : "(no Slurm job)", live, json_dumps(d, JSON_COMPACT | JSON_ESCAPE_SLASH) };
+	/* escaped slashes and '<': no "</script>" ends the data early, no
+	 * "<!--<script" keeps it from ending */
+	struct page p = { job && *job ? job : "(no Slurm job)", live,
+	                  no_lt(json_dumps(d, JSON_COMPACT | JSON_ESCAPE_SLASH)) };
 	json_decref(d);
 	if (!p.data)
 		return -1;

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include "include/llmt/clock.h"
 #include "include/llmt/ckptid.h"
+#include "include/llmt/owndir.h"
 
 static int mkdir_p(const char *dir)
 {
@@ -32,6 +33,13 @@ int wr_ledger_open(struct wr_ledger *l, const char *run_dir)
 	if (mkdir_p(run_dir) != 0) {
 		fprintf(stderr, "llm-train-wrap: cannot create run dir %s: %s\n", run_dir, strerror(errno));
 		return -1;
+	}
+	/* another user may have made it between main's check and mkdir */
+	char derr[8400];
+	if (llmt_dir_owned("run dir", run_dir, derr, sizeof derr)) {
+		fprintf(stderr, "llm-train-wrap: %s\n", derr);
+		errno = EPERM;
+		return -2;
 	}
 	snprintf(l->path, sizeof l->path, "%s/ledger.jsonl", run_dir);
 	l->f = wr_fopen_write(l->path, "a");   /* a FIFO there: refused, not waited on */

@@ -17,7 +17,9 @@ struct wr_ledger {
 };
 
 /* Opens RUN_DIR/ledger.jsonl for appending (creating RUN_DIR). -1 with a
- * message naming the file on error. */
+ * message naming the file on error; -2 (after one line) when RUN_DIR is
+ * then another user's (include/llmt/owndir.h: made since the caller's
+ * check). */
 int wr_ledger_open(struct wr_ledger *l, const char *run_dir);
 void wr_ledger_close(struct wr_ledger *l);
 

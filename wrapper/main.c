@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
+#include "include/llmt/owndir.h"
 #include "job_io.h"
 #include "ledger.h"
 #include "options.h"
@@ -75,11 +76,25 @@ int main(int argc, char **argv)
 	sigaction(SIGCHLD, &sa, NULL);   /* wakes the watch loop when srun ends */
 	signal(SIGPIPE, SIG_IGN);
 
+	/* another user's directory is refused before anything in it is read
+	 * (their ledger, checkpoints and heartbeats: include/llmt/owndir.h) */
+	char derr[8400];
+	if (llmt_dir_owned("run dir", run_dir, derr, sizeof derr) ||
+	    llmt_dir_owned("checkpoint dir", o.ckpt_dir, derr, sizeof derr) ||
+	    llmt_dir_owned("heartbeat dir", hb_dir, derr, sizeof derr)) {
+		fprintf(stderr, PROG ": %s\n", derr);
+		return LLMT_EXIT_USAGE;
+	}
 	struct wr_ledger led;
 	wr_ledger_verbose(o.verbose > 0);
-	if (wr_ledger_open(&led, run_dir) != 0)
-		return LLMT_EXIT_IO;
+	int lr = wr_ledger_open(&led, run_dir);
+	if (lr != 0)
+		return lr == -2 ? LLMT_EXIT_USAGE : LLMT_EXIT_IO;
 	mkdir(o.ckpt_dir, 0700);
+	if (llmt_dir_owned("checkpoint dir", o.ckpt_dir, derr, sizeof derr)) {
+		fprintf(stderr, PROG ": %s\n", derr);   /* made by another user since the check */
+		return LLMT_EXIT_USAGE;
+	}
 	const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
 	static struct wr_history h;
 	if (wr_ledger_load(led.path, job, &h) != 0) {

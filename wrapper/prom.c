@@ -6,15 +6,36 @@
 #include <math.h>
 #include <string.h>
 
+size_t wr_utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;   /* also the end of the string */
+	/* overlong 3- and 4-byte forms, UTF-16 surrogates, past U+10FFFF */
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+	    (c == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
 void wr_prom_label(FILE *f, const char *v)
 {
-	for (; v && *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f), fputc(*v, f);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
+	const unsigned char *p = (const unsigned char *)v;
+	while (p && *p) {
+		size_t n = wr_utf8_len(p);
+		if (n == 0) {
+			fputc('?', f);   /* Prometheus refuses the whole text for one bad byte */
+			p++;
+		} else if (*p == '\\' || *p == '"') {
+			fputc('\\', f), fputc(*p++, f);
+		} else if (*p == '\n') {
+			fputs("\\n", f), p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
 	}
 }
 

@@ -40,7 +40,14 @@ void wr_prom_live(FILE *f, const struct wr_live_view *v);
  * by cause, runs, excluded nodes, useful steps. */
 void wr_prom_goodput(FILE *f, const char *job, const struct wr_history *h, const struct wr_goodput *g);
 
-/* Writes a label value escaped as the text format wants (\\, \", \n). */
+/* Writes a label value escaped as the text format wants (\\, \", \n),
+ * every byte that does not begin a valid UTF-8 sequence as '?' (a job id,
+ * node or file name is the user's bytes; one invalid label makes
+ * Prometheus and node_exporter refuse the whole text). */
 void wr_prom_label(FILE *f, const char *v);
+
+/* Length of the valid UTF-8 sequence at s (1-4; no overlong form, no
+ * surrogate, at most U+10FFFF), 0 when s does not begin one. */
+size_t wr_utf8_len(const unsigned char *s);
 
 #endif

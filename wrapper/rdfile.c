@@ -1,33 +1,13 @@
 /* rdfile: the non-blocking opener of the job's files (see rdfile.h). */
 #define _GNU_SOURCE
 #include "rdfile.h"
+#include "include/llmt/openreg.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* fd of path opened with flags, a regular file, back in blocking mode
- * (O_NONBLOCK: open(2) of a FIFO without a peer waits forever); -1 with
- * errno (EINVAL: not a regular file). */
-static int open_regular(const char *path, int flags)
-{
-	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl >= 0)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	return fd;
-}
 
 /* fd as a stream, closed (errno kept) when that fails */
 static FILE *stream(int fd, const char *mode)
@@ -43,12 +23,12 @@ static FILE *stream(int fd, const char *mode)
 
 FILE *wr_fopen_read(const char *path)
 {
-	return stream(open_regular(path, O_RDONLY), "r");
+	return stream(llmt_open_regular(path, O_RDONLY), "r");
 }
 
 FILE *wr_fopen_write(const char *path, const char *mode)
 {
-	int fd = open_regular(path, O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : 0));
+	int fd = llmt_open_regular(path, O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : 0));
 	if (fd >= 0 && mode[0] == 'w' && ftruncate(fd, 0) != 0) {
 		int e = errno;
 		close(fd);

@@ -15,9 +15,19 @@
 
 #include "dashboard.h"
 #include "launch.h"
+#include "plot.h"
+#include "runowner.h"
 #include "prom.h"
 
-int wr_loss_points(const char *metrics_path, const char *dat_path)
+struct points {
+	long *step;
+	double *loss;
+	int n;
+};
+
+/* The last finite loss of each step of metrics.jsonl, in step order; -1
+ * when it cannot be read. */
+static int load_points(const char *metrics_path, struct points *p)
 {
 	FILE *f = wr_fopen_read(metrics_path);
 	if (!f)
@@ -60,63 +70,75 @@ int wr_loss_points(const char *metrics_path, const char *dat_path)
 		json_decref(o);
 	}
 	fclose(f);
-	if (!loss || !have) {
-		free(loss);
-		free(have);
-		return -1;
-	}
-	FILE *d = fopen(dat_path, "w");
-	int n = 0;
-	if (d) {
+	p->n = 0;
+	p->step = loss && have ? malloc(((size_t)maxstep + 2) * sizeof *p->step) : NULL;
+	if (p->step)
 		for (long s = 0; s <= maxstep; s++)
 			if (have[s] && isfinite(loss[s])) {
-				fprintf(d, "%ld %.9g\n", s, loss[s]);
-				n++;
+				p->step[p->n] = s;
+				loss[p->n++] = loss[s];
 			}
-		if (fclose(d) != 0)
-			n = -1;
-	} else {
-		n = -1;
-	}
-	free(loss);
 	free(have);
+	if (!p->step) {
+		free(loss);
+		return -1;
+	}
+	p->loss = loss;
+	return 0;
+}
+
+static void fill_dat(FILE *f, void *arg)
+{
+	const struct points *p = arg;
+	for (int i = 0; i < p->n; i++)
+		fprintf(f, "%ld %.9g\n", p->step[i], p->loss[i]);
+}
+
+/* the points into dat_path (a temporary name, renamed: no link followed) */
+static int write_points(const struct points *p, const char *dat_path)
+{
+	return wr_write_atomic(dat_path, fill_dat, (void *)p) == 0 ? p->n : -1;
+}
+
+int wr_loss_points(const char *metrics_path, const char *dat_path)
+{
+	struct points p;
+	if (load_points(metrics_path, &p) != 0)
+		return -1;
+	int n = write_points(&p, dat_path);
+	free(p.step);
+	free(p.loss);
 	return n;
 }
 
 static void plot(const struct wr_report_cfg *c)
 {
-	char dat[4200], gp[4200], png[4200];
-	const char *metrics = c->metrics;
+	char dat[4200], png[4200], err[4096], sdat[4200], spng[4200];
+	const char *metrics = c->metrics, *sd = c->shown_dir ? c->shown_dir : c->run_dir;
+	struct points p;
 	snprintf(dat, sizeof dat, "%s/loss.dat", c->run_dir);
-	snprintf(gp, sizeof gp, "%s/loss.gp", c->run_dir);
 	snprintf(png, sizeof png, "%s/loss.png", c->run_dir);
-	int n = wr_loss_points(metrics, dat);
+	snprintf(sdat, sizeof sdat, "%s/loss.dat", sd);
+	snprintf(spng, sizeof spng, "%s/loss.png", sd);
+	int n = load_points(metrics, &p) != 0 ? -1 : write_points(&p, dat);
 	if (n <= 0) {
-		printf("  loss curve: none (%s: %s)\n", metrics, n < 0 ? strerror(errno) : "no finite loss");
-		return;
+		printf("  loss curve: none (%s: %s)\n", c->shown_metrics ? c->shown_metrics : metrics,
+		       n < 0 ? strerror(errno) : "no finite loss");
+	} else if (access(c->gnuplot, X_OK) != 0 && strchr(c->gnuplot, '/')) {
+		printf("  loss curve: skipped, gnuplot not found at %s (data in %s)\n", c->gnuplot, sdat);
+	} else {
+		int rc = wr_plot_png(c->gnuplot, c->job, p.step, p.loss, n, png, err, sizeof err);
+		if (rc == 127)
+			printf("  loss curve: skipped, gnuplot not found (%s); data in %s\n", c->gnuplot, sdat);
+		else if (rc != 0)
+			printf("  loss curve: gnuplot failed (exit %d): %s\n", rc, err);
+		else
+			printf("  loss curve: %s (%d steps)\n", spng, n);
 	}
-	if (access(c->gnuplot, X_OK) != 0 && strchr(c->gnuplot, '/')) {
-		printf("  loss curve: skipped, gnuplot not found at %s (data in %s)\n", c->gnuplot, dat);
-		return;
+	if (n >= 0) {
+		free(p.step);
+		free(p.loss);
 	}
-	FILE *g = fopen(gp, "w");
-	if (!g) {
-		printf("  loss curve: cannot write %s: %s\n", gp, strerror(errno));
-		return;
-	}
-	fprintf(g, "set terminal png size 900,500\nset output '%s'\n"
-	           "set title 'training loss (job %s)'\nset xlabel 'step'\nset ylabel 'loss'\n"
-	           "set grid\nplot '%s' using 1:2 with lines title 'loss'\n", png, c->job, dat);
-	fclose(g);
-	char out[4096], err[4096];
-	char *argv[] = { (char *)c->gnuplot, gp, NULL };
-	int rc = wr_run_capture(argv, out, sizeof out, err, sizeof err);
-	if (rc == 127)
-		printf("  loss curve: skipped, gnuplot not found (%s); data in %s\n", c->gnuplot, dat);
-	else if (rc != 0)
-		printf("  loss curve: gnuplot failed (exit %d): %s\n", rc, err);
-	else
-		printf("  loss curve: %s (%d steps)\n", png, n);
 }
 
 struct prom_arg {
@@ -167,12 +189,16 @@ static int prom(const struct wr_history *h, const struct wr_goodput *g, const st
 		snprintf(path, sizeof path, "%s/llm_train.prom", c->run_dir);
 	if (wr_write_atomic(path, fill_prom, &a) != 0)
 		return -1;
-	printf("  prometheus: %s\n", path);
+	if (c->live || !c->shown_dir)
+		printf("  prometheus: %s\n", path);
+	else
+		printf("  prometheus: %s/llm_train.prom\n", c->shown_dir);
 	return 0;
 }
 
 int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct wr_goodput *g)
 {
+	char sb[512];
 	double alloc = h->allocated_s + (c->now > h->last_run_end ? c->now - h->last_run_end : 0);
 	double steps[WR_HIST_MAX];
 	int ns = 0;
@@ -186,7 +212,7 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 		dflt /= ns;
 	}
 	wr_goodput(h->attempts, h->nattempts, alloc, dflt, g);
-	printf("llm-train-wrap: summary%s%s: %d run(s), %d attempt(s)\n", *c->job ? " of job " : "", c->job,
+	printf("llm-train-wrap: summary%s%s: %d run(s), %d attempt(s)\n", *c->job ? " of job " : "", wr_shown(c->job, sb, sizeof sb),
 	       h->runs, h->nattempts);
 	printf("  goodput %.1f%% (useful %.1f s of %.1f s allocated, %ld steps)\n", 100 * g->ratio, g->useful_s,
 	       g->allocated_s, g->useful_steps);
@@ -215,12 +241,12 @@ int wr_report(const struct wr_history *h, const struct wr_report_cfg *c, struct 
 	printf("%s; runs %d\n", any ? "" : "no failure", h->runs);
 	printf("  excluded nodes:");
 	for (int i = 0; i < h->excluded.n; i++)
-		printf(" %s", h->excluded.name[i]);
+		printf(" %s", wr_shown(h->excluded.name[i], sb, sizeof sb));
 	printf("%s\n", h->excluded.n ? "" : " none");
 	plot(c);
 	prom(h, g, c);
 	if (wr_dashboard_write(c->run_dir, c->metrics, c->job, false, g) == 0)
-		printf("  dashboard: %s/dashboard.html\n", c->run_dir);
+		printf("  dashboard: %s/dashboard.html\n", c->shown_dir ? c->shown_dir : c->run_dir);
 	fflush(stdout);
 	return 0;
 }

@@ -16,6 +16,8 @@ struct wr_report_cfg {
 	const char *job;          /* job id label ("" outside Slurm) */
 	double now;               /* end of this run */
 	struct wr_live *live;     /* the live metrics of this run (NULL: none): their last values stay in the textfile */
+	const char *shown_dir;    /* run_dir as printed (NULL: run_dir; `report` works in "." pinned to it) */
+	const char *shown_metrics;   /* metrics as printed (NULL: metrics) */
 };
 
 /* Computes goodput over the whole job and writes the three outputs.

@@ -6,6 +6,7 @@
 #include "rdfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "config.h"
 #include "include/llmt/exitcodes.h"
 #include "report.h"
+#include "runowner.h"
 
 /* The job id of the ledger's newest start event ("" when none). */
 static void last_job(const char *path, char *job, size_t len)
@@ -37,7 +39,7 @@ static void last_job(const char *path, char *job, size_t len)
 int wr_report_main(int argc, char **argv)
 {
 	static struct wr_history h;
-	char led[4200], met[4200];
+	char led[4200], met[4200], smet[4200];
 	struct stat sb;
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: llm-train-wrap report RUN_DIR\n");
@@ -49,26 +51,36 @@ int wr_report_main(int argc, char **argv)
 		fprintf(stderr, "llm-train-wrap report: '%s' is not a directory\n", dir);
 		return LLMT_EXIT_USAGE;
 	}
-	if (stat(dir, &sb) != 0 || access(led, R_OK) != 0) {   /* a missing input: EX_NOINPUT */
+	/* judged and then read and written through one open of it (the cwd):
+	 * a link on the way swapped after the judgement changes nothing */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = wr_as_owner("llm-train-wrap report", dir, dfd);
+	if (rc || (dfd >= 0 && fchdir(dfd) != 0)) {
+		if (!rc)
+			fprintf(stderr, "llm-train-wrap report: cannot enter '%s': %s\n", dir, strerror(errno));
+		return rc ? rc : LLMT_EXIT_IO;
+	}
+	if (dfd < 0 || access("ledger.jsonl", R_OK) != 0) {   /* a missing input: EX_NOINPUT */
 		fprintf(stderr, "llm-train-wrap report: '%s' is not a run dir (no readable %s: %s)\n", dir, led,
 		        strerror(errno));
 		return LLMT_EXIT_NOINPUT;
 	}
-	if (wr_ledger_load(led, NULL, &h) != 0) {
+	if (wr_ledger_load("ledger.jsonl", NULL, &h) != 0) {
 		fprintf(stderr, "llm-train-wrap report: cannot read %s: %s\n", led, strerror(errno));
 		return LLMT_EXIT_IO;
 	}
-	snprintf(met, sizeof met, "%s/metrics.jsonl", dir);
+	snprintf(met, sizeof met, "./metrics.jsonl");
+	snprintf(smet, sizeof smet, "%s/metrics.jsonl", dir);
 	if (access(met, R_OK) != 0) {
 		/* the runtime writes CKPT_DIR's when it has no run dir */
 		const char *ck = getenv("LLM_TRAIN_CKPT_DIR");
 		if (ck && *ck)
-			snprintf(met, sizeof met, "%s/metrics.jsonl", ck);
+			snprintf(met, sizeof met, "%s/metrics.jsonl", ck), snprintf(smet, sizeof smet, "%s", met);
 	}
 	char job[256];
-	last_job(led, job, sizeof job);
-	struct wr_report_cfg c = { .run_dir = dir, .metrics = met, .gnuplot = LLMT_GNUPLOT, .job = job,
-	                           .now = h.last_run_end };
+	last_job("ledger.jsonl", job, sizeof job);
+	struct wr_report_cfg c = { .run_dir = ".", .metrics = met, .gnuplot = LLMT_GNUPLOT, .job = job,
+	                           .now = h.last_run_end, .shown_dir = dir, .shown_metrics = smet };
 	struct wr_goodput g;
 	return wr_report(&h, &c, &g) == 0 ? 0 : LLMT_EXIT_IO;
 }

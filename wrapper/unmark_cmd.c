@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "include/llmt/exitcodes.h"
+#include "runowner.h"
 
 #define PROG "llm-train-wrap ckpt-unmark"
 
@@ -43,8 +44,9 @@ static void list_marks(const struct wr_history *h)
 {
 	if (h->nbad == 0)
 		fprintf(stderr, PROG ": no checkpoint is marked bad\n");
+	char b[4200];
 	for (int i = 0; i < h->nbad; i++)
-		fprintf(stderr, PROG ": marked bad: %s\n", h->bad[i].path);
+		fprintf(stderr, PROG ": marked bad: %s\n", wr_shown(h->bad[i].path, b, sizeof b));
 }
 
 int wr_unmark_main(int argc, char **argv)
@@ -71,6 +73,9 @@ int wr_unmark_main(int argc, char **argv)
 		fprintf(stderr, PROG ": '%s' is not a run dir: %s\n", dir, strerror(errno));
 		return LLMT_EXIT_NOINPUT;
 	}
+	int own = wr_as_owner(PROG, dir, -1);   /* root over a user's dir: as the user */
+	if (own)
+		return own;
 	/* a ledger that is not a regular file (a FIFO would block the open):
 	 * refused at once, by the reader and by the writer below */
 	if (wr_ledger_load(led, NULL, &h) != 0) {
@@ -118,7 +123,9 @@ int wr_unmark_main(int argc, char **argv)
 	 * string match holds */
 	for (int i = 0; i < n; i++) {
 		wr_ledger_event(&l, "ckpt_unmark", json_pack("{s:o}", "path", wr_json_text(h.bad[idx[i]].path)));
-		fprintf(stderr, PROG ": %s: mark lifted: the next run may pick it again\n", h.bad[idx[i]].path);
+		char b[4200];
+		fprintf(stderr, PROG ": %s: mark lifted: the next run may pick it again\n",
+		        wr_shown(h.bad[idx[i]].path, b, sizeof b));
 	}
 	int rc = ferror(l.f) ? LLMT_EXIT_IO : 0;
 	wr_ledger_close(&l);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "data/tok_iface.h"
+#include "llmt/owndir.h"
 #include "model/model_config.h"
 
 /* ---- ckpt-verify / ckpt-list ------------------------------------------ */
@@ -168,6 +169,12 @@ int llmt_ckpt_cmd_export(int argc, char **argv)
 	ck_fmt(path, sizeof path, "%s/model.safetensors", out);
 	if (stat(path, &sb) == 0) {
 		fprintf(stderr, "llm-train: export: %s exists: not overwritten (choose another OUTDIR)\n", path);
+		ck_manifest_free(&m);
+		return LLMT_EXIT_USAGE;
+	}
+	/* another user's OUTDIR (made first to read the export): refused */
+	if (llmt_dir_owned("export dir", out, err, sizeof err)) {
+		fprintf(stderr, "llm-train: export: %s\n", err);
 		ck_manifest_free(&m);
 		return LLMT_EXIT_USAGE;
 	}
@@ -342,6 +349,8 @@ int llmt_hf_load(const char *hfdir, const char *tokfile, llmt_config *cfg, llmt_
 /* CKPT_DIR absent or empty: import never writes beside saved checkpoints */
 static int import_target_free(const char *dir, char *err, size_t errlen)
 {
+	if (llmt_dir_owned("checkpoint dir", dir, err, errlen))
+		return LLMT_EXIT_USAGE;   /* another user's, empty: they would read the import */
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int used = 0;

@@ -2,6 +2,7 @@
  * reads, fsync of files and directories, atomic replace (tmp + fsync +
  * rename + fsync dir), whole-file XXH3 checksums (libxxhash). */
 #include "ckpt_int.h"
+#include "llmt/openreg.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -144,9 +145,14 @@ int ck_write_record(const char *path, const void *data, size_t n, char *err, siz
 	return write_atomic(path, data, n, 1, err, errlen);
 }
 
+int ck_open_ro(const char *path)
+{
+	return llmt_open_regular(path, O_RDONLY);
+}
+
 char *ck_read_small(const char *path, size_t max, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ck_open_ro(path);
 	struct stat st;
 	char *buf;
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <jansson.h>
 #include "ckpt.h"
 #include "llmt/ckptgen.h"
@@ -246,7 +247,14 @@ int ck_fsync_dir(const char *dir);
 /* Whether errno value e says a file of a checkpoint is not there (ENOENT,
  * ENOTDIR): the checkpoint's fault (65, the resume's 89); any other
  * failure to open or read one is the file system's (74, retried). */
-static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR; }
+/* EINVAL: ck_open_ro's "not a regular file" (a FIFO there hung every
+ * reader in open(2)); the checkpoint's fault, as absent files are */
+static inline int ck_absent(int e) { return e == ENOENT || e == ENOTDIR || e == EINVAL; }
+static inline const char *ck_strerror(int e) { return e == EINVAL ? "not a regular file" : strerror(e); }
+/* fd of a regular file opened read-only without waiting (O_NONBLOCK, then
+ * blocking again); -1 with errno, EINVAL for anything else, a directory
+ * included (include/llmt/openreg.h) */
+int ck_open_ro(const char *path);
 /* Write a file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int ck_write_file_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
 /* the same for a done record rank 0 may take and move away at once (ckpt_fs.c) */

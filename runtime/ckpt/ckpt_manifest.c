@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 json_t *ck_config_to_json(const llmt_config *c)
@@ -357,10 +358,13 @@ int ck_manifest_load(const char *dir, int check_sizes, ck_manifest *m, char *err
 		ck_fmt(err, errlen, "%s: missing manifest (incomplete checkpoint): %s", path, strerror(e));
 		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
-	FILE *mf = fopen(path, "rb");
+	int mfd = ck_open_ro(path);
+	FILE *mf = mfd < 0 ? NULL : fdopen(mfd, "rb");
 	if (!mf) {
 		int e = errno;
-		ck_fmt(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		if (mfd >= 0)
+			close(mfd);
+		ck_fmt(err, errlen, "%s: cannot open: %s", path, ck_strerror(e));
 		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	root = json_loadf(mf, JSON_REJECT_DUPLICATES, &je);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 struct llmt_ckpt {
@@ -213,13 +214,16 @@ int llmt_ckpt_blob_get(const llmt_ckpt *c, const char *name, int rank,
 			return LLMT_EXIT_SOFTWARE;
 		}
 		errno = 0;
-		f = fopen(path, "rb");
+		int bfd = ck_open_ro(path);
+		f = bfd < 0 ? NULL : fdopen(bfd, "rb");
+		if (!f && bfd >= 0)
+			close(bfd);
 		if (!f || fseeko(f, (off_t)b->offset, SEEK_SET) != 0 || fread(*data, 1, b->size, f) != b->size) {
 			/* absent, or shorter than the manifest says: the checkpoint's;
 			 * a read the file system refused: 74 */
 			int e = errno, io = f ? ferror(f) && e != 0 : !ck_absent(e);
 			ck_fmt(err, errlen, "%s: cannot read blob %s: %s", path, name,
-			       !f || io ? strerror(e) : "short read");
+			       !f || io ? ck_strerror(e) : "short read");
 			if (f)
 				fclose(f);
 			free(*data);

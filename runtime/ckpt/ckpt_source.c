@@ -142,10 +142,11 @@ static int open_file(ck_source *s, int f, char *err, size_t errlen)
 	if (s->files[f].fd >= 0)
 		return 0;
 	ck_fmt(path, sizeof path, "%s/%s", s->dir, s->files[f].name);
-	s->files[f].fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->files[f].fd = ck_open_ro(path);
 	if (s->files[f].fd < 0) {
 		int e = errno;   /* open's: formatting the message may change errno */
-		ck_fmt(err, errlen, "%s: %s: %s", path, ck_absent(e) ? "missing shard" : "cannot open", strerror(e));
+		ck_fmt(err, errlen, "%s: %s: %s", path, ck_absent(e) && e != EINVAL ? "missing shard" : "cannot open",
+		       ck_strerror(e));
 		return ck_absent(e) ? LLMT_EXIT_DATA : LLMT_EXIT_IO;
 	}
 	return 0;

@@ -119,10 +119,10 @@ static int st_open(const char *path, int *fd, json_t **root, uint64_t *hlen, uin
 	struct stat sb;
 	char *hdr;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = ck_open_ro(path);
 	if (*fd < 0) {
 		int e = errno;   /* open's: formatting the message may change errno */
-		ck_fmt(err, errlen, "%s: %s", path, strerror(e));
+		ck_fmt(err, errlen, "%s: %s", path, ck_strerror(e));
 		return e == ENOENT ? LLMT_EXIT_NOINPUT : LLMT_EXIT_IO;
 	}
 	if (fstat(*fd, &sb) != 0 || ck_pread_all(*fd, len8, 8, 0) != 0 ||

@@ -14,6 +14,7 @@
 #include "llmt/env.h"
 #include "llmt/exitcodes.h"
 #include "llmt/heartbeat.h"
+#include "llmt/owndir.h"
 #include "gpu/bridge.h"
 #include "resilience/watchdog.h"
 
@@ -331,18 +332,47 @@ static int ckpt_dir_start(trainer *t)
 	return 0;
 }
 
+/* 64 when a directory the run writes is another user's
+ * (include/llmt/owndir.h), before anything in it is read; the lowest rank
+ * that found it says so in one line */
+static int dirs_owned(trainer *t, char *err, size_t el)
+{
+	const llmt_train_opts *o = t->o;
+	char hb[4096];
+	int rank = t->p->l.rank;
+
+	snprintf(hb, sizeof(hb), "%s%s", o->hb_dir ? o->hb_dir : o->ckpt_dir ? o->ckpt_dir : "",
+		o->hb_dir ? "" : "/heartbeat");
+	int bad = (o->ckpt_dir && llmt_dir_owned("checkpoint dir", o->ckpt_dir, err, el)) ||
+		((o->hb_dir || o->ckpt_dir) && llmt_dir_owned("heartbeat dir", hb, err, el)) ||
+		(o->run_dir && llmt_dir_owned("run dir", o->run_dir, err, el));
+	int first = llmt_tr_agree(t->p, bad ? (1 << 24) - rank : 0);
+	if (first && first == (1 << 24) - rank)
+		fprintf(stderr, "llm-train: rank %d: %s\n", rank, err);
+	if (first > 0 && first < (1 << 23))
+		return first;   /* no agreement (75) */
+	return first ? LLMT_EXIT_USAGE : 0;
+}
+
 /* The checkpoint dir (what to resume from, the writer) and the heartbeat. */
 static int setup_dirs(trainer *t)
 {
 	const llmt_train_opts *o = t->o;
 	char *err = t->err;
 	size_t el = sizeof(t->err);
-	int rc = ckpt_dir_start(t), rank = t->p->l.rank;
+	int rank = t->p->l.rank;
+	int rc = dirs_owned(t, err, el);
 
+	if (!rc)
+		rc = ckpt_dir_start(t);
 	if (rc)
 		return llmt_tr_agree(t->p, rc);
 	if (o->ckpt_dir) {
 		rc = mkdir_p(o->ckpt_dir, err, el);
+		/* again once made: another user may have made it between the
+		 * check and mkdir (EEXIST) */
+		if (!rc && llmt_dir_owned("checkpoint dir", o->ckpt_dir, err, el))
+			rc = LLMT_EXIT_USAGE;
 		if (!rc && !(t->w = llmt_ckpt_writer_new(o->ckpt_dir, o->ckpt_keep, err, el)))
 			rc = LLMT_EXIT_IO;
 		else if (!rc)
@@ -356,6 +386,8 @@ static int setup_dirs(trainer *t)
 		if (!o->hb_dir)
 			strncat(hb, "/heartbeat", sizeof(hb) - strlen(hb) - 1);
 		rc = mkdir_p(hb, err, el);
+		if (!rc && llmt_dir_owned("heartbeat dir", hb, err, el))
+			rc = LLMT_EXIT_USAGE;
 		/* every LLMT_HB_PERIOD_S, or a quarter of a short watchdog
 		 * deadline: a rank waiting for a stuck peer must look fresher
 		 * than the peer by the wrapper's margin (half the deadline, at

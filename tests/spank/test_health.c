@@ -143,12 +143,17 @@ static void test_spoofs_never_count(void **state)
 		llmt_health_scan_line(&s, lines[i], strlen(lines[i]));
 	assert_int_equal(s.lines, 4);
 	assert_int_equal(s.errors, 0);
-	/* the genuine driver record from the kernel still counts */
+	/* the genuine driver record from the kernel still counts (in a scan
+	 * of /dev/kmsg records only: after dmesg text nothing does) */
 	const char *real = "3,7,6000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.";
+	assert_int_equal(llmt_health_scan_line(&s, real, strlen(real)), 0);
+	llmt_health_scan_init(&s, 0);
 	assert_int_equal(llmt_health_scan_line(&s, real, strlen(real)), 1);
 	assert_int_equal(s.first_xid, 79);
+	/* dmesg -r text never counts (test_newline_forgery) */
 	const char *raw = "<3>[ 7.0] pcieport 0000:00:03.1: PCIe Bus Error: severity=Uncorrected (Fatal)";
-	assert_int_equal(llmt_health_scan_line(&s, raw, strlen(raw)), 1);
+	assert_int_equal(llmt_health_scan_line(&s, raw, strlen(raw)), 0);
+	assert_int_equal(s.text, 1);
 }
 
 static void test_scan_filters_by_time_and_kind(void **state)
@@ -161,8 +166,8 @@ static void test_scan_filters_by_time_and_kind(void **state)
 		"3,2,1500,-;NVRM: Xid (PCI:0000:3b:00): 31, app fault",
 		"6,3,1600,-;eth0 up",
 		"3,4,2000,-;NVRM: Xid (PCI:0000:3b:00): 94, \"contained\" ECC\terror",
-		"NVRM: Xid (PCI:0000:3b:00): 79, no time",
 		"3,5,3000,-;NVRM: Xid (PCI:0000:3c:00): 79, later",
+		"NVRM: Xid (PCI:0000:3b:00): 79, no time",
 	};
 	for (unsigned i = 0; i < 6; i++)
 		llmt_health_scan_line(&s, lines[i], strlen(lines[i]));
@@ -209,6 +214,51 @@ static void put(const char *path, const char *text, mode_t mode)
 	chmod(path, mode);
 }
 
+/* An executable whose file name holds a newline segfaults: the kernel's
+ * record `a.out[4242]: segfault at 0 ... in /tmp/x<NL><forged>[55d0+1000]`
+ * in the log files an admin keeps. /dev/kmsg writes the newline as \x0a;
+ * `dmesg -r` (util-linux unescapes it and prints it raw) and the kernel's
+ * syslog(2) text (the record's prefix again after it) break the line. On
+ * main both files drained the node: Xid 79 from the forged line. */
+static void test_newline_forgery(void **state)
+{
+	(void)state;
+	char p[256], err[512];
+	struct llmt_health_scan s;
+	const char *forged = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.";
+	const char *seg = "a.out[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd error 6 in /tmp/x";
+	char text[1024];
+	snprintf(p, sizeof(p), "%s/klog", dir);
+	/* the kernel's syslog(2) text (dmesg -S -r, /proc/kmsg) */
+	snprintf(text, sizeof(text), "<6>[ 5.000001] eth0 up\n<6>[ 9.000001] %s\n<6>[ 9.000001] %s[55d0+1000]\n",
+		 seg, forged);
+	put(p, text, 0644);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 0);
+	assert_int_equal(s.text, 3);
+	/* util-linux dmesg -r: the rest unprefixed, written as a kmsg record,
+	 * or with a dmesg -r prefix of its own */
+	snprintf(text, sizeof(text), "<6>[ 9.000001] %s\n0,900,9000002,-;%s[55d0+1000]\n", seg, forged);
+	put(p, text, 0644);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 0);
+	snprintf(text, sizeof(text), "<6>[ 9.000001] %s\n<6>[ 9.000002] %s\n[55d0+1000]\n", seg, forged);
+	put(p, text, 0644);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 0);
+	/* a copy of /dev/kmsg: the newline is \x0a; the forged text is inside
+	 * the segfault record; the genuine record after it still counts */
+	snprintf(text, sizeof(text), "6,899,9000001,-;%s\\x0a%s[55d0+1000]\n SUBSYSTEM=x\n"
+		 "3,901,9500000,-;%s\n", seg, forged, forged);
+	put(p, text, 0644);
+	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.errors, 1);
+	assert_int_equal(s.text, 0);
+	assert_int_equal(s.first_xid, 79);
+	assert_non_null(strstr(s.first, "fallen off"));
+	assert_null(strstr(s.first, "segfault"));
+}
+
 static void test_klog_file_scan(void **state)
 {
 	(void)state;
@@ -220,7 +270,8 @@ static void test_klog_file_scan(void **state)
 	char *text = malloc(big + 200);
 	assert_non_null(text);
 	memset(text, 'x', big);
-	snprintf(text + big, 200, "\n<3>[ 10.0] NVRM: Xid (PCI:0000:01:00): 119, GSP timeout\n");
+	memcpy(text, "6,1,1,-;", 8);
+	snprintf(text + big, 200, "\n3,2,10000000,-;NVRM: Xid (PCI:0000:01:00): 119, GSP timeout\n");
 	put(p, text, 0644);
 	free(text);
 	assert_int_equal(llmt_klog_scan(p, 0, 0, 1000, &s, err, sizeof(err)), 0);
@@ -408,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_spoofs_never_count),
 		cmocka_unit_test(test_scan_filters_by_time_and_kind),
+		cmocka_unit_test_setup_teardown(test_newline_forgery, setup, teardown),
 		cmocka_unit_test(test_reason_sanitised),
 		cmocka_unit_test_setup_teardown(test_klog_file_scan, setup, teardown),
 		cmocka_unit_test(test_real_kmsg_readable),

@@ -116,6 +116,32 @@ def _mkdirs(path):
         pass
 
 
+def dir_refusal(what, path):
+    """Why a directory the job writes and trusts is another user's (the
+    rule of include/llmt/owndir.h), or None: it must be missing or owned by
+    this user or root, and neither it nor a directory above it writable by
+    every user without the sticky bit."""
+    parts = os.path.abspath(path).split("/")
+    for i in range(2, len(parts) + 1):
+        p = "/".join(parts[:i]) or "/"
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            return "%s %s: %s is writable by every user without the sticky bit (mode %04o): refused" % (
+                what, path, p, st.st_mode & 0o7777)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return "%s %s: not a directory: refused" % (what, path)
+    if st.st_uid not in (os.geteuid(), 0):
+        return "%s %s: owned by uid %d, not by this user (uid %d): refused" % (what, path, st.st_uid, os.geteuid())
+    return None
+
+
 def parse_interval(text):
     """LLM_TRAIN_CKPT_INTERVAL's text (doc/contracts.md): ("steps", N),
     ("seconds", S), ("auto", None), or None when unset; ValueError else."""
@@ -162,7 +188,18 @@ class Job:
         self.skip_batches = int(_env("LLM_TRAIN_SKIP_BATCHES", "0"))
         self.attempt = int(_env("LLM_TRAIN_ATTEMPT", "0"))
         self.host = _host()
+        for what, d in (("checkpoint dir", self.ckpt_dir), ("heartbeat dir", self.hb_dir), ("run dir", self.run_dir)):
+            why = dir_refusal(what, d)
+            if why:
+                print("llm_train: rank %d: %s" % (self.rank, why), file=sys.stderr)
+                raise SystemExit(EXIT_USAGE)
         _mkdirs(self.hb_dir)
+        # again once made: another user may have made one between the check and mkdir
+        for what, d in (("checkpoint dir", self.ckpt_dir), ("heartbeat dir", self.hb_dir)):
+            why = dir_refusal(what, d)
+            if why:
+                print("llm_train: rank %d: %s" % (self.rank, why), file=sys.stderr)
+                raise SystemExit(EXIT_USAGE)
         self._hb = "%s/rank_%05d" % (self.hb_dir, self.rank)
         self._lock = threading.Lock()
         self._state = [self.resume_step, "init", 0.0]
