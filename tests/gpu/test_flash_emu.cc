@@ -16,21 +16,8 @@
 #include <vector>
 #include "gpu/dev_common.cuh"
 
-static int fails;
-static void check(const char *what, bool ok)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	fails += !ok;
-}
-
-static uint64_t rs = 88172645463325252ull;
-static float frand()
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (float)((rs >> 11) * (1.0 / 9007199254740992.0)) * 2.f - 1.f;
-}
+#define EMU_CHECK_SEED 88172645463325252ull
+#include "emu_check.h"
 
 static float bf2f(gk_bf16 b)
 {

@@ -18,21 +18,8 @@
 #include <unistd.h>
 #include "gpu/dev_mma.cuh"
 
-static int fails;
-static void check(const char *what, bool ok)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	fails += !ok;
-}
-
-static uint64_t rs = 0x2545f4914f6cdd1dull;
-static float frand()
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (float)((rs >> 11) * (1.0 / 9007199254740992.0)) * 2.f - 1.f;
-}
+#define EMU_CHECK_SEED 0x2545f4914f6cdd1dull
+#include "emu_check.h"
 /* a value exact in bf16 */
 static float bfv(float f) { return __bfloat162float(__float2bfloat16_rn(f)); }
 
