@@ -64,14 +64,7 @@ int open(const char *path, int flags, ...)
 	return fd;
 }
 
-int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	int fd = open_flip(path, flags, ap);
-	va_end(ap);
-	return fd;
-}
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 int access(const char *path, int mode)
 {
