@@ -8,10 +8,12 @@
 #include "rdfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "include/llmt/exitcodes.h"
 #include "runowner.h"
@@ -24,17 +26,18 @@ static void usage(void)
 }
 
 /* The mark of h that PATH names: the same string, or the same directory
- * (a relative path, a trailing slash, a link to it). -1 when none. */
-static int find_mark(const struct wr_history *h, const char *path)
+ * (a relative path, from the caller's cwd (cwd), a trailing slash, a link
+ * to it). -1 when none. */
+static int find_mark(const struct wr_history *h, const char *path, int cwd)
 {
 	struct stat a, b;
-	bool have = stat(path, &a) == 0;
+	bool have = fstatat(cwd, path, &a, 0) == 0;
 
 	for (int i = 0; i < h->nbad; i++)
 		if (strcmp(h->bad[i].path, path) == 0)
 			return i;
 	for (int i = 0; have && i < h->nbad; i++)
-		if (stat(h->bad[i].path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		if (fstatat(cwd, h->bad[i].path, &b, 0) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			return i;
 	return -1;
 }
@@ -73,23 +76,35 @@ int wr_unmark_main(int argc, char **argv)
 		fprintf(stderr, PROG ": '%s' is not a run dir: %s\n", dir, strerror(errno));
 		return LLMT_EXIT_NOINPUT;
 	}
-	int own = wr_as_owner(PROG, dir, -1);   /* root over a user's dir: as the user */
+	/* judged, then read and written through one open of it (the cwd, as
+	 * report): a link on the way swapped just after root judged where it
+	 * led must not make root write into what it points at then */
+	int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int own = wr_as_owner(PROG, dir, dfd);   /* root over a user's dir: as the user */
 	if (own)
 		return own;
+	if (dfd < 0 || fchdir(dfd) != 0) {
+		fprintf(stderr, PROG ": cannot enter '%s': %s\n", dir, strerror(errno));
+		return LLMT_EXIT_IO;
+	}
+	close(dfd);
+	if (cwd < 0)
+		cwd = AT_FDCWD;   /* a cwd this user cannot open: relative PATHs from the run dir */
 	/* a ledger that is not a regular file (a FIFO would block the open):
 	 * refused at once, by the reader and by the writer below */
-	if (wr_ledger_load(led, NULL, &h) != 0) {
+	if (wr_ledger_load("ledger.jsonl", NULL, &h) != 0) {
 		fprintf(stderr, PROG ": cannot read %s: %s\n", led, strerror(errno));
 		return errno == EINVAL ? LLMT_EXIT_USAGE : LLMT_EXIT_IO;
 	}
-	if (lstat(led, &sb) != 0) {
+	if (lstat("ledger.jsonl", &sb) != 0) {
 		fprintf(stderr, PROG ": '%s' is not a run dir (no %s)\n", dir, led);
 		return LLMT_EXIT_NOINPUT;
 	}
 	/* every PATH must name a mark before anything is written */
 	int idx[WR_BAD_MAX], n = 0;
 	for (int a = 2; !all && a < argc; a++) {
-		int k = argv[a][0] == '-' ? -2 : find_mark(&h, argv[a]);
+		int k = argv[a][0] == '-' ? -2 : find_mark(&h, argv[a], cwd);
 		if (k == -2) {
 			fprintf(stderr, PROG ": '%s': not a checkpoint path (--all alone lifts every mark)\n", argv[a]);
 			usage();
@@ -111,7 +126,7 @@ int wr_unmark_main(int argc, char **argv)
 		list_marks(&h);
 		return 0;
 	}
-	if (!(l.f = wr_fopen_write(led, "a"))) {
+	if (!(l.f = wr_fopen_write("ledger.jsonl", "a"))) {
 		fprintf(stderr, PROG ": cannot open %s: %s\n", led, strerror(errno));
 		return errno == EINVAL ? LLMT_EXIT_USAGE : LLMT_EXIT_IO;
 	}

@@ -4,10 +4,13 @@
  * as the real mkdir would after them (needs root: chown).
  * report_hostile.sh: the first access(2) first points the link
  * LLMT_FLIP_LINK at LLMT_FLIP_TO (a run dir's link swapped just after
- * root judged where it led). */
+ * root judged where it led); with LLMT_FLIP_OPEN set, the first open(2)
+ * of a path ending in ledger.jsonl does it instead (ckpt-unmark). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +30,11 @@ int mkdir(const char *path, mode_t mode)
 	return (int)syscall(SYS_mkdir, path, mode);
 }
 
-int access(const char *path, int mode)
+static int flipped;
+
+/* LLMT_FLIP_LINK -> LLMT_FLIP_TO, once; -1 when that fails */
+static int flip(void)
 {
-	static int flipped;
 	const char *l = getenv("LLMT_FLIP_LINK"), *to = getenv("LLMT_FLIP_TO");
 	if (l && to && !flipped) {
 		flipped = 1;
@@ -38,5 +43,32 @@ int access(const char *path, int mode)
 		if (symlink(to, tmp) != 0 || rename(tmp, l) != 0)
 			return -1;
 	}
+	return 0;
+}
+
+static int open_flip(const char *path, int flags, va_list ap)
+{
+	size_t n = strlen(path);
+	mode_t mode = (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+	if (getenv("LLMT_FLIP_OPEN") && n >= 12 && strcmp(path + n - 12, "ledger.jsonl") == 0 && flip() != 0)
+		return -1;
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	int fd = open_flip(path, flags, ap);
+	va_end(ap);
+	return fd;
+}
+
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+int access(const char *path, int mode)
+{
+	if (!getenv("LLMT_FLIP_OPEN") && flip() != 0)
+		return -1;
 	return (int)syscall(SYS_access, path, mode);
 }

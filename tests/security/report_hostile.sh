@@ -110,6 +110,21 @@ if ${CC:-cc} -shared -fPIC -O1 -o "$d/flip.so" "$top_srcdir/tests/security/mkdir
 	grep -qs 4242.4242 "$n/dashboard.html" && bad "root followed the swapped link: its 0600 file reached nobody's page"
 	[ -f "$d/rootrun/dashboard.html" ] || bad "the report did not stay in the dir it judged"
 	intact "swapped link"
+	# 7. the same for ckpt-unmark (the shim swaps at the first open of a
+	# ledger.jsonl): before, root judged its own dir through the link, then
+	# read and appended to nobody's ledger.jsonl, a link to root's 0600
+	# ledger (the mark there lifted by root's own hand)
+	mkdir -p "$d/rootrun2" "$d/lnk2" "$d/nobody-flip2" && chmod 700 "$d/rootjob" || exit 1
+	: >"$d/rootrun2/ledger.jsonl"
+	before=$(md5sum <"$d/rootjob/ledger.jsonl")
+	ln -s "$d/rootjob/ledger.jsonl" "$d/nobody-flip2/ledger.jsonl" && chown -R -h nobody: "$d/nobody-flip2" &&
+		ln -s "$d/rootrun2" "$d/lnk2/run" && chown -h nobody: "$d/lnk2/run" || exit 1
+	env LD_PRELOAD="$d/flip.so" LLMT_FLIP_OPEN=1 LLMT_FLIP_LINK="$d/lnk2/run" LLMT_FLIP_TO="$d/nobody-flip2" \
+		"$W" ckpt-unmark "$d/lnk2/run" --all >/dev/null 2>"$d/err"; rc=$?
+	[ "$(readlink "$d/lnk2/run")" = "$d/nobody-flip2" ] || bad "the shim did not swap the unmark link"
+	[ "$(md5sum <"$d/rootjob/ledger.jsonl")" = "$before" ] ||
+		bad "ckpt-unmark as root followed the swapped link and wrote into root's ledger through nobody's"
+	[ $rc = 0 ] || bad "ckpt-unmark through the swapped link: exit $rc (want 0: the judged dir has no mark): $(cat "$d/err")"
 else
 	bad "the shim does not build: $(cat "$d/cc.err")"
 fi
