@@ -164,7 +164,9 @@ int llmt_hf_check_seq(const char *hfdir_arg, int T, char *err, size_t errlen)
 	if (!(o = json_load_file(path, 0, NULL)))
 		return 0;
 	int bad = !hf_window_of(o, &w, path, e2, sizeof e2) && w > 0 && T > w;
-	int past = !bad && !hf_int(o, "max_position_embeddings", &mpe, 2048, path, e2, sizeof e2) && mpe > 0 && T > mpe;
+	/* only a limit the file states (the import's 2048 when absent is a guess) */
+	int past = !bad && json_object_get(o, "max_position_embeddings") &&
+	           !hf_int(o, "max_position_embeddings", &mpe, 2048, path, e2, sizeof e2) && mpe > 0 && T > mpe;
 	json_decref(o);
 	if (bad)
 		ck_fmt(err, errlen, "--seq %d exceeds sliding_window %lld of %s (full attention, which llm-train computes, "

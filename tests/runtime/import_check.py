@@ -299,6 +299,20 @@ with tempfile.TemporaryDirectory() as W:
         if rc != want or (want and (len(msg.splitlines()) != 1 or not all(
                 w in msg for w in ('--seq 100', 'max_position_embeddings 64', 'good/config.json')))):
             failures.append('--init-from max_position_embeddings 64, --seq %d: exit %d, want %d: %s' % (T, rc, want, msg))
+    # a config.json without the key states no limit: --seq 2100 trains (was:
+    # refused as past "max_position_embeddings 2048", a value not in the file)
+    nompe = os.path.join(W, 'good_nompe')
+    shutil.copytree(good, nompe)
+    cj = json.load(open(os.path.join(nompe, 'config.json')))
+    del cj['max_position_embeddings']
+    json.dump(cj, open(os.path.join(nompe, 'config.json'), 'w'))
+    yml4k = os.path.join(W, 'm4k.yaml')
+    open(yml4k, 'w').write(open(yml).read().replace('max_seq: 64', 'max_seq: 4096'))
+    rc, msg = run('--model', yml4k, '--data', corpus, '--steps', '1', '--seq', '2100', '--micro-batch', '1',
+                  '--init-from', nompe, '--quiet')
+    print('%-22s exit %d: %s' % ('--init-from no mpe --seq 2100', rc, msg.splitlines()[-1] if msg else ''))
+    if rc != 0:
+        failures.append('--init-from without max_position_embeddings, --seq 2100: exit %d: %s' % (rc, msg))
     # the import's model.yaml is config.json's architecture as a --model
     # file: a run with it starts from the import (a copy: ck_good stays
     # the import for generate below)
