@@ -69,9 +69,9 @@ static void help(void)
 	       "                          $LLM_TRAIN_SAVE_FACTOR or 5; 0: off; no save seen yet: 10 x\n"
 	       "                          --hang-timeout-max)...\n"
 	       "  --save-timeout-min S    ... or S seconds if longer (default $LLM_TRAIN_SAVE_TIMEOUT_MIN\n"
-	       "                          or 120)\n"
+	       "                          or 600)\n"
 	       "  --slurm-timeout S       a slurmctld query (scontrol, squeue, sinfo, job state) that has\n"
-	       "                          not answered in S is killed (default $LLM_TRAIN_SLURM_TIMEOUT or 10)\n"
+	       "                          not answered in S is killed (default $LLM_TRAIN_SLURM_TIMEOUT or 60)\n"
 	       "  --preempt-grace S       after SIGUSR1/SIGTERM, wait S for the checkpoint (default 60)\n"
 	       "  --mtbf S                prior mean time between failures of the job (auto interval)\n"
 	       "  --no-requeue            never requeue (stop instead)\n"
@@ -171,8 +171,8 @@ static void set_defaults(struct opts *o)
 	o->preflight_policy = wr_env_num(LLMT_ENV_PREFLIGHT, 0, 0, 1) == 1;
 	o->preflight_timeout = 300;
 	o->save_factor = wr_env_num(LLMT_ENV_SAVE_FACTOR, 5, 0, 1e4);
-	o->save_min = wr_env_num(LLMT_ENV_SAVE_TIMEOUT_MIN, 120, 0.1, 1e7);
-	o->slurm_timeout = wr_env_num(LLMT_ENV_SLURM_TIMEOUT, 10, 0.1, 3600);
+	o->save_min = wr_env_num(LLMT_ENV_SAVE_TIMEOUT_MIN, 600, 0.1, 1e7);   /* a storage stall (an OST failover) outlasts 2 min */
+	o->slurm_timeout = wr_env_num(LLMT_ENV_SLURM_TIMEOUT, 60, 0.1, 3600);   /* busy sites raise MessageTimeout past 10 s */
 	o->node_wait = -1;
 	o->strag_factor = 1.5;
 	o->strag_steps = 5;
