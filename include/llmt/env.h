@@ -34,6 +34,9 @@
 #define LLMT_ENV_CKPT_TIMEOUT "LLM_TRAIN_CKPT_TIMEOUT"
 #define LLMT_ENV_PREFLIGHT "LLM_TRAIN_PREFLIGHT"
 #define LLMT_ENV_SAVE_FACTOR "LLM_TRAIN_SAVE_FACTOR"
+/* a group (name or gid) of the caller whose members' directories the job
+ * may use (owndir.h: a project directory another member made) */
+#define LLMT_ENV_TRUST_GROUP "LLM_TRAIN_TRUST_GROUP"
 #define LLMT_ENV_SAVE_TIMEOUT_MIN "LLM_TRAIN_SAVE_TIMEOUT_MIN"
 #define LLMT_ENV_SLURM_TIMEOUT "LLM_TRAIN_SLURM_TIMEOUT"
 /* checkpoints, heartbeats, resume (wrapper -> runtime) */

@@ -5,12 +5,50 @@
 #ifndef LLMT_OWNDIR_H
 #define LLMT_OWNDIR_H
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* 0 when path is missing, or a directory owned by this user (or root)
+/* 1 when gid is the group LLM_TRAIN_TRUST_GROUP names (a name or a
+ * number) and this process is in it: its members are trusted, opt-in (a
+ * site's common group would trust every user) */
+static inline int llmt_in_group(gid_t gid)
+{
+	gid_t list[256];
+	if (getegid() == gid)
+		return 1;
+	int n = getgroups(256, list);
+	for (int i = 0; i < n; i++)
+		if (list[i] == gid)
+			return 1;
+	return 0;
+}
+
+static inline int llmt_dir_group_trusted(gid_t gid)
+{
+	const char *g = getenv("LLM_TRAIN_TRUST_GROUP");
+	gid_t want;
+	char *end;
+
+	if (!g || !*g)
+		return 0;
+	long v = strtol(g, &end, 10);
+	if (*end == 0 && v >= 0)
+		want = (gid_t)v;
+	else {
+		struct group *gr = getgrnam(g);
+		if (!gr)
+			return 0;
+		want = gr->gr_gid;
+	}
+	return want == gid && llmt_in_group(gid);
+}
+
+/* 0 when path is missing, or a directory owned by this user (or root, or a
+ * member of the group LLM_TRAIN_TRUST_GROUP names, the directory's group)
  * that not every user may write without the sticky bit, and no existing
  * directory above it is writable by every user without the sticky bit
  * (anyone could rename the next one away and put theirs there); else -1
@@ -43,9 +81,13 @@ static inline int llmt_dir_owned(const char *what, const char *path, char *err, 
 		snprintf(err, errlen, "%s %s: not a directory: refused", what, path);
 		return -1;
 	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen, "%s %s: owned by uid %u, not by this user (uid %u): refused", what, path,
-		         (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_uid != geteuid() && st.st_uid != 0 && !llmt_dir_group_trusted(st.st_gid)) {
+		char hint[160];
+		snprintf(hint, sizeof hint, " (a project directory of your group %u: LLM_TRAIN_TRUST_GROUP=%u)",
+		         (unsigned)st.st_gid, (unsigned)st.st_gid);
+		snprintf(err, errlen, "%s %s: owned by uid %u, not by this user (uid %u): refused%s%s", what, path,
+		         (unsigned)st.st_uid, (unsigned)geteuid(), llmt_in_group(st.st_gid) ? hint : "",
+		         st.st_uid == 65534 ? " (uid 65534 is NFS's nobody: root squashed, or an ID mapping failed)" : "");
 		return -1;
 	}
 	return 0;

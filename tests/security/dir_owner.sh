@@ -94,4 +94,23 @@ p=$d/p5
 (cd "$d" && race "$p" env PYTHONPATH="$d" LLM_TRAIN_CKPT_DIR="$p" /usr/bin/python3 -c 'import llm_train; llm_train.Job()') \
 	>"$d/o5" 2>&1; rc=$?
 sec_want64 "llm_train.py, ckpt dir made under it" "$d/o5" "llm_train: rank 0: checkpoint dir $p: owned by uid 4242" $rc
+# ---- a project directory another member of the caller's group made
+# (uid 4242, group nogroup, 2770): refused by default, trusted by
+# LLM_TRAIN_TRUST_GROUP=nogroup (nobody's group), never for a group the
+# caller is not in
+g=$d/scratch/proj && mkdir -m 2770 "$g" "$g/run1" && chown 4242:nogroup "$g" "$g/run1" || exit 1
+train nobody --ckpt-dir "$g/run1" >"$d/g1" 2>&1; rc=$?
+sec_want64 "llm-train, a group member's project dir" "$d/g1" "owned by uid 4242, not by this user (uid 65534): refused (a project directory of your group 65534: LLM_TRAIN_TRUST_GROUP=65534)" $rc
+(cd "$d" && sec_as_nobody env LLM_TRAIN_TRUST_GROUP=nogroup "$lt" --model "$d/m.yaml" --data "$d/data" --steps 1 \
+	--seq 16 --micro-batch 1 --quiet --ckpt-dir "$g/run1") >"$d/g2" 2>&1 || bad "LLM_TRAIN_TRUST_GROUP=nogroup: $(cat "$d/g2")"
+[ -d "$g/run1/step_00000001" ] || bad "no step 1 in the trusted project dir"
+(cd "$d" && sec_as_nobody env PYTHONPATH="$d" LLM_TRAIN_TRUST_GROUP=65534 LLM_TRAIN_CKPT_DIR="$g/run1" /usr/bin/python3 \
+	-c 'import llm_train; llm_train.Job()') >"$d/g3" 2>&1 || bad "llm_train.py, LLM_TRAIN_TRUST_GROUP=65534: $(cat "$d/g3")"
+chown 4242:4242 "$g/run1" || exit 1
+(cd "$d" && sec_as_nobody env LLM_TRAIN_TRUST_GROUP=4242 "$lt" --model "$d/m.yaml" --data "$d/data" --steps 3 \
+	--seq 16 --micro-batch 1 --quiet --ckpt-dir "$g/run1") >"$d/g4" 2>&1; rc=$?
+sec_want64 "llm-train, LLM_TRAIN_TRUST_GROUP of a group it is not in" "$d/g4" "owned by uid 4242, not by this user" $rc
+(cd "$d" && sec_as_nobody env PYTHONPATH="$d" LLM_TRAIN_TRUST_GROUP=4242 LLM_TRAIN_CKPT_DIR="$g/run1" /usr/bin/python3 \
+	-c 'import llm_train; llm_train.Job()') >"$d/g5" 2>&1; rc=$?
+sec_want64 "llm_train.py, LLM_TRAIN_TRUST_GROUP of a group it is not in" "$d/g5" "owned by uid 4242" $rc
 exit $fail

@@ -137,9 +137,31 @@ def dir_refusal(what, path):
         return None
     if not stat.S_ISDIR(st.st_mode):
         return "%s %s: not a directory: refused" % (what, path)
-    if st.st_uid not in (os.geteuid(), 0):
-        return "%s %s: owned by uid %d, not by this user (uid %d): refused" % (what, path, st.st_uid, os.geteuid())
+    if st.st_uid not in (os.geteuid(), 0) and not group_trusted(st.st_gid):
+        mine = os.getegid() == st.st_gid or st.st_gid in os.getgroups()
+        return "%s %s: owned by uid %d, not by this user (uid %d): refused%s%s" % (
+            what, path, st.st_uid, os.geteuid(),
+            " (a project directory of your group %d: LLM_TRAIN_TRUST_GROUP=%d)" % (st.st_gid, st.st_gid)
+            if mine else "",
+            " (uid 65534 is NFS's nobody: root squashed, or an ID mapping failed)" if st.st_uid == 65534 else "")
     return None
+
+
+def group_trusted(gid):
+    """Whether gid is the group LLM_TRAIN_TRUST_GROUP names (a name or a
+    number) and this process is in it (owndir.h's llmt_dir_group_trusted)."""
+    g = os.environ.get("LLM_TRAIN_TRUST_GROUP", "")
+    if not g:
+        return False
+    if g.isdigit():
+        want = int(g)
+    else:
+        try:
+            import grp
+            want = grp.getgrnam(g).gr_gid
+        except (KeyError, ImportError):
+            return False
+    return want == gid and (os.getegid() == gid or gid in os.getgroups())
 
 
 def parse_interval(text):
