@@ -32,6 +32,20 @@ one_line "$W/st.out" "srun llm-train selftest"
 echo "ok: srun llm-train selftest without PMIx: exit 64, one line"
 
 # under the wrapper: a usage error, stopped at once
+# one task too: Open MPI refuses a direct launch by srun without PMI
+# ("OMPI was not built with SLURM's PMI support"), singleton or not
+srun -N1 -n1 "$LT" $ARGS >"$W/one.out" 2>&1
+rc=$?
+[ $rc = 64 ] || { cat "$W/one.out"; fail "srun -n1 llm-train without PMIx: exit $rc, want 64"; }
+one_line "$W/one.out" "srun -n1 llm-train"
+echo "ok: srun -n1 llm-train without PMIx: exit 64, one line"
+# the batch script itself (no srun: no SLURM_STEP_ID) starts llm-train as
+# an MPI singleton, which trains
+printf '#!/bin/sh\nunset SLURM_MPI_TYPE\nLLM_TRAIN_DP=1 exec "%s" %s\n' "$LT" "$ARGS" >"$W/direct.sh" && chmod +x "$W/direct.sh"
+j=$(cd "$W" && sbatch --parsable --no-requeue -o direct.out -N1 -n1 direct.sh) || fail "sbatch"
+cluster_sbatch_wait "$j" 60 >/dev/null || { cat "$W/direct.out"; fail "llm-train in the batch script itself (no srun) failed"; }
+echo "ok: llm-train run by the batch script itself (a singleton) trains"
+
 cat >"$W/j.sh" <<JOB
 #!/bin/sh
 unset SLURM_MPI_TYPE
