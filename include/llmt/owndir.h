@@ -53,15 +53,42 @@ static inline int llmt_dir_group_trusted(gid_t gid)
  * directory above it is writable by every user without the sticky bit
  * (anyone could rename the next one away and put theirs there); else -1
  * with "WHAT PATH: why: refused" in err. */
-static inline int llmt_dir_owned(const char *what, const char *path, char *err, size_t errlen)
+/* out: path with its longest existing head resolved (links, "..", the
+ * working directory of a relative path) and the rest as given; -1 when it
+ * does not fit or nothing resolves */
+static inline int llmt_dir_resolve(const char *path, char *out, size_t outlen)
 {
-	char p[4096];
-	struct stat st;
-	size_t n = strlen(path);
+	char head[4096];
+	size_t n = strlen(path), h = n;
 
-	if (n == 0 || n >= sizeof p)
-		return 0;   /* the caller's own length check says it */
-	memcpy(p, path, n + 1);
+	if (n >= sizeof head)
+		return -1;
+	memcpy(head, path, n + 1);
+	for (;;) {
+		char *r = realpath(h ? head : ".", NULL);
+		if (r) {
+			const char *rest = path + h;
+			int k = snprintf(out, outlen, "%s%s%s", r, h || !*rest || *rest == '/' ? "" : "/", rest);
+			free(r);
+			return k < 0 || (size_t)k >= outlen ? -1 : 0;
+		}
+		while (h > 0 && head[h - 1] != '/')
+			h--;            /* drop the last component */
+		while (h > 1 && head[h - 1] == '/')
+			h--;
+		if ((h == 0 && path[0] == '/') || (h == 1 && head[0] == '/') || !*head)
+			return -1;   /* "/" itself, or "." (tried last), did not resolve */
+		head[h] = 0;
+	}
+}
+
+/* -1 (err set) when p or a directory above it is writable by every user
+ * without the sticky bit; path is the caller's, for the message */
+static inline int llmt_dir_open_above(const char *what, const char *path, char *p, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t n = strlen(p);
+
 	for (size_t i = 1; i <= n; i++) {
 		if (p[i] != '/' && p[i] != 0)
 			continue;
@@ -75,6 +102,23 @@ static inline int llmt_dir_owned(const char *what, const char *path, char *err, 
 		}
 		p[i] = c;
 	}
+	return 0;
+}
+
+static inline int llmt_dir_owned(const char *what, const char *path, char *err, size_t errlen)
+{
+	char p[4096];
+	struct stat st;
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof p)
+		return 0;   /* the caller's own length check says it */
+	memcpy(p, path, n + 1);
+	if (llmt_dir_open_above(what, path, p, err, errlen))
+		return -1;
+	/* and the directories it lies in once links are followed */
+	if (llmt_dir_resolve(path, p, sizeof p) == 0 && llmt_dir_open_above(what, path, p, err, errlen))
+		return -1;
 	if (stat(path, &st) != 0)
 		return 0;
 	if (!S_ISDIR(st.st_mode)) {

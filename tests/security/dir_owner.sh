@@ -47,6 +47,13 @@ sec_want64 "llm-train-wrap, uid 4242's run dir" "$d/o6" "run dir $o/run: owned b
 mkdir -p "$d/open/me" && chown -R nobody: "$d/open" && chmod 777 "$d/open" || exit 1
 train nobody --ckpt-dir "$d/open/me/run1" >"$d/o7" 2>&1; rc=$?
 sec_want64 "llm-train under a 0777 parent" "$d/o7" "$d/open is writable by every user without the sticky bit (mode 0777)" $rc
+# the same through nobody's own link (the parents of where it leads count)
+ln -s "$d/open/me" "$d/scratch/lnk" && chown -h nobody: "$d/scratch/lnk" || exit 1
+train nobody --ckpt-dir "$d/scratch/lnk/run1" >"$d/o7l" 2>&1; rc=$?
+sec_want64 "llm-train through a link to under a 0777 parent" "$d/o7l" "checkpoint dir $d/scratch/lnk/run1: $d/open is writable by every user without the sticky bit (mode 0777)" $rc
+(cd "$d" && sec_as_nobody env PYTHONPATH="$d" LLM_TRAIN_CKPT_DIR="$d/scratch/lnk/run2" /usr/bin/python3 -c 'import llm_train; llm_train.Job()') \
+	>"$d/o7p" 2>&1; rc=$?
+sec_want64 "llm_train.py through a link to under a 0777 parent" "$d/o7p" "$d/open is writable by every user without the sticky bit" $rc
 # the good paths: nobody's new dir under the sticky scratch; root's own
 train nobody --ckpt-dir "$d/scratch/mine/run1" >"$d/o8" 2>&1 || bad "llm-train in nobody's own dir: $(cat "$d/o8")"
 [ -d "$d/scratch/mine/run1/step_00000001" ] || bad "no checkpoint in nobody's own dir"

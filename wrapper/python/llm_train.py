@@ -121,16 +121,18 @@ def dir_refusal(what, path):
     rule of include/llmt/owndir.h), or None: it must be missing or owned by
     this user or root, and neither it nor a directory above it writable by
     every user without the sticky bit."""
-    parts = os.path.abspath(path).split("/")
-    for i in range(2, len(parts) + 1):
-        p = "/".join(parts[:i]) or "/"
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-            return "%s %s: %s is writable by every user without the sticky bit (mode %04o): refused" % (
-                what, path, p, st.st_mode & 0o7777)
+    # the path as given, and the directories it lies in once links are followed
+    for full in (os.path.abspath(path), os.path.realpath(path)):
+        parts = full.split("/")
+        for i in range(2, len(parts) + 1):
+            p = "/".join(parts[:i]) or "/"
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+                return "%s %s: %s is writable by every user without the sticky bit (mode %04o): refused" % (
+                    what, path, p, st.st_mode & 0o7777)
     try:
         st = os.stat(path)
     except OSError:
