@@ -172,7 +172,7 @@ static void set_defaults(struct opts *o)
 	o->preflight_timeout = 300;
 	o->save_factor = wr_env_num(LLMT_ENV_SAVE_FACTOR, 5, 0, 1e4);
 	o->save_min = wr_env_num(LLMT_ENV_SAVE_TIMEOUT_MIN, 600, 0.1, 1e7);   /* a storage stall (an OST failover) outlasts 2 min */
-	o->slurm_timeout = wr_env_num(LLMT_ENV_SLURM_TIMEOUT, 60, 0.1, 3600);   /* busy sites raise MessageTimeout past 10 s */
+	o->slurm_timeout = wr_env_num(LLMT_ENV_SLURM_TIMEOUT, WR_SLURM_TIMEOUT_S, 0.1, 3600);
 	o->node_wait = -1;
 	o->strag_factor = 1.5;
 	o->strag_steps = 5;

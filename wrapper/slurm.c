@@ -15,7 +15,7 @@
 
 #define PROG "llm-train-wrap"
 
-static double slurm_timeout_s = 10;
+static double slurm_timeout_s = WR_SLURM_TIMEOUT_S;
 
 void wr_slurm_timeout_set(double s)
 {

@@ -35,6 +35,8 @@ double wr_slurmd_timeout(void);
 int wr_requeue(const char *job, const struct wr_nodes *ex, struct wr_ledger *l);
 
 /* The bound on every slurmctld query below (--slurm-timeout, seconds). */
+/* its default, seconds: above the MessageTimeout busy sites set */
+#define WR_SLURM_TIMEOUT_S 60
 void wr_slurm_timeout_set(double s);
 /* Runs the slurmctld query argv under that bound: a query past it is
  * killed, with one line naming it, the bound and what the wrapper does

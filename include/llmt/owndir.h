@@ -12,9 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* 1 when gid is the group LLM_TRAIN_TRUST_GROUP names (a name or a
- * number) and this process is in it: its members are trusted, opt-in (a
- * site's common group would trust every user) */
+/* 1 when this process is in group gid (its effective or a supplementary one) */
 static inline int llmt_in_group(gid_t gid)
 {
 	gid_t list[256];
@@ -27,6 +25,9 @@ static inline int llmt_in_group(gid_t gid)
 	return 0;
 }
 
+/* 1 when gid is the group LLM_TRAIN_TRUST_GROUP names (a name or a
+ * number) and this process is in it: its members are trusted, opt-in (a
+ * site's common group would trust every user) */
 static inline int llmt_dir_group_trusted(gid_t gid)
 {
 	const char *g = getenv("LLM_TRAIN_TRUST_GROUP");
@@ -47,12 +48,6 @@ static inline int llmt_dir_group_trusted(gid_t gid)
 	return want == gid && llmt_in_group(gid);
 }
 
-/* 0 when path is missing, or a directory owned by this user (or root, or a
- * member of the group LLM_TRAIN_TRUST_GROUP names, the directory's group)
- * that not every user may write without the sticky bit, and no existing
- * directory above it is writable by every user without the sticky bit
- * (anyone could rename the next one away and put theirs there); else -1
- * with "WHAT PATH: why: refused" in err. */
 /* out: path with its longest existing head resolved (links, "..", the
  * working directory of a relative path) and the rest as given; -1 when it
  * does not fit or nothing resolves */
@@ -105,6 +100,12 @@ static inline int llmt_dir_open_above(const char *what, const char *path, char *
 	return 0;
 }
 
+/* 0 when path is missing, or a directory owned by this user (or root, or a
+ * member of the group LLM_TRAIN_TRUST_GROUP names, the directory's group)
+ * that not every user may write without the sticky bit, and no existing
+ * directory above it is writable by every user without the sticky bit
+ * (anyone could rename the next one away and put theirs there); else -1
+ * with "WHAT PATH: why: refused" in err. */
 static inline int llmt_dir_owned(const char *what, const char *path, char *err, size_t errlen)
 {
 	char p[4096];

@@ -109,7 +109,6 @@ static int parse(int argc, char **argv, gen_opts *o)
 	return rc;
 }
 
-/* config.json's eos_token_id (an id or a list: its first), or -1 */
 /* eos_token_id (the first of a list) of the JSON file path, or -1 */
 static long hf_eos(const char *path)
 {
